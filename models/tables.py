@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    String,
+    Text,
+    func,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import Base, BigId
+
+ROLES = ("user", "assistant", "system", "tool")
+RUN_STATUSES = ("applied", "skipped", "superseded", "failed", "dead")
+
+Timestamp = DateTime(timezone=True)
+
+
+class ChatSession(Base):
+    """One conversation of the chat app, named by the app's own id."""
+
+    __tablename__ = "chat_sessions"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    rolling_summary: Mapped[str | None] = mapped_column(Text)
+    # Token estimate of rolling_summary, so the hook and the sweeper can judge
+    # context usage from counters alone.
+    summary_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    summary_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    summarized_message_count: Mapped[int] = mapped_column(BigInteger, default=0,
+                                                          server_default="0")
+    message_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    active_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    title: Mapped[str | None] = mapped_column(Text)
+    needs_escalation: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                   server_default="false")
+    # The claim: a job owns the session while lease_token is set and unexpired.
+    lease_token: Mapped[str | None] = mapped_column(String(36))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Claims in a row that found a dead holder's expired lease; reset on success.
+    lost_leases: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Set while a summarize job is queued and not yet started (coalescing).
+    enqueued_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Set when a run is dead-lettered: the sweeper leaves the session alone until then.
+    blocked_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now(),
+                                                 onupdate=func.now())
+    summary_updated_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (
+        # The sweeper's two ways in: the normal trigger and context usage.
+        Index("ix_chat_sessions_active_tokens", "active_tokens"),
+        Index("ix_chat_sessions_context_tokens", "summary_tokens", "active_tokens"),
+    )
+
+
+class ChatMessage(Base):
+    """One message still in the active window of its session."""
+
+    __tablename__ = "chat_messages"
+
+    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(255), ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False)
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    token_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        Index("ix_chat_messages_session_id_id", "session_id", "id"),
+        CheckConstraint("role IN ('user', 'assistant', 'system', 'tool')", name="role"),
+        CheckConstraint("token_count >= 0", name="token_count"),
+        # AUTOINCREMENT: SQLite must never reuse the id of a deleted message.
+        {"sqlite_autoincrement": True},
+    )
+
+
+class SummaryRun(Base):
+    """The audit row of one summarize job outcome. No FK: audit outlives sessions."""
+
+    __tablename__ = "summary_runs"
+
+    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255), nullable=False)
+    task_id: Mapped[str | None] = mapped_column(String(255))
+    attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    reason: Mapped[str | None] = mapped_column(Text)
+    messages_condensed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    first_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    last_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    summary_tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    model: Mapped[str | None] = mapped_column(String(100))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        Index("ix_summary_runs_session_id_id", "session_id", "id"),
+        Index("ix_summary_runs_status_created_at", "status", "created_at"),
+        CheckConstraint(
+            "status IN ('applied', 'skipped', 'superseded', 'failed', 'dead')", name="status"),
+        {"sqlite_autoincrement": True},
+    )

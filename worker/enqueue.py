@@ -1,0 +1,54 @@
+"""Queueing summarize jobs with coalescing: at most one pending job per session.
+
+``chat_sessions.enqueued_at`` marks a queued job that has not started yet; the
+job clears it when it claims the session. A marker older than
+RECAP_ENQUEUE_STALE_S is treated as lost (the sweeper queues again).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from models import ChatSession
+from worker.db import transaction
+from worker.settings import Settings
+
+log = logging.getLogger("recap.enqueue")
+
+
+def mark_pending(session: Session, session_id: str, *, now: datetime,
+                 settings: Settings) -> bool:
+    """Set the pending marker unless a live one exists; True if the caller should send."""
+    stale = now - timedelta(seconds=settings.enqueue_stale_s)
+    result = session.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id,
+               ChatSession.enqueued_at.is_(None) | (ChatSession.enqueued_at <= stale))
+        .values(enqueued_at=now))
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def send(session_id: str) -> bool:
+    """Publish one summarize job. Never raises: on a broker failure it logs once,
+    clears the pending marker so the sweeper retries, and returns False."""
+    from worker.tasks import summarize_session
+
+    try:
+        # No publish retries: this runs on the chat app's reply path.
+        summarize_session.apply_async((session_id,), retry=False)
+        return True
+    except Exception as exc:
+        log.warning("could not enqueue summarize job for session %r (%s: %s); "
+                    "the sweeper will retry", session_id, type(exc).__name__, exc)
+    try:
+        with transaction() as s:
+            s.execute(update(ChatSession).where(ChatSession.id == session_id)
+                      .values(enqueued_at=None))
+    except Exception as exc:
+        log.warning("could not clear the pending marker of session %r (%s)", session_id,
+                    type(exc).__name__)
+    return False

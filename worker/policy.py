@@ -1,0 +1,162 @@
+"""Whether and what to summarize: a pure decision over plain values.
+
+No I/O and no imports from SQLAlchemy, Celery, settings or the SDK, so the rules
+read as tables in tests (``tests/test_policy.py``).
+
+Rules, in order:
+- usage = (summary tokens + active tokens) / context budget.
+- usage above 95%: *aggressive*, every non-pinned message outside the newest 5.
+  If the newest 5, the pinned ones and the summary still exceed the budget, the
+  session needs escalation (a human or the app must act).
+- otherwise the *candidate batch* is the oldest ``batch_size`` non-pinned
+  messages outside the newest ``keep_recent``.
+- usage 80-95%: summarize the candidate batch (*capacity*).
+- below 80%: summarize it only when active messages > ``trigger_messages`` and
+  batch tokens > ``trigger_tokens`` (*normal*; equality does not trigger).
+- an assistant turn and the ``tool`` results that follow it form one unit: a
+  batch takes or leaves the whole unit, and a pinned member pins the unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["none", "normal", "capacity", "aggressive"]
+
+CAPACITY_USAGE = 0.80
+AGGRESSIVE_USAGE = 0.95
+AGGRESSIVE_KEEP = 5
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    trigger_messages: int
+    trigger_tokens: int
+    batch_size: int
+    keep_recent: int
+    context_budget_tokens: int
+
+
+@dataclass(frozen=True)
+class MessageInfo:
+    id: int
+    role: str
+    token_count: int
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    batch_ids: tuple[int, ...]
+    mode: Mode
+    reason: str
+    needs_escalation: bool = False
+    batch_tokens: int = 0
+
+    @property
+    def should_summarize(self) -> bool:
+        return bool(self.batch_ids)
+
+
+def usage(summary_tokens: int, active_tokens: int, budget: int) -> float:
+    return (summary_tokens + active_tokens) / budget
+
+
+def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int,
+                  t: Thresholds) -> bool:
+    """Cheap pre-check from counters alone: False means ``plan`` surely says no.
+
+    The batch's tokens never exceed the active tokens, so the normal trigger
+    needs active_tokens > trigger_tokens; the capacity rules need usage >= 80%.
+    """
+    if message_count == 0:
+        return False
+    if message_count > t.trigger_messages and active_tokens > t.trigger_tokens:
+        return True
+    return usage(summary_tokens, active_tokens, t.context_budget_tokens) >= CAPACITY_USAGE
+
+
+def _units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
+    """Group an assistant turn with the tool results right after it."""
+    units: list[list[MessageInfo]] = []
+    for m in messages:
+        if m.role == "tool" and units and units[-1][0].role == "assistant":
+            units[-1].append(m)
+        else:
+            units.append([m])
+    return units
+
+
+def _select(messages: Sequence[MessageInfo], *, keep: int,
+            limit: int | None) -> list[MessageInfo]:
+    """Oldest non-pinned units wholly outside the newest ``keep`` messages."""
+    cutoff = len(messages) - keep  # messages[:cutoff] are outside the keep window
+    chosen: list[MessageInfo] = []
+    seen = 0
+    for unit in _units(messages):
+        if seen + len(unit) > cutoff:
+            break  # this unit reaches into the keep window: keep all of it
+        seen += len(unit)
+        if any(m.pinned for m in unit):
+            continue
+        if limit is not None and chosen and len(chosen) + len(unit) > limit:
+            break
+        chosen.extend(unit)
+        if limit is not None and len(chosen) >= limit:
+            break
+    return chosen
+
+
+def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
+         t: Thresholds) -> Plan:
+    """Decide what to summarize. ``messages`` are the active ones, oldest first."""
+    active_tokens = sum(m.token_count for m in messages)
+    use = usage(summary_tokens, active_tokens, t.context_budget_tokens)
+    pct = f"{use:.0%} of the {t.context_budget_tokens}-token budget"
+
+    if use > AGGRESSIVE_USAGE:
+        batch = _select(messages, keep=AGGRESSIVE_KEEP, limit=None)
+        batch_ids = {m.id for m in batch}
+        remaining = summary_tokens + sum(m.token_count for m in messages
+                                         if m.id not in batch_ids)
+        escalate = remaining > t.context_budget_tokens
+        reason = f"aggressive: context at {pct}"
+        if escalate:
+            reason += (f"; needs escalation: the newest {AGGRESSIVE_KEEP}, pinned messages and "
+                       f"the summary alone take {remaining} tokens")
+        return _plan(batch, "aggressive", reason, escalate)
+
+    batch = _select(messages, keep=t.keep_recent, limit=t.batch_size)
+    batch_tokens = sum(m.token_count for m in batch)
+    if use >= CAPACITY_USAGE:
+        return _plan(batch, "capacity", f"capacity: context at {pct}")
+    if len(messages) > t.trigger_messages and batch_tokens > t.trigger_tokens:
+        return _plan(batch, "normal",
+                     f"normal: {len(messages)} messages > {t.trigger_messages} and batch "
+                     f"{batch_tokens} tokens > {t.trigger_tokens}")
+    return Plan((), "none", f"below thresholds: {len(messages)} messages, batch "
+                f"{batch_tokens} tokens, context at {pct}")
+
+
+def _plan(batch: list[MessageInfo], mode: Mode, reason: str,
+          escalate: bool = False) -> Plan:
+    if not batch:
+        return Plan((), "none", reason + "; nothing outside the keep window can be condensed",
+                    needs_escalation=escalate)
+    return Plan(tuple(m.id for m in batch), mode, reason, escalate,
+                sum(m.token_count for m in batch))
+
+
+def retry_delay(retries: int, *, retry_after: float | None, base: float, cap: float,
+                rand: float) -> float:
+    """Seconds before retry number ``retries + 1``: exponential backoff, full jitter.
+
+    ``rand`` is a number in [0, 1). A server's ``retry-after`` is a floor, and
+    everything is capped so one job cannot park itself for hours.
+    """
+    delay = rand * min(cap, base * 2 ** retries)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return min(cap, delay)

@@ -1,0 +1,147 @@
+"""One validated Settings object; every tunable of Recap lives here.
+
+Standard names (DATABASE_URL, CELERY_BROKER_URL, ANTHROPIC_API_KEY,
+ANTHROPIC_BASE_URL) are read as-is; everything else has the RECAP_ prefix.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker.errors import ConfigError
+
+# The embedded default: one SQLite file for data and one for the broker, so
+# `recap demo` and a first `celery -A worker worker` need no services at all.
+# RECAP_ENV=production refuses to start on these defaults.
+DEFAULT_DATABASE_URL = "sqlite:///recap.sqlite3"
+DEFAULT_BROKER_URL = "sqla+sqlite:///recap-broker.sqlite3"
+
+# A current Haiku-class model from the installed SDK's model list: summaries are
+# a high-volume, low-difficulty job, so the cheapest fast tier fits.
+DEFAULT_MODEL = "claude-haiku-5-5"
+
+
+def _std(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECAP_", extra="ignore",
+                                      populate_by_name=True)
+
+    env: Literal["development", "test", "production"] = "development"
+
+    database_url: str = Field(DEFAULT_DATABASE_URL, validation_alias=_std("DATABASE_URL"))
+    celery_broker_url: str = Field(DEFAULT_BROKER_URL,
+                                   validation_alias=_std("CELERY_BROKER_URL"))
+    anthropic_api_key: SecretStr | None = Field(None,
+                                                validation_alias=_std("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(None, validation_alias=_std("ANTHROPIC_BASE_URL"))
+
+    # Policy thresholds (see worker/policy.py for how they combine).
+    trigger_messages: int = Field(30, ge=1)
+    trigger_tokens: int = Field(15000, ge=1)
+    batch_size: int = Field(20, ge=1, le=10000)
+    keep_recent: int = Field(10, ge=0)
+    max_summary_tokens: int = Field(1024, ge=64, le=16384)
+    context_budget_tokens: int = Field(32000, ge=1000)
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+
+    # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
+    # job holds a worker slot for at most one request timeout per chunk.
+    llm_timeout_s: float = Field(30.0, gt=0, le=600)
+    # Input tokens one request may carry (batch + previous summary + prompt);
+    # bigger batches are summarized in chunks. Below the model's 200k window.
+    llm_max_input_tokens: int = Field(150_000, ge=2000)
+    summarizer: Literal["auto", "claude", "offline"] = "auto"
+    allow_offline_summarizer: bool = False
+    prompt_file: Path | None = None
+
+    # Retries (Celery): exponential backoff with full jitter, capped.
+    max_retries: int = Field(5, ge=0, le=50)
+    retry_backoff_s: float = Field(5.0, gt=0)
+    retry_backoff_max_s: float = Field(300.0, gt=0)
+
+    # Time limits and the lease. The lease must outlive the hard time limit, so
+    # a live job never loses its lease; the broker's visibility timeout must
+    # outlive the time limit plus the longest retry delay, or Redis redelivers
+    # a message whose worker is still alive.
+    task_soft_time_limit_s: int = Field(240, ge=5)
+    task_time_limit_s: int = Field(300, ge=6)
+    lease_s: int = Field(360, ge=2)
+    visibility_timeout_s: int = Field(3600, ge=10)
+    # After this many claims that found the previous holder's lease expired
+    # (its worker died mid-job), the session is dead-lettered instead of run again.
+    max_lost_leases: int = Field(3, ge=1)
+
+    # Coalescing and the sweeper.
+    queue: str = Field("recap", min_length=1)
+    enqueue_stale_s: int = Field(900, ge=1)
+    sweep_interval_s: float = Field(300.0, gt=0)
+    sweep_batch: int = Field(500, ge=1)
+    dead_cooldown_s: int = Field(3600, ge=0)
+
+    flower_user: str | None = None
+    flower_password: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Settings:
+        if self.task_time_limit_s <= self.task_soft_time_limit_s:
+            raise ValueError("RECAP_TASK_TIME_LIMIT_S must be greater than "
+                             "RECAP_TASK_SOFT_TIME_LIMIT_S")
+        if self.lease_s <= self.task_time_limit_s:
+            raise ValueError("RECAP_LEASE_S must be greater than RECAP_TASK_TIME_LIMIT_S "
+                             "(a running job must never lose its lease)")
+        if self.visibility_timeout_s <= self.task_time_limit_s + self.retry_backoff_max_s:
+            raise ValueError("RECAP_VISIBILITY_TIMEOUT_S must be greater than "
+                             "RECAP_TASK_TIME_LIMIT_S + RECAP_RETRY_BACKOFF_MAX_S")
+        if self.max_summary_tokens >= self.context_budget_tokens:
+            raise ValueError("RECAP_MAX_SUMMARY_TOKENS must be below "
+                             "RECAP_CONTEXT_BUDGET_TOKENS")
+        if self.env == "production":
+            if self.database_url == DEFAULT_DATABASE_URL:
+                raise ValueError("DATABASE_URL must be set when RECAP_ENV=production")
+            if self.celery_broker_url == DEFAULT_BROKER_URL:
+                raise ValueError("CELERY_BROKER_URL must be set when RECAP_ENV=production")
+        return self
+
+    @property
+    def summarizer_kind(self) -> Literal["claude", "offline"]:
+        if self.summarizer == "auto":
+            return "claude" if self.anthropic_api_key else "offline"
+        return self.summarizer
+
+
+_STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
+             "anthropic_api_key": "ANTHROPIC_API_KEY",
+             "anthropic_base_url": "ANTHROPIC_BASE_URL"}
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    return _STANDARD.get(field, "RECAP_" + field.upper())
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read and validate settings; raise ConfigError naming each bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else ""
+            name = env_name(field) if field else "settings"
+            got = "" if field == "anthropic_api_key" else f" (got {err.get('input')!r})"
+            problems.append(f"{name}: {err['msg']}{got if field else ''}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, validated once."""
+    return load_settings()
