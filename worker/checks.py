@@ -1,0 +1,81 @@
+"""The invariant that makes deleting messages safe, as one checker.
+
+For every message ever written to a session: it is still in chat_messages, or it
+lies inside the id range of exactly one ``applied`` run of that session. Also:
+no message summarized twice, summary_version equals the number of applied runs
+(it only grows, by one per apply), no lease is held once workers are idle, and
+the counters on chat_sessions equal a recount. Tests and the soak script share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from models import ChatMessage, ChatSession, SummaryRun
+
+
+def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None = None,
+                     idle: bool = True) -> list[str]:
+    """Return every violated invariant as a readable line (empty list: all good).
+
+    ``written`` maps session id -> ids of every message written to it (when the
+    caller knows); ``idle`` means no job may be running, so no lease may be held.
+    """
+    problems: list[str] = []
+    sessions = {r.id: r for r in s.scalars(select(ChatSession))}
+    counts: dict[str, int] = {}
+    tokens: dict[str, int] = {}
+    for sid, n, total in s.execute(
+            select(ChatMessage.session_id, func.count(), func.sum(ChatMessage.token_count))
+            .group_by(ChatMessage.session_id)):
+        counts[sid], tokens[sid] = n, total
+    applied: dict[str, list[tuple[int, int, int]]] = {}
+    for sid, first, last, n in s.execute(
+            select(SummaryRun.session_id, SummaryRun.first_message_id,
+                   SummaryRun.last_message_id, SummaryRun.messages_condensed)
+            .where(SummaryRun.status == "applied")):
+        applied.setdefault(sid, []).append((first, last, n))
+
+    for sid, row in sessions.items():
+        if row.message_count != counts.get(sid, 0):
+            problems.append(f"{sid}: message_count {row.message_count} != recount "
+                            f"{counts.get(sid, 0)}")
+        if row.active_tokens != (tokens.get(sid) or 0):
+            problems.append(f"{sid}: active_tokens {row.active_tokens} != recount "
+                            f"{tokens.get(sid) or 0}")
+        runs = applied.get(sid, [])
+        if row.summary_version != len(runs):
+            problems.append(f"{sid}: summary_version {row.summary_version} != "
+                            f"{len(runs)} applied runs")
+        condensed = sum(n for _, _, n in runs)
+        if row.summarized_message_count != condensed:
+            problems.append(f"{sid}: summarized_message_count {row.summarized_message_count} "
+                            f"!= {condensed} condensed by applied runs")
+        if runs and not row.rolling_summary:
+            problems.append(f"{sid}: applied runs but no rolling_summary")
+        if idle and row.lease_token is not None:
+            problems.append(f"{sid}: lease still held after the workers went idle")
+
+    for sid, ids in (written or {}).items():
+        ids = list(ids)
+        present = set(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == sid)))
+        runs = applied.get(sid, [])
+        gone = [m for m in ids if m not in present]
+        for m in gone:
+            covering = sum(1 for first, last, _ in runs if first <= m <= last)
+            if covering != 1:
+                problems.append(f"{sid}: message {m} is gone and inside {covering} applied "
+                                "runs (lost)" if covering == 0 else
+                                f"{sid}: message {m} is inside {covering} applied runs "
+                                "(summarized twice)")
+        if len(gone) != sum(n for _, _, n in runs):
+            problems.append(f"{sid}: {len(gone)} messages gone but applied runs condensed "
+                            f"{sum(n for _, _, n in runs)}")
+        unknown = present - set(ids)
+        if unknown:
+            problems.append(f"{sid}: {len(unknown)} messages present that were never written "
+                            "to this session")
+    return problems
