@@ -150,29 +150,25 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
 
 
 def _send_after_commit(db: Session, session_id: str) -> None:
-    pending: set[str] = db.info.setdefault("recap_pending_sends", set())
-    pending.add(session_id)
-    if db.info.get("recap_listening"):
-        return
-    db.info["recap_listening"] = True
+    db.info.setdefault("recap_pending_sends", set()).add(session_id)
+    if not db.info.get("recap_listening"):
+        db.info["recap_listening"] = True
+        event.listen(db, "after_commit", _on_commit)
+        event.listen(db, "after_transaction_end", _on_transaction_end)
 
-    @event.listens_for(db, "after_transaction_end")
-    def _on_end(session: Session, trans: Any) -> None:
-        # after_commit also fires when a SAVEPOINT is released, so wait for the
-        # end of the outermost transaction and check that it committed.
-        if trans.parent is not None or trans.nested:
-            return
-        committed = session.info.pop("recap_committed", False)
-        ids = session.info.pop("recap_pending_sends", set())
-        session.info.pop("recap_listening", None)
-        event.remove(session, "after_transaction_end", _on_end)
-        event.remove(session, "after_commit", _on_commit)
-        if committed:
-            for sid in sorted(ids):
-                send(sid)
 
-    @event.listens_for(db, "after_commit")
-    def _on_commit(session: Session) -> None:
-        # No SQL may run here; only note that the outermost transaction committed.
-        if session.get_transaction() is None or not session.in_nested_transaction():
-            session.info["recap_committed"] = True
+def _on_commit(session: Session) -> None:
+    # after_commit also fires when a SAVEPOINT is released; only the outermost
+    # commit counts. No SQL may run here, so just take note.
+    if not session.in_nested_transaction():
+        session.info["recap_committed"] = True
+
+
+def _on_transaction_end(session: Session, trans: Any) -> None:
+    if trans.parent is not None or trans.nested:
+        return  # a savepoint or subtransaction: the outcome is not decided yet
+    committed = session.info.pop("recap_committed", False)
+    pending = session.info.pop("recap_pending_sends", set())
+    if committed:
+        for sid in sorted(pending):
+            send(sid)
