@@ -77,8 +77,10 @@ def validate_messages_request(body: Any) -> str | None:
                     return f"messages.{i}: text content blocks must be non-empty"
         else:
             return f"messages.{i}.content: Input should be a string or a list"
-        if i and messages[i - 1].get("role") == m.get("role") == "assistant":
-            pass  # the API merges consecutive turns; allowed
+    last = messages[-1]
+    if (last.get("role") == "assistant" and isinstance(last.get("content"), str)
+            and last["content"] != last["content"].rstrip()):
+        return "messages: final assistant content cannot end with trailing whitespace"
     system = body.get("system")
     if system is not None and not isinstance(system, str | list):
         return "system: Input should be a string or a list"
