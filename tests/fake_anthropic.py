@@ -87,15 +87,20 @@ def validate_messages_request(body: Any) -> str | None:
     return None
 
 
-def default_summary(prompt: str) -> str:
-    """A deterministic summary: the previous one plus a digest of each new message."""
+def default_summary(prompt: str, max_chars: int = 100_000) -> str:
+    """A deterministic summary: the previous one plus a digest of each new message,
+    dropping its oldest lines to stay within ``max_chars`` (as a model stays under
+    max_tokens)."""
     prev = re.search(r"<previous_summary>\n(.*?)\n</previous_summary>", prompt, re.S)
     previous = prev.group(1).strip() if prev else ""
     lines = [] if previous in ("", "(none yet)") else [previous]
     for role, content in re.findall(r'<message role="(\w+)">\n(.*?)\n</message>', prompt, re.S):
         words = content.split()
         lines.append(f"The {role} said: {' '.join(words[:12])}")
-    return "\n".join(lines) or "The conversation was empty."
+    text = "\n".join(lines) or "The conversation was empty."
+    while len(text) > max_chars and "\n" in text:
+        text = text.split("\n", 1)[1]
+    return text
 
 
 class FakeAnthropic:
@@ -216,7 +221,8 @@ class FakeAnthropic:
                                       reply.headers)
                 prompt = body["messages"][0]["content"]
                 prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt)
-                text = default_summary(prompt_text) if reply.text is None else reply.text
+                text = (default_summary(prompt_text, 3 * int(body["max_tokens"]))
+                        if reply.text is None else reply.text)
                 content = [{"type": "text", "text": text}] if text != "" else []
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
