@@ -139,3 +139,15 @@ def test_might_trigger_is_never_false_when_plan_triggers() -> None:
 ])
 def test_retry_delay(retries: int, after: float | None, rand: float, expected: float) -> None:
     assert retry_delay(retries, retry_after=after, base=5.0, cap=300.0, rand=rand) == expected
+
+
+def test_batch_token_cap_leaves_the_rest_for_a_follow_up() -> None:
+    t = Thresholds(5, 10, 100, 2, 1000, max_batch_tokens=250)
+    p = plan(msgs(40, 100), summary_tokens=0, t=t)  # aggressive
+    assert p.mode == "aggressive" and p.batch_ids == (1, 2)
+
+
+def test_batch_token_cap_still_takes_one_oversized_message() -> None:
+    t = Thresholds(1, 10, 100, 1, 100000, max_batch_tokens=50)
+    p = plan([MessageInfo(1, "user", 900), MessageInfo(2, "user", 5)], summary_tokens=0, t=t)
+    assert p.batch_ids == (1,)

@@ -34,6 +34,9 @@ def run_and_wait(sid: str, *, final: set[str] = frozenset({"applied", "skipped",
 
 
 def assert_invariants(written: dict[str, list[int]]) -> None:
+    for sid in written:  # follow-up jobs may still be running
+        wait_for(lambda sid=sid: (r := session_row(sid)) is None
+                 or (r.lease_token is None and r.enqueued_at is None), what=f"{sid} idle")
     with transaction() as s:
         assert check_invariants(s, written=written) == []
 

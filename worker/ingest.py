@@ -28,8 +28,9 @@ from worker.tokens import count_tokens
 log = logging.getLogger("recap.ingest")
 
 MAX_SESSION_ID = 255
-# Far above any real chat message; a bigger one is almost surely a bug upstream.
-MAX_CONTENT_CHARS = 8 * 1024 * 1024
+# Far above any real chat message (a bigger one is almost surely a bug upstream),
+# and small enough that one message is summarized within a job's time limit.
+MAX_CONTENT_CHARS = 2 * 1024 * 1024
 
 
 def _check_text(value: str, what: str) -> None:

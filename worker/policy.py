@@ -37,6 +37,9 @@ class Thresholds:
     batch_size: int
     keep_recent: int
     context_budget_tokens: int
+    # Most tokens one job may condense, so a job's calls fit its time limit; the
+    # rest waits for the follow-up job. None: no cap.
+    max_batch_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,21 +92,28 @@ def _units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
     return units
 
 
-def _select(messages: Sequence[MessageInfo], *, keep: int,
-            limit: int | None) -> list[MessageInfo]:
-    """Oldest non-pinned units wholly outside the newest ``keep`` messages."""
+def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,
+            max_tokens: int | None) -> list[MessageInfo]:
+    """Oldest non-pinned units wholly outside the newest ``keep`` messages.
+
+    Stops before a unit that would pass ``limit`` messages or ``max_tokens``
+    tokens, except that the first unit is always taken so the session progresses.
+    """
     cutoff = len(messages) - keep  # messages[:cutoff] are outside the keep window
     chosen: list[MessageInfo] = []
-    seen = 0
+    seen = tokens = 0
     for unit in _units(messages):
         if seen + len(unit) > cutoff:
             break  # this unit reaches into the keep window: keep all of it
         seen += len(unit)
         if any(m.pinned for m in unit):
             continue
-        if limit is not None and chosen and len(chosen) + len(unit) > limit:
+        unit_tokens = sum(m.token_count for m in unit)
+        if chosen and ((limit is not None and len(chosen) + len(unit) > limit)
+                       or (max_tokens is not None and tokens + unit_tokens > max_tokens)):
             break
         chosen.extend(unit)
+        tokens += unit_tokens
         if limit is not None and len(chosen) >= limit:
             break
     return chosen
@@ -117,10 +127,12 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
     pct = f"{use:.0%} of the {t.context_budget_tokens}-token budget"
 
     if use > AGGRESSIVE_USAGE:
-        batch = _select(messages, keep=AGGRESSIVE_KEEP, limit=None)
-        batch_ids = {m.id for m in batch}
+        everything = _select(messages, keep=AGGRESSIVE_KEEP, limit=None, max_tokens=None)
+        taken = {m.id for m in everything}
         remaining = summary_tokens + sum(m.token_count for m in messages
-                                         if m.id not in batch_ids)
+                                         if m.id not in taken)
+        batch = _select(messages, keep=AGGRESSIVE_KEEP, limit=None,
+                        max_tokens=t.max_batch_tokens)
         escalate = remaining > t.context_budget_tokens
         reason = f"aggressive: context at {pct}"
         if escalate:
@@ -128,7 +140,8 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
                        f"the summary alone take {remaining} tokens")
         return _plan(batch, "aggressive", reason, escalate)
 
-    batch = _select(messages, keep=t.keep_recent, limit=t.batch_size)
+    batch = _select(messages, keep=t.keep_recent, limit=t.batch_size,
+                    max_tokens=t.max_batch_tokens)
     batch_tokens = sum(m.token_count for m in batch)
     if use >= CAPACITY_USAGE:
         return _plan(batch, "capacity", f"capacity: context at {pct}")

@@ -82,7 +82,10 @@ def thresholds(settings: Settings) -> policy.Thresholds:
     return policy.Thresholds(
         trigger_messages=settings.trigger_messages, trigger_tokens=settings.trigger_tokens,
         batch_size=settings.batch_size, keep_recent=settings.keep_recent,
-        context_budget_tokens=settings.context_budget_tokens)
+        context_budget_tokens=settings.context_budget_tokens,
+        # About two full requests per job: a backlog drains over follow-up jobs
+        # instead of one job running past its time limit and retrying forever.
+        max_batch_tokens=2 * settings.llm_max_input_tokens)
 
 
 def is_transient(exc: BaseException) -> bool:
