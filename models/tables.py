@@ -99,6 +99,8 @@ class SummaryRun(Base):
     status: Mapped[str] = mapped_column(String(16), nullable=False)
     reason: Mapped[str | None] = mapped_column(Text)
     messages_condensed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Tokens of the condensed messages (their stored token_count), for "tokens saved".
+    condensed_tokens: Mapped[int | None] = mapped_column(BigInteger)
     first_message_id: Mapped[int | None] = mapped_column(BigInteger)
     last_message_id: Mapped[int | None] = mapped_column(BigInteger)
     input_tokens: Mapped[int | None] = mapped_column(Integer)

@@ -32,14 +32,14 @@ def mark_pending(session: Session, session_id: str, *, now: datetime,
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-def send(session_id: str) -> bool:
+def send(session_id: str, *, task_id: str | None = None) -> bool:
     """Publish one summarize job. Never raises: on a broker failure it logs once,
     clears the pending marker so the sweeper retries, and returns False."""
     from worker.tasks import summarize_session
 
     try:
         # No publish retries: this runs on the chat app's reply path.
-        summarize_session.apply_async((session_id,), retry=False)
+        summarize_session.apply_async((session_id,), retry=False, task_id=task_id)
         return True
     except Exception as exc:
         log.warning("could not enqueue summarize job for session %r (%s: %s); "

@@ -242,8 +242,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
             model=result.model, input_tokens=result.input_tokens,
             output_tokens=result.output_tokens, latency_ms=latency_ms)
         _record(s, claim.session_id, job, "applied", claim.plan.reason,
-                messages_condensed=len(ids), first_message_id=ids[0], last_message_id=ids[-1],
-                input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                messages_condensed=len(ids), condensed_tokens=claim.plan.batch_tokens,
+                first_message_id=ids[0], last_message_id=ids[-1], input_tokens=result.input_tokens, output_tokens=result.output_tokens,
                 summary_tokens=summary_tokens, latency_ms=latency_ms, model=result.model)
         return outcome
 

@@ -45,6 +45,7 @@ def upgrade() -> None:
     sa.Column('status', sa.String(length=16), nullable=False),
     sa.Column('reason', sa.Text(), nullable=True),
     sa.Column('messages_condensed', sa.Integer(), server_default='0', nullable=False),
+    sa.Column('condensed_tokens', sa.BigInteger(), nullable=True),
     sa.Column('first_message_id', sa.BigInteger(), nullable=True),
     sa.Column('last_message_id', sa.BigInteger(), nullable=True),
     sa.Column('input_tokens', sa.Integer(), nullable=True),
