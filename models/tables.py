@@ -43,6 +43,11 @@ class ChatSession(Base):
     title: Mapped[str | None] = mapped_column(Text)
     needs_escalation: Mapped[bool] = mapped_column(Boolean, default=False,
                                                    server_default="false")
+    # Set by a job whose plan found the normal rule unable to fire before the next
+    # summary (worker.policy.Plan.normal_blocked); the hook and the sweeper then
+    # queue only on context usage. Cleared by every applied summary.
+    normal_blocked: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                 server_default="false")
     # The claim: a job owns the session while lease_token is set and unexpired.
     lease_token: Mapped[str | None] = mapped_column(String(36))
     lease_expires_at: Mapped[datetime | None] = mapped_column(Timestamp)

@@ -168,3 +168,36 @@ def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
     settings_env(**LOW)
     assert sweep(pytest.importorskip("worker.settings").get_settings()) == 1
     wait_for(lambda: "applied" in statuses("outage"), what="sweeper-driven apply")
+
+
+def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
+        settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
+    from worker import service
+    from worker.runtime import get_summarizer
+    from worker.settings import get_settings
+
+    # A full batch of 5 small messages stays under 500 tokens while the session
+    # as a whole passes it: the normal rule cannot fire until a summary applies.
+    settings_env(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
+                 RECAP_KEEP_RECENT=4)
+    seed("blocked", 14)
+    assert after_reply("blocked") is True
+    out = service.summarize("blocked", job=service.Job("t"), summarizer=get_summarizer(),
+                            settings=get_settings())
+    assert out.status == "skipped"
+    row = session_row("blocked")
+    assert row is not None and row.normal_blocked
+    for i in range(5):
+        add_message("blocked", "assistant", f"short reply {i}")
+        assert after_reply("blocked") is False
+    assert published == ["blocked"]
+    assert "blocked" not in {sid for sid in _due()}
+
+
+def _due() -> list[str]:
+    from worker.service import utcnow
+    from worker.settings import get_settings
+    from worker.sweeper import due_query
+
+    with transaction() as s:
+        return list(s.scalars(due_query(get_settings(), now=utcnow(), limit=None)))

@@ -151,3 +151,17 @@ def test_batch_token_cap_still_takes_one_oversized_message() -> None:
     t = Thresholds(1, 10, 100, 1, 100000, max_batch_tokens=50)
     p = plan([MessageInfo(1, "user", 900), MessageInfo(2, "user", 5)], summary_tokens=0, t=t)
     assert p.batch_ids == (1,)
+
+
+def test_full_batch_under_the_token_trigger_blocks_the_normal_rule() -> None:
+    p = plan(msgs(40, 100), summary_tokens=0, t=T)  # batch of 20 x 100 <= 15000, 12%
+    assert p.mode == "none" and p.normal_blocked
+    assert not might_trigger(message_count=40, active_tokens=16000, summary_tokens=0, t=T,
+                             normal_blocked=True)
+    assert might_trigger(message_count=40, active_tokens=26000, summary_tokens=0, t=T,
+                         normal_blocked=True)  # capacity still counts
+
+
+def test_a_batch_that_can_still_grow_does_not_block() -> None:
+    p = plan(msgs(25, 100), summary_tokens=0, t=T)  # 15 candidates < batch 20
+    assert p.mode == "none" and not p.normal_blocked

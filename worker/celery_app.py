@@ -11,6 +11,16 @@ from celery.signals import worker_init, worker_process_init
 from worker.settings import Settings, get_settings
 
 
+def broker_transport_options(settings: Settings) -> dict[str, Any]:
+    if settings.celery_broker_url.startswith(("sqla+", "sqlalchemy+")):
+        # kombu's SQLAlchemy transport hands every option to create_engine(), and
+        # has no visibility timeout to size (a lost job waits for the sweeper).
+        return {}
+    return {"visibility_timeout": settings.visibility_timeout_s,
+            # The hook publishes on the chat app's reply path: fail fast.
+            "socket_connect_timeout": 3}
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.celery_broker_url,
@@ -18,8 +28,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Redis redelivers an unacked message after visibility_timeout, even to a
         # live worker: it must outlive the hard time limit plus the longest
         # retry delay (checked in Settings).
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s,
-                                     "socket_connect_timeout": 3},
+        "broker_transport_options": broker_transport_options(settings),
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,

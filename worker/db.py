@@ -17,6 +17,13 @@ from sqlalchemy.orm import Session, sessionmaker
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine for ``url`` with the per-dialect settings Recap relies on."""
     if url.startswith("sqlite"):
+        import sqlite3
+
+        if sqlite3.sqlite_version_info < (3, 35):
+            from worker.errors import ConfigError
+
+            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old for DATABASE_URL="
+                              f"{url}: Recap needs 3.35+ (UPDATE/DELETE ... RETURNING)")
         engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
         _configure_sqlite(engine)
         return engine

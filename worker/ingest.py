@@ -117,17 +117,18 @@ def _should_queue(s: Session, session_id: str) -> bool:
     row = s.execute(
         select(ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
                ChatSession.lease_token.isnot(None) & (ChatSession.lease_expires_at > now),
-               ChatSession.blocked_until > now)
+               ChatSession.blocked_until > now, ChatSession.normal_blocked)
         .where(ChatSession.id == session_id)).one_or_none()
     if row is None:
         return False
-    count, active, summary, leased, blocked = row
+    count, active, summary, leased, blocked, normal_blocked = row
     if leased or blocked:
         # A running job re-checks when it applies; a dead-lettered session waits
         # for its cool-down or `recap retry`.
         return False
     if not policy.might_trigger(message_count=count, active_tokens=active,
-                                summary_tokens=summary, t=thresholds(settings)):
+                                summary_tokens=summary, t=thresholds(settings),
+                                normal_blocked=normal_blocked):
         return False
     return mark_pending(s, session_id, now=now, settings=settings)
 

@@ -57,6 +57,9 @@ class Plan:
     reason: str
     needs_escalation: bool = False
     batch_tokens: int = 0
+    # The normal rule cannot fire until a summary is applied: its batch is full
+    # (new messages only add candidates after it) and still under the token trigger.
+    normal_blocked: bool = False
 
     @property
     def should_summarize(self) -> bool:
@@ -68,15 +71,17 @@ def usage(summary_tokens: int, active_tokens: int, budget: int) -> float:
 
 
 def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int,
-                  t: Thresholds) -> bool:
+                  t: Thresholds, normal_blocked: bool = False) -> bool:
     """Cheap pre-check from counters alone: False means ``plan`` surely says no.
 
     The batch's tokens never exceed the active tokens, so the normal trigger
-    needs active_tokens > trigger_tokens; the capacity rules need usage >= 80%.
+    needs active_tokens > trigger_tokens (and not ``normal_blocked``, which the
+    last plan recorded); the capacity rules need usage >= 80%.
     """
     if message_count == 0:
         return False
-    if message_count > t.trigger_messages and active_tokens > t.trigger_tokens:
+    if (not normal_blocked and message_count > t.trigger_messages
+            and active_tokens > t.trigger_tokens):
         return True
     return usage(summary_tokens, active_tokens, t.context_budget_tokens) >= CAPACITY_USAGE
 
@@ -149,8 +154,11 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
         return _plan(batch, "normal",
                      f"normal: {len(messages)} messages > {t.trigger_messages} and batch "
                      f"{batch_tokens} tokens > {t.trigger_tokens}")
+    candidates = _select(messages, keep=t.keep_recent, limit=None, max_tokens=None)
+    full = len(batch) >= t.batch_size or len(batch) < len(candidates)
     return Plan((), "none", f"below thresholds: {len(messages)} messages, batch "
-                f"{batch_tokens} tokens, context at {pct}")
+                f"{batch_tokens} tokens, context at {pct}",
+                normal_blocked=full and batch_tokens <= t.trigger_tokens)
 
 
 def _plan(batch: list[MessageInfo], mode: Mode, reason: str,

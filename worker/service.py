@@ -167,7 +167,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             .where(ChatMessage.session_id == session_id).order_by(ChatMessage.id))]
         plan = policy.plan(messages, summary_tokens=summary_tokens, t=thresholds(settings))
         s.execute(update(ChatSession).where(ChatSession.id == session_id)
-                  .values(needs_escalation=plan.needs_escalation))
+                  .values(needs_escalation=plan.needs_escalation,
+                          normal_blocked=plan.normal_blocked))
         if not plan.should_summarize:
             _release(s, session_id, token)
             _record(s, session_id, job, "skipped", plan.reason)
@@ -217,7 +218,7 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
                     message_count=ChatSession.message_count - len(ids),
                     active_tokens=ChatSession.active_tokens - claim.plan.batch_tokens,
                     summary_updated_at=now, lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None)
+                    lost_leases=0, blocked_until=None, normal_blocked=False)
             .returning(ChatSession.summary_version, ChatSession.message_count,
                        ChatSession.active_tokens)
         ).one_or_none()
@@ -243,7 +244,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
             output_tokens=result.output_tokens, latency_ms=latency_ms)
         _record(s, claim.session_id, job, "applied", claim.plan.reason,
                 messages_condensed=len(ids), condensed_tokens=claim.plan.batch_tokens,
-                first_message_id=ids[0], last_message_id=ids[-1], input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                first_message_id=ids[0], last_message_id=ids[-1],
+                input_tokens=result.input_tokens, output_tokens=result.output_tokens,
                 summary_tokens=summary_tokens, latency_ms=latency_ms, model=result.model)
         return outcome
 

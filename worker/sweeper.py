@@ -27,7 +27,8 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
     query = (
         select(ChatSession.id)
         .where(or_(and_(ChatSession.message_count > settings.trigger_messages,
-                        ChatSession.active_tokens > settings.trigger_tokens),
+                        ChatSession.active_tokens > settings.trigger_tokens,
+                        ChatSession.normal_blocked.is_(False)),
                    ChatSession.summary_tokens + ChatSession.active_tokens >= cap),
                or_(ChatSession.lease_token.is_(None), ChatSession.lease_expires_at <= now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),

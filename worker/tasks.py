@@ -33,7 +33,8 @@ def summarize_session(self: Any, session_id: str) -> dict[str, object]:
             after = exc.retry_after if isinstance(exc, TransientLLMError) else None
             delay = retry_delay(retries, retry_after=after, base=settings.retry_backoff_s,
                                 cap=settings.retry_backoff_max_s, rand=random.random())
-            raise self.retry(exc=exc, countdown=delay, max_retries=settings.max_retries)
+            raise self.retry(exc=exc, countdown=delay,
+                             max_retries=settings.max_retries) from exc
         self.send_event("summarization-failed", session_id=session_id,
                         error_class=type(exc).__name__)
         raise

@@ -25,6 +25,7 @@ def upgrade() -> None:
     sa.Column('active_tokens', sa.BigInteger(), server_default='0', nullable=False),
     sa.Column('title', sa.Text(), nullable=True),
     sa.Column('needs_escalation', sa.Boolean(), server_default='false', nullable=False),
+    sa.Column('normal_blocked', sa.Boolean(), server_default='false', nullable=False),
     sa.Column('lease_token', sa.String(length=36), nullable=True),
     sa.Column('lease_expires_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('lost_leases', sa.Integer(), server_default='0', nullable=False),
