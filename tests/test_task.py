@@ -145,6 +145,7 @@ def test_empty_or_truncated_response_not_applied(fake_api: FakeAnthropic, bad: R
     run_and_wait("bad")
     assert statuses("bad") == ["failed", "applied"]
     assert "UnusableSummary" in (runs("bad")[0].error or "")
+    assert runs("bad")[0].input_tokens  # what the failed call cost is still recorded
     row = session_row("bad")
     assert row is not None and row.rolling_summary == "A proper summary."
     assert_invariants({"bad": ids})

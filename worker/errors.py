@@ -31,7 +31,12 @@ class SessionNotFound(RecapError, LookupError):
 
 
 class LLMError(RecapError):
-    """The summarizer could not produce a usable summary."""
+    """The summarizer could not produce a usable summary.
+
+    ``partial`` carries what earlier calls of the same job spent (a SummaryResult).
+    """
+
+    partial: object = None
 
 
 class TransientLLMError(LLMError):

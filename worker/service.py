@@ -251,7 +251,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, settings: Settings,
-                   status: str, model: str | None, latency_ms: int | None) -> Outcome:
+                   status: str, model: str | None, latency_ms: int | None,
+                   spent: SummaryResult | None = None) -> Outcome:
     """Release the lease and record a failed/superseded/dead run; nothing else changes."""
     now = utcnow()
     secret = (settings.anthropic_api_key.get_secret_value()
@@ -266,7 +267,9 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, settings: Sett
                  enqueued_at=now if status == "failed" else None)
         ids = claim.plan.batch_ids
         _record(s, claim.session_id, job, status, reason, error=error, model=model,
-                latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1])
+                latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
+                input_tokens=spent.input_tokens if spent else None,
+                output_tokens=spent.output_tokens if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 
@@ -297,8 +300,10 @@ def summarize(session_id: str, *, job: Job, summarizer: Summarizer,
         final = job.final_attempt or isinstance(mapped, PermanentLLMError)
         status = "failed" if is_transient(mapped or exc) and not final else "dead"
         try:
+            spent = getattr(mapped, "partial", None)
             outcome = record_failure(claimed, exc, job=job, settings=settings, status=status,
-                                     model=summarizer.model, latency_ms=latency_ms)
+                                     model=summarizer.model, latency_ms=latency_ms,
+                                     spent=spent if isinstance(spent, SummaryResult) else None)
             _log(outcome, job)
         except Exception:  # the database itself may be the failure; the lease expires
             log.exception("could not record the failure of session %s", session_id)

@@ -116,7 +116,11 @@ class ClaudeSummarizer:
         # (which can grow to max_tokens) and the answer.
         fixed = self.count(self.template) + self.count(SYSTEM_PROMPT) + 2 * self.max_tokens
         room = max(MIN_CHUNK_TOKENS, self.max_input_tokens - fixed - self.count(previous or ""))
-        self._fold(result, list(turns), room)
+        try:
+            self._fold(result, list(turns), room)
+        except LLMError as exc:
+            exc.partial = result  # tokens already spent, for the failed run's audit row
+            raise
         return result
 
     def _fold(self, result: SummaryResult, turns: list[Turn], room: int) -> None:
