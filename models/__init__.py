@@ -1,6 +1,16 @@
 """Recap's tables. Declarative models only: no engine, no session, no settings."""
 
 from models.base import Base
-from models.tables import ROLES, RUN_STATUSES, ChatMessage, ChatSession, SummaryRun
+from models.tables import (
+    MEMORY_CATEGORIES,
+    ROLES,
+    RUN_STATUSES,
+    ArchivedMessage,
+    ChatMessage,
+    ChatSession,
+    Memory,
+    SummaryRun,
+)
 
-__all__ = ["Base", "ChatMessage", "ChatSession", "SummaryRun", "ROLES", "RUN_STATUSES"]
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Memory", "SummaryRun",
+           "MEMORY_CATEGORIES", "ROLES", "RUN_STATUSES"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -11,15 +12,19 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    JSON,
     String,
+    UniqueConstraint,
     Text,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base, BigId
 
 ROLES = ("user", "assistant", "system", "tool")
+MEMORY_CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
 RUN_STATUSES = ("applied", "skipped", "superseded", "failed", "dead")
 
 Timestamp = DateTime(timezone=True)
@@ -41,6 +46,10 @@ class ChatSession(Base):
     message_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     active_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     title: Mapped[str | None] = mapped_column(Text)
+    # Set while a title job is queued or after it failed (the sweeper retries later).
+    title_requested_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Per-session tuning (worker.settings.Tuning fields), validated on write.
+    overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     needs_escalation: Mapped[bool] = mapped_column(Boolean, default=False,
                                                    server_default="false")
     # Set by a job whose plan found the normal rule unable to fire before the next
@@ -66,6 +75,9 @@ class ChatSession(Base):
         # The sweeper's two ways in: the normal trigger and context usage.
         Index("ix_chat_sessions_active_tokens", "active_tokens"),
         Index("ix_chat_sessions_context_tokens", "summary_tokens", "active_tokens"),
+        # The title sweep: untitled sessions only.
+        Index("ix_chat_sessions_untitled", "title_requested_at",
+              postgresql_where=text("title IS NULL"), sqlite_where=text("title IS NULL")),
     )
 
 
@@ -122,4 +134,52 @@ class SummaryRun(Base):
         CheckConstraint(
             "status IN ('applied', 'skipped', 'superseded', 'failed', 'dead')", name="status"),
         {"sqlite_autoincrement": True},
+    )
+
+
+class Memory(Base):
+    """A durable fact about the user, mined from a batch before it was condensed."""
+
+    __tablename__ = "memories"
+
+    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(255), ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False)
+    fact: Mapped[str] = mapped_column(Text, nullable=False)
+    # sha256 of the fact: exact duplicates within a session are stored once.
+    fact_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    category: Mapped[str] = mapped_column(String(32), nullable=False)
+    importance: Mapped[int] = mapped_column(Integer, nullable=False)
+    first_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    last_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        UniqueConstraint("session_id", "fact_hash"),
+        CheckConstraint("importance BETWEEN 1 AND 5", name="importance"),
+        CheckConstraint("category IN ('preference', 'personal', 'work', 'plan', 'fact', "
+                        "'other')", name="category"),
+        {"sqlite_autoincrement": True},
+    )
+
+
+class ArchivedMessage(Base):
+    """A condensed message kept (RECAP_ARCHIVE_SUMMARIZED) instead of deleted."""
+
+    __tablename__ = "archived_messages"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    session_id: Mapped[str] = mapped_column(
+        String(255), ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False)
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    token_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    created_at: Mapped[datetime] = mapped_column(Timestamp, nullable=False)
+    # The summary_runs row that condensed it.
+    run_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    archived_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        Index("ix_archived_messages_session_id_id", "session_id", "id"),
     )

@@ -51,6 +51,10 @@ TEST_ENV = {
     "RECAP_TASK_TIME_LIMIT_S": "25",
     "RECAP_LEASE_S": "30",
     "RECAP_VISIBILITY_TIMEOUT_S": "60",
+    # Off by default here so each test's scripted replies and request counts are
+    # about summaries; tests/test_memories.py turns it on (it is on in production).
+    "RECAP_EXTRACT_MEMORIES": "false",
+    "RECAP_TITLES_ENABLED": "false",  # likewise; tests/test_titles.py turns it on
 }
 os.environ.update(TEST_ENV)
 
@@ -103,7 +107,7 @@ def clean(database: str) -> Iterator[None]:
     from worker.settings import get_settings
 
     with transaction() as s:
-        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs"))
+        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, archived_messages"))
     FAKE.reset()
     get_settings.cache_clear()
     runtime.reset()

@@ -103,6 +103,13 @@ def default_summary(prompt: str, max_chars: int = 100_000) -> str:
     return text
 
 
+def default_facts(prompt: str) -> str:
+    """Memory extraction: every line starting with ``FACT:`` becomes one fact."""
+    facts = [{"fact": line.split("FACT:", 1)[1].strip(), "category": "fact", "importance": 3}
+             for line in prompt.splitlines() if line.strip().startswith("FACT:")]
+    return json.dumps(facts)
+
+
 class FakeAnthropic:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -221,8 +228,12 @@ class FakeAnthropic:
                                       reply.headers)
                 prompt = body["messages"][0]["content"]
                 prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt)
-                text = (default_summary(prompt_text, 3 * int(body["max_tokens"]))
-                        if reply.text is None else reply.text)
+                if reply.text is not None:
+                    text = reply.text
+                elif str(body.get("system", "")).startswith("You extract durable facts"):
+                    text = default_facts(prompt_text)
+                else:
+                    text = default_summary(prompt_text, 3 * int(body["max_tokens"]))
                 content = [{"type": "text", "text": text}] if text != "" else []
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",

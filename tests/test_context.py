@@ -306,7 +306,7 @@ def test_concurrent_summaries_never_show_a_torn_snapshot() -> None:
     thread.start()
     reads = 0
     while not done.is_set() or reads == 0:
-        summary, _, window = read_window("race")
+        summary, _, window, _ = read_window("race")
         k = int(summary.split()[1]) if summary else 0
         assert len(window) == n - k, (summary, len(window))
         reads += 1

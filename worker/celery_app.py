@@ -3,11 +3,13 @@ the enqueuing app all build it here, so they share one visibility timeout."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
+from worker import tracing
 from worker.settings import Settings, get_settings
 
 
@@ -52,17 +54,26 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 app = Celery("recap", include=["worker.tasks"])
 app.conf.update(celery_config(get_settings()))
+# Publishers (the chat app, beat) and the worker's main process; no-op when off.
+tracing.configure_provider()
+tracing.instrument_celery()
 
 
 @worker_init.connect
 def _validate_at_start(**_: Any) -> None:
     # Fail the worker at start-up (bad prompt file, offline in production, no
     # tokenizer) rather than on its first job.
+    from worker.errors import ConfigError
     from worker.runtime import get_summarizer
     from worker.tokens import count_tokens
 
-    get_summarizer()
-    count_tokens("warm up")
+    try:
+        get_summarizer()
+        count_tokens("warm up")
+    except ConfigError as exc:
+        # Celery only logs exceptions raised by signal handlers; exit for real.
+        print(f"recap: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 @worker_process_init.connect
@@ -73,3 +84,5 @@ def _after_fork(**_: Any) -> None:
 
     reset_engines(close=False)
     runtime.reset()
+    tracing.configure_provider()  # no-op if inherited: the SDK is fork-safe
+    tracing.instrument_celery()

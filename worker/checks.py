@@ -65,7 +65,8 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
         runs = applied.get(sid, [])
         gone = [m for m in ids if m not in present]
         for m in gone:
-            covering = sum(1 for first, last, _ in runs if first <= m <= last)
+            covering = sum(1 for first, last, _ in runs
+                           if first is not None and first <= m <= last)
             if covering != 1:
                 problems.append(f"{sid}: message {m} is gone and inside {covering} applied "
                                 "runs (lost)" if covering == 0 else

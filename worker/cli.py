@@ -278,13 +278,12 @@ def _summarize_now(session_id: str, settings: Any) -> int:
     with transaction() as s:
         if ops.missing_sessions([session_id], session=s):
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-    summarizer = get_summarizer()
+    get_summarizer()  # a ConfigError (e.g. offline in production) before any claim
     # Not the final attempt: a transient error is recorded as 'failed' (not
     # dead-lettered for a cool-down) and handed to a queued job to retry.
     job = service.Job(task_id=f"cli-{uuid.uuid4()}", final_attempt=False)
     try:
-        outcome = service.summarize(session_id, job=job, summarizer=summarizer,
-                                    settings=settings)
+        outcome = service.summarize(session_id, job=job, settings=settings)
     except Exception as exc:
         if service.is_transient(exc):
             # record_failure left the pending marker set for this retry.
@@ -340,6 +339,42 @@ def _sweep_all(settings: Any, *, batch: int) -> int:
 def _finish_line(live: bool) -> None:
     if live:
         print(file=sys.stderr)
+
+
+def cmd_memories(args: argparse.Namespace) -> int:
+    from worker.sessions import memories
+
+    facts = memories(args.session_id)
+    if args.json:
+        _emit_json(facts)
+    elif not facts:
+        print(f"{args.session_id}: no memories yet")
+    for m in facts if not args.json else []:
+        print(f"[{m['importance']}] {m['category']:<10} {m['fact']}")
+    return 0
+
+
+def cmd_resummarize(args: argparse.Namespace) -> int:
+    from worker.archive import resummarize
+    from worker.settings import get_settings
+
+    _emit_json(resummarize(args.session_id, settings=get_settings()).as_dict())
+    return 0
+
+
+def cmd_configure(args: argparse.Namespace) -> int:
+    from worker.errors import InvalidInput
+    from worker.sessions import configure_session
+
+    overrides: dict[str, Any] = {}
+    for pair in args.settings:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise InvalidInput(f"expected KEY=VALUE, got {pair!r}")
+        overrides[key.strip()] = value.strip()
+    stored = configure_session(args.session_id, None if args.clear else overrides)
+    _emit_json({"session_id": args.session_id, "overrides": stored})
+    return 0
 
 
 # -- placeholders wired to other modules ------------------------------------------
@@ -425,6 +460,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="backfill every due session, in batches, until none is left")
     p.add_argument("--batch", type=_positive, metavar="N",
                    help="sessions per batch with --all (default RECAP_SWEEP_BATCH)")
+
+    p = add("memories", cmd_memories, "Print the durable facts mined from a session.")
+    p.add_argument("session_id", metavar="SESSION_ID")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = add("resummarize", cmd_resummarize,
+            "Rebuild a session's summary from its archive (RECAP_ARCHIVE_SUMMARIZED=true).")
+    p.add_argument("session_id", metavar="SESSION_ID")
+
+    p = add("configure", cmd_configure,
+            "Override settings for one session (e.g. trigger_messages=50 prompt=es).")
+    p.add_argument("session_id", metavar="SESSION_ID")
+    p.add_argument("settings", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--clear", action="store_true", help="remove every override")
 
     p = add("demo", cmd_demo, "Run a self-contained demo on a local SQLite database.")
     p.add_argument("--messages", type=_positive, default=None, metavar="N",

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
-from sqlalchemy import Select, literal, select, union_all
+from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
 from worker.db import transaction
@@ -168,15 +168,18 @@ def _snapshot_query(session_id: str) -> Select[Any]:
     head = select(literal(0).label("kind"), literal(0).label("id"),
                   literal("session").label("role"),
                   ChatSession.rolling_summary.label("content"),
-                  ChatSession.summary_tokens.label("tokens")
+                  ChatSession.summary_tokens.label("tokens"),
+                  cast(ChatSession.overrides, Text).label("overrides")
                   ).where(ChatSession.id == session_id)
     body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
-                  ChatMessage.token_count).where(ChatMessage.session_id == session_id)
+                  ChatMessage.token_count, null().cast(Text)
+                  ).where(ChatMessage.session_id == session_id)
     return union_all(head, body).order_by("kind", "id")  # type: ignore[return-value]
 
 
-def read_window(session_id: str) -> tuple[str | None, int, list[Row]]:
-    """(rolling summary, its stored tokens, active rows oldest first) as one snapshot.
+def read_window(session_id: str) -> tuple[str | None, int, list[Row], int]:
+    """(rolling summary, its stored tokens, active rows oldest first, the session's
+    context budget); summary and rows are one snapshot.
 
     Raises InvalidInput for a bad id, SessionNotFound for an unknown one.
     """
@@ -186,8 +189,11 @@ def read_window(session_id: str) -> tuple[str | None, int, list[Row]]:
     if not result or result[0].kind != 0:
         raise SessionNotFound(f"no chat session with id {session_id!r}")
     head, rows = result[0], result[1:]
+    overrides = json.loads(head.overrides) if head.overrides else None
+    budget = (overrides or {}).get("context_budget_tokens",
+                                   get_settings().context_budget_tokens)
     return (head.content, int(head.tokens or 0),
-            [Row(r.role, r.content, int(r.tokens)) for r in rows])
+            [Row(r.role, r.content, int(r.tokens)) for r in rows], int(budget))
 
 
 def build_context(session_id: str, *, system_prompt: str) -> Context:
@@ -199,9 +205,9 @@ def build_context(session_id: str, *, system_prompt: str) -> Context:
     """
     if not isinstance(system_prompt, str):
         raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
-    summary, summary_tokens, rows = read_window(session_id)
+    summary, summary_tokens, rows, budget = read_window(session_id)
     return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
-                    budget=get_settings().context_budget_tokens)
+                    budget=budget)
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

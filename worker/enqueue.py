@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -33,21 +34,28 @@ def mark_pending(session: Session, session_id: str, *, now: datetime,
 
 
 def send(session_id: str, *, task_id: str | None = None) -> bool:
-    """Publish one summarize job. Never raises: on a broker failure it logs once,
-    clears the pending marker so the sweeper retries, and returns False."""
+    """Publish one summarize job; see :func:`publish`."""
     from worker.tasks import summarize_session
 
+    return publish(summarize_session, session_id, marker=ChatSession.enqueued_at,
+                   task_id=task_id)
+
+
+def publish(task: Any, session_id: str, *, marker: Any, task_id: str | None = None) -> bool:
+    """Publish one job of ``task`` for a session. Never raises: on a broker failure
+    it logs once, clears the session's pending ``marker`` column so the sweeper
+    retries, and returns False."""
     try:
         # No publish retries: this runs on the chat app's reply path.
-        summarize_session.apply_async((session_id,), retry=False, task_id=task_id)
+        task.apply_async((session_id,), retry=False, task_id=task_id)
         return True
     except Exception as exc:
-        log.warning("could not enqueue summarize job for session %r (%s: %s); "
-                    "the sweeper will retry", session_id, type(exc).__name__, exc)
+        log.warning("could not enqueue %s for session %r (%s: %s); the sweeper will retry",
+                    task.name, session_id, type(exc).__name__, exc)
     try:
         with transaction() as s:
             s.execute(update(ChatSession).where(ChatSession.id == session_id)
-                      .values(enqueued_at=None))
+                      .values({marker: None}))
     except Exception as exc:
         log.warning("could not clear the pending marker of session %r (%s)", session_id,
                     type(exc).__name__)

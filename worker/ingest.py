@@ -12,17 +12,16 @@ import logging
 from typing import Any
 
 from sqlalchemy import event, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from models import ROLES, ChatMessage, ChatSession
-from worker import policy
+from worker import policy, titles
 from worker.db import transaction
 from worker.enqueue import mark_pending, send
 from worker.errors import InvalidInput
 from worker.service import thresholds, utcnow
-from worker.settings import get_settings
+from worker.settings import effective, get_settings
+from worker.store import insert_ignoring_duplicates
 from worker.tokens import count_tokens
 
 log = logging.getLogger("recap.ingest")
@@ -71,19 +70,9 @@ def check_message(role: object, content: object, pinned: object) -> None:
         raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")
 
 
-def _upsert_session(s: Session, session_id: str) -> None:
-    dialect = s.get_bind().dialect.name
-    make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(dialect)
-    if make is not None:
-        s.execute(make(ChatSession).values(id=session_id)
-                  .on_conflict_do_nothing(index_elements=["id"]))
-    elif s.get(ChatSession, session_id) is None:
-        s.execute(insert(ChatSession).values(id=session_id))
-
-
 def _add(s: Session, session_id: str, role: str, content: str, pinned: bool,
          tokens: int) -> int:
-    _upsert_session(s, session_id)
+    insert_ignoring_duplicates(s, ChatSession, [{"id": session_id}], keys=["id"])
     # Counters first: this locks the session row, so concurrent writers of one
     # session commit in id order and the counters stay exact.
     s.execute(update(ChatSession).where(ChatSession.id == session_id).values(
@@ -110,49 +99,69 @@ def add_message(session_id: str, role: str, content: str, *, pinned: bool = Fals
         return _add(s, session_id, role, content, pinned, tokens)
 
 
-def _should_queue(s: Session, session_id: str) -> bool:
-    """Decide from counters alone, and if so set the pending marker (same transaction)."""
+def _decide(s: Session, session_id: str) -> tuple[bool, bool]:
+    """(queue a summarize job, queue a title job), from one read of the session's
+    counters; each yes has already set its pending marker in this transaction."""
     settings = get_settings()
     now = utcnow()
+    stale = titles.stale_before(now, settings)
     row = s.execute(
         select(ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
                ChatSession.lease_token.isnot(None) & (ChatSession.lease_expires_at > now),
-               ChatSession.blocked_until > now, ChatSession.normal_blocked)
+               ChatSession.blocked_until > now, ChatSession.normal_blocked,
+               ChatSession.overrides, ChatSession.title,
+               # Compared in SQL: SQLite hands back naive datetimes.
+               ChatSession.title_requested_at > stale)
         .where(ChatSession.id == session_id)).one_or_none()
     if row is None:
-        return False
-    count, active, summary, leased, blocked, normal_blocked = row
+        return False, False
+    (count, active, summary, leased, blocked, normal_blocked, overrides, title,
+     title_fresh) = row
+    want_title = (titles.titles_enabled(settings)
+                  and titles.needs_title(title=title, message_count=count,
+                                         title_requested_at_is_fresh=bool(title_fresh))
+                  and titles.mark_title_requested(s, session_id, now=now, stale_before=stale))
     if leased or blocked:
         # A running job re-checks when it applies; a dead-lettered session waits
         # for its cool-down or `recap retry`.
-        return False
+        return False, want_title
+    if overrides:
+        try:
+            settings = effective(settings, overrides)
+        except InvalidInput:
+            pass  # the job records the bad overrides (and dead-letters the session)
     if not policy.might_trigger(message_count=count, active_tokens=active,
                                 summary_tokens=summary, t=thresholds(settings),
                                 normal_blocked=normal_blocked):
-        return False
-    return mark_pending(s, session_id, now=now, settings=settings)
+        return False, want_title
+    return mark_pending(s, session_id, now=now, settings=settings), want_title
 
 
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
-    """The hook: maybe queue one summarize job. Returns True if a job was (or will be) sent.
+    """The hook: maybe queue one summarize job (and, after the first exchange, one
+    title job). Returns True if a summarize job was (or will be) sent.
 
     Never raises for broker trouble (it logs and the sweeper catches up). With
-    ``db``, the job is sent only after the caller's outermost transaction
-    commits, and never if it rolls back.
+    ``db``, jobs are sent only after the caller's outermost transaction commits,
+    and never if it rolls back.
     """
     check_session_id(session_id)
     if db is None:
         with transaction() as s:
-            queue = _should_queue(s, session_id)
+            queue, title = _decide(s, session_id)
+        if title:
+            titles.send_title(session_id)
         return send(session_id) if queue else False
-    if not _should_queue(db, session_id):
-        return False
-    _send_after_commit(db, session_id)
-    return True
+    queue, title = _decide(db, session_id)
+    if title:
+        _send_after_commit(db, ("title", session_id))
+    if queue:
+        _send_after_commit(db, ("summarize", session_id))
+    return queue
 
 
-def _send_after_commit(db: Session, session_id: str) -> None:
-    db.info.setdefault("recap_pending_sends", set()).add(session_id)
+def _send_after_commit(db: Session, job: tuple[str, str]) -> None:
+    db.info.setdefault("recap_pending_sends", set()).add(job)
     if not db.info.get("recap_listening"):
         db.info["recap_listening"] = True
         event.listen(db, "after_commit", _on_commit)
@@ -172,5 +181,5 @@ def _on_transaction_end(session: Session, trans: Any) -> None:
     committed = session.info.pop("recap_committed", False)
     pending = session.info.pop("recap_pending_sends", set())
     if committed:
-        for sid in sorted(pending):
-            send(sid)
+        for kind, sid in sorted(pending):
+            titles.send_title(sid) if kind == "title" else send(sid)

@@ -23,7 +23,7 @@ from worker.db import transaction
 from worker.enqueue import mark_pending, send
 from worker.errors import SessionNotFound
 from worker.settings import Settings
-from worker.sweeper import due_query
+from worker.sweeper import claim_due, due_query
 
 FAILURE_STATUSES = ("failed", "dead")
 
@@ -238,9 +238,8 @@ def backfill(settings: Settings, *, batch: int, now: Callable[[], datetime],
         if progress.last_id is not None:
             query = query.where(ChatSession.id > progress.last_id)
         with transaction() as s:
-            ids: list[str] = [str(i) for i in s.scalars(query.order_by(ChatSession.id)
-                                                        .limit(batch))]
-            marked = [sid for sid in ids if mark_pending(s, sid, now=at, settings=settings)]
+            ids, marked = claim_due(s, query.order_by(ChatSession.id).limit(batch), settings,
+                                    now=at)
         if not ids:
             return progress
         progress.batches += 1

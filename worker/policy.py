@@ -28,6 +28,9 @@ Mode = Literal["none", "normal", "capacity", "aggressive"]
 CAPACITY_USAGE = 0.80
 AGGRESSIVE_USAGE = 0.95
 AGGRESSIVE_KEEP = 5
+# Most messages one job condenses even in aggressive mode: the apply deletes them
+# with one bound IN list, and drivers cap parameters per statement (65,535).
+MAX_BATCH_MESSAGES = 10_000
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
         taken = {m.id for m in everything}
         remaining = summary_tokens + sum(m.token_count for m in messages
                                          if m.id not in taken)
-        batch = _select(messages, keep=AGGRESSIVE_KEEP, limit=None,
+        batch = _select(messages, keep=AGGRESSIVE_KEEP, limit=MAX_BATCH_MESSAGES,
                         max_tokens=t.max_batch_tokens)
         escalate = remaining > t.context_budget_tokens
         reason = f"aggressive: context at {pct}"

@@ -19,7 +19,7 @@ SYSTEM_PROMPT = (
 PLACEHOLDERS = frozenset({"previous_summary", "conversation"})
 NO_PREVIOUS = "(none yet)"
 # Any tag that could close or open one of our delimiters is neutralized.
-_DELIMITER = re.compile(r"<(/?)\s*(message|conversation|previous_summary)", re.IGNORECASE)
+_DELIMITER = re.compile(r"<(\s*/?\s*)(message|conversation|previous_summary)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,13 @@ class Turn:
     content: str
 
 
+def shipped_template(name: str = "default") -> str:
+    """A template shipped in worker/prompts/ (``default``, ``es``)."""
+    return resources.files("worker").joinpath(f"prompts/{name}.txt").read_text("utf-8")
+
+
 def default_template() -> str:
-    return resources.files("worker").joinpath("prompts/default.txt").read_text("utf-8")
+    return shipped_template("default")
 
 
 def validate_template(template: str, *, source: str = "prompt template") -> str:
@@ -52,8 +57,11 @@ def validate_template(template: str, *, source: str = "prompt template") -> str:
     return template
 
 
-def load_template(path: Path | None) -> str:
-    """The default template, or the file at ``path`` (RECAP_PROMPT_FILE), validated."""
+def load_template(path: Path | None, name: str = "default") -> str:
+    """The template named ``name``; for ``default``, the file at ``path``
+    (RECAP_PROMPT_FILE) when set. Validated."""
+    if name != "default":
+        return validate_template(shipped_template(name), source=f"{name} prompt")
     if path is None:
         return validate_template(default_template(), source="default prompt")
     try:

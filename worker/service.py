@@ -1,47 +1,48 @@
-"""One summarize job: claim -> call the summarizer -> fenced apply.
+"""One summarize job: claim -> summarize (+ mine memories) -> fenced apply.
 
 Each public function here owns exactly one transaction. No transaction is open
-while the summarizer runs. The apply is fenced by the lease token and the
-summary version, and deletes exactly the claimed ids or nothing.
+while Claude is called. The apply is fenced by the lease token and the summary
+version, and deletes (or archives) exactly the claimed ids or nothing.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from sqlalchemy import case, delete, insert, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import case, delete, select, update
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession, SummaryRun
+from models import ChatMessage, ChatSession
 from worker import policy
 from worker.db import transaction
-from worker.errors import LLMError, PermanentLLMError, TransientLLMError
+from worker.errors import InvalidInput, LLMError, PermanentLLMError
+from worker.memories import Extraction
+from worker.outcomes import (
+    Job,
+    Outcome,
+    Superseded,
+    describe_error,
+    is_transient,
+    log_outcome,
+    thresholds,
+    utcnow,
+)
 from worker.prompt import Turn
-from worker.settings import Settings
+from worker.settings import Settings, effective
+from worker.store import archive_messages, record_run, release, save_memories
 from worker.summarizer import Summarizer, SummaryResult, classify
 from worker.tokens import count_tokens
 
+__all__ = ["Claim", "Job", "Outcome", "Superseded", "apply_summary", "claim_session",
+           "is_transient", "record_failure", "record_rejected", "summarize", "thresholds",
+           "utcnow"]
+
 log = logging.getLogger("recap.jobs")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class Job:
-    """Who is running: the Celery task id, the attempt (1-based), whether it is the last."""
-
-    task_id: str | None = None
-    attempt: int = 1
-    final_attempt: bool = True
 
 
 @dataclass(frozen=True)
@@ -52,80 +53,22 @@ class Claim:
     previous_summary: str | None
     turns: list[Turn]
     plan: policy.Plan
+    settings: Settings  # with this session's overrides applied
 
 
-@dataclass
-class Outcome:
-    session_id: str
-    status: str
-    reason: str
-    messages_condensed: int = 0
-    summary_tokens: int | None = None
-    summary_version: int | None = None
-    more_work: bool = False
-    model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    latency_ms: int | None = None
-    error: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if v is not None and k != "extra"}
+def _run(s: Session, session_id: str, job: Job, status: str, reason: str,
+         **fields: object) -> int:
+    return record_run(s, session_id, task_id=job.task_id, attempt=job.attempt, status=status,
+                      reason=reason, **fields)
 
 
-class Superseded(Exception):
-    """The claim no longer holds: lease lost, version moved, or a batch row is gone."""
-
-
-def thresholds(settings: Settings) -> policy.Thresholds:
-    return policy.Thresholds(
-        trigger_messages=settings.trigger_messages, trigger_tokens=settings.trigger_tokens,
-        batch_size=settings.batch_size, keep_recent=settings.keep_recent,
-        context_budget_tokens=settings.context_budget_tokens,
-        # About two full requests per job: a backlog drains over follow-up jobs
-        # instead of one job running past its time limit and retrying forever.
-        max_batch_tokens=2 * settings.llm_max_input_tokens)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth a Celery retry: transient API errors and lost DB connections."""
-    if isinstance(exc, TransientLLMError):
-        return True
-    if isinstance(exc, LLMError):
-        return False
-    if isinstance(exc, DBAPIError):
-        return True  # connection dropped, failover, lock timeout: the job is safe to rerun
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    return isinstance(exc, SoftTimeLimitExceeded | TimeoutError | ConnectionError)
-
-
-def describe_error(exc: BaseException, *, secret: str | None = None) -> str:
-    """``Class: message`` for audit rows and logs, with any secret redacted."""
-    mapped = classify(exc) if not isinstance(exc, LLMError) else exc
-    shown = mapped if mapped is not None else exc
-    text = f"{type(shown).__name__}: {shown}"
-    if mapped is not None and mapped is not exc:
-        text = f"{type(mapped).__name__} ({type(exc).__name__}): {mapped}"
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    return text[:2000]
-
-
-def _record(session: Session, session_id: str, job: Job, status: str, reason: str,
-            **fields: object) -> None:
-    session.execute(insert(SummaryRun).values(
-        session_id=session_id[:255], task_id=job.task_id, attempt=job.attempt, status=status,
-        reason=reason, **fields))
-
-
-def _log(outcome: Outcome, job: Job) -> Outcome:
-    line = {"event": "summarize", "session_id": outcome.session_id, "task_id": job.task_id,
-            "attempt": job.attempt, **outcome.as_dict()}
-    level = logging.WARNING if outcome.status in ("failed", "dead") else logging.INFO
-    log.log(level, json.dumps(line, default=str, ensure_ascii=False))
-    return outcome
+def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
+    """Record a ``skipped`` run for a job given an id that cannot name a session."""
+    shown = session_id if isinstance(session_id, str) else repr(session_id)
+    shown = shown.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")[:255]
+    with transaction() as s:
+        _run(s, shown, job, "skipped", f"rejected session id: {reason}")
+    return log_outcome(Outcome(shown, "skipped", f"rejected session id: {reason}"), job)
 
 
 def claim_session(session_id: str, *, job: Job, settings: Settings,
@@ -144,23 +87,30 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                     lost_leases=ChatSession.lost_leases
                     + case((ChatSession.lease_token.isnot(None), 1), else_=0))
             .returning(ChatSession.summary_version, ChatSession.rolling_summary,
-                       ChatSession.summary_tokens, ChatSession.lost_leases)
+                       ChatSession.summary_tokens, ChatSession.lost_leases,
+                       ChatSession.overrides)
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(ChatSession.id).where(ChatSession.id == session_id))
             reason = ("lease held by another job" if exists
                       else f"session {session_id!r} not found")
-            _record(s, session_id, job, "skipped", reason)
+            _run(s, session_id, job, "skipped", reason)
             return Outcome(session_id, "skipped", reason)
 
-        version, previous, summary_tokens, lost = row
+        version, previous, summary_tokens, lost, overrides = row
+        dead_reason = None
         if lost > settings.max_lost_leases:
-            reason = (f"worker lost {lost} times in a row while holding this session's lease; "
-                      f"dead-lettered (recap retry {session_id} after fixing the cause)")
-            _release(s, session_id, token, blocked_until=now + timedelta(
-                seconds=settings.dead_cooldown_s))
-            _record(s, session_id, job, "dead", reason)
-            return Outcome(session_id, "dead", reason)
+            dead_reason = (f"worker lost {lost} times in a row while holding this session's "
+                           f"lease; dead-lettered (recap retry after fixing the cause)")
+        try:
+            settings = effective(settings, overrides)
+        except InvalidInput as exc:
+            dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
+        if dead_reason:
+            release(s, session_id, token,
+                    blocked_until=now + timedelta(seconds=settings.dead_cooldown_s))
+            _run(s, session_id, job, "dead", dead_reason)
+            return Outcome(session_id, "dead", dead_reason)
 
         messages = [policy.MessageInfo(*r) for r in s.execute(
             select(ChatMessage.id, ChatMessage.role, ChatMessage.token_count, ChatMessage.pinned)
@@ -170,11 +120,11 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                   .values(needs_escalation=plan.needs_escalation,
                           normal_blocked=plan.normal_blocked))
         if not plan.should_summarize:
-            _release(s, session_id, token)
-            _record(s, session_id, job, "skipped", plan.reason)
+            release(s, session_id, token)
+            _run(s, session_id, job, "skipped", plan.reason)
             return Outcome(session_id, "skipped", plan.reason)
         turns = _load_turns(s, session_id, plan.batch_ids)
-        return Claim(session_id, token, version, previous, turns, plan)
+        return Claim(session_id, token, version, previous, turns, plan, settings)
 
 
 def _load_turns(s: Session, session_id: str, ids: Sequence[int]) -> list[Turn]:
@@ -187,26 +137,18 @@ def _load_turns(s: Session, session_id: str, ids: Sequence[int]) -> list[Turn]:
     return [Turn(i, role, content) for i, role, content in rows if i in wanted]
 
 
-def _release(s: Session, session_id: str, token: str, *,
-             blocked_until: datetime | None = None, enqueued_at: datetime | None = None) -> None:
-    values: dict[str, object] = {"lease_token": None, "lease_expires_at": None,
-                                 "lost_leases": 0, "enqueued_at": enqueued_at}
-    if blocked_until is not None:
-        values["blocked_until"] = blocked_until
-    s.execute(update(ChatSession)
-              .where(ChatSession.id == session_id, ChatSession.lease_token == token)
-              .values(**values))
-
-
 def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Settings,
-                  latency_ms: int) -> Outcome:
-    """In one transaction: write the summary, delete exactly the batch, record the run.
+                  latency_ms: int, extraction: Extraction | None = None) -> Outcome:
+    """In one transaction: write the summary, store the mined memories, delete (or
+    archive) exactly the batch, record the run.
 
     Raises Superseded (and changes nothing) when the claim no longer holds.
     """
     now = utcnow()
     ids = claim.plan.batch_ids
     summary_tokens = count_tokens(result.text)
+    spent_in = result.input_tokens + (extraction.usage.input_tokens if extraction else 0)
+    spent_out = result.output_tokens + (extraction.usage.output_tokens if extraction else 0)
     with transaction() as s:
         row = s.execute(
             update(ChatSession)
@@ -224,6 +166,16 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
         ).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
+        run_id = _run(s, claim.session_id, job, "applied", claim.plan.reason,
+                      messages_condensed=len(ids), condensed_tokens=claim.plan.batch_tokens,
+                      first_message_id=ids[0], last_message_id=ids[-1],
+                      input_tokens=spent_in, output_tokens=spent_out,
+                      summary_tokens=summary_tokens, latency_ms=latency_ms, model=result.model)
+        if extraction is not None:
+            save_memories(s, claim.session_id, extraction.facts, first_id=ids[0],
+                          last_id=ids[-1])
+        if settings.archive_summarized:
+            archive_messages(s, claim.session_id, ids, run_id=run_id)
         deleted = s.execute(delete(ChatMessage)
                             .where(ChatMessage.session_id == claim.session_id,
                                    ChatMessage.id.in_(ids))
@@ -233,21 +185,16 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
                              "were already gone")
         version, message_count, active_tokens = row
         more = policy.might_trigger(message_count=message_count, active_tokens=active_tokens,
-                                    summary_tokens=summary_tokens, t=thresholds(settings))
+                                    summary_tokens=summary_tokens,
+                                    t=thresholds(claim.settings))
         if more:
             s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
                       .values(enqueued_at=now))
-        outcome = Outcome(
+        return Outcome(
             claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
             summary_tokens=summary_tokens, summary_version=version, more_work=more,
-            model=result.model, input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens, latency_ms=latency_ms)
-        _record(s, claim.session_id, job, "applied", claim.plan.reason,
-                messages_condensed=len(ids), condensed_tokens=claim.plan.batch_tokens,
-                first_message_id=ids[0], last_message_id=ids[-1],
-                input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-                summary_tokens=summary_tokens, latency_ms=latency_ms, model=result.model)
-        return outcome
+            model=result.model, input_tokens=spent_in, output_tokens=spent_out,
+            latency_ms=latency_ms, memories=len(extraction.facts) if extraction else None)
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, settings: Settings,
@@ -260,40 +207,59 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, settings: Sett
     error = None if status == "superseded" else describe_error(exc, secret=secret)
     reason = str(exc) if status == "superseded" else claim.plan.reason
     with transaction() as s:
-        _release(s, claim.session_id, claim.token,
-                 blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
-                                if status == "dead" else None),
-                 # A retry is coming: keep the hook from queueing another job meanwhile.
-                 enqueued_at=now if status == "failed" else None)
+        release(s, claim.session_id, claim.token,
+                blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
+                               if status == "dead" else None),
+                # A retry is coming: keep the hook from queueing another job meanwhile.
+                enqueued_at=now if status == "failed" else None)
         ids = claim.plan.batch_ids
-        _record(s, claim.session_id, job, status, reason, error=error, model=model,
-                latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
-                input_tokens=spent.input_tokens if spent else None,
-                output_tokens=spent.output_tokens if spent else None)
+        _run(s, claim.session_id, job, status, reason, error=error, model=model,
+             latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
+             input_tokens=spent.input_tokens if spent else None,
+             output_tokens=spent.output_tokens if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 
 
-def summarize(session_id: str, *, job: Job, summarizer: Summarizer,
-              settings: Settings) -> Outcome:
+def summarize(session_id: str, *, job: Job, settings: Settings,
+              summarizer: Summarizer | None = None) -> Outcome:
     """Run one job end to end and record its outcome.
 
-    Raises the (classified) error after recording a ``failed`` or ``dead`` run,
-    so the caller can decide on a retry; the session is unchanged in that case.
+    ``summarizer`` defaults to the process's one, tuned for the session's
+    overrides. Raises the (classified) error after recording a ``failed`` or
+    ``dead`` run, so the caller can decide on a retry; the session is unchanged.
     """
+    from worker import tracing
+
+    with tracing.span("recap.summarize_session", session_id=session_id, task_id=job.task_id,
+                      attempt=job.attempt) as span:
+        outcome = _summarize(session_id, job=job, settings=settings, summarizer=summarizer)
+        span.set_attribute("recap.outcome", outcome.status)
+        return outcome
+
+
+def _summarize(session_id: str, *, job: Job, settings: Settings,
+               summarizer: Summarizer | None) -> Outcome:
+    from worker import runtime
+
     claimed = claim_session(session_id, job=job, settings=settings)
     if isinstance(claimed, Outcome):
-        return _log(claimed, job)
+        return log_outcome(claimed, job)
+    tuned = claimed.settings
+    summarizer = summarizer or runtime.summarizer_for(tuned)
     started = time.monotonic()
     try:
         result = summarizer.summarize(claimed.previous_summary, claimed.turns)
+        # Mine the batch before its rows go; a failure here fails the job (retried).
+        extraction = (runtime.extractor_for(tuned).extract(claimed.turns)
+                      if tuned.extract_memories else None)
         latency_ms = int((time.monotonic() - started) * 1000)
-        return _log(apply_summary(claimed, result, job=job, settings=settings,
-                                  latency_ms=latency_ms), job)
+        return log_outcome(apply_summary(claimed, result, job=job, settings=tuned,
+                                         latency_ms=latency_ms, extraction=extraction), job)
     except Superseded as exc:
-        return _log(record_failure(claimed, exc, job=job, settings=settings,
-                                   status="superseded", model=summarizer.model,
-                                   latency_ms=None), job)
+        return log_outcome(record_failure(claimed, exc, job=job, settings=tuned,
+                                          status="superseded", model=summarizer.model,
+                                          latency_ms=None), job)
     except Exception as exc:
         latency_ms = int((time.monotonic() - started) * 1000)
         mapped = classify(exc) if not isinstance(exc, LLMError) else exc
@@ -301,10 +267,10 @@ def summarize(session_id: str, *, job: Job, summarizer: Summarizer,
         status = "failed" if is_transient(mapped or exc) and not final else "dead"
         try:
             spent = getattr(mapped, "partial", None)
-            outcome = record_failure(claimed, exc, job=job, settings=settings, status=status,
-                                     model=summarizer.model, latency_ms=latency_ms,
-                                     spent=spent if isinstance(spent, SummaryResult) else None)
-            _log(outcome, job)
+            log_outcome(record_failure(
+                claimed, exc, job=job, settings=tuned, status=status, model=summarizer.model,
+                latency_ms=latency_ms,
+                spent=spent if isinstance(spent, SummaryResult) else None), job)
         except Exception:  # the database itself may be the failure; the lease expires
             log.exception("could not record the failure of session %s", session_id)
         if mapped is not None and mapped is not exc:

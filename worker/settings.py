@@ -10,7 +10,15 @@ import functools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.errors import ConfigError
@@ -30,7 +38,36 @@ def _std(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
-class Settings(BaseSettings):
+# Prompt templates shipped in worker/prompts/ (RECAP_PROMPT_FILE replaces "default").
+PROMPTS = ("default", "es")
+
+
+class Tuning(BaseModel):
+    """What a deployment (RECAP_* variables) or one session (chat_sessions.overrides)
+    may tune. Both are validated by this model, with the same limits."""
+
+    # Policy thresholds (see worker/policy.py for how they combine).
+    trigger_messages: int = Field(30, ge=1)
+    trigger_tokens: int = Field(15000, ge=1)
+    batch_size: int = Field(20, ge=1, le=10000)
+    keep_recent: int = Field(10, ge=0)
+    max_summary_tokens: int = Field(1024, ge=64, le=16384)
+    context_budget_tokens: int = Field(32000, ge=1000)
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+    prompt: Literal["default", "es"] = "default"
+
+    @model_validator(mode="after")
+    def _summary_fits_budget(self) -> Tuning:
+        if self.max_summary_tokens >= self.context_budget_tokens:
+            raise ValueError("max_summary_tokens (RECAP_MAX_SUMMARY_TOKENS) must be below "
+                             "context_budget_tokens (RECAP_CONTEXT_BUDGET_TOKENS)")
+        return self
+
+
+TUNABLE = tuple(Tuning.model_fields)
+
+
+class Settings(BaseSettings, Tuning):
     model_config = SettingsConfigDict(env_prefix="RECAP_", extra="ignore",
                                       populate_by_name=True)
 
@@ -43,14 +80,12 @@ class Settings(BaseSettings):
                                                 validation_alias=_std("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(None, validation_alias=_std("ANTHROPIC_BASE_URL"))
 
-    # Policy thresholds (see worker/policy.py for how they combine).
-    trigger_messages: int = Field(30, ge=1)
-    trigger_tokens: int = Field(15000, ge=1)
-    batch_size: int = Field(20, ge=1, le=10000)
-    keep_recent: int = Field(10, ge=0)
-    max_summary_tokens: int = Field(1024, ge=64, le=16384)
-    context_budget_tokens: int = Field(32000, ge=1000)
-    model: str = Field(DEFAULT_MODEL, min_length=1)
+    # What happens to condensed messages, and what else a job does with them.
+    archive_summarized: bool = False
+    extract_memories: bool = True
+    # Queue a title job after a session's first exchange (worker/titles.py).
+    titles_enabled: bool = True
+    otel_enabled: bool = False
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.
@@ -86,8 +121,12 @@ class Settings(BaseSettings):
     sweep_batch: int = Field(500, ge=1)
     dead_cooldown_s: int = Field(3600, ge=0)
 
-    flower_user: str | None = None
-    flower_password: SecretStr | None = None
+
+    @field_validator("anthropic_base_url", "anthropic_api_key", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        # Compose passes ${VAR:-} as an empty string: treat it as not set.
+        return None if value == "" else value
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
@@ -100,9 +139,6 @@ class Settings(BaseSettings):
         if self.visibility_timeout_s <= self.task_time_limit_s + self.retry_backoff_max_s:
             raise ValueError("RECAP_VISIBILITY_TIMEOUT_S must be greater than "
                              "RECAP_TASK_TIME_LIMIT_S + RECAP_RETRY_BACKOFF_MAX_S")
-        if self.max_summary_tokens >= self.context_budget_tokens:
-            raise ValueError("RECAP_MAX_SUMMARY_TOKENS must be below "
-                             "RECAP_CONTEXT_BUDGET_TOKENS")
         if self.env == "production":
             if self.database_url == DEFAULT_DATABASE_URL:
                 raise ValueError("DATABASE_URL must be set when RECAP_ENV=production")
@@ -139,6 +175,35 @@ def load_settings(**overrides: object) -> Settings:
             got = "" if field == "anthropic_api_key" else f" (got {err.get('input')!r})"
             problems.append(f"{name}: {err['msg']}{got if field else ''}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
+    """Per-session overrides, checked with the same limits as the settings.
+
+    Raises InvalidInput naming each unknown or bad key; returns the normalized dict.
+    """
+    from worker.errors import InvalidInput
+
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"session settings must be an object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(TUNABLE))
+    if unknown:
+        raise InvalidInput(f"unknown session setting(s) {', '.join(unknown)}; "
+                           f"allowed: {', '.join(TUNABLE)}")
+    try:
+        tuned = Tuning.model_validate({**base.model_dump(include=set(TUNABLE)), **raw})
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                    for e in exc.errors()]
+        raise InvalidInput("invalid session settings: " + "; ".join(problems)) from None
+    return {k: getattr(tuned, k) for k in raw}
+
+
+def effective(settings: Settings, overrides: dict[str, object] | None) -> Settings:
+    """``settings`` with one session's overrides applied (validated again)."""
+    if not overrides:
+        return settings
+    return settings.model_copy(update=validate_overrides(overrides, base=settings))
 
 
 @functools.cache

@@ -96,6 +96,55 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    stop_reason: str | None
+    input_tokens: int
+    output_tokens: int
+
+    def add_usage(self, result: SummaryResult) -> None:
+        result.calls += 1
+        result.input_tokens += self.input_tokens
+        result.output_tokens += self.output_tokens
+
+
+def complete(client: Any, *, model: str, max_tokens: int, system: str, prompt: str,
+             timeout_s: float, operation: str) -> Answer:
+    """One non-streaming Messages API call; SDK errors come out classified.
+
+    No temperature: API version 2026-10-21 (sent by SDK 2.x) rejects every
+    sampling parameter with a 400, even at its default value.
+    """
+    from worker import tracing
+
+    with tracing.llm_span(operation, model) as span:
+        try:
+            response = client.messages.create(
+                model=model, max_tokens=max_tokens, system=system,
+                messages=[{"role": "user", "content": prompt}], timeout=timeout_s)
+        except Exception as exc:
+            mapped = classify(exc)
+            if mapped is None:
+                raise
+            secret = getattr(client, "api_key", None)
+            if secret and secret in f"{exc}{mapped}":
+                # A server (or proxy) that echoes the key in its error body must not
+                # push it into Celery's failure log, Flower events or audit rows.
+                mapped.args = tuple(str(a).replace(secret, "[redacted]") for a in mapped.args)
+                raise mapped from None
+            raise mapped from exc
+        usage = getattr(response, "usage", None)
+        answer = Answer(
+            text="".join(getattr(b, "text", "") for b in response.content or []
+                         if getattr(b, "type", None) == "text").strip(),
+            stop_reason=response.stop_reason,
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0)
+        span.record_usage(answer.input_tokens, answer.output_tokens)
+    return answer
+
+
 @dataclass
 class ClaudeSummarizer:
     """Folds turns into the running summary with the Messages API, chunk by chunk."""
@@ -135,30 +184,16 @@ class ClaudeSummarizer:
 
     def _call(self, result: SummaryResult, chunk: Sequence[Turn]) -> None:
         prompt = render(self.template, previous_summary=result.text or None, turns=chunk)
-        try:
-            # No temperature: API version 2026-10-21 (sent by SDK 2.x) rejects
-            # every sampling parameter with a 400, even at its default value.
-            response = self.client.messages.create(
-                model=self.model, max_tokens=self.max_tokens,
-                system=SYSTEM_PROMPT, messages=[{"role": "user", "content": prompt}],
-                timeout=self.timeout_s)
-        except Exception as exc:
-            mapped = classify(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        result.calls += 1
-        usage = getattr(response, "usage", None)
-        result.input_tokens += getattr(usage, "input_tokens", 0) or 0
-        result.output_tokens += getattr(usage, "output_tokens", 0) or 0
-        text = "".join(getattr(b, "text", "") for b in response.content or []
-                       if getattr(b, "type", None) == "text").strip()
-        if response.stop_reason == "max_tokens":
+        answer = complete(self.client, model=self.model, max_tokens=self.max_tokens,
+                          system=SYSTEM_PROMPT, prompt=prompt, timeout_s=self.timeout_s,
+                          operation="summarize")
+        answer.add_usage(result)
+        if answer.stop_reason == "max_tokens":
             raise UnusableSummary(f"summary cut off at max_tokens={self.max_tokens}; "
                                   "not applied")
-        if not text:
+        if not answer.text:
             raise UnusableSummary("the model returned an empty summary; not applied")
-        result.text = text
+        result.text = answer.text
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -1,0 +1,133 @@
+"""The core scenario on RabbitMQ: a real worker subprocess on an amqp:// broker
+folds exactly the planned messages, including the follow-up job it queues itself.
+
+Skipped when nothing listens on RabbitMQ's port. The broker is the only thing
+that changes: same PostgreSQL database, same local Messages API, same code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from celery import Celery
+
+from tests.conftest import ROOT, wait_for
+from tests.helpers import message_ids, runs, seed, session_row
+from worker.celery_app import celery_config
+from worker.settings import load_settings
+
+AMQP_URL = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
+LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
+                  "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4"}
+
+
+def _rabbitmq_listening() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5672), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _rabbitmq_listening(),
+                                reason="no RabbitMQ on 127.0.0.1:5672")
+
+
+@pytest.fixture
+def queue() -> Iterator[str]:
+    """A queue of our own on the shared broker, deleted afterwards."""
+    name = f"recap-amqp-{uuid.uuid4().hex[:8]}"
+    yield name
+    from kombu import Connection
+
+    with Connection(AMQP_URL, connect_timeout=5) as conn:
+        conn.default_channel.queue_delete(name)
+        conn.default_channel.exchange_delete(name)
+
+
+@pytest.fixture
+def amqp_worker(queue: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`celery worker` in a subprocess on RabbitMQ; stopped with SIGTERM (warm)."""
+    env = {**os.environ, **LOW_THRESHOLDS, "CELERY_BROKER_URL": AMQP_URL,
+           "RECAP_QUEUE": queue}
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", "threads",
+             "-Q", queue, "--concurrency", "2", "--loglevel", "INFO",
+             "-n", f"{queue}@%h", "--without-mingle", "--without-gossip"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc.log = log  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _log_tail(proc: subprocess.Popen[bytes]) -> str:
+    return proc.log.read_text(errors="replace")[-4000:]  # type: ignore[attr-defined]
+
+
+def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        raise AssertionError(f"worker exited with {proc.returncode}:\n{_log_tail(proc)}")
+
+
+def test_summarize_and_follow_up_over_rabbitmq(
+        queue: str, amqp_worker: subprocess.Popen[bytes]) -> None:
+    sid = f"amqp-{uuid.uuid4().hex[:8]}"
+    # 20 messages: the first job folds 5 (15 left, still > 10), queues its
+    # follow-up through RabbitMQ from inside the worker, which folds 5 more.
+    ids = seed(sid, 20)
+
+    # An enqueuer configured like the chat app's: its own Celery app on amqp.
+    # The connection is explicit because Celery lets a CELERY_BROKER_URL in the
+    # environment (this process's points at Redis) override conf.broker_url.
+    settings = load_settings(celery_broker_url=AMQP_URL, queue=queue)
+    publisher = Celery("recap-amqp-test")
+    publisher.conf.update(celery_config(settings))
+    try:
+        with publisher.connection_for_write(AMQP_URL) as conn:
+            publisher.send_task("worker.tasks.summarize_session", [sid], queue=queue,
+                                connection=conn)
+    finally:
+        publisher.close()
+
+    def two_applied() -> bool:
+        _alive_or_fail(amqp_worker)
+        return [r.status for r in runs(sid)].count("applied") >= 2
+
+    try:
+        wait_for(two_applied, timeout=90, interval=0.2, what="two applied runs over RabbitMQ")
+    except AssertionError as exc:
+        seen = [(r.status, r.reason, r.error) for r in runs(sid)]
+        raise AssertionError(
+            f"{exc}; runs: {seen}\nworker log:\n{_log_tail(amqp_worker)}") from None
+
+    applied = [r for r in runs(sid) if r.status == "applied"]
+    assert [r.status for r in runs(sid)] == ["applied", "applied"]
+    assert [(r.first_message_id, r.last_message_id, r.messages_condensed)
+            for r in applied] == [(ids[0], ids[4], 5), (ids[5], ids[9], 5)]
+    assert message_ids(sid) == ids[10:]  # exactly the two batches are gone
+    row = session_row(sid)
+    assert row is not None
+    assert (row.summary_version, row.message_count, row.summarized_message_count) == (2, 10, 10)
+    assert row.lease_token is None and row.enqueued_at is None and row.rolling_summary
+
+    # SIGTERM is a warm shutdown: the worker finishes and exits cleanly.
+    amqp_worker.send_signal(signal.SIGTERM)
+    assert amqp_worker.wait(timeout=30) == 0
