@@ -4,6 +4,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -12,10 +13,9 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
-    JSON,
     String,
-    UniqueConstraint,
     Text,
+    UniqueConstraint,
     func,
     text,
 )

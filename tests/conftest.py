@@ -107,7 +107,8 @@ def clean(database: str) -> Iterator[None]:
     from worker.settings import get_settings
 
     with transaction() as s:
-        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, archived_messages"))
+        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
+                       "archived_messages"))
     FAKE.reset()
     get_settings.cache_clear()
     runtime.reset()

@@ -32,7 +32,7 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
             select(ChatMessage.session_id, func.count(), func.sum(ChatMessage.token_count))
             .group_by(ChatMessage.session_id)):
         counts[sid], tokens[sid] = n, total
-    applied: dict[str, list[tuple[int, int, int]]] = {}
+    applied: dict[str, list[tuple[int | None, int | None, int]]] = {}
     for sid, first, last, n in s.execute(
             select(SummaryRun.session_id, SummaryRun.first_message_id,
                    SummaryRun.last_message_id, SummaryRun.messages_condensed)
@@ -66,7 +66,7 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
         gone = [m for m in ids if m not in present]
         for m in gone:
             covering = sum(1 for first, last, _ in runs
-                           if first is not None and first <= m <= last)
+                           if first is not None and last is not None and first <= m <= last)
             if covering != 1:
                 problems.append(f"{sid}: message {m} is gone and inside {covering} applied "
                                 "runs (lost)" if covering == 0 else
