@@ -55,10 +55,14 @@ def session_factory() -> sessionmaker[Session]:
     """The process's session factory for the configured DATABASE_URL."""
     from worker.settings import get_settings
 
-    url = get_settings().database_url
+    settings = get_settings()
+    url = settings.database_url
     factory = _FACTORIES.get(url)
     if factory is None:
-        factory = _FACTORIES[url] = sessionmaker(make_engine(url), expire_on_commit=False)
+        pool = ({} if url.startswith("sqlite") else
+                {"pool_size": settings.db_pool_size, "max_overflow": settings.db_max_overflow})
+        factory = _FACTORIES[url] = sessionmaker(make_engine(url, **pool),
+                                                 expire_on_commit=False)
     return factory
 
 

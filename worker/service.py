@@ -88,7 +88,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                     + case((ChatSession.lease_token.isnot(None), 1), else_=0))
             .returning(ChatSession.summary_version, ChatSession.rolling_summary,
                        ChatSession.summary_tokens, ChatSession.lost_leases,
-                       ChatSession.overrides)
+                       ChatSession.overrides, ChatSession.needs_escalation,
+                       ChatSession.normal_blocked)
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(ChatSession.id).where(ChatSession.id == session_id))
@@ -97,7 +98,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             _run(s, session_id, job, "skipped", reason)
             return Outcome(session_id, "skipped", reason)
 
-        version, previous, summary_tokens, lost, overrides = row
+        version, previous, summary_tokens, lost, overrides, escalated, blocked = row
         dead_reason = None
         if lost > settings.max_lost_leases:
             dead_reason = (f"worker lost {lost} times in a row while holding this session's "
@@ -112,19 +113,25 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             _run(s, session_id, job, "dead", dead_reason)
             return Outcome(session_id, "dead", dead_reason)
 
-        messages = [policy.MessageInfo(*r) for r in s.execute(
-            select(ChatMessage.id, ChatMessage.role, ChatMessage.token_count, ChatMessage.pinned)
-            .where(ChatMessage.session_id == session_id).order_by(ChatMessage.id))]
-        plan = policy.plan(messages, summary_tokens=summary_tokens, t=thresholds(settings))
-        s.execute(update(ChatSession).where(ChatSession.id == session_id)
-                  .values(needs_escalation=plan.needs_escalation,
-                          normal_blocked=plan.normal_blocked))
+        plan = policy.plan(_message_infos(s, session_id), summary_tokens=summary_tokens,
+                           t=thresholds(settings))
+        if (escalated, blocked) != (plan.needs_escalation, plan.normal_blocked):
+            s.execute(update(ChatSession).where(ChatSession.id == session_id)
+                      .values(needs_escalation=plan.needs_escalation,
+                              normal_blocked=plan.normal_blocked))
         if not plan.should_summarize:
             release(s, session_id, token)
             _run(s, session_id, job, "skipped", plan.reason)
             return Outcome(session_id, "skipped", plan.reason)
         turns = _load_turns(s, session_id, plan.batch_ids)
         return Claim(session_id, token, version, previous, turns, plan, settings)
+
+
+def _message_infos(s: Session, session_id: str) -> list[policy.MessageInfo]:
+    """What the policy needs of the active messages, oldest first (no content)."""
+    return [policy.MessageInfo(*r) for r in s.execute(
+        select(ChatMessage.id, ChatMessage.role, ChatMessage.token_count, ChatMessage.pinned)
+        .where(ChatMessage.session_id == session_id).order_by(ChatMessage.id))]
 
 
 def _load_turns(s: Session, session_id: str, ids: Sequence[int]) -> list[Turn]:
@@ -160,9 +167,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
                     message_count=ChatSession.message_count - len(ids),
                     active_tokens=ChatSession.active_tokens - claim.plan.batch_tokens,
                     summary_updated_at=now, lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None, normal_blocked=False)
-            .returning(ChatSession.summary_version, ChatSession.message_count,
-                       ChatSession.active_tokens)
+                    lost_leases=0, blocked_until=None)
+            .returning(ChatSession.summary_version)
         ).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
@@ -183,13 +189,16 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
         if len(deleted) != len(ids):
             raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
                              "were already gone")
-        version, message_count, active_tokens = row
-        more = policy.might_trigger(message_count=message_count, active_tokens=active_tokens,
-                                    summary_tokens=summary_tokens,
-                                    t=thresholds(claim.settings))
-        if more:
-            s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
-                      .values(enqueued_at=now))
+        version = row[0]
+        # Plan again on what is left: queue a follow-up only for real work, and
+        # record whether the normal rule can fire before the next summary.
+        after = policy.plan(_message_infos(s, claim.session_id), summary_tokens=summary_tokens,
+                            t=thresholds(claim.settings))
+        more = after.should_summarize
+        s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
+                  .values(enqueued_at=now if more else None,
+                          normal_blocked=after.normal_blocked,
+                          needs_escalation=after.needs_escalation))
         return Outcome(
             claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
             summary_tokens=summary_tokens, summary_version=version, more_work=more,

@@ -80,6 +80,11 @@ class Settings(BaseSettings, Tuning):
                                                 validation_alias=_std("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(None, validation_alias=_std("ANTHROPIC_BASE_URL"))
 
+    # SQLAlchemy pool per process (PostgreSQL). A job holds one connection at a
+    # time; size it to the worker's concurrency (threads pool) plus one.
+    db_pool_size: int = Field(5, ge=1, le=500)
+    db_max_overflow: int = Field(10, ge=0, le=500)
+
     # What happens to condensed messages, and what else a job does with them.
     archive_summarized: bool = False
     extract_memories: bool = True

@@ -1,0 +1,105 @@
+"""``python -m bench [--quick] [--only NAME,...] [--latency S] [--out FILE]``
+
+Runs the benchmarks against a private PostgreSQL database (recap_bench_<hex>,
+dropped after), a private Redis queue (db 13) and the local Claude stand-in, and
+prints a Markdown table per benchmark. ``--quick`` uses smaller sizes and
+finishes in about two minutes. Figures go to stdout (and ``--out``); plots to
+docs/bench/*.png. No assertions: targets are printed next to the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import env as benv
+
+NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, about 2 minutes")
+    parser.add_argument("--only", default="", help="comma-separated: " + ",".join(NAMES))
+    parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S,
+                        help="stand-in latency per Claude call in seconds (default 0.8)")
+    parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    args = parser.parse_args(argv)
+    chosen = [n.strip() for n in args.only.split(",") if n.strip()] or list(NAMES)
+    unknown = [n for n in chosen if n not in NAMES]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
+    if args.latency < 0:
+        parser.error("--latency must be >= 0")
+    args.names = chosen
+    return args
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+
+
+def machine() -> str:
+    from sqlalchemy import text
+
+    from worker.db import transaction
+
+    with transaction() as s:
+        pg = s.execute(text("SHOW server_version")).scalar_one()
+    import redis
+
+    info = redis.Redis.from_url(benv.REDIS_URL).info("server")
+    mem = _version(["free", "-g"]).splitlines()
+    return (f"- nproc: {os.cpu_count()}; load average at start: "
+            f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+            f"- memory (free -g): {mem[1].split()[1] if len(mem) > 1 else '?'} GiB total\n"
+            f"- Python {platform.python_version()}, PostgreSQL {pg}, "
+            f"Redis {info['redis_version']}\n"
+            f"- command: python -m bench {' '.join(sys.argv[1:])}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    started = time.monotonic()
+    benv.setup(args.latency)
+    out = []
+    failed = []
+    try:
+        head = machine()
+        print(head)
+        out.append(head)
+        for name in args.names:
+            t0 = time.monotonic()
+            try:
+                out.append(importlib.import_module(f"bench.{name}").run(quick=args.quick))
+            except Exception as exc:  # one broken benchmark must not hide the others
+                import traceback
+
+                traceback.print_exc()
+                failed.append(f"{name}: {type(exc).__name__}: {exc}")
+            print(f"({name} took {time.monotonic() - t0:.0f}s)", flush=True)
+    finally:
+        benv.teardown()
+    summary = f"\ntotal {time.monotonic() - started:.0f}s"
+    if failed:
+        summary += "\nFAILED: " + "; ".join(failed)
+    print(summary)
+    if args.out:
+        args.out.write_text("".join(out) + summary + "\n", encoding="utf-8")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

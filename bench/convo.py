@@ -1,0 +1,103 @@
+"""One long conversation through the real Recap pipeline, shared by the tokens,
+context and memory benchmarks (run once per ``python -m bench`` invocation).
+
+A real ``celery worker`` process (threads, concurrency 4) consumes the jobs; the
+driver adds each message, calls the hook after each reply and, when a job was
+queued, waits for it (and its follow-ups) before the next message: a human
+chat is slower than one summarization. Before each model call (after each user
+message) it records ``build_context(...)["tokens"]``; a thread samples the
+worker's RSS with psutil.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import env as benv
+
+SESSION = "convo-1"
+
+
+@dataclass
+class ConvoRun:
+    messages: int
+    context: list[int] = field(default_factory=list)  # tokens per model call
+    trips: list[int] = field(default_factory=list)  # message index when each job applied
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    token_of: dict[int, int] = field(default_factory=dict)  # message id -> tokens
+    runs: list[tuple[int, int]] = field(default_factory=list)  # (first id, last id)
+    rss_start: int = 0
+    rss_peak: int = 0
+    seconds: float = 0.0
+
+
+_CACHE: dict[int, ConvoRun] = {}
+
+
+def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
+    import psutil
+
+    proc = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children())
+        except psutil.Error:
+            return
+        run.rss_peak = max(run.rss_peak, rss)
+        stop.wait(0.05)
+
+
+def conversation_run(n: int) -> ConvoRun:
+    """Feed ``n`` demo messages through Recap once; cached per ``n``."""
+    if n in _CACHE:
+        return _CACHE[n]
+    from sqlalchemy import select
+
+    from bench.workers import count_runs, subprocess_worker, wait_idle
+    from models import SummaryRun
+    from worker.context import build_context
+    from worker.db import transaction
+    from worker.demo_conversation import conversation
+    from worker.ingest import add_message, after_reply
+    from worker.tokens import count_tokens
+
+    env = benv.setup()
+    benv.reset_state()
+    run = ConvoRun(messages=n)
+    started = time.monotonic()
+    with subprocess_worker(4) as proc:
+        import psutil
+
+        run.rss_start = psutil.Process(proc.pid).memory_info().rss
+        stop = threading.Event()
+        sampler = threading.Thread(target=_rss_sampler, args=(proc.pid, run, stop), daemon=True)
+        sampler.start()
+        applied = 0
+        for i, (role, content) in enumerate(conversation(n)):
+            run.token_of[add_message(SESSION, role, content)] = count_tokens(content)
+            if role == "user":
+                run.context.append(build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT)
+                                   ["tokens"])
+            elif after_reply(SESSION):
+                wait_idle(SESSION)
+                now = count_runs("applied")
+                run.trips.extend([i] * (now - applied))
+                applied = now
+        stop.set()
+        sampler.join()
+    run.seconds = time.monotonic() - started
+    run.requests = list(env.fake.requests)
+    with transaction() as s:
+        run.runs = [(a, b) for a, b in s.execute(
+            select(SummaryRun.first_message_id, SummaryRun.last_message_id)
+            .where(SummaryRun.status == "applied").order_by(SummaryRun.id))
+            if a is not None and b is not None]
+    if not run.runs:
+        from bench.throughput import _errors
+
+        raise RuntimeError(f"no summary was applied in the conversation run: {_errors()}")
+    _CACHE[n] = run
+    return run

@@ -1,0 +1,154 @@
+"""The benchmark environment: a private PostgreSQL database, a Redis db and queue,
+and the local Claude stand-in.
+
+Settings and the Celery app read the environment at import, so :func:`setup`
+sets every variable before anything imports ``worker``; bench modules import
+``worker`` inside their functions for that reason. One environment serves a whole
+``python -m bench`` run; :func:`teardown` drops the database and the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python bench/hook.py` puts bench/ first, not the repo
+    sys.path.insert(0, str(ROOT))
+
+PG_ADMIN = os.environ.get("RECAP_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("RECAP_BENCH_REDIS", "redis://127.0.0.1:6379/13")
+DEFAULT_LATENCY_S = 0.8
+SYSTEM_PROMPT = "You are the Larkspur Analytics SRE assistant."
+
+
+@dataclass
+class BenchEnv:
+    db_name: str
+    database_url: str
+    broker_url: str
+    queue: str
+    latency: float
+    fake: Any  # bench.standin.BenchFake
+
+    def base_env(self) -> dict[str, str]:
+        """The environment a worker subprocess needs (also set in this process)."""
+        return dict(BASE_ENV, DATABASE_URL=self.database_url, CELERY_BROKER_URL=self.broker_url,
+                    ANTHROPIC_BASE_URL=self.fake.url, RECAP_QUEUE=self.queue)
+
+
+# Generous time limits: a benchmark job must never be cut short by the test-sized ones.
+BASE_ENV = {
+    "RECAP_ENV": "test",
+    "ANTHROPIC_API_KEY": "sk-ant-bench-not-a-real-key",
+    "RECAP_SUMMARIZER": "claude",
+    "RECAP_LLM_TIMEOUT_S": "60",
+    "RECAP_MAX_RETRIES": "2",
+    "RECAP_RETRY_BACKOFF_S": "0.1",
+    "RECAP_RETRY_BACKOFF_MAX_S": "1",
+}
+
+_CURRENT: BenchEnv | None = None
+
+
+def _admin(sql: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(sql))
+    engine.dispose()
+
+
+def _migrate(url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.attributes["url"] = url
+    cfg.attributes["configure_logger"] = False
+    command.upgrade(cfg, "head")
+
+
+def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
+    """Create (once per process) the database, queue and stand-in; set the environment."""
+    global _CURRENT
+    if _CURRENT is not None:
+        _CURRENT.fake.delay = latency
+        _CURRENT.latency = latency
+        return _CURRENT
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/work/shared/tiktoken-cache")
+    from bench.standin import BenchFake
+
+    run = uuid.uuid4().hex[:8]
+    db_name = f"recap_bench_{run}"
+    fake = BenchFake().start()
+    fake.delay = latency
+    env = BenchEnv(db_name=db_name, database_url=PG_ADMIN.rsplit("/", 1)[0] + "/" + db_name,
+                   broker_url=REDIS_URL, queue=f"recap-bench-{run}", latency=latency, fake=fake)
+    os.environ.update(env.base_env())
+    _admin(f'CREATE DATABASE "{db_name}"')
+    _migrate(env.database_url)
+    _CURRENT = env
+    return env
+
+
+def teardown() -> None:
+    """Drop the database and the Redis queue; stop the stand-in."""
+    global _CURRENT
+    env, _CURRENT = _CURRENT, None
+    if env is None:
+        return
+    from worker.db import reset_engines
+
+    reset_engines()
+    _admin(f'DROP DATABASE IF EXISTS "{env.db_name}" WITH (FORCE)')
+    try:
+        import redis
+
+        client = redis.Redis.from_url(env.broker_url)
+        keys = list(client.scan_iter(f"*{env.queue}*"))  # the queue and kombu's bindings
+        if keys:
+            client.delete(*keys)
+    except Exception as exc:  # a leftover queue key is harmless; say so and go on
+        print(f"note: could not delete Redis queue {env.queue}: {exc}", file=sys.stderr)
+    env.fake.stop()
+
+
+def configure(**values: object) -> None:
+    """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
+    from worker import runtime
+    from worker.settings import get_settings
+
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = str(value)
+    get_settings.cache_clear()
+    runtime.reset()
+
+
+def reset_state(*thresholds: str) -> None:
+    """Empty the tables, reset the stand-in and drop threshold overrides."""
+    from sqlalchemy import text
+
+    from worker.db import transaction
+
+    with transaction() as s:
+        # CASCADE: also empties any newer table that references chat_sessions.
+        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs CASCADE"))
+    assert _CURRENT is not None
+    latency = _CURRENT.latency
+    _CURRENT.fake.reset()
+    _CURRENT.fake.delay = latency
+    configure(**{k: None for k in THRESHOLD_VARS + FEATURE_VARS + thresholds})
+
+
+FEATURE_VARS = ("RECAP_EXTRACT_MEMORIES", "RECAP_TITLES_ENABLED")
+THRESHOLD_VARS = ("RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKENS", "RECAP_BATCH_SIZE",
+                  "RECAP_KEEP_RECENT", "RECAP_CONTEXT_BUDGET_TOKENS")

@@ -1,0 +1,150 @@
+"""The peers, run inline as their docs show, against the same Claude stand-in.
+
+- LangMem ``summarize_messages`` (langmem.short_term), called before every model
+  call with the running summary carried between calls;
+- LangChain's ``SummarizationMiddleware.before_model`` (langchain.agents.middleware),
+  whose state update replaces the history with summary + kept messages.
+
+Both get ``langchain_anthropic.ChatAnthropic`` pointed at the stand-in and a
+tiktoken counter (Recap's own), so thresholds are in the same units. Settings
+mirror Recap's defaults: a 32,000-token budget, summarize at 80% of it (25,600),
+summaries up to 1,024 tokens, LangChain keeps the newest 10 messages.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+BUDGET = 32_000
+TRIGGER = 25_600
+SUMMARY_TOKENS = 1_024
+KEEP = 10
+
+
+@dataclass
+class PeerRun:
+    name: str
+    waits: list[float] = field(default_factory=list)  # seconds per model call
+    context: list[int] = field(default_factory=list)  # tokens sent per model call
+    calls: int = 0  # summarization calls
+    condensed: int = 0  # messages replaced by a summary
+    error: str | None = None
+
+
+def _model(base_url: str) -> Any:
+    from langchain_anthropic import ChatAnthropic
+
+    from worker.settings import DEFAULT_MODEL
+
+    # Keyword names as documented; ChatAnthropic's pydantic aliases confuse mypy.
+    options: dict[str, Any] = {"model": DEFAULT_MODEL, "base_url": base_url,
+                               "api_key": "sk-ant-bench", "max_tokens": SUMMARY_TOKENS,
+                               "max_retries": 0, "timeout": 60}
+    return ChatAnthropic(**options)
+
+
+def _counter() -> Callable[[Iterable[Any]], int]:
+    from worker.tokens import count_tokens
+
+    def count(messages: Iterable[Any]) -> int:
+        return sum(count_tokens(m.content if isinstance(m.content, str) else str(m.content))
+                   for m in messages)
+
+    return count
+
+
+def _message(i: int, role: str, content: str) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    cls = HumanMessage if role == "user" else AIMessage
+    return cls(content=content, id=f"m{i}")
+
+
+def _user_first(model: Any) -> Any:
+    """``model`` behind a one-line fix: prepend a user turn when the input starts with the AI's.
+
+    LangMem sends the messages to summarize as they are; after a first summary that
+    ended on a user turn, the next batch starts with an assistant turn, which the
+    Messages API (and the stand-in) refuse: "first message must use the user role".
+    """
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.runnables import RunnableLambda
+
+    def invoke(messages: list[Any]) -> Any:
+        if messages and isinstance(messages[0], AIMessage):
+            messages = [HumanMessage(content="(conversation continues)"), *messages]
+        return model.invoke(messages)
+
+    return RunnableLambda(invoke)
+
+
+def run_langmem(script: Sequence[tuple[str, str]], base_url: str, *,
+                fix_first_turn: bool = True) -> PeerRun:
+    """summarize_messages before each model call (after each user message).
+
+    ``fix_first_turn=False`` runs LangMem exactly as documented (it fails here; see
+    :func:`_user_first`).
+    """
+    from langmem.short_term import summarize_messages
+
+    run = PeerRun("LangMem summarize_messages" + (" (+ user-first fix)" if fix_first_turn
+                                                  else " (as documented)"))
+    count = _counter()
+    model = _user_first(_model(base_url)) if fix_first_turn else _model(base_url)
+    history: list[Any] = []
+    summary = None
+    try:
+        for i, (role, content) in enumerate(script):
+            history.append(_message(i, role, content))
+            if role != "user":
+                continue
+            t0 = time.perf_counter()
+            result = summarize_messages(history, running_summary=summary, model=model,
+                                        max_tokens=BUDGET, max_tokens_before_summary=TRIGGER,
+                                        max_summary_tokens=SUMMARY_TOKENS, token_counter=count)
+            run.waits.append(time.perf_counter() - t0)
+            if result.running_summary is not summary and result.running_summary is not None:
+                run.calls += 1
+            summary = result.running_summary
+            run.condensed = len(summary.summarized_message_ids) if summary else 0
+            run.context.append(count(result.messages))
+    except Exception as exc:  # report the peer's failure, keep the other figures
+        run.error = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+def run_langchain(script: Sequence[tuple[str, str]], base_url: str) -> PeerRun:
+    """SummarizationMiddleware.before_model before each model call; state updated like an agent."""
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import RemoveMessage
+
+    run = PeerRun("LangChain SummarizationMiddleware")
+    count = _counter()
+    try:
+        middleware = SummarizationMiddleware(_model(base_url), trigger=("tokens", TRIGGER),
+                                             keep=("messages", KEEP), token_counter=count)
+        state: list[Any] = []
+        for i, (role, content) in enumerate(script):
+            state.append(_message(i, role, content))
+            if role != "user":
+                continue
+            t0 = time.perf_counter()
+            update = middleware.before_model({"messages": state}, None)  # type: ignore[arg-type]
+            run.waits.append(time.perf_counter() - t0)
+            if update:
+                run.calls += 1
+                new = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+                run.condensed += len(state) - (len(new) - 1)  # minus the summary message
+                state = new
+            run.context.append(count(state))
+    except Exception as exc:  # report the peer's failure, keep the other figures
+        run.error = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+PEERS = (run_langmem, run_langchain)
+AS_DOCUMENTED = functools.partial(run_langmem, fix_first_turn=False)

@@ -1,0 +1,107 @@
+"""Celery workers for benchmarks: in-process (threads) or a real ``celery worker`` process,
+and waiting until a session's jobs are done."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from bench.env import ROOT
+
+
+@contextmanager
+def inprocess_worker(concurrency: int = 4) -> Iterator[Any]:
+    """A real Celery worker in this process (threads pool), as tests/conftest.py runs it."""
+    from celery.contrib.testing.worker import start_worker
+
+    from worker import app
+
+    with start_worker(app, pool="threads", concurrency=concurrency, perform_ping_check=False,
+                      loglevel="WARNING", shutdown_timeout=60) as w:
+        yield w
+
+
+@contextmanager
+def subprocess_worker(concurrency: int, *, env: dict[str, str] | None = None,
+                      pool_size: int | None = None,
+                      ready_timeout: float = 60.0) -> Iterator[subprocess.Popen[str]]:
+    """``celery -A worker worker -P threads -c N`` as a child process; yields it once ready.
+
+    With ``pool_size``, the worker's SQLAlchemy pool has that many connections
+    (bench/pooled_worker.py) instead of the default 5 + 10 overflow.
+    """
+    env = dict(env or {})
+    launcher = "celery"
+    if pool_size is not None:
+        launcher = "bench.pooled_worker"
+        env["RECAP_BENCH_POOL_SIZE"] = str(pool_size)
+    cmd = [sys.executable, "-m", launcher, "-A", "worker", "worker", "-P", "threads",
+           "-c", str(concurrency), "-Q", os.environ["RECAP_QUEUE"], "--loglevel", "INFO",
+           "--without-gossip", "--without-mingle", "--without-heartbeat",
+           "-n", f"bench-{os.getpid()}-{concurrency}@%h"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ready = threading.Event()
+    tail: list[str] = []
+
+    def drain() -> None:  # keep reading, or a full pipe would block the worker's logging
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line)
+            del tail[:-200]
+            if " ready." in line:
+                ready.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while not ready.wait(0.1):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("celery worker did not start:\n" + "".join(tail))
+        proc.log_tail = tail  # type: ignore[attr-defined]  # for error reports
+        yield proc
+    finally:
+        proc.terminate()  # warm shutdown: running jobs finish
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def session_idle(session_id: str) -> bool:
+    """No queued and no running job for the session (the hook's own markers)."""
+    from sqlalchemy import select
+
+    from models import ChatSession
+    from worker.db import transaction
+
+    with transaction() as s:
+        row = s.execute(select(ChatSession.enqueued_at, ChatSession.lease_token)
+                        .where(ChatSession.id == session_id)).one_or_none()
+    return row is None or (row[0] is None and row[1] is None)
+
+
+def wait_idle(session_id: str, *, timeout: float = 120.0, interval: float = 0.01) -> None:
+    deadline = time.monotonic() + timeout
+    while not session_idle(session_id):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"session {session_id} still busy after {timeout}s")
+        time.sleep(interval)
+
+
+def count_runs(status: str = "applied") -> int:
+    from sqlalchemy import func, select
+
+    from models import SummaryRun
+    from worker.db import transaction
+
+    with transaction() as s:
+        return int(s.scalar(select(func.count()).select_from(SummaryRun)
+                            .where(SummaryRun.status == status)) or 0)
