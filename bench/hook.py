@@ -65,7 +65,7 @@ class SqlTimer:
         words = statement.split()
         head = " ".join(words[:3]).upper()
         if head.startswith("INSERT INTO CHAT_SESSIONS"):
-            return "INSERT chat_sessions ON CONFLICT DO NOTHING"
+            return "INSERT chat_sessions ON CONFLICT DO UPDATE (counters)"
         if head.startswith("INSERT INTO CHAT_MESSAGES"):
             return "INSERT chat_messages RETURNING id"
         if head.startswith("UPDATE CHAT_SESSIONS") and "enqueued_at=" in statement:
@@ -180,8 +180,8 @@ def _breakdown(d: dict[str, Any]) -> list[list[str]]:
     n_add = len(d["add"])
     mean_add = sum(d["add"]) / n_add
     parts = [["tokenize (tiktoken count_tokens)", d["tokenize_per_msg"]]]
-    for kind in ("INSERT chat_sessions ON CONFLICT DO NOTHING",
-                 "UPDATE chat_sessions (counters)", "INSERT chat_messages RETURNING id"):
+    for kind in ("INSERT chat_sessions ON CONFLICT DO UPDATE (counters)",
+                 "INSERT chat_messages RETURNING id"):
         parts.append([kind, d["sql"].get(kind, 0.0) / n_add])
     commits = d["sql"].get("COMMIT", 0.0) / max(1, d["sql_counts"].get("COMMIT", 1))
     parts.append(["COMMIT (WAL flush)", commits])

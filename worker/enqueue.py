@@ -11,7 +11,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import Connection, update
 from sqlalchemy.orm import Session
 
 from models import ChatSession
@@ -21,7 +21,7 @@ from worker.settings import Settings
 log = logging.getLogger("recap.enqueue")
 
 
-def mark_pending(session: Session, session_id: str, *, now: datetime,
+def mark_pending(session: Session | Connection, session_id: str, *, now: datetime,
                  settings: Settings) -> bool:
     """Set the pending marker unless a live one exists; True if the caller should send."""
     stale = now - timedelta(seconds=settings.enqueue_stale_s)

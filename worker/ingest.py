@@ -9,24 +9,27 @@ could trigger marks the session pending and queues one job.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import event, insert, select, update
+from sqlalchemy import Connection, Table, event, insert, select
 from sqlalchemy.orm import Session
 
 from models import ROLES, ChatMessage, ChatSession
 from worker import policy, titles
-from worker.db import transaction
+from worker.db import get_engine
 from worker.enqueue import mark_pending, send
 from worker.errors import InvalidInput
 from worker.service import thresholds, utcnow
 from worker.settings import effective, get_settings
-from worker.store import insert_ignoring_duplicates
+from worker.store import insert_or_update
 from worker.tokens import count_tokens
 
 log = logging.getLogger("recap.ingest")
 
 MAX_SESSION_ID = 255
+# Core tables on the reply path: skips the ORM's bulk-persistence layer.
+SESSIONS = cast(Table, ChatSession.__table__)
+MESSAGES = cast(Table, ChatMessage.__table__)
 # Far above any real chat message (a bigger one is almost surely a bug upstream),
 # and small enough that one message is summarized within a job's time limit.
 MAX_CONTENT_CHARS = 2 * 1024 * 1024
@@ -70,17 +73,18 @@ def check_message(role: object, content: object, pinned: object) -> None:
         raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")
 
 
-def _add(s: Session, session_id: str, role: str, content: str, pinned: bool,
+def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
          tokens: int) -> int:
-    insert_ignoring_duplicates(s, ChatSession, [{"id": session_id}], keys=["id"])
-    # Counters first: this locks the session row, so concurrent writers of one
-    # session commit in id order and the counters stay exact.
-    s.execute(update(ChatSession).where(ChatSession.id == session_id).values(
-        message_count=ChatSession.message_count + 1,
-        active_tokens=ChatSession.active_tokens + tokens, updated_at=utcnow()))
-    return int(s.execute(insert(ChatMessage).values(
+    # Session and counters first, in one statement: it locks the session row, so
+    # concurrent writers of one session commit in id order and the counters stay exact.
+    insert_or_update(s, SESSIONS, {"id": session_id, "message_count": 1,
+                                      "active_tokens": tokens},
+                     keys=["id"], changes={"message_count": SESSIONS.c.message_count + 1,
+                                           "active_tokens": SESSIONS.c.active_tokens + tokens,
+                                           "updated_at": utcnow()})
+    return int(s.execute(insert(MESSAGES).values(
         session_id=session_id, role=role, content=content, token_count=tokens,
-        pinned=pinned).returning(ChatMessage.id)).scalar_one())
+        pinned=pinned).returning(MESSAGES.c.id)).scalar_one())
 
 
 def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
@@ -95,11 +99,11 @@ def add_message(session_id: str, role: str, content: str, *, pinned: bool = Fals
     tokens = count_tokens(content)
     if db is not None:
         return _add(db, session_id, role, content, pinned, tokens)
-    with transaction() as s:
-        return _add(s, session_id, role, content, pinned, tokens)
+    with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
+        return _add(conn, session_id, role, content, pinned, tokens)
 
 
-def _decide(s: Session, session_id: str) -> tuple[bool, bool]:
+def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
     """(queue a summarize job, queue a title job), from one read of the session's
     counters; each yes has already set its pending marker in this transaction."""
     settings = get_settings()
@@ -147,8 +151,8 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
     """
     check_session_id(session_id)
     if db is None:
-        with transaction() as s:
-            queue, title = _decide(s, session_id)
+        with get_engine().begin() as conn:
+            queue, title = _decide(conn, session_id)
         if title:
             titles.send_title(session_id)
         return send(session_id) if queue else False

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, insert, literal, select, update
+from sqlalchemy import BigInteger, Connection, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -16,16 +16,28 @@ from models import ArchivedMessage, ChatMessage, ChatSession, Memory, SummaryRun
 from worker.memories import Fact
 
 
+def _insert(s: Session | Connection) -> Any:
+    dialect = (s.get_bind() if isinstance(s, Session) else s).dialect.name
+    make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(dialect)
+    if make is None:
+        raise NotImplementedError(f"no INSERT ... ON CONFLICT for {dialect}")
+    return make
+
+
 def insert_ignoring_duplicates(s: Session, model: Any, rows: Sequence[dict[str, Any]], *,
                                keys: Sequence[str]) -> None:
     """INSERT rows, skipping any that collide on the unique ``keys``."""
-    if not rows:
-        return
-    make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(
-        s.get_bind().dialect.name)
-    if make is None:
-        raise NotImplementedError(f"no INSERT ... ON CONFLICT for {s.get_bind().dialect.name}")
-    s.execute(make(model).values(list(rows)).on_conflict_do_nothing(index_elements=list(keys)))
+    if rows:
+        s.execute(_insert(s)(model).values(list(rows))
+                  .on_conflict_do_nothing(index_elements=list(keys)))
+
+
+def insert_or_update(s: Session | Connection, model: Any, row: dict[str, Any], *,
+                     keys: Sequence[str], changes: dict[str, Any]) -> None:
+    """INSERT ``row``, or apply ``changes`` to the existing row with the same ``keys``
+    (one statement; it locks the row either way)."""
+    s.execute(_insert(s)(model).values(row)
+              .on_conflict_do_update(index_elements=list(keys), set_=changes))
 
 
 def record_run(s: Session, session_id: str, *, task_id: str | None, attempt: int, status: str,

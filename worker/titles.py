@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
@@ -125,7 +125,7 @@ def due_for_title(stale_before: datetime) -> ColumnElement[bool]:
                     ChatSession.title_requested_at <= stale_before))
 
 
-def mark_title_requested(session: Session, session_id: str, *, now: datetime,
+def mark_title_requested(session: Session | Connection, session_id: str, *, now: datetime,
                          stale_before: datetime) -> bool:
     """Set title_requested_at if the session is due (caller's transaction); True to send."""
     result = session.execute(
