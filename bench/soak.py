@@ -1,0 +1,445 @@
+"""Soak run: real worker processes under injected API faults and SIGKILLs.
+
+A producer ingests sessions x messages through ``add_message`` + ``after_reply``,
+a killer SIGKILLs a random worker every few seconds and restarts it, the sweeper
+runs periodically, and once the queue drains the invariant (worker/checks.py) is
+checked. Usage: ``python -m bench.soak --quick``. Needs PostgreSQL and Redis.
+
+``run_soak`` is the core: it uses whatever database and broker this process is
+configured with (settings are read from the environment), so ``main`` sets the
+environment *before* importing ``worker``. The process helpers here
+(``WorkerProcess``, ``publishing_to``) are shared with tests/reliability.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # tests.fake_anthropic lives in the checkout
+
+from tests.fake_anthropic import FakeAnthropic, Reply, error  # noqa: E402
+
+# Both this process (hook, sweeper) and the workers read these. Small batches and
+# short limits so many jobs, retries and lease expiries happen in minutes; the
+# lease/visibility/time-limit relations still satisfy Settings' checks.
+SOAK_SETTINGS = {
+    "RECAP_TRIGGER_MESSAGES": "20", "RECAP_TRIGGER_TOKENS": "200", "RECAP_BATCH_SIZE": "10",
+    "RECAP_KEEP_RECENT": "6", "RECAP_MAX_RETRIES": "5", "RECAP_RETRY_BACKOFF_S": "0.2",
+    "RECAP_RETRY_BACKOFF_MAX_S": "1", "RECAP_LLM_TIMEOUT_S": "4",
+    "RECAP_TASK_SOFT_TIME_LIMIT_S": "5", "RECAP_TASK_TIME_LIMIT_S": "6", "RECAP_LEASE_S": "8",
+    "RECAP_VISIBILITY_TIMEOUT_S": "10", "RECAP_ENQUEUE_STALE_S": "15",
+    "RECAP_DEAD_COOLDOWN_S": "3", "RECAP_SUMMARIZER": "claude",
+}
+WORDS = ("budget invoice deploy kubernetes postgres latency refund airport hotel Lisbon "
+         "March timeout retry customer schema migration release Friday Alice Bob").split()
+
+
+class WorkerProcess:
+    """One ``celery -A worker worker`` subprocess in its own process group, logging to a file."""
+
+    def __init__(self, label: str, *, queue: str, env: Mapping[str, str], log_dir: Path,
+                 pool: str = "threads", concurrency: int = 2) -> None:
+        self.label, self.queue, self.env, self.log_dir = label, queue, dict(env), log_dir
+        self.pool, self.concurrency = pool, concurrency
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self.log_path = log_dir / f"{label}.log"
+
+    def start(self, *, wait: bool = True, timeout: float = 60.0) -> WorkerProcess:
+        self.starts += 1
+        self.log_path = self.log_dir / f"{self.label}-{self.starts}.log"
+        name = f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}@%h"
+        cmd = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
+               "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",
+               "-n", name, "--without-heartbeat", "--without-gossip", "--without-mingle"]
+        with open(self.log_path, "wb") as log:
+            # A new session: the whole tree (prefork children too) is one group to kill.
+            self.proc = subprocess.Popen(cmd, env={**self.env, "RECAP_QUEUE": self.queue},
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                         start_new_session=True)
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until the worker logs 'ready.'; raise with its log if it dies first."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while " ready." not in self.log_path.read_text(errors="replace"):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker {self.label} exited with {self.proc.returncode} "
+                                   f"before it was ready:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker {self.label} not ready after {timeout}s:\n"
+                                   f"{self.tail()}")
+            time.sleep(0.1)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def children(self) -> list[int]:
+        """Pids of the pool processes (prefork); empty for the threads pool."""
+        assert self.proc is not None
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (a crashed box), and reap it."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # already gone, children included
+        self.proc.wait()
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM the main process (Celery's warm shutdown) and wait for it to exit."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        self.kill()  # also reaps orphans of a main process that exited first
+
+    def tail(self, lines: int = 60) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@contextmanager
+def publishing_to(queue: str) -> Iterator[None]:
+    """Route this process's summarize jobs (hook, sweeper, follow-ups) to ``queue``."""
+    from worker import app
+
+    before = (app.conf.task_routes, app.conf.task_default_queue)
+    # conf.update refreshes the cached router (celery.app.amqp._handle_conf_update).
+    app.conf.update(task_routes={"worker.tasks.*": {"queue": queue}}, task_default_queue=queue)
+    try:
+        yield
+    finally:
+        app.conf.update(task_routes=before[0], task_default_queue=before[1])
+
+
+def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -> int:
+    """Messages of ``queue`` waiting (and, with ``unacked``, delivered but unacked).
+
+    With ``restore``, first requeue unacked messages older than the visibility
+    timeout, as every starting consumer does (kombu's periodic scan is slower).
+    """
+    from worker import app
+
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        if restore:
+            channel.qos.restore_visible(num=1000, interval=1)
+        client = channel.client
+        held = sum(1 for raw in client.hvals(channel.unacked_key)
+                   if json.loads(raw)[2] == queue) if unacked else 0
+        return int(client.llen(queue)) + held
+
+
+class ChaosFake(FakeAnthropic):
+    """The fake Messages API failing a share of calls: transient kinds and a permanent 400."""
+
+    TRANSIENT = (error(429, "chaos: rate limited", headers={"retry-after": "0"}),
+                 error(500, "chaos: internal error"), error(503, "chaos: unavailable"),
+                 error(529, "chaos: overloaded"), Reply("reset"))
+
+    def __init__(self, *, fail_rate: float, permanent_rate: float, seed: int) -> None:
+        self.fail_rate, self.permanent_rate = fail_rate, permanent_rate
+        self._rng = random.Random(seed)
+        self.injected = {"transient": 0, "permanent": 0}
+        super().__init__()
+        # A SIGKILLed worker resets its connections; that is the point, not news.
+        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
+
+    def _next(self) -> Reply:
+        with self._lock:
+            r, pick = self._rng.random(), self._rng.choice(self.TRANSIENT)
+            if r < self.permanent_rate:
+                self.injected["permanent"] += 1
+                return error(400, "chaos: permanent failure for this request")
+            if r < self.permanent_rate + self.fail_rate:
+                self.injected["transient"] += 1
+                return pick
+        return super()._next()
+
+
+@dataclass
+class SoakConfig:
+    sessions: int = 200
+    messages: int = 300
+    workers: int = 2
+    concurrency: int = 4
+    pool: str = "threads"
+    fail_rate: float = 0.3
+    permanent_rate: float = 0.01
+    kill_every: float = 5.0
+    min_kills: int = 0  # keep killing after the producer is done until this many
+    max_kills: int | None = None
+    api_latency: float = 0.05  # seconds per fake API call, so kills land mid-job
+    sweep_every: float = 2.0
+    drain_timeout: float = 600.0
+    seed: int = 1
+
+
+@dataclass
+class SoakResult:
+    messages_written: int = 0
+    messages_lost: int = 0
+    duplicate_applies: int = 0
+    summaries_applied: int = 0
+    retries: int = 0
+    dead_runs: int = 0
+    runs_by_status: dict[str, int] = field(default_factory=dict)
+    injected_faults: dict[str, int] = field(default_factory=dict)
+    worker_kills: int = 0
+    wall_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + f" ({rng.randrange(10**6)})."
+
+
+def _guard(errors: list[BaseException], target: object) -> threading.Thread:
+    def run() -> None:
+        try:
+            target()  # type: ignore[operator]
+        except BaseException as exc:  # reported by run_soak after the join
+            errors.append(exc)
+    return threading.Thread(target=run, daemon=True)
+
+
+def _idle(queue: str) -> bool:
+    """No lease held, nothing due, and no message of ``queue`` in the broker."""
+    from sqlalchemy import func, select
+
+    from models import ChatSession
+    from worker.db import transaction
+    from worker.service import utcnow
+    from worker.settings import get_settings
+    from worker.sweeper import due_query
+
+    with transaction() as s:
+        leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
+        due = s.scalar(select(func.count()).select_from(
+            due_query(get_settings(), now=utcnow(), limit=None).subquery()))
+        blocked = s.scalar(select(func.count()).where(ChatSession.blocked_until > utcnow()))
+    return not (leased or due or blocked) and broker_backlog(queue, restore=True) == 0
+
+
+def _drain(queue: str, errors: list[BaseException], *, timeout: float, pause: float,
+           problems: list[str]) -> None:
+    """Wait until idle twice in a row, a sweep apart (nothing left in flight)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if _idle(queue):
+            time.sleep(pause)
+            if _idle(queue):
+                return
+        if errors:
+            problems.append(f"a soak thread failed: {errors[0]!r}")
+            return
+        if time.monotonic() > deadline:
+            problems.append(f"did not drain within {timeout}s")
+            return
+        time.sleep(0.5)
+
+
+def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
+    """Run one soak against this process's configured database and broker; never raises
+    for invariant violations (they are in ``problems``)."""
+    from sqlalchemy import func, select
+
+    from models import SummaryRun
+    from worker.checks import check_invariants
+    from worker.db import transaction
+    from worker.ingest import add_message, after_reply
+    from worker.settings import get_settings
+    from worker.sweeper import sweep
+
+    rng, killer_rng = random.Random(cfg.seed), random.Random(cfg.seed + 1)
+    fake = ChaosFake(fail_rate=cfg.fail_rate, permanent_rate=cfg.permanent_rate,
+                     seed=cfg.seed)
+    fake.start()
+    fake.delay = cfg.api_latency
+    env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url}
+    workers = [WorkerProcess(f"soak{k}", queue=queue, env=env, log_dir=log_dir, pool=cfg.pool,
+                             concurrency=cfg.concurrency) for k in range(cfg.workers)]
+    sids = [f"soak-{uuid.uuid4().hex[:8]}-{i}" for i in range(cfg.sessions)]
+    written: dict[str, list[int]] = {sid: [] for sid in sids}
+    result, errors = SoakResult(), list[BaseException]()
+    produced, done = threading.Event(), threading.Event()
+
+    def produce() -> None:
+        for m in range(cfg.messages):
+            for sid in sids:
+                role = "user" if m % 2 == 0 else "assistant"
+                written[sid].append(add_message(sid, role, _text(rng, rng.randint(8, 40))))
+                if role == "assistant":
+                    after_reply(sid)
+        produced.set()
+
+    def kill() -> None:
+        while not (produced.wait(cfg.kill_every) and result.worker_kills >= cfg.min_kills):
+            if cfg.max_kills is not None and result.worker_kills >= cfg.max_kills:
+                return
+            victim = killer_rng.choice(workers)
+            victim.kill()
+            result.worker_kills += 1
+            victim.start()
+
+    def sweep_loop() -> None:
+        while not done.wait(cfg.sweep_every):
+            sweep(get_settings())
+
+    started = time.monotonic()
+    try:
+        with publishing_to(queue):
+            for w in workers:
+                w.start(wait=False)
+            for w in workers:
+                w.wait_ready()
+            threads = [_guard(errors, f) for f in (produce, kill, sweep_loop)]
+            for t in threads:
+                t.start()
+            threads[0].join()
+            produced.set()
+            threads[1].join()
+            _drain(queue, errors, timeout=cfg.drain_timeout, pause=cfg.sweep_every + 0.5,
+                   problems=result.problems)
+            done.set()
+            threads[2].join()
+    finally:
+        done.set()
+        for w in workers:
+            w.close()
+        fake.stop()
+    result.wall_s = round(time.monotonic() - started, 1)
+    result.injected_faults = dict(fake.injected)
+    result.messages_written = sum(map(len, written.values()))
+    with transaction() as s:
+        problems = check_invariants(s, written=written, idle=True)
+        result.runs_by_status = {st: int(n) for st, n in s.execute(
+            select(SummaryRun.status, func.count()).group_by(SummaryRun.status))}
+    result.problems += problems
+    result.messages_lost = sum("(lost)" in p for p in problems)
+    result.duplicate_applies = sum("(summarized twice)" in p for p in problems)
+    result.summaries_applied = result.runs_by_status.get("applied", 0)
+    result.retries = result.runs_by_status.get("failed", 0)
+    result.dead_runs = result.runs_by_status.get("dead", 0)
+    return result
+
+
+def report(cfg: SoakConfig, r: SoakResult) -> str:
+    lines = [f"soak: {cfg.sessions} sessions x {cfg.messages} messages, {cfg.workers} "
+             f"{cfg.pool} workers x {cfg.concurrency}, fail rate {cfg.fail_rate}, "
+             f"permanent {cfg.permanent_rate}, kill every {cfg.kill_every}s",
+             f"messages written      {r.messages_written}",
+             f"messages lost         {r.messages_lost}",
+             f"duplicate applies     {r.duplicate_applies}",
+             f"summaries applied     {r.summaries_applied}",
+             f"retries (failed runs) {r.retries}",
+             f"dead runs             {r.dead_runs}",
+             f"runs by status        {json.dumps(r.runs_by_status, sort_keys=True)}",
+             f"faults injected       {json.dumps(r.injected_faults, sort_keys=True)}",
+             f"worker kills survived {r.worker_kills}",
+             f"wall time             {r.wall_s}s",
+             f"invariant             {'OK' if r.ok else 'VIOLATED'}"]
+    return "\n".join(lines + [f"  {p}" for p in r.problems[:50]])
+
+
+def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
+    d = SoakConfig()
+    p.add_argument("--sessions", type=int, default=d.sessions)
+    p.add_argument("--messages", type=int, default=d.messages, help="per session")
+    p.add_argument("--workers", type=int, default=d.workers)
+    p.add_argument("--concurrency", type=int, default=d.concurrency, help="per worker")
+    p.add_argument("--pool", choices=("threads", "prefork"), default=d.pool)
+    p.add_argument("--fail-rate", type=float, default=d.fail_rate, help="transient faults")
+    p.add_argument("--permanent-rate", type=float, default=d.permanent_rate)
+    p.add_argument("--kill-every", type=float, default=d.kill_every, metavar="SECONDS")
+    p.add_argument("--api-latency", type=float, default=d.api_latency, metavar="SECONDS")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--quick", action="store_true", help="20 sessions x 60 messages")
+    p.add_argument("--pg-admin", default=os.environ.get(
+        "RECAP_SOAK_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
+    p.add_argument("--redis", default=os.environ.get("RECAP_SOAK_REDIS",
+                                                     "redis://127.0.0.1:6379/12"))
+    p.add_argument("--keep-db", action="store_true", help="do not drop the soak database")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.sessions, a.messages = 20, 60
+    for name in ("sessions", "messages", "workers", "concurrency"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if not (0 <= a.fail_rate + a.permanent_rate <= 1) or a.fail_rate < 0 or a.permanent_rate < 0:
+        p.error("--fail-rate and --permanent-rate must be >= 0 and add up to at most 1")
+    return SoakConfig(sessions=a.sessions, messages=a.messages, workers=a.workers,
+                      concurrency=a.concurrency, pool=a.pool, fail_rate=a.fail_rate,
+                      permanent_rate=a.permanent_rate, kill_every=a.kill_every,
+                      api_latency=a.api_latency, seed=a.seed), a
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, args = parse_args(argv)
+    from sqlalchemy import create_engine, text
+
+    run = uuid.uuid4().hex[:8]
+    url = args.pg_admin.rsplit("/", 1)[0] + f"/recap_soak_{run}"
+    # Before `worker` is imported: its app and settings read the environment once.
+    os.environ.update(SOAK_SETTINGS | {
+        "RECAP_ENV": "test", "DATABASE_URL": url, "CELERY_BROKER_URL": args.redis,
+        "RECAP_QUEUE": f"recap-soak-{run}", "ANTHROPIC_API_KEY": f"sk-ant-soak-{run}"})
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken-cache"))
+    admin = create_engine(args.pg_admin, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "recap_soak_{run}"'))
+    try:
+        from alembic import command
+        from alembic.config import Config
+
+        alembic_cfg = Config(str(ROOT / "alembic.ini"))
+        alembic_cfg.attributes.update(url=url, configure_logger=False)
+        command.upgrade(alembic_cfg, "head")
+        with tempfile.TemporaryDirectory(prefix="recap-soak-") as logs:
+            result = run_soak(cfg, queue=os.environ["RECAP_QUEUE"], log_dir=Path(logs))
+        print(report(cfg, result))
+        print(json.dumps({"config": asdict(cfg), "result": asdict(result)}, default=str))
+    finally:
+        from worker.db import reset_engines
+
+        reset_engines()
+        if not args.keep_db:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "recap_soak_{run}" WITH (FORCE)'))
+        admin.dispose()
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Worker crashes, shutdowns, duplicate deliveries and concurrent ingest, with real
+worker processes, PostgreSQL and Redis. Every test ends with the invariant."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import uuid
+from collections import Counter
+
+import pytest
+
+from bench.soak import publishing_to
+from tests.conftest import wait_for
+from tests.fake_anthropic import Reply
+from tests.helpers import runs, seed, sentence, session_row, statuses
+from tests.reliability.conftest import (
+    assert_invariant,
+    busy,
+    publish,
+    settle,
+    sweep_into,
+    wait_for_runs,
+)
+from worker.ingest import add_message, after_reply
+
+pytestmark = pytest.mark.usefixtures("low_settings")
+
+
+@pytest.mark.parametrize("pool", ["threads", "prefork"])
+def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # type: ignore[no-untyped-def]
+    """threads: the whole worker dies; prefork: its pool processes die under a live parent."""
+    written = {"crash": seed("crash", 11)}
+    api.delay = 30  # the call is in flight when the worker dies
+    first = spawn(pool=pool)
+    task_id = publish("crash", queue)
+    wait_for(api.calls_started.is_set, what="the API call to start")
+    held = session_row("crash")
+    assert held is not None and held.lease_token is not None
+    if pool == "threads":
+        first.kill()
+    else:
+        for pid in first.children():
+            os.kill(pid, signal.SIGKILL)
+    api.delay = 0
+    # The dead holder's lease is live until it expires: nobody may take the session.
+    assert sweep_into(queue) == 0
+    if pool == "threads":
+        spawn(pool=pool)
+    # The sweeper path: once the lease expires the session is due and queued again.
+    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("crash"),
+             timeout=60, interval=0.5, what="the sweeper-driven apply")
+    settle(queue)
+    row = session_row("crash")
+    assert row is not None and row.lost_leases == 0 and row.summary_version == 1
+    assert Counter(statuses("crash"))["applied"] == 1
+    if pool == "threads":
+        # Redis redelivers the unacked original after the visibility timeout (10s);
+        # a worker that starts later restores it at once. It must change nothing.
+        spawn(pool=pool)
+        wait_for(lambda: any(r.task_id == task_id for r in runs("crash")), timeout=60,
+                 interval=0.5, what="the redelivered original message")
+        settle(queue)
+        assert [r.status for r in runs("crash") if r.task_id == task_id] == ["skipped"]
+    else:
+        # reject_on_worker_lost requeued the original at once; it ran as well.
+        assert any(r.task_id == task_id for r in runs("crash"))
+    assert Counter(statuses("crash"))["applied"] == 1
+    assert_invariant(written)
+
+
+@pytest.mark.parametrize("reply", ["slow", "hang"])
+def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> None:  # type: ignore[no-untyped-def]
+    """Warm shutdown: a slow call finishes and applies; a hung call times out, the lease
+    is released with a failed run, and the retry runs on the next worker."""
+    written = {"term": seed("term", 11)}
+    api.script(Reply(delay=2) if reply == "slow" else Reply("hang"))
+    worker = spawn(pool="prefork")
+    publish("term", queue)
+    wait_for(api.calls_started.is_set, what="the API call to start")
+    assert worker.terminate(timeout=60) == 0
+    row = session_row("term")
+    assert row is not None and row.lease_token is None  # finished or released, not held
+    assert statuses("term") == (["applied"] if reply == "slow" else ["failed"])
+    spawn(pool="prefork")
+    settle(queue)
+    assert Counter(statuses("term"))["applied"] == 1
+    assert_invariant(written)
+
+
+def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+    written = {"dup": seed("dup", 11)}
+    api.delay = 1  # keeps the first claim's lease held while the others arrive
+    spawn()
+    spawn()
+    same = str(uuid.uuid4())
+    # Five redeliveries of one message (same task id) and five separate jobs.
+    for k in range(10):
+        publish("dup", queue, **({"task_id": same} if k < 5 else {}))
+    found = wait_for_runs("dup", lambda s: len(s) >= 10, what="ten runs")
+    settle(queue)
+    assert Counter(found) == {"applied": 1, "skipped": 9}
+    assert len(runs("dup")) == 10
+    assert_invariant(written)
+
+
+def test_ingest_while_two_workers_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+    """A producer writes and calls the hook while summaries are applied concurrently."""
+    sessions = [f"live-{k}" for k in range(3)]
+    written: dict[str, list[int]] = {sid: [] for sid in sessions}
+    api.delay = 0.1
+    spawn()
+    spawn()
+    failures: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            for i in range(90):
+                for sid in sessions:
+                    role = "user" if i % 2 == 0 else "assistant"
+                    written[sid].append(add_message(sid, role, sentence(i, 30)))
+                    if role == "assistant":
+                        after_reply(sid)
+        except BaseException as exc:
+            failures.append(exc)
+
+    with publishing_to(queue):
+        producer = threading.Thread(target=produce)
+        producer.start()
+        producer.join(timeout=240)
+        assert not producer.is_alive() and failures == []
+    settle(queue)
+    for sid in sessions:
+        row = session_row(sid)
+        assert row is not None and row.summary_version >= 10, busy(queue)
+        assert Counter(statuses(sid)).keys() <= {"applied", "skipped"}
+    assert_invariant(written)
