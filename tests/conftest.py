@@ -117,7 +117,7 @@ def clean(database: str) -> Iterator[None]:
 
 
 @pytest.fixture
-def settings_env(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     """Override settings for one test: ``settings_env(RECAP_BATCH_SIZE=5)``."""
     from worker import runtime
     from worker.settings import get_settings
@@ -128,7 +128,7 @@ def settings_env(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
         get_settings.cache_clear()
         runtime.reset()
 
-    yield apply  # type: ignore[misc]
+    yield apply
     get_settings.cache_clear()
     runtime.reset()
 

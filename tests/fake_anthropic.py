@@ -127,7 +127,7 @@ class FakeAnthropic:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> FakeAnthropic:
         self._thread.start()

@@ -219,7 +219,7 @@ def _check_stats(data: dict[str, Any]) -> None:
     assert data["sessions_needing_escalation"] == 0
     with db.transaction() as s:
         summaries = s.scalar(select(func.sum(ChatSession.summary_tokens)))
-    assert data["tokens_saved"] == sum(r.condensed_tokens or 0 for r in applied) - summaries
+    assert data["tokens_saved"] == sum(r.condensed_tokens or 0 for r in applied) - (summaries or 0)
 
 
 def test_stats_counts_sessions_runs_latency_and_usage(

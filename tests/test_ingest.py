@@ -30,7 +30,7 @@ def published() -> Iterator[list[str]]:
 
     def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
         if sender == "worker.tasks.summarize_session":
-            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[union-attr]
+            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
             sent.append(args[0])
 
     after_task_publish.connect(on_publish, weak=False)
@@ -76,7 +76,7 @@ def test_add_message_keeps_counters_exact_and_ids_increasing() -> None:
     with transaction() as s:
         total = s.scalar(select(func.sum(ChatMessage.token_count))
                          .where(ChatMessage.session_id == "c"))
-    assert row.active_tokens == total > 0
+    assert total and row.active_tokens == total > 0
 
 
 def test_add_message_joins_the_callers_transaction() -> None:

@@ -3,7 +3,9 @@ the real SDK against the local Messages API server."""
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Collection
 
 import pytest
 
@@ -26,17 +28,22 @@ def low_thresholds(settings_env) -> None:  # type: ignore[no-untyped-def]
     settings_env(**LOW)
 
 
-def run_and_wait(sid: str, *, final: set[str] = frozenset({"applied", "skipped", "dead",  # noqa: B006
-                                                           "superseded"}), n: int = 1) -> None:
+FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
+
+
+def run_and_wait(sid: str, *, final: Collection[str] = FINAL, n: int = 1) -> None:
     summarize_session.delay(sid)
     wait_for(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=30,
              what=f"{n} final run(s) of {sid}")
 
 
 def assert_invariants(written: dict[str, list[int]]) -> None:
+    def idle(sid: str) -> bool:
+        row = session_row(sid)
+        return row is None or (row.lease_token is None and row.enqueued_at is None)
+
     for sid in written:  # follow-up jobs may still be running
-        wait_for(lambda sid=sid: (r := session_row(sid)) is None
-                 or (r.lease_token is None and r.enqueued_at is None), what=f"{sid} idle")
+        wait_for(functools.partial(idle, sid), what=f"{sid} idle")
     with transaction() as s:
         assert check_invariants(s, written=written) == []
 
