@@ -54,6 +54,9 @@ class Claim:
     turns: list[Turn]
     plan: policy.Plan
     settings: Settings  # with this session's overrides applied
+    # The active messages the plan saw; what is left after the apply is these
+    # minus the batch, unless more arrived during the call.
+    messages: tuple[policy.MessageInfo, ...] = ()
 
 
 def _run(s: Session, session_id: str, job: Job, status: str, reason: str,
@@ -113,8 +116,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             _run(s, session_id, job, "dead", dead_reason)
             return Outcome(session_id, "dead", dead_reason)
 
-        plan = policy.plan(_message_infos(s, session_id), summary_tokens=summary_tokens,
-                           t=thresholds(settings))
+        messages = _message_infos(s, session_id)
+        plan = policy.plan(messages, summary_tokens=summary_tokens, t=thresholds(settings))
         if (escalated, blocked) != (plan.needs_escalation, plan.normal_blocked):
             s.execute(update(ChatSession).where(ChatSession.id == session_id)
                       .values(needs_escalation=plan.needs_escalation,
@@ -124,7 +127,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             _run(s, session_id, job, "skipped", plan.reason)
             return Outcome(session_id, "skipped", plan.reason)
         turns = _load_turns(s, session_id, plan.batch_ids)
-        return Claim(session_id, token, version, previous, turns, plan, settings)
+        return Claim(session_id, token, version, previous, turns, plan, settings,
+                     tuple(messages))
 
 
 def _message_infos(s: Session, session_id: str) -> list[policy.MessageInfo]:
@@ -156,6 +160,11 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
     summary_tokens = count_tokens(result.text)
     spent_in = result.input_tokens + (extraction.usage.input_tokens if extraction else 0)
     spent_out = result.output_tokens + (extraction.usage.output_tokens if extraction else 0)
+    # Plan again on what will be left, to queue a follow-up only for real work and
+    # to record whether the normal rule can fire before the next summary.
+    taken = set(ids)
+    left = [m for m in claim.messages if m.id not in taken]
+    after = policy.plan(left, summary_tokens=summary_tokens, t=thresholds(claim.settings))
     with transaction() as s:
         row = s.execute(
             update(ChatSession)
@@ -167,8 +176,11 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
                     message_count=ChatSession.message_count - len(ids),
                     active_tokens=ChatSession.active_tokens - claim.plan.batch_tokens,
                     summary_updated_at=now, lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None)
-            .returning(ChatSession.summary_version)
+                    lost_leases=0, blocked_until=None,
+                    enqueued_at=now if after.should_summarize else None,
+                    normal_blocked=after.normal_blocked,
+                    needs_escalation=after.needs_escalation)
+            .returning(ChatSession.summary_version, ChatSession.message_count)
         ).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
@@ -189,16 +201,15 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
         if len(deleted) != len(ids):
             raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
                              "were already gone")
-        version = row[0]
-        # Plan again on what is left: queue a follow-up only for real work, and
-        # record whether the normal rule can fire before the next summary.
-        after = policy.plan(_message_infos(s, claim.session_id), summary_tokens=summary_tokens,
-                            t=thresholds(claim.settings))
+        version, message_count = row
+        if message_count != len(left):  # messages arrived during the call: plan on them too
+            after = policy.plan(_message_infos(s, claim.session_id),
+                                summary_tokens=summary_tokens, t=thresholds(claim.settings))
+            s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
+                      .values(enqueued_at=now if after.should_summarize else None,
+                              normal_blocked=after.normal_blocked,
+                              needs_escalation=after.needs_escalation))
         more = after.should_summarize
-        s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
-                  .values(enqueued_at=now if more else None,
-                          normal_blocked=after.normal_blocked,
-                          needs_escalation=after.needs_escalation))
         return Outcome(
             claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
             summary_tokens=summary_tokens, summary_version=version, more_work=more,
