@@ -10,7 +10,11 @@ from models.tables import (
     ChatSession,
     Memory,
     SummaryRun,
+    messages_table,
+    runs_table,
+    sessions_table,
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Memory", "SummaryRun",
-           "MEMORY_CATEGORIES", "ROLES", "RUN_STATUSES"]
+           "MEMORY_CATEGORIES", "ROLES", "RUN_STATUSES", "messages_table", "runs_table",
+           "sessions_table"]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -14,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
     func,
@@ -183,3 +184,9 @@ class ArchivedMessage(Base):
     __table_args__ = (
         Index("ix_archived_messages_session_id_id", "session_id", "id"),
     )
+
+
+# Core tables, for statements on hot paths: they skip the ORM's statement layer.
+sessions_table = cast(Table, ChatSession.__table__)
+messages_table = cast(Table, ChatMessage.__table__)
+runs_table = cast(Table, SummaryRun.__table__)

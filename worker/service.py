@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import case, delete, select, update
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession
+from models import messages_table as MESSAGES
+from models import sessions_table as SESSIONS
 from worker import policy
 from worker.db import transaction
 from worker.errors import InvalidInput, LLMError, PermanentLLMError
@@ -81,21 +82,21 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     token = str(uuid.uuid4())
     with transaction() as s:
         row = s.execute(
-            update(ChatSession)
-            .where(ChatSession.id == session_id,
-                   (ChatSession.lease_token.is_(None)) | (ChatSession.lease_expires_at <= now))
+            update(SESSIONS)
+            .where(SESSIONS.c.id == session_id,
+                   (SESSIONS.c.lease_token.is_(None)) | (SESSIONS.c.lease_expires_at <= now))
             .values(lease_token=token, lease_expires_at=now + timedelta(seconds=settings.lease_s),
                     enqueued_at=None,
                     # An expired lease that is still set means its holder died mid-job.
-                    lost_leases=ChatSession.lost_leases
-                    + case((ChatSession.lease_token.isnot(None), 1), else_=0))
-            .returning(ChatSession.summary_version, ChatSession.rolling_summary,
-                       ChatSession.summary_tokens, ChatSession.lost_leases,
-                       ChatSession.overrides, ChatSession.needs_escalation,
-                       ChatSession.normal_blocked)
+                    lost_leases=SESSIONS.c.lost_leases
+                    + case((SESSIONS.c.lease_token.isnot(None), 1), else_=0))
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
+                       SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
+                       SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
+                       SESSIONS.c.normal_blocked)
         ).one_or_none()
         if row is None:
-            exists = s.scalar(select(ChatSession.id).where(ChatSession.id == session_id))
+            exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
             reason = ("lease held by another job" if exists
                       else f"session {session_id!r} not found")
             _run(s, session_id, job, "skipped", reason)
@@ -119,7 +120,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
         messages = _message_infos(s, session_id)
         plan = policy.plan(messages, summary_tokens=summary_tokens, t=thresholds(settings))
         if (escalated, blocked) != (plan.needs_escalation, plan.normal_blocked):
-            s.execute(update(ChatSession).where(ChatSession.id == session_id)
+            s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
                       .values(needs_escalation=plan.needs_escalation,
                               normal_blocked=plan.normal_blocked))
         if not plan.should_summarize:
@@ -134,17 +135,17 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
 def _message_infos(s: Session, session_id: str) -> list[policy.MessageInfo]:
     """What the policy needs of the active messages, oldest first (no content)."""
     return [policy.MessageInfo(*r) for r in s.execute(
-        select(ChatMessage.id, ChatMessage.role, ChatMessage.token_count, ChatMessage.pinned)
-        .where(ChatMessage.session_id == session_id).order_by(ChatMessage.id))]
+        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count, MESSAGES.c.pinned)
+        .where(MESSAGES.c.session_id == session_id).order_by(MESSAGES.c.id))]
 
 
 def _load_turns(s: Session, session_id: str, ids: Sequence[int]) -> list[Turn]:
     wanted = set(ids)
     rows = s.execute(
-        select(ChatMessage.id, ChatMessage.role, ChatMessage.content)
-        .where(ChatMessage.session_id == session_id,
-               ChatMessage.id.between(min(wanted), max(wanted)))
-        .order_by(ChatMessage.id)).yield_per(500)
+        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+        .where(MESSAGES.c.session_id == session_id,
+               MESSAGES.c.id.between(min(wanted), max(wanted)))
+        .order_by(MESSAGES.c.id)).yield_per(500)
     return [Turn(i, role, content) for i, role, content in rows if i in wanted]
 
 
@@ -167,20 +168,20 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
     after = policy.plan(left, summary_tokens=summary_tokens, t=thresholds(claim.settings))
     with transaction() as s:
         row = s.execute(
-            update(ChatSession)
-            .where(ChatSession.id == claim.session_id, ChatSession.lease_token == claim.token,
-                   ChatSession.summary_version == claim.version)
+            update(SESSIONS)
+            .where(SESSIONS.c.id == claim.session_id, SESSIONS.c.lease_token == claim.token,
+                   SESSIONS.c.summary_version == claim.version)
             .values(rolling_summary=result.text, summary_tokens=summary_tokens,
-                    summary_version=ChatSession.summary_version + 1,
-                    summarized_message_count=ChatSession.summarized_message_count + len(ids),
-                    message_count=ChatSession.message_count - len(ids),
-                    active_tokens=ChatSession.active_tokens - claim.plan.batch_tokens,
+                    summary_version=SESSIONS.c.summary_version + 1,
+                    summarized_message_count=SESSIONS.c.summarized_message_count + len(ids),
+                    message_count=SESSIONS.c.message_count - len(ids),
+                    active_tokens=SESSIONS.c.active_tokens - claim.plan.batch_tokens,
                     summary_updated_at=now, lease_token=None, lease_expires_at=None,
                     lost_leases=0, blocked_until=None,
                     enqueued_at=now if after.should_summarize else None,
                     normal_blocked=after.normal_blocked,
                     needs_escalation=after.needs_escalation)
-            .returning(ChatSession.summary_version, ChatSession.message_count)
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count)
         ).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
@@ -194,10 +195,10 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
                           last_id=ids[-1])
         if settings.archive_summarized:
             archive_messages(s, claim.session_id, ids, run_id=run_id)
-        deleted = s.execute(delete(ChatMessage)
-                            .where(ChatMessage.session_id == claim.session_id,
-                                   ChatMessage.id.in_(ids))
-                            .returning(ChatMessage.id)).all()
+        deleted = s.execute(delete(MESSAGES)
+                            .where(MESSAGES.c.session_id == claim.session_id,
+                                   MESSAGES.c.id.in_(ids))
+                            .returning(MESSAGES.c.id)).all()
         if len(deleted) != len(ids):
             raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
                              "were already gone")
@@ -205,7 +206,7 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, settings: Se
         if message_count != len(left):  # messages arrived during the call: plan on them too
             after = policy.plan(_message_infos(s, claim.session_id),
                                 summary_tokens=summary_tokens, t=thresholds(claim.settings))
-            s.execute(update(ChatSession).where(ChatSession.id == claim.session_id)
+            s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
                       .values(enqueued_at=now if after.should_summarize else None,
                               normal_blocked=after.normal_blocked,
                               needs_escalation=after.needs_escalation))

@@ -12,7 +12,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, ChatMessage, ChatSession, Memory, SummaryRun
+from models import ArchivedMessage, Memory
+from models import messages_table as MESSAGES
+from models import runs_table as RUNS
+from models import sessions_table as SESSIONS
 from worker.memories import Fact
 
 
@@ -43,9 +46,9 @@ def insert_or_update(s: Session | Connection, model: Any, row: dict[str, Any], *
 def record_run(s: Session, session_id: str, *, task_id: str | None, attempt: int, status: str,
                reason: str, **fields: object) -> int:
     """Insert one summary_runs row; returns its id."""
-    return int(s.execute(insert(SummaryRun).values(
+    return int(s.execute(insert(RUNS).values(
         session_id=session_id[:255], task_id=task_id, attempt=attempt, status=status,
-        reason=reason, **fields).returning(SummaryRun.id)).scalar_one())
+        reason=reason, **fields).returning(RUNS.c.id)).scalar_one())
 
 
 def release(s: Session, session_id: str, token: str, *, blocked_until: datetime | None = None,
@@ -55,8 +58,8 @@ def release(s: Session, session_id: str, token: str, *, blocked_until: datetime 
                                  "lost_leases": 0, "enqueued_at": enqueued_at}
     if blocked_until is not None:
         values["blocked_until"] = blocked_until
-    s.execute(update(ChatSession)
-              .where(ChatSession.id == session_id, ChatSession.lease_token == token)
+    s.execute(update(SESSIONS)
+              .where(SESSIONS.c.id == session_id, SESSIONS.c.lease_token == token)
               .values(**values))
 
 
@@ -72,10 +75,10 @@ def save_memories(s: Session, session_id: str, facts: Sequence[Fact], *,
 
 def archive_messages(s: Session, session_id: str, ids: Sequence[int], *, run_id: int) -> int:
     """Copy the batch into archived_messages (same transaction as its delete)."""
-    cols = (ChatMessage.id, ChatMessage.session_id, ChatMessage.role, ChatMessage.content,
-            ChatMessage.token_count, ChatMessage.pinned, ChatMessage.created_at)
+    cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
+            MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at)
     source = select(*cols, literal(run_id, BigInteger())).where(
-        ChatMessage.session_id == session_id, ChatMessage.id.in_(ids))
+        MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))
     result = s.execute(insert(ArchivedMessage).from_select(
         ["id", "session_id", "role", "content", "token_count", "pinned", "created_at",
          "run_id"], source))
