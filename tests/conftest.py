@@ -101,14 +101,24 @@ def fake_api() -> Iterator[FakeAnthropic]:
 def clean(database: str) -> Iterator[None]:
     """Empty tables, default settings and a fresh script before every test."""
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
 
     from worker import runtime
     from worker.db import transaction
     from worker.settings import get_settings
 
-    with transaction() as s:
-        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
-                       "archived_messages"))
+    # A job left running by the previous test may hold row locks: TRUNCATE then
+    # waits, or PostgreSQL breaks a deadlock by cancelling it. Try again.
+    for attempt in range(10):
+        try:
+            with transaction() as s:
+                s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, "
+                               "memories, archived_messages"))
+            break
+        except DBAPIError:
+            if attempt == 9:
+                raise
+            time.sleep(0.5)
     FAKE.reset()
     get_settings.cache_clear()
     runtime.reset()

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import select
 
 from models import ChatMessage, ChatSession, SummaryRun
+from worker.checks import check_invariants
 from worker.db import transaction
 from worker.ingest import add_message
+
+# Thresholds low enough that a dozen short messages trigger a summary of five.
+LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
+       "RECAP_KEEP_RECENT": 4}
+FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
 
 WORDS = ("budget invoice deploy kubernetes postgres latency refund airport hotel "
          "Lisbon March 14th $2,400 /etc/nginx/nginx.conf timeout retry customer "
@@ -55,3 +62,19 @@ def statuses(session_id: str) -> list[str]:
 
 def as_dict(obj: Any) -> dict[str, Any]:
     return {c.name: getattr(obj, c.name) for c in obj.__table__.columns}
+
+
+def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
+                 final: Collection[str] = FINAL) -> None:
+    """Queue one summarize job and wait until ``sid`` has ``n`` runs in ``final``."""
+    from tests.conftest import wait_for
+    from worker.tasks import summarize_session
+
+    summarize_session.delay(sid)
+    wait_for(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=timeout,
+             what=f"{n} final run(s) of {sid}")
+
+
+def assert_invariants(written: dict[str, list[int]]) -> None:
+    with transaction() as s:
+        assert check_invariants(s, written=written) == []

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Collection
 
 import pytest
 
 from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
-from tests.helpers import message_ids, runs, seed, session_row, statuses
-from worker.checks import check_invariants
-from worker.db import transaction
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
+from tests.helpers import assert_invariants as check_all
 from worker.ingest import add_message
 from worker.tasks import summarize_session
-
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -28,15 +23,6 @@ def low_thresholds(settings_env) -> None:  # type: ignore[no-untyped-def]
     settings_env(**LOW)
 
 
-FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
-
-
-def run_and_wait(sid: str, *, final: Collection[str] = FINAL, n: int = 1) -> None:
-    summarize_session.delay(sid)
-    wait_for(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=30,
-             what=f"{n} final run(s) of {sid}")
-
-
 def assert_invariants(written: dict[str, list[int]]) -> None:
     def idle(sid: str) -> bool:
         row = session_row(sid)
@@ -44,8 +30,7 @@ def assert_invariants(written: dict[str, list[int]]) -> None:
 
     for sid in written:  # follow-up jobs may still be running
         wait_for(functools.partial(idle, sid), what=f"{sid} idle")
-    with transaction() as s:
-        assert check_invariants(s, written=written) == []
+    check_all(written)
 
 
 def test_exact_rows_deleted_and_counters_exact(fake_api: FakeAnthropic) -> None:

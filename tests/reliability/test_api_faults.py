@@ -10,18 +10,21 @@ import pytest
 
 from tests.conftest import API_KEY, wait_for
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
-from tests.helpers import message_ids, runs, seed, session_row, statuses
+from tests.helpers import (
+    LOW,
+    assert_invariants,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    session_row,
+    statuses,
+)
 from worker import cli
-from worker.checks import check_invariants
-from worker.db import transaction
 from worker.prompt import SYSTEM_PROMPT, default_template
 from worker.settings import get_settings
-from worker.tasks import summarize_session
 from worker.tokens import count_tokens
 
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
-FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."
 
@@ -31,18 +34,6 @@ pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 @pytest.fixture(autouse=True)
 def low_thresholds(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
-
-
-def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60) -> None:
-    """Queue one job and wait until ``sid`` has ``n`` runs with a final status."""
-    summarize_session.delay(sid)
-    wait_for(lambda: sum(1 for s in statuses(sid) if s in FINAL) >= n, timeout=timeout,
-             what=f"{n} final run(s) of {sid}")
-
-
-def assert_invariants(written: dict[str, list[int]]) -> None:
-    with transaction() as s:
-        assert check_invariants(s, written=written) == []
 
 
 def with_first_summary(sid: str, fake: FakeAnthropic) -> list[int]:

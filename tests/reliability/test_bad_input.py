@@ -20,9 +20,19 @@ from sqlalchemy import func, insert, select
 from models import ChatMessage, ChatSession
 from tests.conftest import ROOT, wait_for
 from tests.fake_anthropic import FakeAnthropic, ok
-from tests.helpers import WORDS, message_ids, runs, seed, sentence, session_row, statuses
+from tests.helpers import (
+    LOW,
+    WORDS,
+    assert_invariants,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    sentence,
+    session_row,
+    statuses,
+)
 from worker import service
-from worker.checks import check_invariants
 from worker.context import build_context
 from worker.db import transaction
 from worker.errors import ConfigError, InvalidInput
@@ -33,26 +43,12 @@ from worker.settings import get_settings, load_settings
 from worker.tasks import summarize_session
 from worker.tokens import count_tokens
 
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
-FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
 worker_thread = pytest.mark.usefixtures("celery_worker_thread")
 
 
 @pytest.fixture(autouse=True)
 def low_thresholds(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
-
-
-def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60) -> None:
-    summarize_session.delay(sid)
-    wait_for(lambda: sum(1 for s in statuses(sid) if s in FINAL) >= n, timeout=timeout,
-             what=f"{n} final run(s) of {sid}")
-
-
-def assert_invariants(written: dict[str, list[int]]) -> None:
-    with transaction() as s:
-        assert check_invariants(s, written=written) == []
 
 
 def count_rows() -> tuple[int, int]:

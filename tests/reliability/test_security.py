@@ -19,10 +19,19 @@ from sqlalchemy import inspect, select
 from models import ChatMessage, ChatSession, SummaryRun
 from tests.conftest import API_KEY, ROOT, wait_for
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import as_dict, message_ids, runs, seed, sentence, statuses
+from tests.helpers import (
+    LOW,
+    as_dict,
+    assert_invariants,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    sentence,
+    statuses,
+)
 from worker import service
 from worker.celery_app import app
-from worker.checks import check_invariants
 from worker.context import build_context
 from worker.db import get_engine, transaction
 from worker.errors import ConfigError, PermanentLLMError
@@ -32,9 +41,6 @@ from worker.settings import get_settings, load_settings
 from worker.summarizer import SummaryResult
 from worker.tasks import summarize_session
 
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
-FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 worker_thread = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -42,17 +48,6 @@ worker_thread = pytest.mark.usefixtures("celery_worker_thread")
 @pytest.fixture(autouse=True)
 def low_thresholds(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
-
-
-def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60) -> None:
-    summarize_session.delay(sid)
-    wait_for(lambda: sum(1 for s in statuses(sid) if s in FINAL) >= n, timeout=timeout,
-             what=f"{n} final run(s) of {sid}")
-
-
-def assert_invariants(written: dict[str, list[int]]) -> None:
-    with transaction() as s:
-        assert check_invariants(s, written=written) == []
 
 
 # -- the API key -----------------------------------------------------------------------
