@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
 from tests.conftest import wait_for
-from tests.helpers import message_ids, seed, session_row, statuses
+from tests.helpers import message_ids, runs, seed, session_row, statuses
 from worker import app
 from worker.db import session_factory, transaction
 from worker.errors import InvalidInput
@@ -107,20 +107,21 @@ def test_hook_enqueues_nothing_below_thresholds_then_once_when_crossing(
 def test_burst_of_replies_while_a_job_is_pending_is_coalesced(
         settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
     settings_env(**LOW)
-    fake_api.delay = 3.0  # the first job stays pending/running through the whole burst
+    # The first job stays pending/running through the whole burst (under the
+    # test's 3 s LLM timeout, so it is not retried).
+    fake_api.delay = 2.0
     seed("burst", 11)
     assert after_reply("burst") is True
     for i in range(100):
         add_message("burst", "assistant", f"reply {i}")
         after_reply("burst")
-    burst_jobs = published.count("burst")
-    assert burst_jobs <= 1 + 2, published  # the first job, at most two extra
+    assert published.count("burst") <= 1 + 2, published  # the first job, at most two extra
     fake_api.delay = 0.0
     # Once it applies, follow-ups (one at a time) work through what the burst added.
     wait_for(lambda: (r := session_row("burst")) is not None and r.lease_token is None
              and r.enqueued_at is None, timeout=120, what="worker idle")
-    row = session_row("burst")
-    assert row is not None and len(published) <= row.summary_version + 2
+    jobs = runs("burst")
+    assert published.count("burst") <= sum(r.status in ("applied", "failed") for r in jobs) + 2
 
 
 def test_enqueue_only_after_commit_and_never_on_rollback(
