@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -45,10 +45,9 @@ class Outcome:
     latency_ms: int | None = None
     memories: int | None = None
     error: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if v is not None and k != "extra"}
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 class Superseded(Exception):

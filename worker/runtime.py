@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 
 from worker.errors import ConfigError
 from worker.memories import ClaudeExtractor, OfflineExtractor
@@ -12,8 +11,6 @@ from worker.prompt import load_template
 from worker.settings import Settings, get_settings
 from worker.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
 from worker.tokens import count_tokens, split_by_tokens
-
-log = logging.getLogger("recap")
 
 Extractor = ClaudeExtractor | OfflineExtractor
 

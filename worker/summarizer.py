@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from worker.errors import (
@@ -157,7 +157,6 @@ class ClaudeSummarizer:
     count: Callable[[str], int]
     split: Callable[[str, int], list[str]]
     timeout_s: float = 30.0
-    _chunk_overhead: int = field(default=0, init=False)
 
     def summarize(self, previous: str | None, turns: Sequence[Turn]) -> SummaryResult:
         result = SummaryResult(text=previous or "", model=self.model)
