@@ -39,7 +39,7 @@ def run(quick: bool = False) -> str:
     from bench.convo import conversation_run
     from bench.peers import BUDGET, PEERS, TRIGGER
     from bench.tokens import messages_for
-    from worker.demo_conversation import conversation
+    from worker.demo.conversation import conversation
     from worker.settings import get_settings
 
     env = benv.setup()

@@ -121,7 +121,7 @@ def teardown() -> None:
 
 def configure(**values: object) -> None:
     """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
-    from worker import runtime
+    from worker.jobs.resources import reset_process_state
     from worker.settings import get_settings
 
     for key, value in values.items():
@@ -130,7 +130,7 @@ def configure(**values: object) -> None:
         else:
             os.environ[key] = str(value)
     get_settings.cache_clear()
-    runtime.reset()
+    reset_process_state()
 
 
 def reset_state(*thresholds: str) -> None:

@@ -22,7 +22,7 @@ class StubSummarizer:
     model = "bench-stub"
 
     def summarize(self, previous: str | None, turns: Sequence[Any]) -> Any:
-        from worker.summarizer import SummaryResult
+        from worker.llm.summarizer import SummaryResult
 
         text = (previous or "") + "\n" + " ".join(t.content.split()[0] for t in turns)
         return SummaryResult(text=text.strip()[-3000:], model=self.model,

@@ -48,7 +48,7 @@ def _model(base_url: str) -> Any:
 
 
 def _counter() -> Callable[[Iterable[Any]], int]:
-    from worker.tokens import count_tokens
+    from worker.llm.tokens import count_tokens
 
     def count(messages: Iterable[Any]) -> int:
         return sum(count_tokens(m.content if isinstance(m.content, str) else str(m.content))

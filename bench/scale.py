@@ -27,10 +27,10 @@ def measure(per_session: int) -> dict[str, object]:
     from bench.seed import bulk_load, filler
     from models import ChatMessage
     from worker.db import transaction
-    from worker.service import utcnow
+    from worker.db import utcnow
     from worker.settings import get_settings
-    from worker.sweeper import due_query
-    from worker.tokens import count_tokens
+    from worker.jobs.sweeper import due_query
+    from worker.llm.tokens import count_tokens
 
     benv.reset_state()
     benv.configure(RECAP_TRIGGER_MESSAGES=120,

@@ -23,7 +23,7 @@ def bulk_load(session_ids: Sequence[str], per_session: int, *, words: int = 60) 
     Returns the number of messages loaded. Sessions must not exist yet.
     """
     from worker.db import get_engine
-    from worker.tokens import count_tokens
+    from worker.llm.tokens import count_tokens
 
     texts = [filler(i, words) for i in range(per_session)]
     tokens = [count_tokens(t) for t in texts]
@@ -58,7 +58,7 @@ def job_thresholds(words: int = 60) -> dict[str, int]:
     The batch (20 of 31 messages outside keep_recent=10) exceeds the token trigger;
     the 11 left behind do not trigger again.
     """
-    from worker.tokens import count_tokens
+    from worker.llm.tokens import count_tokens
 
     per = count_tokens(filler(0, words))
     return {"RECAP_TRIGGER_MESSAGES": 30, "RECAP_TRIGGER_TOKENS": 10 * per,

@@ -239,9 +239,9 @@ def _idle(queue: str) -> bool:
 
     from models import ChatSession
     from worker.db import transaction
-    from worker.service import utcnow
+    from worker.db import utcnow
     from worker.settings import get_settings
-    from worker.sweeper import due_query
+    from worker.jobs.sweeper import due_query
 
     with transaction() as s:
         leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
@@ -277,9 +277,9 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
     from models import SummaryRun
     from worker.checks import check_invariants
     from worker.db import transaction
-    from worker.ingest import add_message, after_reply
+    from worker.api.ingest import add_message, after_reply
     from worker.settings import get_settings
-    from worker.sweeper import sweep
+    from worker.jobs.sweeper import sweep
 
     rng, killer_rng = random.Random(cfg.seed), random.Random(cfg.seed + 1)
     fake = ChaosFake(fail_rate=cfg.fail_rate, permanent_rate=cfg.permanent_rate,

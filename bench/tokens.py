@@ -44,8 +44,8 @@ def floor_tokens(run: Any, count: Any) -> tuple[int, int]:
 def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any) -> tuple[int, int]:
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
     from bench.standin import request_tokens
-    from worker.prompt import Turn
-    from worker.runtime import build_summarizer
+    from worker.core.prompt import Turn
+    from worker.jobs.resources import build_resources
     from worker.settings import get_settings
 
     summarizer = build_summarizer(get_settings())
@@ -82,8 +82,8 @@ def run(quick: bool = False) -> str:
     from bench.convo import conversation_run
     from bench.peers import PEERS
     from bench.standin import recap_kind, request_tokens
-    from worker.demo_conversation import conversation
-    from worker.tokens import count_tokens
+    from worker.demo.conversation import conversation
+    from worker.llm.tokens import count_tokens
 
     env = benv.setup()
     n = messages_for(quick)

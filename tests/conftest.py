@@ -103,7 +103,7 @@ def clean(database: str) -> Iterator[None]:
     from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError
 
-    from worker import runtime
+    from worker.jobs.resources import reset_process_state
     from worker.db import transaction
     from worker.settings import get_settings
 
@@ -121,7 +121,7 @@ def clean(database: str) -> Iterator[None]:
             time.sleep(0.5)
     FAKE.reset()
     get_settings.cache_clear()
-    runtime.reset()
+    reset_process_state()
     yield
     FAKE.reset()
 
@@ -129,18 +129,18 @@ def clean(database: str) -> Iterator[None]:
 @pytest.fixture
 def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     """Override settings for one test: ``settings_env(RECAP_BATCH_SIZE=5)``."""
-    from worker import runtime
+    from worker.jobs.resources import reset_process_state
     from worker.settings import get_settings
 
     def apply(**values: object) -> None:
         for k, v in values.items():
             monkeypatch.setenv(k, str(v))
         get_settings.cache_clear()
-        runtime.reset()
+        reset_process_state()
 
     yield apply
     get_settings.cache_clear()
-    runtime.reset()
+    reset_process_state()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from models import ChatMessage, ChatSession, SummaryRun
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.ingest import add_message
+from worker.api.ingest import add_message
 
 # Thresholds low enough that a dozen short messages trigger a summary of five.
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,

@@ -171,7 +171,7 @@ def test_publish_and_execution_share_one_trace(instrumented: Any,
 
 
 def test_title_jobs_are_traced(spans: Any, fake_api: Any) -> None:
-    from worker.ingest import add_message
+    from worker.api.ingest import add_message
     from worker.settings import get_settings
     from worker.titles import title_session
 

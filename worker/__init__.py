@@ -1,17 +1,51 @@
 """Recap: a Celery worker that keeps a rolling summary of long chat sessions.
 
-``celery -A worker worker`` finds the app here. It is built on first access, so
-importing ``worker.ingest`` or running ``recap --help`` does not read settings.
+The chat app's API, in one place (everything else is internal)::
+
+    from worker import add_message, after_reply, build_context, as_request
+    from worker import configure_session, errors
+
+``celery -A worker worker`` finds the Celery app here as ``worker.app``.
+Names load on first access, so ``import worker`` (and ``recap --help``) reads
+no settings and loads neither SQLAlchemy nor Celery until they are used.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from worker import errors
+    from worker.api.context import as_request, build_context
+    from worker.api.ingest import add_message, after_reply
+    from worker.api.sessions import configure_session
+
+    app: Celery
+    celery: Celery
+
+__all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
+           "errors"]
+
+_PUBLIC = {
+    "add_message": "worker.api.ingest",
+    "after_reply": "worker.api.ingest",
+    "build_context": "worker.api.context",
+    "as_request": "worker.api.context",
+    "configure_session": "worker.api.sessions",
+    # For `celery -A worker`: the app, not part of the chat app's API.
+    "app": "worker.celery_app",
+    "celery": "worker.celery_app",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("app", "celery"):
-        from worker.celery_app import app
-
-        return app
-    raise AttributeError(f"module 'worker' has no attribute {name!r}")
+    if name == "errors":
+        return importlib.import_module("worker.errors")
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'worker' has no attribute {name!r}")
+    attr = "app" if name == "celery" else name
+    return getattr(importlib.import_module(module), attr)

@@ -1,13 +1,17 @@
-"""The Celery app. Configuration comes from Settings; workers, beat, Flower and
-the enqueuing app all build it here, so they share one visibility timeout."""
+"""The Celery app. Workers, beat, Flower and every publisher build it here, so they
+share one configuration (and one visibility timeout).
+
+Configuration is lazy: settings are read when the app is first configured (its
+first publish, or a worker or beat starting), never at import. Tasks live in
+``worker.tasks`` (loaded by the worker through ``include``); publishers send by
+name and never import them.
+"""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
 
 from worker import tracing
 from worker.settings import Settings, get_settings
@@ -53,36 +57,17 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 app = Celery("recap", include=["worker.tasks"])
-app.conf.update(celery_config(get_settings()))
-# Publishers (the chat app, beat) and the worker's main process; no-op when off.
-tracing.configure_provider()
-tracing.instrument_celery()
+# A promise: evaluated when the configuration is first needed, not at import.
+app.add_defaults(lambda: celery_config(get_settings()))
 
 
-@worker_init.connect
-def _validate_at_start(**_: Any) -> None:
-    # Fail the worker at start-up (bad prompt file, offline in production, no
-    # tokenizer) rather than on its first job.
-    from worker.errors import ConfigError
-    from worker.runtime import get_summarizer
-    from worker.tokens import count_tokens
-
-    try:
-        get_summarizer()
-        count_tokens("warm up")
-    except ConfigError as exc:
-        # Celery only logs exceptions raised by signal handlers; exit for real.
-        print(f"recap: error: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+def reconfigure(settings: Settings) -> None:
+    """Point the already-configured app at ``settings`` (the demo's own files)."""
+    app.conf.update(celery_config(settings))
 
 
-@worker_process_init.connect
-def _after_fork(**_: Any) -> None:
-    # Pooled connections and the HTTP client must not be shared across fork.
-    from worker import runtime
-    from worker.db import reset_engines
-
-    reset_engines(close=False)
-    runtime.reset()
-    tracing.configure_provider()  # no-op if inherited: the SDK is fork-safe
+@app.on_after_configure.connect
+def _set_up_tracing(sender: Celery, **_: Any) -> None:
+    # Publishers (the chat app, beat) and the worker's main process; no-op when off.
+    tracing.configure_provider()
     tracing.instrument_celery()

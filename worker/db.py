@@ -1,16 +1,21 @@
 """Engines and transactions. One engine per process, built lazily from settings.
 
-Functions elsewhere take ``*, session`` and never commit; the service functions
-own their transactions through :func:`transaction`.
+Row helpers take the database session first (``db``) and never commit; the job
+and API functions own their transactions through :func:`transaction`. Engines
+hide statement parameters: a database error must never carry chat text into
+logs, Celery events or Flower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -24,10 +29,11 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
             raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old for DATABASE_URL="
                               f"{url}: Recap needs 3.35+ (UPDATE/DELETE ... RETURNING)")
-        engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
+        engine = create_engine(url, connect_args={"timeout": 30}, hide_parameters=True,
+                               **kwargs)
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    return create_engine(url, pool_pre_ping=True, hide_parameters=True, **kwargs)
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -66,6 +72,12 @@ def session_factory() -> sessionmaker[Session]:
     return factory
 
 
+def rowcount(result: Result[Any]) -> int:
+    """Rows matched by an UPDATE/DELETE (typed: ``Result`` does not declare it)."""
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
 def get_engine() -> Engine:
     engine = session_factory().kw["bind"]
     assert isinstance(engine, Engine)
@@ -84,3 +96,32 @@ def transaction() -> Iterator[Session]:
     """A session in one transaction: commits on success, rolls back on error."""
     with session_factory()() as session, session.begin():
         yield session
+
+
+def utcnow() -> datetime:
+    """Now, timezone-aware UTC: every timestamp Recap writes."""
+    return datetime.now(UTC)
+
+
+def _insert(db: Session | Connection) -> Any:
+    dialect = (db.get_bind() if isinstance(db, Session) else db).dialect.name
+    make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(dialect)
+    if make is None:
+        raise NotImplementedError(f"no INSERT ... ON CONFLICT for {dialect}")
+    return make
+
+
+def insert_ignoring_duplicates(model: Any, rows: Sequence[dict[str, Any]], *,
+                               db: Session | Connection, keys: Sequence[str]) -> None:
+    """INSERT rows, skipping any that collide on the unique ``keys``."""
+    if rows:
+        db.execute(_insert(db)(model).values(list(rows))
+                   .on_conflict_do_nothing(index_elements=list(keys)))
+
+
+def insert_or_update(model: Any, row: dict[str, Any], *, db: Session | Connection,
+                     keys: Sequence[str], changes: dict[str, Any]) -> None:
+    """INSERT ``row``, or apply ``changes`` to the existing row with the same ``keys``
+    (one statement; it locks the row either way)."""
+    db.execute(_insert(db)(model).values(row)
+               .on_conflict_do_update(index_elements=list(keys), set_=changes))

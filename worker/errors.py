@@ -4,9 +4,14 @@
     ├── ConfigError          a setting is missing or invalid (raised at start-up)
     ├── InvalidInput         a caller passed something Recap refuses to store
     ├── SessionNotFound      no chat session with that id
-    └── LLMError             the summarizer could not produce a usable summary
+    ├── SessionBusy          another job holds the session's lease; try again later
+    ├── Superseded           a job's claim no longer holds; it changed nothing
+    ├── BrokerUnavailable    a job could not be published to the broker
+    ├── WorkerTimeout        jobs did not finish in the time a caller waited for them
+    └── LLMError             the model could not produce a usable answer
         ├── TransientLLMError    worth retrying later (rate limit, overload, network, 5xx)
-        │   └── UnusableSummary      the model answered, but empty or cut off
+        │   └── UnusableSummary      the model answered, but empty, cut off or malformed
+        │       └── InvalidExtraction    the memory answer was not the JSON we asked for
         └── PermanentLLMError    retrying will not help (bad key, bad request)
             └── PromptTooLong        the request exceeded the model's input limit
 """
@@ -30,13 +35,28 @@ class SessionNotFound(RecapError, LookupError):
     """No chat session has this id."""
 
 
+class SessionBusy(RecapError):
+    """Another job holds the session's lease; nothing changed, try again later."""
+
+
+class Superseded(RecapError):
+    """The claim no longer holds (lease lost, version moved, batch row gone); nothing changed."""
+
+
+class BrokerUnavailable(RecapError):
+    """A job could not be published; its pending marker was cleared for the sweeper."""
+
+
+class WorkerTimeout(RecapError):
+    """The jobs a caller waited for did not finish in time."""
+
+
 class LLMError(RecapError):
-    """The summarizer could not produce a usable summary.
+    """The model could not produce a usable answer."""
 
-    ``partial`` carries what earlier calls of the same job spent (a SummaryResult).
-    """
-
-    partial: object = None
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class TransientLLMError(LLMError):
@@ -44,21 +64,20 @@ class TransientLLMError(LLMError):
 
     def __init__(self, message: str, *, retry_after: float | None = None,
                  status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, status=status)
         self.retry_after = retry_after
-        self.status = status
 
 
 class UnusableSummary(TransientLLMError):
-    """The model answered but the text is empty or was cut off at max_tokens."""
+    """The model answered but the text is empty, cut off or malformed."""
+
+
+class InvalidExtraction(UnusableSummary):
+    """The memory extraction answer was not the JSON array of facts we asked for."""
 
 
 class PermanentLLMError(LLMError):
     """Retrying the same request will not help (auth, permission, bad request)."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class PromptTooLong(PermanentLLMError):

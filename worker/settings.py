@@ -21,7 +21,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.errors import ConfigError
+from worker.core.policy import Thresholds
+from worker.errors import ConfigError, InvalidInput
 
 # The embedded default: one SQLite file for data and one for the broker, so
 # `recap demo` and a first `celery -A worker worker` need no services at all.
@@ -36,10 +37,6 @@ DEFAULT_MODEL = "claude-haiku-5-5"
 
 def _std(name: str) -> AliasChoices:
     return AliasChoices(name)
-
-
-# Prompt templates shipped in worker/prompts/ (RECAP_PROMPT_FILE replaces "default").
-PROMPTS = ("default", "es")
 
 
 class Tuning(BaseModel):
@@ -151,6 +148,16 @@ class Settings(BaseSettings, Tuning):
                 raise ValueError("CELERY_BROKER_URL must be set when RECAP_ENV=production")
         return self
 
+    def thresholds(self) -> Thresholds:
+        """The policy's thresholds under these settings."""
+        return Thresholds(
+            trigger_messages=self.trigger_messages, trigger_tokens=self.trigger_tokens,
+            batch_size=self.batch_size, keep_recent=self.keep_recent,
+            context_budget_tokens=self.context_budget_tokens,
+            # About two full requests per job: a backlog drains over follow-up jobs
+            # instead of one job running past its time limit and retrying forever.
+            max_batch_tokens=2 * self.llm_max_input_tokens)
+
     @property
     def summarizer_kind(self) -> Literal["claude", "offline"]:
         if self.summarizer == "auto":
@@ -187,8 +194,6 @@ def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
 
     Raises InvalidInput naming each unknown or bad key; returns the normalized dict.
     """
-    from worker.errors import InvalidInput
-
     if not isinstance(raw, dict):
         raise InvalidInput(f"session settings must be an object, got {type(raw).__name__}")
     unknown = sorted(set(raw) - set(TUNABLE))

@@ -1,26 +1,36 @@
-"""Celery tasks: thin wrappers that handle retries and events; logic is in service."""
+"""The Celery edge: thin tasks that handle retries and events, and the worker's
+process signals. The work is in worker.jobs; publishers send these by name."""
 
 from __future__ import annotations
 
 import random
+import sys
 from typing import Any
 
-from worker import service, titles
+from celery.signals import worker_init, worker_process_init
+
+from worker import tracing
 from worker.celery_app import app
-from worker.enqueue import send
-from worker.errors import InvalidInput, TransientLLMError
-from worker.ingest import check_session_id
-from worker.policy import retry_delay
-from worker.settings import Settings, get_settings
-from worker.sweeper import sweep as sweep_sessions
+from worker.core.policy import retry_delay
+from worker.core.validate import check_session_id
+from worker.errors import ConfigError, InvalidInput, TransientLLMError
+from worker.jobs import titles
+from worker.jobs.claim import record_rejected
+from worker.jobs.enqueue import send
+from worker.jobs.outcome import Job, is_transient, log_outcome
+from worker.jobs.resources import Resources, get_resources, reset_process_state
+from worker.jobs.summarize import summarize
+from worker.jobs.sweeper import sweep as sweep_sessions
+from worker.llm.tokens import count_tokens
 
 
-def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, settings: Settings,
+def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources,
                    event: str) -> None:
     """Raise Celery's Retry (backoff with jitter, honouring retry-after) for a
     transient error with retries left; else send ``event`` and return to re-raise."""
+    settings = res.settings
     retries = task.request.retries
-    if service.is_transient(exc) and retries < settings.max_retries:
+    if is_transient(exc) and retries < settings.max_retries:
         after = exc.retry_after if isinstance(exc, TransientLLMError) else None
         delay = retry_delay(retries, retry_after=after, base=settings.retry_backoff_s,
                             cap=settings.retry_backoff_max_s, rand=random.random())
@@ -32,19 +42,19 @@ def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, settings: Sett
           reject_on_worker_lost=True)
 def summarize_session(self: Any, session_id: str) -> dict[str, object]:
     """Fold the oldest messages of ``session_id`` into its rolling summary."""
-    settings = get_settings()
+    res = get_resources()
     retries = self.request.retries
-    job = service.Job(task_id=self.request.id, attempt=retries + 1,
-                      final_attempt=retries >= settings.max_retries)
+    job = Job(task_id=self.request.id, attempt=retries + 1,
+              final_attempt=retries >= res.settings.max_retries)
     try:
         check_session_id(session_id)
     except InvalidInput as exc:
         # Never retried: record it under a storable rendering of the bad id.
-        return service.record_rejected(session_id, str(exc), job=job).as_dict()
+        return log_outcome(record_rejected(session_id, str(exc), job=job), job).as_dict()
     try:
-        outcome = service.summarize(session_id, job=job, settings=settings)
+        outcome = summarize(session_id, job=job, res=res)
     except Exception as exc:
-        _retry_or_fail(self, exc, session_id, settings=settings, event="summarization-failed")
+        _retry_or_fail(self, exc, session_id, res=res, event="summarization-failed")
         raise
     if outcome.status == "applied":
         self.send_event("summarization-complete", session_id=session_id,
@@ -59,21 +69,42 @@ def summarize_session(self: Any, session_id: str) -> dict[str, object]:
           reject_on_worker_lost=True)
 def generate_title(self: Any, session_id: str) -> str | None:
     """Give ``session_id`` a title after its first exchange; a no-op once it has one."""
-    settings = get_settings()
+    res = get_resources()
     try:
         check_session_id(session_id)
     except InvalidInput:
         return None  # nothing to title and nothing a retry could change
     try:
-        return titles.title_session(session_id, settings=settings)
+        return titles.title_session(session_id, res=res)
     except Exception as exc:
         # After the last retry the title stays NULL; its marker goes stale and the
         # sweeper queues it again.
-        _retry_or_fail(self, exc, session_id, settings=settings, event="title-failed")
+        _retry_or_fail(self, exc, session_id, res=res, event="title-failed")
         raise
 
 
 @app.task(name="worker.tasks.sweep", acks_late=True)
 def sweep() -> int:
     """Queue every session that needs work and has no live lease or pending job."""
-    return sweep_sessions(get_settings())
+    return sweep_sessions(get_resources().settings)
+
+
+@worker_init.connect
+def _validate_at_start(**_: Any) -> None:
+    # Fail the worker at start-up (bad prompt file, offline in production, no
+    # tokenizer) rather than on its first job.
+    try:
+        get_resources()
+        count_tokens("warm up")
+    except ConfigError as exc:
+        # Celery only logs exceptions raised by signal handlers; exit for real.
+        print(f"recap: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+@worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    # Pooled connections and the HTTP client must not be shared across fork.
+    reset_process_state(close=False)
+    tracing.configure_provider()  # no-op if inherited: the SDK is fork-safe
+    tracing.instrument_celery()

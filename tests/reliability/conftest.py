@@ -143,7 +143,7 @@ def publish(session_id: str, queue: str, **options: Any) -> str:
 def sweep_into(queue: str) -> int:
     """Run the real sweeper once, publishing to ``queue``; returns how many it queued."""
     from worker.settings import get_settings
-    from worker.sweeper import sweep
+    from worker.jobs.sweeper import sweep
 
     with publishing_to(queue):
         return sweep(get_settings())
@@ -153,9 +153,9 @@ def busy(queue: str) -> list[str]:
     """Why the system is not idle yet (empty when idle): leases, pending, due, queued."""
     from models import ChatSession
     from worker.db import transaction
-    from worker.service import utcnow
+    from worker.db import utcnow
     from worker.settings import get_settings
-    from worker.sweeper import due_query
+    from worker.jobs.sweeper import due_query
 
     now = utcnow()
     with transaction() as s:

@@ -21,9 +21,10 @@ from tests.helpers import (
     statuses,
 )
 from worker import cli
-from worker.prompt import SYSTEM_PROMPT, default_template
+from worker.core.prompt import SYSTEM_PROMPT
+from worker.llm.templates import default_template
 from worker.settings import get_settings
-from worker.tokens import count_tokens
+from worker.llm.tokens import count_tokens
 
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."

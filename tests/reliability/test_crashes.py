@@ -23,7 +23,7 @@ from tests.reliability.conftest import (
     sweep_into,
     wait_for_runs,
 )
-from worker.ingest import add_message, after_reply
+from worker.api.ingest import add_message, after_reply
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

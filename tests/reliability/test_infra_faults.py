@@ -26,7 +26,7 @@ from tests.reliability.conftest import (
 )
 from worker import app
 from worker.db import session_factory, transaction
-from worker.ingest import add_message, after_reply
+from worker.api.ingest import add_message, after_reply
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

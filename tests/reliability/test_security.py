@@ -32,13 +32,13 @@ from tests.helpers import (
 )
 from worker import service
 from worker.celery_app import app
-from worker.context import build_context
+from worker.api.context import build_context
 from worker.db import get_engine, transaction
 from worker.errors import ConfigError, PermanentLLMError
-from worker.ingest import add_message, after_reply
-from worker.runtime import build_summarizer, get_summarizer
+from worker.api.ingest import add_message, after_reply
+from worker.jobs.resources import build_resources, get_resources
 from worker.settings import get_settings, load_settings
-from worker.summarizer import SummaryResult
+from worker.llm.summarizer import SummaryResult
 from worker.tasks import summarize_session
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")

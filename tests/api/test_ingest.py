@@ -1,0 +1,207 @@
+"""The ingest API and the after_reply hook: validation, coalescing, commit-only enqueue."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+from celery.signals import after_task_publish
+from sqlalchemy import func, select
+
+from models import ChatMessage, ChatSession
+from tests.conftest import wait_for
+from tests.helpers import message_ids, runs, seed, session_row, statuses
+from worker import app
+from worker.db import session_factory, transaction
+from worker.errors import InvalidInput
+from worker.api.ingest import add_message, after_reply
+from worker.jobs.sweeper import sweep
+
+LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
+       "RECAP_KEEP_RECENT": 4}
+
+
+@pytest.fixture
+def published() -> Iterator[list[str]]:
+    """Session ids of every summarize job published during the test."""
+    sent: list[str] = []
+
+    def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
+        if sender == "worker.tasks.summarize_session":
+            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
+            sent.append(args[0])
+
+    after_task_publish.connect(on_publish, weak=False)
+    yield sent
+    after_task_publish.disconnect(on_publish)
+
+
+def _drop_connections() -> None:
+    # The app caches its connection and producer pools; forget them so the next
+    # publish connects to the (new) broker URL.
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+def count_rows() -> tuple[int, int]:
+    with transaction() as s:
+        return (s.scalar(select(func.count()).select_from(ChatMessage)) or 0,
+                s.scalar(select(func.count()).select_from(ChatSession)) or 0)
+
+
+@pytest.mark.parametrize(("args", "problem"), [
+    (("s", "robot", "hi"), "unknown role 'robot'"),
+    (("s", "user", ""), "empty"),
+    (("s", "user", "  \n\t "), "whitespace"),
+    (("s", "user", "a\x00b"), "NUL"),
+    (("s", "user", "bad \ud800 surrogate"), "not valid text"),
+    (("s", "user", b"bytes"), "content must be a str"),
+    ((42, "user", "hi"), "session_id must be a str, got int"),
+    (("", "user", "hi"), "session_id is empty"),
+    (("x" * 256, "user", "hi"), "at most 255"),
+])
+def test_bad_input_is_rejected_and_writes_nothing(args: tuple, problem: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(InvalidInput, match=problem):
+        add_message(*args)
+    assert count_rows() == (0, 0)
+
+
+def test_add_message_keeps_counters_exact_and_ids_increasing() -> None:
+    ids = [add_message("c", "user", f"message number {i}") for i in range(5)]
+    assert ids == sorted(ids)
+    row = session_row("c")
+    assert row is not None and row.message_count == 5
+    with transaction() as s:
+        total = s.scalar(select(func.sum(ChatMessage.token_count))
+                         .where(ChatMessage.session_id == "c"))
+    assert total and row.active_tokens == total > 0
+
+
+def test_add_message_joins_the_callers_transaction() -> None:
+    with session_factory()() as db:
+        with db.begin():
+            add_message("tx", "user", "kept", db=db)
+        db.begin()
+        add_message("tx", "user", "rolled back", db=db)
+        db.rollback()
+    row = session_row("tx")
+    assert row is not None and row.message_count == 1 and len(message_ids("tx")) == 1
+
+
+def test_hook_enqueues_nothing_below_thresholds_then_once_when_crossing(
+        settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    for i in range(10):
+        add_message("cross", "user" if i % 2 == 0 else "assistant", "word " * 30)
+        assert after_reply("cross") is False
+    assert published == []
+    add_message("cross", "user", "word " * 30)
+    assert after_reply("cross") is True
+    assert after_reply("cross") is False  # coalesced: one job is already pending
+    assert published == ["cross"]
+
+
+@pytest.mark.usefixtures("celery_worker_thread")
+def test_burst_of_replies_while_a_job_is_pending_is_coalesced(
+        settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    # The first job stays pending/running through the whole burst (under the
+    # test's 3 s LLM timeout, so it is not retried).
+    fake_api.delay = 2.0
+    seed("burst", 11)
+    assert after_reply("burst") is True
+    for i in range(100):
+        add_message("burst", "assistant", f"reply {i}")
+        after_reply("burst")
+    assert published.count("burst") <= 1 + 2, published  # the first job, at most two extra
+    fake_api.delay = 0.0
+    # Once it applies, follow-ups (one at a time) work through what the burst added.
+    wait_for(lambda: (r := session_row("burst")) is not None and r.lease_token is None
+             and r.enqueued_at is None, timeout=120, what="worker idle")
+    jobs = runs("burst")
+    assert published.count("burst") <= sum(r.status in ("applied", "failed") for r in jobs) + 2
+
+
+def test_enqueue_only_after_commit_and_never_on_rollback(
+        settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    seed("tx-hook", 11)
+    with session_factory()() as db:
+        db.begin()
+        add_message("tx-hook", "assistant", "one more", db=db)
+        assert after_reply("tx-hook", db=db) is True
+        with db.begin_nested():  # a SAVEPOINT released: must not send early
+            add_message("tx-hook", "user", "inside a savepoint", db=db)
+        assert published == []
+        db.commit()
+    assert published == ["tx-hook"]
+
+    seed("rb-hook", 11)
+    with session_factory()() as db:
+        db.begin()
+        add_message("rb-hook", "assistant", "one more", db=db)
+        assert after_reply("rb-hook", db=db) is True
+        db.rollback()
+    assert published == ["tx-hook"]
+    row = session_row("rb-hook")
+    assert row is not None and row.enqueued_at is None  # the marker rolled back too
+
+
+def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
+        settings_env, caplog: pytest.LogCaptureFixture, fake_api, monkeypatch,
+        celery_worker_thread) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    seed("outage", 11)
+    # Celery reads CELERY_BROKER_URL from the environment before its own conf.
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens there
+    _drop_connections()
+    try:
+        with caplog.at_level(logging.WARNING, logger="recap.enqueue"):
+            started = time.monotonic()
+            assert after_reply("outage") is False
+            elapsed = time.monotonic() - started
+        assert "outage" in caplog.text and "sweeper" in caplog.text
+        assert elapsed < 10
+        row = session_row("outage")
+        assert row is not None and row.enqueued_at is None
+    finally:
+        monkeypatch.undo()
+        _drop_connections()
+    settings_env(**LOW)
+    assert sweep(pytest.importorskip("worker.settings").get_settings()) == 1
+    wait_for(lambda: "applied" in statuses("outage"), what="sweeper-driven apply")
+
+
+def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
+        settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
+    from worker import service
+    from worker.jobs.resources import get_resources
+    from worker.settings import get_settings
+
+    # A full batch of 5 small messages stays under 500 tokens while the session
+    # as a whole passes it: the normal rule cannot fire until a summary applies.
+    settings_env(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
+                 RECAP_KEEP_RECENT=4)
+    seed("blocked", 14)
+    assert after_reply("blocked") is True
+    out = service.summarize("blocked", job=service.Job("t"), summarizer=get_summarizer(),
+                            settings=get_settings())
+    assert out.status == "skipped"
+    row = session_row("blocked")
+    assert row is not None and row.normal_blocked
+    for i in range(5):
+        add_message("blocked", "assistant", f"short reply {i}")
+        assert after_reply("blocked") is False
+    assert published == ["blocked"]
+    assert "blocked" not in {sid for sid in _due()}
+
+
+def _due() -> list[str]:
+    from worker.db import utcnow
+    from worker.settings import get_settings
+    from worker.jobs.sweeper import due_query
+
+    with transaction() as s:
+        return list(s.scalars(due_query(get_settings(), now=utcnow(), limit=None)))

@@ -1,0 +1,167 @@
+"""The policy as tables: token_counter is len-like (token_count given directly)."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan, retry_delay
+
+T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+               context_budget_tokens=32000)
+
+
+def msgs(n: int, tokens: int = 100, *, pinned: set[int] = frozenset(),  # type: ignore[assignment]
+         roles: dict[int, str] | None = None) -> list[MessageInfo]:
+    roles = roles or {}
+    return [MessageInfo(i, roles.get(i, "user" if i % 2 else "assistant"), tokens, i in pinned)
+            for i in range(1, n + 1)]
+
+
+@pytest.mark.parametrize(("n", "tokens", "expected_mode"), [
+    (30, 800, "none"),        # count exactly at the threshold: no
+    (31, 750, "none"),        # batch tokens 20*750 = 15000, exactly at threshold: no
+    (31, 751, "normal"),      # both strictly above
+    (31, 100, "none"),        # many messages, small batch
+    (20, 800, "none"),        # few messages, 16000 tokens = 50%
+])
+def test_normal_trigger_boundaries(n: int, tokens: int, expected_mode: str) -> None:
+    p = plan(msgs(n, tokens), summary_tokens=0, t=T)
+    assert p.mode == expected_mode
+    if expected_mode == "normal":
+        assert p.batch_ids == tuple(range(1, 21))
+
+
+@pytest.mark.parametrize(("summary", "active_each", "n", "mode"), [
+    (0, 1279, 20, "none"),          # 25580 tokens = 79.9%
+    (0, 1280, 20, "capacity"),      # 25600 = 80%
+    (600, 1270, 20, "capacity"),    # summary counts: 26000 = 81%
+    (0, 1520, 20, "capacity"),      # 30400 = 95.0%: not above 95
+    (0, 1521, 20, "aggressive"),    # 95.06%
+])
+def test_capacity_levels(summary: int, active_each: int, n: int, mode: str) -> None:
+    p = plan(msgs(n, active_each), summary_tokens=summary, t=T)
+    assert p.mode == mode
+
+
+def test_capacity_takes_normal_batch_outside_keep_window() -> None:
+    p = plan(msgs(25, 1100), summary_tokens=0, t=T)  # 27500 = 86%
+    assert p.mode == "capacity"
+    assert p.batch_ids == tuple(range(1, 16))  # 25 - keep 10 = 15 candidates < batch 20
+
+
+def test_aggressive_keeps_newest_five_and_pinned() -> None:
+    p = plan(msgs(40, 800, pinned={3, 7}), summary_tokens=0, t=T)  # 100%
+    assert p.mode == "aggressive"
+    assert p.batch_ids == tuple(i for i in range(1, 36) if i not in (3, 7))
+    assert not p.needs_escalation
+
+
+def test_escalation_when_the_kept_part_alone_exceeds_budget() -> None:
+    big = [MessageInfo(i, "user", 7000) for i in range(1, 8)]  # newest 5 = 35000 > 32000
+    p = plan(big, summary_tokens=0, t=T)
+    assert p.mode == "aggressive"
+    assert p.needs_escalation
+    assert "needs escalation" in p.reason
+    assert p.batch_ids == (1, 2)
+
+
+def test_escalation_with_nothing_to_condense_is_still_flagged() -> None:
+    p = plan([MessageInfo(1, "user", 40000, pinned=True)], summary_tokens=0, t=T)
+    assert p.needs_escalation and not p.should_summarize
+
+
+def test_pinned_never_in_batch_and_batch_fills_past_them() -> None:
+    t = Thresholds(30, 15000, 20, 10, 100000)
+    p = plan(msgs(31, 850, pinned={1, 2, 5}), summary_tokens=0, t=t)
+    assert p.mode == "normal"
+    assert not {1, 2, 5} & set(p.batch_ids)
+    assert len(p.batch_ids) == 18  # 21 candidates outside keep, 3 pinned
+
+
+def test_keep_window_is_respected() -> None:
+    t = Thresholds(5, 10, 100, 4, 100000)
+    p = plan(msgs(10, 50), summary_tokens=0, t=t)
+    assert p.batch_ids == (1, 2, 3, 4, 5, 6)
+
+
+def test_tool_results_stay_with_their_call_at_batch_end() -> None:
+    t = Thresholds(5, 10, 4, 2, 100000)
+    roles = {1: "user", 2: "assistant", 3: "user", 4: "assistant", 5: "tool", 6: "tool",
+             7: "assistant", 8: "user", 9: "assistant", 10: "user"}
+    p = plan(msgs(10, 50, roles=roles), summary_tokens=0, t=t)
+    # 4 (assistant) + 5, 6 (tool) is one unit; batch of 4 cannot take it whole.
+    assert p.batch_ids == (1, 2, 3)
+
+
+def test_tool_unit_straddling_keep_window_is_kept() -> None:
+    t = Thresholds(3, 10, 50, 2, 100000)
+    roles = {1: "user", 2: "assistant", 3: "user", 4: "assistant", 5: "tool", 6: "user"}
+    p = plan(msgs(6, 50, roles=roles), summary_tokens=0, t=t)
+    # keep window = {5, 6}; 4 calls 5, so 4 stays too.
+    assert p.batch_ids == (1, 2, 3)
+
+
+def test_pinned_tool_result_pins_its_call() -> None:
+    t = Thresholds(3, 10, 50, 1, 100000)
+    roles = {1: "user", 2: "assistant", 3: "tool", 4: "user", 5: "assistant"}
+    p = plan(msgs(5, 50, pinned={3}, roles=roles), summary_tokens=0, t=t)
+    assert p.batch_ids == (1, 4)
+
+
+def test_oversized_first_unit_is_taken_whole_to_make_progress() -> None:
+    t = Thresholds(3, 10, 2, 1, 100000)
+    roles = {1: "assistant", 2: "tool", 3: "tool", 4: "user", 5: "assistant"}
+    p = plan(msgs(5, 50, roles=roles), summary_tokens=0, t=t)
+    assert p.batch_ids == (1, 2, 3)
+
+
+def test_might_trigger_is_never_false_when_plan_triggers() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        n = rng.randint(0, 60)
+        ms = [MessageInfo(i, rng.choice(["user", "assistant", "tool"]),
+                          rng.randint(0, 2500), rng.random() < 0.1) for i in range(n)]
+        summary = rng.randint(0, 3000)
+        p = plan(ms, summary_tokens=summary, t=T)
+        if p.should_summarize:
+            assert might_trigger(message_count=n, active_tokens=sum(m.token_count for m in ms),
+                                 summary_tokens=summary, t=T)
+
+
+@pytest.mark.parametrize(("retries", "after", "rand", "expected"), [
+    (0, None, 0.5, 2.5),
+    (3, None, 1.0, 40.0),
+    (10, None, 1.0, 300.0),   # capped
+    (0, 30.0, 0.1, 30.0),     # retry-after is a floor
+    (0, 9999.0, 0.1, 300.0),  # but capped too
+])
+def test_retry_delay(retries: int, after: float | None, rand: float, expected: float) -> None:
+    assert retry_delay(retries, retry_after=after, base=5.0, cap=300.0, rand=rand) == expected
+
+
+def test_batch_token_cap_leaves_the_rest_for_a_follow_up() -> None:
+    t = Thresholds(5, 10, 100, 2, 1000, max_batch_tokens=250)
+    p = plan(msgs(40, 100), summary_tokens=0, t=t)  # aggressive
+    assert p.mode == "aggressive" and p.batch_ids == (1, 2)
+
+
+def test_batch_token_cap_still_takes_one_oversized_message() -> None:
+    t = Thresholds(1, 10, 100, 1, 100000, max_batch_tokens=50)
+    p = plan([MessageInfo(1, "user", 900), MessageInfo(2, "user", 5)], summary_tokens=0, t=t)
+    assert p.batch_ids == (1,)
+
+
+def test_full_batch_under_the_token_trigger_blocks_the_normal_rule() -> None:
+    p = plan(msgs(40, 100), summary_tokens=0, t=T)  # batch of 20 x 100 <= 15000, 12%
+    assert p.mode == "none" and p.normal_blocked
+    assert not might_trigger(message_count=40, active_tokens=16000, summary_tokens=0, t=T,
+                             normal_blocked=True)
+    assert might_trigger(message_count=40, active_tokens=26000, summary_tokens=0, t=T,
+                         normal_blocked=True)  # capacity still counts
+
+
+def test_a_batch_that_can_still_grow_does_not_block() -> None:
+    p = plan(msgs(25, 100), summary_tokens=0, t=T)  # 15 candidates < batch 20
+    assert p.mode == "none" and not p.normal_blocked

@@ -1,0 +1,139 @@
+"""Archive mode, resummarize, and per-session settings."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from models import ArchivedMessage, SummaryRun
+from tests.conftest import wait_for
+from tests.fake_anthropic import FakeAnthropic, ok
+from tests.helpers import message_ids, runs, seed, session_row, statuses
+from worker.jobs.archive import resummarize
+from worker.checks import check_invariants
+from worker.cli import main as recap
+from worker.db import transaction
+from worker.errors import InvalidInput
+from worker.api.ingest import after_reply
+from worker.core.prompt import validate_template
+from worker.llm.templates import shipped_template
+from worker.api.sessions import configure_session
+from worker.settings import get_settings
+from worker.tasks import summarize_session
+
+LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
+       "RECAP_KEEP_RECENT": 4}
+
+pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+
+def run(sid: str, n: int = 1) -> None:
+    summarize_session.delay(sid)
+    wait_for(lambda: sum(s in ("applied", "dead", "skipped") for s in statuses(sid)) >= n,
+             what=f"{n} final runs")
+
+
+def archived(sid: str) -> list[ArchivedMessage]:
+    with transaction() as s:
+        return list(s.scalars(select(ArchivedMessage).where(ArchivedMessage.session_id == sid)
+                              .order_by(ArchivedMessage.id)))
+
+
+def test_archive_mode_moves_exactly_the_condensed_rows(fake_api: FakeAnthropic,
+                                                      settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    ids = seed("arch", 12, pinned={1})
+    run("arch")
+    [run_row] = [r for r in runs("arch") if r.status == "applied"]
+    kept = archived("arch")
+    assert [m.id for m in kept] == [ids[0], *ids[2:6]]  # the pinned one stays active
+    assert all(m.run_id == run_row.id for m in kept)
+    assert message_ids("arch") == [ids[1], *ids[6:]]
+    with transaction() as s:
+        assert check_invariants(s, written={"arch": ids}) == []
+
+
+def test_resummarize_rebuilds_from_the_archive(fake_api: FakeAnthropic,
+                                              settings_env, capsys) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    ids = seed("re", 12)
+    run("re")
+    ids += seed("re", 5)
+    run("re", 2)
+    assert len(archived("re")) == 10
+    fake_api.script(ok("A better summary of all ten archived messages."))
+    assert recap(["resummarize", "re"]) == 0
+    assert '"status": "applied"' in capsys.readouterr().out
+    row = session_row("re")
+    assert row is not None and row.summary_version == 3
+    assert row.rolling_summary == "A better summary of all ten archived messages."
+    prompt = fake_api.prompts()[-1]
+    assert prompt.count('<message role="') == 10 and "(none yet)" in prompt
+    with transaction() as s:
+        last = s.scalars(select(SummaryRun).order_by(SummaryRun.id.desc())).first()
+        assert last is not None and last.messages_condensed == 0
+        assert check_invariants(s, written={"re": ids}) == []
+
+
+def test_resummarize_refuses_an_incomplete_archive(fake_api: FakeAnthropic,
+                                                   settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    seed("noarch", 12)
+    run("noarch")  # archive mode off: the condensed rows are gone
+    with pytest.raises(InvalidInput, match="0 archived of 5 condensed"):
+        resummarize("noarch", settings=get_settings())
+
+
+def test_session_override_beats_global_settings(fake_api: FakeAnthropic,
+                                               settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    seed("tuned", 12)
+    seed("plain", 12)
+    configure_session("tuned", {"trigger_messages": 50, "model": "claude-sonnet-5-5"})
+    assert after_reply("plain") is True
+    assert after_reply("tuned") is False  # 12 messages < its own 50
+    configure_session("tuned", {"batch_size": 3, "model": "claude-sonnet-5-5"})
+    run("tuned")
+    run("plain")
+    tuned = [r for r in runs("tuned") if r.status == "applied"][0]
+    assert tuned.messages_condensed == 3 and tuned.model == "claude-sonnet-5-5"
+    assert [r.messages_condensed for r in runs("plain") if r.status == "applied"] == [5]
+    models = {r["model"] for r in fake_api.requests}
+    assert models == {"claude-sonnet-5-5", get_settings().model}
+
+
+def test_spanish_template_per_session(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    seed("es", 12)
+    configure_session("es", {"prompt": "es"})
+    run("es")
+    assert "Actualiza el resumen" in fake_api.prompts()[0]
+    assert validate_template(shipped_template("es"))
+
+
+def test_default_prompt_asks_for_the_conversations_language() -> None:
+    assert "same language as the conversation" in shipped_template("default")
+
+
+@pytest.mark.parametrize(("overrides", "problem"), [
+    ({"trigger_mesages": 5}, "unknown session setting"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"prompt": "klingon"}, "prompt"),
+    ({"max_summary_tokens": 5000, "context_budget_tokens": 4000}, "max_summary_tokens"),
+    ("not a dict", "must be an object"),
+])
+def test_bad_overrides_are_rejected_and_write_nothing(overrides: object, problem: str) -> None:
+    with pytest.raises(InvalidInput, match=problem):
+        configure_session("bad-tune", overrides)  # type: ignore[arg-type]
+    assert session_row("bad-tune") is None
+
+
+def test_recap_configure_and_context_budget(capsys) -> None:  # type: ignore[no-untyped-def]
+    from worker.api.context import build_context
+
+    seed("cfg", 2)
+    assert recap(["configure", "cfg", "context_budget_tokens=50000", "prompt=es"]) == 0
+    assert build_context("cfg", system_prompt="")["budget"] == 50000
+    assert recap(["configure", "cfg", "batch_size=zero"]) == 1
+    assert recap(["configure", "cfg", "--clear"]) == 0
+    assert build_context("cfg", system_prompt="")["budget"] == get_settings().context_budget_tokens

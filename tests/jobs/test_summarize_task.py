@@ -1,0 +1,177 @@
+"""The summarize task end to end: a real in-process worker, PostgreSQL, Redis and
+the real SDK against the local Messages API server."""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import pytest
+
+from tests.conftest import wait_for
+from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
+from tests.helpers import assert_invariants as check_all
+from worker.api.ingest import add_message
+from worker.tasks import summarize_session
+
+pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+
+@pytest.fixture(autouse=True)
+def low_thresholds(settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+
+
+def assert_invariants(written: dict[str, list[int]]) -> None:
+    def idle(sid: str) -> bool:
+        row = session_row(sid)
+        return row is None or (row.lease_token is None and row.enqueued_at is None)
+
+    for sid in written:  # follow-up jobs may still be running
+        wait_for(functools.partial(idle, sid), what=f"{sid} idle")
+    check_all(written)
+
+
+def test_exact_rows_deleted_and_counters_exact(fake_api: FakeAnthropic) -> None:
+    ids = seed("exact", 12)
+    seed("other", 12)  # another session is never touched
+    run_and_wait("exact")
+    assert statuses("exact") == ["applied"]
+    assert message_ids("exact") == ids[5:]
+    row = session_row("exact")
+    assert row is not None and row.summary_version == 1 and row.rolling_summary
+    assert row.summarized_message_count == 5 and row.lease_token is None
+    run = runs("exact")[0]
+    assert (run.first_message_id, run.last_message_id, run.messages_condensed) == (ids[0],
+                                                                                    ids[4], 5)
+    assert run.input_tokens and run.output_tokens and run.model and run.latency_ms is not None
+    assert len(message_ids("other")) == 12
+    assert_invariants({"exact": ids})
+
+
+def test_previous_summary_is_sent_and_folded(fake_api: FakeAnthropic) -> None:
+    ids = seed("fold", 12)
+    fake_api.script(ok("The user planned a launch for March 14th."))
+    run_and_wait("fold")
+    ids += seed("fold", 5)
+    fake_api.script(ok("The user planned a launch for March 14th and a $2,400 budget."))
+    run_and_wait("fold", n=2)
+    assert "The user planned a launch for March 14th." in fake_api.prompts()[1]
+    row = session_row("fold")
+    assert row is not None and row.summary_version == 2
+    assert row.rolling_summary == "The user planned a launch for March 14th and a $2,400 budget."
+    assert_invariants({"fold": ids})
+
+
+def test_failure_changes_nothing(fake_api: FakeAnthropic) -> None:
+    ids = seed("fail", 12)
+    fake_api.always(error(500))
+    run_and_wait("fail", final={"dead"})
+    assert statuses("fail") == ["failed", "failed", "failed", "dead"]
+    assert [r.attempt for r in runs("fail")] == [1, 2, 3, 4]
+    assert message_ids("fail") == ids
+    row = session_row("fail")
+    assert row is not None
+    assert row.rolling_summary is None and row.summary_version == 0 and row.lease_token is None
+    assert row.blocked_until is not None  # dead-lettered: the sweeper waits for the cool-down
+    assert all("InternalServerError" in (r.error or "") or "500" in (r.error or "")
+               for r in runs("fail"))
+    assert_invariants({"fail": ids})
+
+
+def test_message_written_during_the_call_survives(fake_api: FakeAnthropic) -> None:
+    ids = seed("during", 12)
+    fake_api.delay = 1.0
+    summarize_session.delay("during")
+    assert fake_api.calls_started.wait(15)
+    late = add_message("during", "user", "A message written while Claude was thinking.")
+    wait_for(lambda: "applied" in statuses("during"), what="apply")
+    assert late in message_ids("during")
+    assert message_ids("during") == ids[5:] + [late]
+    assert_invariants({"during": [*ids, late]})
+
+
+def test_two_concurrent_tasks_apply_once(fake_api: FakeAnthropic) -> None:
+    ids = seed("twice", 12)
+    fake_api.delay = 0.5
+    summarize_session.delay("twice")
+    summarize_session.delay("twice")
+    wait_for(lambda: len(statuses("twice")) >= 2, what="two runs")
+    assert sorted(statuses("twice")) == ["applied", "skipped"]
+    assert len(fake_api.requests) == 1
+    assert message_ids("twice") == ids[5:]
+    assert_invariants({"twice": ids})
+
+
+def test_transient_errors_retried_then_applied(fake_api: FakeAnthropic) -> None:
+    ids = seed("flaky", 12)
+    fake_api.script(error(429, headers={"retry-after": "0"}), error(529, "Overloaded"),
+                    Reply("reset"), ok())
+    run_and_wait("flaky")
+    assert statuses("flaky") == ["failed", "failed", "failed", "applied"]
+    assert "RateLimitError" in (runs("flaky")[0].error or "")
+    assert message_ids("flaky") == ids[5:]
+    assert_invariants({"flaky": ids})
+
+
+def test_permanent_error_not_retried(fake_api: FakeAnthropic) -> None:
+    from tests.conftest import API_KEY
+
+    ids = seed("auth", 12)
+    fake_api.always(error(401, "invalid x-api-key"))
+    run_and_wait("auth")
+    assert statuses("auth") == ["dead"]
+    assert len(fake_api.requests) == 1
+    run = runs("auth")[0]
+    assert "AuthenticationError" in (run.error or "") and "401" in (run.error or "")
+    assert API_KEY not in (run.error or "")
+    assert message_ids("auth") == ids
+    assert_invariants({"auth": ids})
+
+
+@pytest.mark.parametrize("bad", [ok(""), ok("The user ...", stop_reason="max_tokens")])
+def test_empty_or_truncated_response_not_applied(fake_api: FakeAnthropic, bad: Reply) -> None:
+    ids = seed("bad", 12)
+    fake_api.script(bad, ok("A proper summary."))
+    run_and_wait("bad")
+    assert statuses("bad") == ["failed", "applied"]
+    assert "UnusableSummary" in (runs("bad")[0].error or "")
+    assert runs("bad")[0].input_tokens  # what the failed call cost is still recorded
+    row = session_row("bad")
+    assert row is not None and row.rolling_summary == "A proper summary."
+    assert_invariants({"bad": ids})
+
+
+def test_giant_message_is_chunked(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=6000)
+    ids = [add_message("giant", "user", " ".join(f"w{i}" for i in range(20000)))]
+    ids += seed("giant", 11)
+    run_and_wait("giant")
+    # The giant message fills a job's token cap alone; a follow-up takes the rest.
+    first = runs("giant")[0]
+    assert first.status == "applied" and first.messages_condensed == 1
+    assert len(fake_api.requests) >= 4
+    assert ids[0] not in message_ids("giant")
+    assert_invariants({"giant": ids})
+
+
+def test_unknown_session_is_skipped_with_reason() -> None:
+    run_and_wait("nobody")
+    run = runs("nobody")[0]
+    assert run.status == "skipped" and "not found" in (run.reason or "")
+
+
+def test_duplicate_deliveries_are_harmless(fake_api: FakeAnthropic) -> None:
+    ids = seed("dup", 12)
+    fake_api.delay = 0.3
+    threads = [threading.Thread(target=summarize_session.delay, args=("dup",))
+               for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wait_for(lambda: len(statuses("dup")) >= 10, what="ten runs")
+    assert statuses("dup").count("applied") == 1
+    assert message_ids("dup") == ids[5:]
+    assert_invariants({"dup": ids})

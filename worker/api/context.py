@@ -1,0 +1,76 @@
+"""``build_context``: the context for the chat app's next Claude call, read in one
+snapshot and assembled by :func:`worker.core.assemble.assemble` (see there for
+how the stored window becomes a valid Messages API request)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Select, Text, cast, literal, null, select, union_all
+
+from models import ChatMessage, ChatSession
+from worker.core.assemble import Context, Row, as_request, assemble
+from worker.core.validate import check_session_id
+from worker.db import transaction
+from worker.errors import InvalidInput, SessionNotFound
+from worker.llm.tokens import count_tokens
+from worker.settings import get_settings
+
+__all__ = ["Context", "as_request", "build_context", "read_window", "render_json"]
+
+
+def _snapshot_query(session_id: str) -> Select[Any]:
+    # One statement, not two in one transaction: under PostgreSQL's default READ
+    # COMMITTED every statement takes its own snapshot, so a summary applied
+    # between two SELECTs would show both the summary and the rows it deleted,
+    # or neither. A single statement always sees one snapshot.
+    head = select(literal(0).label("kind"), literal(0).label("id"),
+                  literal("session").label("role"),
+                  ChatSession.rolling_summary.label("content"),
+                  ChatSession.summary_tokens.label("tokens"),
+                  cast(ChatSession.overrides, Text).label("overrides")
+                  ).where(ChatSession.id == session_id)
+    body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
+                  ChatMessage.token_count, null().cast(Text)
+                  ).where(ChatMessage.session_id == session_id)
+    return union_all(head, body).order_by("kind", "id")  # type: ignore[return-value]
+
+
+def read_window(session_id: str) -> tuple[str | None, int, list[Row], int]:
+    """(rolling summary, its stored tokens, active rows oldest first, the session's
+    context budget); summary and rows are one snapshot.
+
+    Raises InvalidInput for a bad id, SessionNotFound for an unknown one.
+    """
+    check_session_id(session_id)
+    with transaction() as s:
+        result = s.execute(_snapshot_query(session_id)).all()
+    if not result or result[0].kind != 0:
+        raise SessionNotFound(f"no chat session with id {session_id!r}")
+    head, rows = result[0], result[1:]
+    overrides = json.loads(head.overrides) if head.overrides else None
+    budget = (overrides or {}).get("context_budget_tokens",
+                                   get_settings().context_budget_tokens)
+    return (head.content, int(head.tokens or 0),
+            [Row(r.role, r.content, int(r.tokens)) for r in rows], int(budget))
+
+
+def build_context(session_id: str, *, system_prompt: str) -> Context:
+    """The system prompt and messages for the session's next Claude call.
+
+    Pass ``**as_request(ctx)`` to the SDK, never ``**ctx`` (``tokens`` and
+    ``budget`` are not API fields). Raises InvalidInput for a bad id or a
+    non-str ``system_prompt``, SessionNotFound for an unknown session.
+    """
+    if not isinstance(system_prompt, str):
+        raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+    summary, summary_tokens, rows, budget = read_window(session_id)
+    return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
+                    budget=budget, count=count_tokens)
+
+
+def render_json(session_id: str, system_prompt: str = "") -> str:
+    """The context as pretty JSON, for ``recap context SESSION_ID [--system FILE]``."""
+    return json.dumps(build_context(session_id, system_prompt=system_prompt), indent=2,
+                      ensure_ascii=False)

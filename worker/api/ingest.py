@@ -1,0 +1,146 @@
+"""The chat app's entry points: ``add_message`` and the ``after_reply`` hook.
+
+Both are on the chat app's reply path, so they do as little as possible:
+``add_message`` is one upsert, one counter update and one INSERT; ``after_reply``
+reads the session's counters (one primary-key lookup) and only when the policy
+could trigger marks the session pending and queues one job.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, event, insert, select
+from sqlalchemy.orm import Session
+
+from models import ChatMessage, ChatSession
+from worker.api.validate import check_message, check_session_id
+from worker.core import policy
+from worker.core.titles import needs_title
+from worker.db import get_engine, insert_or_update, utcnow
+from worker.errors import InvalidInput
+from worker.jobs.enqueue import mark_pending, mark_title_requested, send, send_title, stale_before
+from worker.llm.tokens import count_tokens
+from worker.settings import effective, get_settings
+
+log = logging.getLogger("recap.ingest")
+
+# Core tables on the reply path: skips the ORM's bulk-persistence layer.
+SESSIONS = cast(Table, ChatSession.__table__)
+MESSAGES = cast(Table, ChatMessage.__table__)
+
+
+def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
+         tokens: int) -> int:
+    # Session and counters first, in one statement: it locks the session row, so
+    # concurrent writers of one session commit in id order and the counters stay exact.
+    insert_or_update(SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens},
+                     db=s, keys=["id"], changes={"message_count": SESSIONS.c.message_count + 1,
+                                           "active_tokens": SESSIONS.c.active_tokens + tokens,
+                                           "updated_at": utcnow()})
+    return int(s.execute(insert(MESSAGES).values(
+        session_id=session_id, role=role, content=content, token_count=tokens,
+        pinned=pinned).returning(MESSAGES.c.id)).scalar_one())
+
+
+def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
+                db: Session | None = None) -> int:
+    """Store one message and return its id; creates the session if needed.
+
+    With ``db``, writes inside the caller's transaction (the caller commits);
+    otherwise in a transaction of its own. Raises InvalidInput, writing nothing.
+    """
+    check_session_id(session_id)
+    check_message(role, content, pinned)
+    tokens = count_tokens(content)
+    if db is not None:
+        return _add(db, session_id, role, content, pinned, tokens)
+    with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
+        return _add(conn, session_id, role, content, pinned, tokens)
+
+
+def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
+    """(queue a summarize job, queue a title job), from one read of the session's
+    counters; each yes has already set its pending marker in this transaction."""
+    settings = get_settings()
+    now = utcnow()
+    stale = stale_before(now, settings)
+    row = s.execute(
+        select(ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
+               (ChatSession.lease_token.isnot(None)
+                & (ChatSession.lease_expires_at > now)).label("leased"),
+               (ChatSession.blocked_until > now).label("blocked"), ChatSession.normal_blocked,
+               ChatSession.overrides, ChatSession.title,
+               # Compared in SQL: SQLite hands back naive datetimes.
+               (ChatSession.title_requested_at > stale).label("title_fresh"))
+        .where(ChatSession.id == session_id)).one_or_none()
+    if row is None:
+        return False, False
+    want_title = (settings.titles_enabled
+                  and needs_title(title=row.title, message_count=row.message_count,
+                                  title_requested_at_is_fresh=bool(row.title_fresh))
+                  and mark_title_requested(session_id, db=s, now=now, stale_before=stale))
+    if row.leased or row.blocked:
+        # A running job re-checks when it applies; a dead-lettered session waits
+        # for its cool-down or `recap retry`.
+        return False, want_title
+    if row.overrides:
+        try:
+            settings = effective(settings, row.overrides)
+        except InvalidInput:
+            pass  # the job records the bad overrides (and dead-letters the session)
+    if not policy.might_trigger(message_count=row.message_count,
+                                active_tokens=row.active_tokens,
+                                summary_tokens=row.summary_tokens, t=settings.thresholds(),
+                                normal_blocked=row.normal_blocked):
+        return False, want_title
+    return mark_pending(session_id, db=s, now=now, settings=settings), want_title
+
+
+def after_reply(session_id: str, *, db: Session | None = None) -> bool:
+    """The hook: maybe queue one summarize job (and, after the first exchange, one
+    title job). Returns True if a summarize job was (or will be) sent.
+
+    Never raises for broker trouble (it logs and the sweeper catches up). With
+    ``db``, jobs are sent only after the caller's outermost transaction commits,
+    and never if it rolls back.
+    """
+    check_session_id(session_id)
+    if db is None:
+        with get_engine().begin() as conn:
+            queue, title = _decide(conn, session_id)
+        if title:
+            send_title(session_id)
+        return send(session_id) if queue else False
+    queue, title = _decide(db, session_id)
+    if title:
+        _send_after_commit(db, ("title", session_id))
+    if queue:
+        _send_after_commit(db, ("summarize", session_id))
+    return queue
+
+
+def _send_after_commit(db: Session, job: tuple[str, str]) -> None:
+    db.info.setdefault("recap_pending_sends", set()).add(job)
+    if not db.info.get("recap_listening"):
+        db.info["recap_listening"] = True
+        event.listen(db, "after_commit", _on_commit)
+        event.listen(db, "after_transaction_end", _on_transaction_end)
+
+
+def _on_commit(session: Session) -> None:
+    # after_commit also fires when a SAVEPOINT is released; only the outermost
+    # commit counts. No SQL may run here, so just take note.
+    if not session.in_nested_transaction():
+        session.info["recap_committed"] = True
+
+
+def _on_transaction_end(session: Session, trans: Any) -> None:
+    if trans.parent is not None or trans.nested:
+        return  # a savepoint or subtransaction: the outcome is not decided yet
+    committed = session.info.pop("recap_committed", False)
+    pending = session.info.pop("recap_pending_sends", set())
+    if committed:
+        for kind, sid in sorted(pending):
+            send_title(sid) if kind == "title" else send(sid)

@@ -1,0 +1,28 @@
+"""Validation of what the chat app passes in; InvalidInput names the problem."""
+
+from __future__ import annotations
+
+from models import ROLES
+from worker.core.validate import check_session_id, text_or_raise
+from worker.errors import InvalidInput
+
+__all__ = ["MAX_CONTENT_CHARS", "check_message", "check_session_id"]
+
+# Far above any real chat message (a bigger one is almost surely a bug upstream),
+# and small enough that one message is summarized within a job's time limit.
+MAX_CONTENT_CHARS = 2 * 1024 * 1024
+
+
+def check_message(role: object, content: object, pinned: object) -> None:
+    if role not in ROLES:
+        raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    if not isinstance(content, str):
+        raise InvalidInput(f"content must be a str, got {type(content).__name__}")
+    if not content.strip():
+        raise InvalidInput("content is empty or whitespace only")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"content is {len(content)} characters; at most "
+                           f"{MAX_CONTENT_CHARS} are allowed")
+    text_or_raise(content, "content")
+    if not isinstance(pinned, bool):
+        raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")

@@ -1,0 +1,152 @@
+"""The context for the chat app's next Claude call: rolling summary + active window.
+
+``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
+
+    {"system": str, "messages": [...], "tokens": int, "budget": int}
+
+``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
+estimate of system + messages) and ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) are
+for the app only and must NOT be sent to the SDK: pass ``**as_request(ctx)``
+(optionally with the new user turn) instead of ``**ctx``.
+
+How the stored window becomes a valid request (see :func:`assemble`):
+
+- ``system`` = the app's prompt, then the window's ``system`` rows, then the
+  rolling summary in a ``<SUMMARY_OF_PRIOR_CONTEXT>`` block. The summary is the
+  start of the conversation, so it sits last, right before the messages it leads
+  into; ``system`` rows are instructions, so they join the app's instructions
+  (their position among the turns is lost, as the API has no mid-conversation
+  system turn). Parts are separated by a blank line.
+- ``messages`` holds only user/assistant turns that alternate, starting with a
+  user turn; nothing is empty. ``tool`` rows become user turns (see TOOL_PREFIX).
+- The last turn may be the assistant's: the API then treats it as a prefill and
+  continues it, and some models refuse prefills. The app normally appends its
+  new user turn: ``as_request(ctx, user_message=...)`` does that.
+- An empty window gives ``messages == []``, which the API refuses on its own;
+  again the app's new user turn makes it valid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypedDict
+
+from worker.errors import InvalidInput
+
+SUMMARY_TAG = "SUMMARY_OF_PRIOR_CONTEXT"
+SUMMARY_OPEN = f"<{SUMMARY_TAG}>\n"
+SUMMARY_CLOSE = f"\n</{SUMMARY_TAG}>"
+SEPARATOR = "\n\n"
+# We store tool results as plain text without the tool_use id of the call, so a
+# real ``tool_result`` block (which must name a ``tool_use`` block of the
+# previous assistant turn) cannot be formed. A labelled user turn right after
+# the assistant turn that called the tool keeps both the order and the meaning.
+TOOL_PREFIX = "[tool result]\n"
+# The API requires the first turn to be the user's. When the window starts with
+# an assistant turn (its user turn was summarized, or the app greets first) we
+# add a minimal user turn instead of dropping the assistant's words or moving
+# them into ``system``, which would misattribute them.
+PLACEHOLDER_SUMMARIZED = "(earlier conversation summarized above)"
+PLACEHOLDER_START = "(conversation start)"
+
+# Anything that could open or close the summary block, in any case or spacing.
+_SUMMARY_TAG_RE = re.compile(r"<(\s*/?\s*)(" + SUMMARY_TAG + ")", re.IGNORECASE)
+
+
+class Row(NamedTuple):
+    """One stored message of the active window, with its stored token count."""
+
+    role: str
+    content: str
+    token_count: int
+
+
+class Context(TypedDict):
+    system: str
+    messages: list[dict[str, str]]
+    tokens: int
+    budget: int
+
+
+def neutralize(text: str) -> str:
+    """``text`` with every summary-block tag defused, so it cannot end the block early."""
+    return _SUMMARY_TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+
+
+def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
+             summary_tokens: int, budget: int,
+             count: Callable[[str], int]) -> Context:
+    """The context from plain values (pure). ``rows`` are the active window, oldest first.
+
+    ``tokens`` adds the stored counts (``summary_tokens``, each row's
+    ``token_count``) to ``count`` of the app's prompt and of our own wrappers;
+    stored text is never re-tokenized. Raises InvalidInput on an unknown role.
+    """
+    tokens = 0
+    system_parts: list[str] = []
+    if system_prompt.strip():
+        system_parts.append(system_prompt)
+        tokens += count(system_prompt)
+
+    turns: list[tuple[str, list[str]]] = []
+    for row in rows:
+        if not row.content.strip():
+            continue  # ingest refuses blank text; a row written otherwise must not break the call
+        if row.role == "system":
+            system_parts.append(neutralize(row.content))
+            tokens += row.token_count
+            continue
+        if row.role in ("user", "assistant"):
+            role, text = row.role, row.content
+        elif row.role == "tool":
+            role, text = "user", TOOL_PREFIX + row.content
+            tokens += count(TOOL_PREFIX)
+        else:
+            raise InvalidInput(f"message with unknown role {row.role!r}")
+        tokens += row.token_count
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(text)  # the API wants alternating roles
+        else:
+            turns.append((role, [text]))
+    tokens += count(SEPARATOR) * sum(len(parts) - 1 for _, parts in turns)
+
+    has_summary = bool(summary and summary.strip())
+    if has_summary:
+        assert summary is not None
+        system_parts.append(SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE)
+        tokens += summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
+    tokens += count(SEPARATOR) * max(0, len(system_parts) - 1)
+
+    if turns and turns[0][0] == "assistant":
+        placeholder = PLACEHOLDER_SUMMARIZED if has_summary else PLACEHOLDER_START
+        turns.insert(0, ("user", [placeholder]))
+        tokens += count(placeholder)
+
+    messages = [{"role": role, "content": SEPARATOR.join(parts)} for role, parts in turns]
+    if messages and messages[-1]["role"] == "assistant":
+        # The API refuses a final assistant turn that ends in whitespace.
+        messages[-1]["content"] = messages[-1]["content"].rstrip()
+    return Context(system=SEPARATOR.join(system_parts), messages=messages, tokens=tokens,
+                   budget=budget)
+
+
+def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, Any]:
+    """Only the Messages API fields of ``ctx``, for ``client.messages.create(**...)``.
+
+    With ``user_message``, it is appended as the new user turn (merged into a
+    trailing user turn, e.g. a tool result). An empty ``system`` is left out.
+    Raises InvalidInput if ``user_message`` is blank.
+    """
+    messages = [dict(m) for m in ctx["messages"]]
+    if user_message is not None:
+        if not isinstance(user_message, str) or not user_message.strip():
+            raise InvalidInput("user_message is empty or not a str")
+        if messages and messages[-1]["role"] == "user":
+            messages[-1]["content"] += SEPARATOR + user_message
+        else:
+            messages.append({"role": "user", "content": user_message})
+    request: dict[str, Any] = {"messages": messages}
+    if ctx["system"]:
+        request["system"] = ctx["system"]
+    return request

@@ -1,0 +1,64 @@
+"""Memories: parsing and normalizing the facts a model mined from a batch (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from worker.errors import InvalidExtraction
+
+# The fixed set of categories (memories.category); anything else becomes "other".
+CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
+
+
+@dataclass(frozen=True)
+class Fact:
+    fact: str
+    category: str
+    importance: int
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.fact.encode("utf-8")).hexdigest()
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
+
+
+def parse_facts(text: str) -> list[Fact]:
+    """Normalized, de-duplicated facts from the model's answer; InvalidExtraction if
+    it is not a JSON array of objects with a non-empty ``fact``."""
+    try:
+        data = json.loads(_FENCE.sub("", text.strip()))
+    except ValueError as exc:
+        raise InvalidExtraction(f"memory extraction answer is not JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise InvalidExtraction(f"memory extraction answer is a {type(data).__name__}, "
+                                "not a JSON array")
+    facts: dict[str, Fact] = {}
+    for item in data:
+        fact = normalize(item)
+        if fact is not None:
+            facts.setdefault(fact.fact, fact)
+    return list(facts.values())
+
+
+def normalize(item: Any) -> Fact | None:
+    """One fact with category from the fixed set (fallback ``other``) and importance
+    clamped to 1..5; None if it has no usable text."""
+    if not isinstance(item, dict) or not isinstance(item.get("fact"), str):
+        raise InvalidExtraction("each memory must be an object with a string \"fact\"")
+    text = " ".join(item["fact"].split())
+    if not text:
+        return None
+    category = str(item.get("category", "")).strip().lower()
+    if category not in CATEGORIES:
+        category = "other"
+    try:
+        importance = int(float(item.get("importance", 3)))
+    except (TypeError, ValueError):
+        importance = 3
+    return Fact(text, category, min(5, max(1, importance)))

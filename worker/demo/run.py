@@ -1,0 +1,306 @@
+"""``recap demo``: the real pipeline on the embedded default, with no services at all.
+
+Alembic creates (or upgrades) a SQLite database, a real Celery worker (threads
+pool) runs inside this process, and a scripted 80-message conversation
+(:mod:`worker.demo_conversation`) goes through ``worker.ingest.add_message`` and
+``after_reply`` exactly as a chat app would call them. The demo waits for the
+worker after each queued job (as a chat's pace would allow), then prints the
+rolling summary, what was condensed (``summary_runs``) and the context
+``worker.context.build_context`` assembles. The default thresholds are used
+(RECAP_* variables still apply); the conversation is long enough (~30k tokens)
+for the capacity rule to fire. Without ANTHROPIC_API_KEY every printed line is
+labelled as coming from the offline summarizer; with it, Claude is called.
+
+The files are ``recap.sqlite3`` and ``recap-broker.sqlite3`` in a fresh temporary
+directory, or next to ``--db PATH``. DATABASE_URL and CELERY_BROKER_URL from
+the environment are deliberately ignored, so the demo never writes into a real
+database.
+
+The embedded broker is kombu's SQLAlchemy transport on the second SQLite file
+(``sqla+sqlite://``, the CELERY_BROKER_URL default), not ``memory://``, because:
+
+- it is what a first ``celery -A worker worker`` uses, so the demo proves that
+  default works (see ``worker.celery_app.broker_transport_options``);
+- it lives in a file, so it can be shared: ``celery -A worker worker`` started
+  in the demo directory consumes the same queue, which ``memory://`` (private
+  to one process) can never do.
+
+Checked with kombu 5.7 and SQLAlchemy 2.1: publish, consume and ack work. Its
+limits, acceptable for a demo and a first try but not for production (which
+refuses the default broker): consumers poll once a second; consumed rows are
+kept (marked invisible), so the table only grows; and there is no visibility
+timeout, so a job taken by a worker that is killed is not redelivered (the
+sweeper queues the session again once its pending marker is stale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from worker.errors import ConfigError
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
+
+DEFAULT_MESSAGES = 80
+DATA_FILE = "recap.sqlite3"  # the file names of the settings defaults, so
+BROKER_FILE = "recap-broker.sqlite3"  # `celery -A worker worker` run there shares them
+OFFLINE_LABEL = "[offline summarizer: not Claude] "
+WAIT_S = 60.0  # per job; the offline summarizer takes milliseconds
+SYSTEM_PROMPT = "You are the Larkspur Analytics SRE assistant."
+POLL_S = 0.1
+
+
+class Out:
+    """Report lines on stdout, live progress on stderr, each labelled when offline."""
+
+    def __init__(self, label: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.label, self.out, self.err = label, out, err
+
+    def line(self, text: str = "") -> None:
+        for part in text.splitlines() or [""]:
+            print(self.label + part, file=self.out, flush=True)
+
+    def progress(self, text: str) -> None:
+        print(self.label + text, file=self.err, flush=True)
+
+
+def file_paths(db: str | None) -> tuple[Path, Path]:
+    """(data file, broker file): ``db`` and its sibling, or a fresh temporary directory."""
+    if db is None:
+        directory = Path(tempfile.mkdtemp(prefix="recap-demo-"))
+        return directory / DATA_FILE, directory / BROKER_FILE
+    path = Path(db).expanduser().resolve()
+    if path.is_dir():
+        return path / DATA_FILE, path / BROKER_FILE
+    if not path.parent.is_dir():
+        raise ConfigError(f"--db {db}: directory {path.parent} does not exist")
+    return path, path.with_name(f"{path.stem}-broker{path.suffix or '.sqlite3'}")
+
+
+def find_alembic_ini() -> Path:
+    """The repository's alembic.ini (migrations ship with the source, not the wheel)."""
+    # Only next to this package: an alembic.ini in the current directory may
+    # belong to another project, whose migrations must never run here.
+    root = Path(__file__).resolve().parent.parent
+    ini = root / "alembic.ini"
+    if ini.is_file() and (root / "migrations" / "env.py").is_file():
+        return ini
+    raise ConfigError(f"cannot find alembic.ini and migrations/ in {root}; the demo needs "
+                      "Recap's source checkout (pip install -e .), not only the package")
+
+
+def migrate(url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config(str(find_alembic_ini()))
+    cfg.attributes["url"] = url
+    cfg.attributes["configure_logger"] = False  # keep the demo's output readable
+    command.upgrade(cfg, "head")
+
+
+def poll_faster() -> None:
+    """Make this process's SQLAlchemy-transport consumers poll every 0.1s instead of 1s.
+
+    Each job would otherwise wait up to a second to be picked up. The transport
+    cannot take ``polling_interval`` as a transport option (it would be passed to
+    ``create_engine()`` too), so the class default is lowered, in this process only.
+    """
+    from kombu.transport.sqlalchemy import Transport
+
+    Transport.polling_interval = POLL_S
+
+
+def use_files(data: Path, broker: Path) -> Settings:
+    """Point settings, engines and the Celery app at the demo's files; returns Settings."""
+    os.environ["DATABASE_URL"] = f"sqlite:///{data}"
+    os.environ["CELERY_BROKER_URL"] = f"sqla+sqlite:///{broker}"
+    # The app and settings may already have been built from the environment at
+    # import time (the CLI imports worker first): rebuild them from the new one.
+    from worker.celery_app import reconfigure
+    from worker.jobs.resources import reset_process_state
+    from worker.settings import get_settings
+
+    reset_process_state()
+    settings = get_settings()
+    reconfigure(settings)
+    poll_faster()
+    return settings
+
+
+def _state(session_id: str) -> tuple[bool, list[Any]]:
+    """(idle: no job queued or running, the session's summary_runs rows)."""
+    from sqlalchemy import select
+
+    from models import ChatSession, SummaryRun
+    from worker.db import transaction
+
+    with transaction() as s:
+        row = s.get(ChatSession, session_id)
+        runs = list(s.scalars(select(SummaryRun).where(SummaryRun.session_id == session_id)
+                              .order_by(SummaryRun.id)))
+    return row is None or (row.enqueued_at is None and row.lease_token is None), runs
+
+
+def describe_run(run: Any) -> str:
+    if run.status != "applied":
+        return f"run {run.id}: {run.status}: {run.reason}" + (f" ({run.error})" if run.error
+                                                              else "")
+    return (f"run {run.id}: applied: condensed {run.messages_condensed} messages (ids "
+            f"{run.first_message_id}-{run.last_message_id}) into a {run.summary_tokens}-token "
+            f"summary with {run.model} in {run.latency_ms} ms; {run.reason}")
+
+
+class Feeder:
+    """Feeds the conversation like a chat app and reports the worker's runs as they land."""
+
+    def __init__(self, session_id: str, out: Out) -> None:
+        self.session_id, self.out, self.seen = session_id, out, 0
+        self.excerpts: dict[int, str] = {}  # message id -> "role: first words"
+
+    def wait_idle(self) -> list[Any]:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            idle, runs = _state(self.session_id)
+            for run in runs[self.seen:]:
+                self.out.progress("  worker: " + describe_run(run))
+            self.seen = len(runs)
+            if idle:
+                return runs
+            if time.monotonic() > deadline:
+                raise ConfigError(f"the in-process worker did not finish a job within {WAIT_S}s")
+            time.sleep(0.05)
+
+    def feed(self, messages: list[tuple[str, str]]) -> None:
+        from worker.api.ingest import add_message, after_reply
+
+        for i, (role, content) in enumerate(messages, start=1):
+            message_id = add_message(self.session_id, role, content)
+            self.excerpts[message_id] = f"{role}: {_first_line(content, 70)}"
+            last = i == len(messages)
+            # The hook runs after each assistant reply, as in a chat app.
+            if (role == "assistant" or last) and after_reply(self.session_id):
+                self.out.progress(f"fed {i}/{len(messages)} messages; the hook queued a "
+                                  "summarize job; waiting for the worker")
+                self.wait_idle()
+            elif i % 10 == 0 or last:
+                self.out.progress(f"fed {i}/{len(messages)} messages")
+        self.wait_idle()
+
+
+def _first_line(text: str, width: int) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first[:width] + ("..." if len(first) > width else "")
+
+
+def print_report(session_id: str, out: Out, excerpts: dict[int, str]) -> bool:
+    """The summary, the runs and the assembled context; True if a summary was applied."""
+    from models import ChatSession
+    from worker.api.context import build_context
+    from worker.db import transaction
+
+    with transaction() as s:
+        row = s.get(ChatSession, session_id)
+    assert row is not None, "the demo session was created by add_message"
+    _, runs = _state(session_id)
+    applied = [r for r in runs if r.status == "applied"]
+    out.line()
+    out.line(f"== rolling summary: version {row.summary_version}, {row.summary_tokens} tokens, "
+             f"{row.summarized_message_count} messages condensed ==")
+    out.line(row.rolling_summary or "(none yet: the conversation stayed below the thresholds)")
+    out.line()
+    out.line(f"== what was condensed: {len(applied)} of {len(runs)} summary_runs applied ==")
+    for run in runs:
+        if run.status == "skipped":
+            continue
+        out.line(describe_run(run))
+        if run.status == "applied":
+            ids = [i for i in excerpts if run.first_message_id <= i <= run.last_message_id]
+            shown = [f"    {i}  {excerpts[i]}" for i in ids]
+            for text in (shown[:2] + ["    ..."] + shown[-2:]) if len(ids) > 4 else shown:
+                out.line(text)
+    skipped = [r for r in runs if r.status == "skipped"]
+    if skipped:
+        out.line(f"{len(skipped)} runs skipped: the hook's counter check queued a job and the "
+                 f"plan declined it (last: {skipped[-1].reason})")
+    ctx = build_context(session_id, system_prompt=SYSTEM_PROMPT)
+    out.line()
+    out.line(f"== context for the next Claude call: {ctx['tokens']} tokens of the "
+             f"{ctx['budget']}-token budget (summary + {row.message_count} active messages) ==")
+    out.line("system: " + ctx["system"])
+    out.line(f"messages: {len(ctx['messages'])} turns, the first line of each:")
+    for m in ctx["messages"]:
+        out.line(f"  {m['role']:>9}: {_first_line(m['content'], 90)}")
+    return bool(applied)
+
+
+def main(args: argparse.Namespace | None = None) -> int:
+    """Run the demo; ``args`` has ``messages`` (int or None) and ``db`` (path or None)."""
+    if args is None:
+        args = build_parser().parse_args()
+    count = args.messages if getattr(args, "messages", None) is not None else DEFAULT_MESSAGES
+    if count < 1:
+        raise ConfigError(f"--messages must be at least 1, got {count}")
+    data, broker = file_paths(getattr(args, "db", None))
+    settings = use_files(data, broker)
+    offline = settings.summarizer_kind == "offline"
+    out = Out(OFFLINE_LABEL if offline else "")
+
+    from celery.contrib.testing.worker import start_worker
+
+    from worker.celery_app import app
+    from worker.demo.conversation import conversation
+    from worker.jobs.resources import get_resources
+
+    summarizer = get_resources().summarizer  # ConfigError now (e.g. production without a key)
+    out.line(f"recap demo: data {data}")
+    out.line(f"            broker {settings.celery_broker_url} (kombu SQLAlchemy transport)")
+    out.line(f"summarizer: {summarizer.model}" + (
+        " (offline extractive stand-in: set ANTHROPIC_API_KEY to use Claude)" if offline
+        else " (Claude)"))
+    out.line(f"thresholds: capacity at 80% of {settings.context_budget_tokens} tokens; normal "
+             f"at >{settings.trigger_messages} messages and a >{settings.trigger_tokens}-token "
+             f"batch of {settings.batch_size}, keeping the newest {settings.keep_recent} "
+             "(RECAP_* variables change them)")
+    migrate(settings.database_url)
+    session_id = f"demo-{uuid.uuid4().hex[:8]}"
+    out.progress(f"database migrated; starting an in-process Celery worker; session {session_id}")
+    started = time.monotonic()
+    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
+                      loglevel="WARNING", shutdown_timeout=30):
+        feeder = Feeder(session_id, out)
+        feeder.feed(list(conversation(count)))
+        out.progress("the worker is idle; stopping it")
+    applied = print_report(session_id, out, feeder.excerpts)
+    out.line()
+    out.line(f"done in {time.monotonic() - started:.1f}s; "
+             + ("a summary was applied" if applied else "no summary was applied (below thresholds)")
+             + f"; inspect with: sqlite3 {data}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m worker.demo",
+        description="Run Recap's real pipeline on a local SQLite database, with no services.")
+    parser.add_argument("--messages", type=int, default=None, metavar="N",
+                        help=f"messages to feed (default {DEFAULT_MESSAGES})")
+    parser.add_argument("--db", metavar="PATH",
+                        help="SQLite database file (default: a new temporary directory)")
+    return parser
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ConfigError as exc:
+        print(f"recap demo: error: {exc}", file=sys.stderr)
+        sys.exit(1)

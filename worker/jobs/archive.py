@@ -1,0 +1,91 @@
+"""Rebuild a session's summary from its archive (RECAP_ARCHIVE_SUMMARIZED=true).
+
+For deployments that keep history and want to re-summarize with a better prompt
+or model: the archived messages are folded from scratch, in chunks, and the new
+summary replaces the old one under the same lease and version fence as a job.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from sqlalchemy import func, select, update
+
+from models import ArchivedMessage, ChatSession
+from worker.core.prompt import Turn
+from worker.db import rowcount, transaction, utcnow
+from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
+from worker.jobs.outcome import Job, Outcome, log_outcome
+from worker.jobs.resources import Resources
+from worker.jobs.store import lease_update, record_run, release
+from worker.llm.tokens import count_tokens
+from worker.settings import effective
+
+
+def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:
+    """Replace the rolling summary with one rebuilt from every archived message.
+
+    Raises SessionNotFound; InvalidInput when the archive does not hold every
+    condensed message (some were deleted before archiving was on); SessionBusy
+    when a job holds the session; Superseded when a job applied meanwhile. The
+    summarizer's errors propagate with nothing changed.
+    """
+    settings = res.settings
+    job = job or Job(task_id=f"resummarize-{uuid.uuid4()}")
+    now = utcnow()
+    token = str(uuid.uuid4())
+    with transaction() as s:
+        row = s.execute(select(ChatSession.summarized_message_count, ChatSession.overrides,
+                               ChatSession.summary_version)
+                        .where(ChatSession.id == session_id)).one_or_none()
+        if row is None:
+            raise SessionNotFound(f"no chat session with id {session_id!r}")
+        condensed, overrides, version = row
+        archived = s.scalar(select(func.count()).select_from(ArchivedMessage)
+                            .where(ArchivedMessage.session_id == session_id)) or 0
+        if archived == 0 or archived != condensed:
+            raise InvalidInput(
+                f"session {session_id!r} has {archived} archived of {condensed} condensed "
+                "messages; resummarize needs all of them (RECAP_ARCHIVE_SUMMARIZED=true "
+                "from the session's first summary)")
+        taken = s.execute(lease_update(session_id, token=token, now=now,
+                                       lease_s=settings.lease_s))
+        if rowcount(taken) != 1:
+            raise SessionBusy(f"session {session_id!r} is being summarized; try again")
+        turns = [Turn(i, role, content) for i, role, content in s.execute(
+            select(ArchivedMessage.id, ArchivedMessage.role, ArchivedMessage.content)
+            .where(ArchivedMessage.session_id == session_id)
+            .order_by(ArchivedMessage.id))]
+    tuned = effective(settings, overrides)
+    summarizer = res.summarizer_for(tuned)
+    started = time.monotonic()
+    try:
+        result = summarizer.summarize(None, turns)
+    except BaseException:
+        with transaction() as s:
+            release(session_id, db=s, token=token)
+        raise
+    latency_ms = int((time.monotonic() - started) * 1000)
+    reason = f"resummarized from {len(turns)} archived messages"
+    summary_tokens = count_tokens(result.text)
+    with transaction() as s:
+        done = s.execute(update(ChatSession).where(
+            ChatSession.id == session_id, ChatSession.lease_token == token,
+            ChatSession.summary_version == version)
+            .values(rolling_summary=result.text, summary_tokens=summary_tokens,
+                    summary_version=ChatSession.summary_version + 1, summary_updated_at=now,
+                    lease_token=None, lease_expires_at=None))
+        if rowcount(done) != 1:
+            release(session_id, db=s, token=token)
+            raise Superseded(f"session {session_id!r} changed during resummarize; try again")
+        # An applied run that condenses nothing: it bumps the version, and the
+        # archived messages stay covered by the runs that condensed them.
+        record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt, status="applied",
+                   reason=reason, messages_condensed=0, input_tokens=result.input_tokens,
+                   output_tokens=result.output_tokens, summary_tokens=summary_tokens,
+                   latency_ms=latency_ms, model=result.model)
+    return log_outcome(Outcome(session_id, "applied", reason, summary_tokens=summary_tokens,
+                               summary_version=version + 1, model=result.model,
+                               input_tokens=result.input_tokens,
+                               output_tokens=result.output_tokens, latency_ms=latency_ms), job)

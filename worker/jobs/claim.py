@@ -1,0 +1,129 @@
+"""The first transaction of a summarize job: take the lease and read the batch.
+
+``claim_session`` owns exactly one transaction. It returns a :class:`Claim`
+(the lease is held) or an :class:`Outcome` saying why not (skipped or dead),
+already recorded in ``summary_runs``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, select, update
+from sqlalchemy.orm import Session
+
+from models import messages_table as MESSAGES
+from models import sessions_table as SESSIONS
+from worker.core import policy
+from worker.core.prompt import Turn
+from worker.db import transaction, utcnow
+from worker.errors import InvalidInput
+from worker.jobs.outcome import Job, Outcome, Status
+from worker.jobs.store import lease_update, record_run, release
+from worker.settings import Settings, effective
+
+
+@dataclass(frozen=True)
+class Claim:
+    session_id: str
+    token: str
+    version: int
+    previous_summary: str | None
+    turns: list[Turn]
+    plan: policy.Plan
+    settings: Settings  # with this session's overrides applied
+    # The active messages the plan saw; what is left after the apply is these
+    # minus the batch, unless more arrived during the call.
+    messages: tuple[policy.MessageInfo, ...] = ()
+
+
+def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
+           **fields: object) -> int:
+    """One summary_runs row for this job."""
+    return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
+                      status=status, reason=reason, **fields)
+
+
+def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
+    """Record a ``skipped`` run for a job given an id that cannot name a session."""
+    shown = session_id if isinstance(session_id, str) else repr(session_id)
+    shown = shown.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")[:255]
+    reason = f"rejected session id: {reason}"
+    with transaction() as s:
+        record(shown, db=s, job=job, status="skipped", reason=reason)
+    return Outcome(shown, "skipped", reason)
+
+
+def claim_session(session_id: str, *, job: Job, settings: Settings,
+                  now: datetime | None = None) -> Claim | Outcome:
+    """Take the lease and read the batch, or record why not (skipped/dead)."""
+    now = now or utcnow()
+    token = str(uuid.uuid4())
+    with transaction() as s:
+        row = s.execute(
+            lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
+                         enqueued_at=None,
+                         # An expired lease that is still set means its holder died mid-job.
+                         lost_leases=SESSIONS.c.lost_leases
+                         + case((SESSIONS.c.lease_token.isnot(None), 1), else_=0))
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
+                       SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
+                       SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
+                       SESSIONS.c.normal_blocked)
+        ).one_or_none()
+        if row is None:
+            exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
+            reason = ("lease held by another job" if exists
+                      else f"session {session_id!r} not found")
+            record(session_id, db=s, job=job, status="skipped", reason=reason)
+            return Outcome(session_id, "skipped", reason)
+
+        dead_reason = None
+        if row.lost_leases > settings.max_lost_leases:
+            dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
+                           "session's lease; dead-lettered (recap retry after fixing the cause)")
+        try:
+            settings = effective(settings, row.overrides)
+        except InvalidInput as exc:
+            dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
+        if dead_reason:
+            release(session_id, db=s, token=token,
+                    blocked_until=now + timedelta(seconds=settings.dead_cooldown_s))
+            record(session_id, db=s, job=job, status="dead", reason=dead_reason)
+            return Outcome(session_id, "dead", dead_reason)
+
+        messages = message_infos(session_id, db=s)
+        plan = policy.plan(messages, summary_tokens=row.summary_tokens,
+                           t=settings.thresholds())
+        if (row.needs_escalation, row.normal_blocked) != (plan.needs_escalation,
+                                                           plan.normal_blocked):
+            s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
+                      .values(needs_escalation=plan.needs_escalation,
+                              normal_blocked=plan.normal_blocked))
+        if not plan.should_summarize:
+            release(session_id, db=s, token=token)
+            record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
+            return Outcome(session_id, "skipped", plan.reason)
+        turns = _load_turns(session_id, plan.batch_ids, db=s)
+        return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
+                     settings, tuple(messages))
+
+
+def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
+    """What the policy needs of the active messages, oldest first (no content)."""
+    return [policy.MessageInfo(*r) for r in db.execute(
+        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count, MESSAGES.c.pinned)
+        .where(MESSAGES.c.session_id == session_id).order_by(MESSAGES.c.id))]
+
+
+def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
+    wanted = set(ids)
+    rows = db.execute(
+        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+        .where(MESSAGES.c.session_id == session_id,
+               MESSAGES.c.id.between(min(wanted), max(wanted)))
+        .order_by(MESSAGES.c.id)).yield_per(500)
+    return [Turn(i, role, content) for i, role, content in rows if i in wanted]

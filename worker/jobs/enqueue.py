@@ -1,0 +1,97 @@
+"""Queueing jobs with coalescing: at most one pending job per session and kind.
+
+``chat_sessions.enqueued_at`` marks a queued summarize job that has not started
+yet (``title_requested_at`` does the same for title jobs); the job clears it
+when it claims the session. A marker older than RECAP_ENQUEUE_STALE_S is
+treated as lost, and the sweeper queues again. Jobs are sent by task name, so
+producers (the chat app, beat, the CLI) never import the tasks module.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, or_, update
+from sqlalchemy.orm import Session
+
+from models import ChatSession
+from worker.core.titles import MIN_MESSAGES
+from worker.db import rowcount, transaction
+from worker.settings import Settings
+
+log = logging.getLogger("recap.enqueue")
+
+SUMMARIZE_TASK = "worker.tasks.summarize_session"
+TITLE_TASK = "worker.tasks.generate_title"
+SWEEP_TASK = "worker.tasks.sweep"
+
+
+def stale_before(now: datetime, settings: Settings) -> datetime:
+    """Pending markers set before this are treated as lost (RECAP_ENQUEUE_STALE_S)."""
+    return now - timedelta(seconds=settings.enqueue_stale_s)
+
+
+def mark_pending(session_id: str, *, db: Session | Connection, now: datetime,
+                 settings: Settings) -> bool:
+    """Set the pending marker unless a live one exists; True if the caller should send."""
+    result = db.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id,
+               ChatSession.enqueued_at.is_(None)
+               | (ChatSession.enqueued_at <= stale_before(now, settings)))
+        .values(enqueued_at=now))
+    return rowcount(result) == 1
+
+
+def send(session_id: str, *, task_id: str | None = None) -> bool:
+    """Publish one summarize job; see :func:`publish`."""
+    return publish(SUMMARIZE_TASK, session_id, marker=ChatSession.enqueued_at, task_id=task_id)
+
+
+def publish(task_name: str, session_id: str, *, marker: Any,
+            task_id: str | None = None) -> bool:
+    """Publish one job of ``task_name`` for a session. Never raises: on a broker
+    failure it logs once, clears the session's pending ``marker`` column so the
+    sweeper retries, and returns False."""
+    from worker.celery_app import app
+
+    try:
+        # No publish retries: this runs on the chat app's reply path.
+        app.send_task(task_name, (session_id,), retry=False, task_id=task_id)
+        return True
+    except Exception as exc:
+        log.warning("could not enqueue %s for session %r (%s: %s); the sweeper will retry",
+                    task_name, session_id, type(exc).__name__, exc)
+    try:
+        with transaction() as s:
+            s.execute(update(ChatSession).where(ChatSession.id == session_id)
+                      .values({marker: None}))
+    except Exception as exc:
+        log.warning("could not clear the pending marker of session %r (%s)", session_id,
+                    type(exc).__name__)
+    return False
+
+
+def due_for_title(stale_before: datetime) -> ColumnElement[bool]:
+    """The sweeper's where-clause: untitled sessions past the first exchange whose
+    title job is not pending (never requested, or requested before ``stale_before``)."""
+    return and_(ChatSession.title.is_(None), ChatSession.message_count >= MIN_MESSAGES,
+                or_(ChatSession.title_requested_at.is_(None),
+                    ChatSession.title_requested_at <= stale_before))
+
+
+def mark_title_requested(session_id: str, *, db: Session | Connection, now: datetime,
+                         stale_before: datetime) -> bool:
+    """Set title_requested_at if the session is due (caller's transaction); True to send."""
+    result = db.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id, due_for_title(stale_before))
+        .values(title_requested_at=now))
+    return rowcount(result) == 1
+
+
+def send_title(session_id: str) -> bool:
+    """Publish one title job (never raises; see worker.jobs.enqueue.publish)."""
+    return publish(TITLE_TASK, session_id, marker=ChatSession.title_requested_at)

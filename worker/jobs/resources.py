@@ -1,0 +1,114 @@
+"""Per-process resources a job is handed (arq's ``ctx``): settings and one SDK client.
+
+Built once per process by :func:`get_resources` (the worker builds them at
+start-up, so a bad configuration fails the worker, not its first job) and
+passed down; nothing below the job functions reads settings on its own.
+:func:`reset_process_state` is the one place that forgets per-process state:
+after fork, and in tests that change the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from worker import db
+from worker.core.text import redact
+from worker.errors import ConfigError
+from worker.llm.client import ClientConfig
+from worker.llm.extractor import ClaudeExtractor, OfflineExtractor
+from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
+from worker.llm.templates import load_template
+from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.settings import Settings, get_settings
+
+Extractor = ClaudeExtractor | OfflineExtractor
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What every job receives: the process settings, the summarizer, the client config."""
+
+    settings: Settings
+    summarizer: Summarizer
+    client: ClientConfig | None = None  # None: offline, no network at all
+
+    @property
+    def secret(self) -> str | None:
+        key = self.settings.anthropic_api_key
+        return key.get_secret_value() if key else None
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key removed (for logs, events and audit rows)."""
+        return redact(text, self.secret)
+
+    def summarizer_for(self, tuned: Settings) -> Summarizer:
+        """The summarizer re-tuned for one session's effective settings."""
+        base = self.summarizer
+        if not isinstance(base, ClaudeSummarizer):
+            return base
+        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file) == (
+                tuned.model, tuned.max_summary_tokens, self.settings.prompt,
+                self.settings.prompt_file):
+            return base
+        return dataclasses.replace(base, config=base.config.with_model(tuned.model),
+                                   max_tokens=tuned.max_summary_tokens,
+                                   template=load_template(tuned.prompt_file, tuned.prompt))
+
+    def extractor_for(self, tuned: Settings) -> Extractor:
+        """The memory extractor sharing the summarizer's client and the session's model."""
+        if self.client is None or not isinstance(self.summarizer, ClaudeSummarizer):
+            return OfflineExtractor()
+        return ClaudeExtractor(self.client.with_model(tuned.model))
+
+    def with_summarizer(self, summarizer: Summarizer) -> Resources:
+        return dataclasses.replace(self, summarizer=summarizer)
+
+
+def build_resources(settings: Settings) -> Resources:
+    """The configured summarizer and client; ConfigError if they may not or cannot be used."""
+    template = load_template(settings.prompt_file, settings.prompt)
+    if settings.summarizer_kind == "offline":
+        if settings.env == "production" and not settings.allow_offline_summarizer:
+            raise ConfigError(
+                "the offline extractive summarizer is not Claude and is refused when "
+                "RECAP_ENV=production: set ANTHROPIC_API_KEY, or set "
+                "RECAP_ALLOW_OFFLINE_SUMMARIZER=true to use it anyway")
+        return Resources(settings, OfflineSummarizer())
+    if settings.anthropic_api_key is None:
+        raise ConfigError("RECAP_SUMMARIZER=claude needs ANTHROPIC_API_KEY")
+    import anthropic
+
+    client = anthropic.Anthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url,
+        # Celery owns retries (with backoff, releasing the worker slot between
+        # attempts); SDK retries would hold the slot and the lease meanwhile.
+        max_retries=0,
+        timeout=settings.llm_timeout_s,
+        # The SDK traces on its own whenever a global provider exists; "off"
+        # (RECAP_OTEL_ENABLED=false) means off.
+        open_telemetry=None if settings.otel_enabled else False)
+    config = ClientConfig(client=client, model=settings.model, timeout_s=settings.llm_timeout_s,
+                          max_input_tokens=settings.llm_max_input_tokens, count=count_tokens,
+                          split=split_by_tokens)
+    return Resources(settings, ClaudeSummarizer(config, max_tokens=settings.max_summary_tokens,
+                                                template=template), config)
+
+
+_CURRENT: list[Resources] = []
+
+
+def get_resources() -> Resources:
+    """This process's resources, built on first use from the process settings."""
+    if not _CURRENT:
+        _CURRENT.append(build_resources(get_settings()))
+    return _CURRENT[0]
+
+
+def reset_process_state(*, close: bool = True) -> None:
+    """Forget settings, engines and resources; after fork pass ``close=False`` (the
+    parent still owns the sockets)."""
+    get_settings.cache_clear()
+    db.reset_engines(close=close)
+    _CURRENT.clear()

@@ -1,0 +1,182 @@
+"""One summarize job: claim -> summarize (+ mine memories) -> fenced apply.
+
+Each public function here owns exactly one transaction. No transaction is open
+while Claude is called. The apply is fenced by the lease token and the summary
+version, and deletes (or archives) exactly the claimed ids or nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from sqlalchemy import delete, update
+
+from models import messages_table as MESSAGES
+from models import sessions_table as SESSIONS
+from worker import tracing
+from worker.core import policy
+from worker.db import transaction, utcnow
+from worker.errors import PermanentLLMError, Superseded
+from worker.jobs.claim import Claim, claim_session, message_infos, record
+from worker.jobs.outcome import (
+    Job,
+    Outcome,
+    Status,
+    describe_error,
+    is_transient,
+    log_outcome,
+)
+from worker.jobs.resources import Resources
+from worker.jobs.store import archive_messages, release, save_memories
+from worker.llm.client import Usage, classify
+from worker.llm.extractor import Extraction
+from worker.llm.summarizer import SummaryResult
+from worker.llm.tokens import count_tokens
+
+log = logging.getLogger("recap.jobs")
+
+
+def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: int,
+                  extraction: Extraction | None = None) -> Outcome:
+    """In one transaction: write the summary, store the mined memories, delete (or
+    archive) exactly the batch, record the run.
+
+    Raises Superseded (and changes nothing) when the claim no longer holds.
+    """
+    now = utcnow()
+    ids = claim.plan.batch_ids
+    summary_tokens = count_tokens(result.text)
+    spent_in = result.input_tokens + (extraction.usage.input_tokens if extraction else 0)
+    spent_out = result.output_tokens + (extraction.usage.output_tokens if extraction else 0)
+    # Plan again on what will be left, to queue a follow-up only for real work and
+    # to record whether the normal rule can fire before the next summary.
+    taken = set(ids)
+    left = [m for m in claim.messages if m.id not in taken]
+    after = policy.plan(left, summary_tokens=summary_tokens, t=claim.settings.thresholds())
+    with transaction() as s:
+        row = s.execute(
+            update(SESSIONS)
+            .where(SESSIONS.c.id == claim.session_id, SESSIONS.c.lease_token == claim.token,
+                   SESSIONS.c.summary_version == claim.version)
+            .values(rolling_summary=result.text, summary_tokens=summary_tokens,
+                    summary_version=SESSIONS.c.summary_version + 1,
+                    summarized_message_count=SESSIONS.c.summarized_message_count + len(ids),
+                    message_count=SESSIONS.c.message_count - len(ids),
+                    active_tokens=SESSIONS.c.active_tokens - claim.plan.batch_tokens,
+                    summary_updated_at=now, lease_token=None, lease_expires_at=None,
+                    lost_leases=0, blocked_until=None,
+                    enqueued_at=now if after.should_summarize else None,
+                    normal_blocked=after.normal_blocked,
+                    needs_escalation=after.needs_escalation)
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count)
+        ).one_or_none()
+        if row is None:
+            raise Superseded("the lease or summary version changed during the call")
+        run_id = record(claim.session_id, db=s, job=job, status="applied",
+                        reason=claim.plan.reason, messages_condensed=len(ids),
+                        condensed_tokens=claim.plan.batch_tokens,
+                        first_message_id=ids[0], last_message_id=ids[-1],
+                        input_tokens=spent_in, output_tokens=spent_out,
+                        summary_tokens=summary_tokens, latency_ms=latency_ms,
+                        model=result.model)
+        if extraction is not None:
+            save_memories(claim.session_id, extraction.facts, db=s, first_id=ids[0],
+                          last_id=ids[-1])
+        if claim.settings.archive_summarized:
+            archive_messages(claim.session_id, ids, db=s, run_id=run_id)
+        deleted = s.execute(delete(MESSAGES)
+                            .where(MESSAGES.c.session_id == claim.session_id,
+                                   MESSAGES.c.id.in_(ids))
+                            .returning(MESSAGES.c.id)).all()
+        if len(deleted) != len(ids):
+            raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
+                             "were already gone")
+        version, message_count = row
+        if message_count != len(left):  # messages arrived during the call: plan on them too
+            after = policy.plan(message_infos(claim.session_id, db=s),
+                                summary_tokens=summary_tokens, t=claim.settings.thresholds())
+            s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
+                      .values(enqueued_at=now if after.should_summarize else None,
+                              normal_blocked=after.normal_blocked,
+                              needs_escalation=after.needs_escalation))
+        more = after.should_summarize
+        return Outcome(
+            claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
+            summary_tokens=summary_tokens, summary_version=version, more_work=more,
+            model=result.model, input_tokens=spent_in, output_tokens=spent_out,
+            latency_ms=latency_ms, memories=len(extraction.facts) if extraction else None)
+
+
+def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status,
+                   model: str | None, latency_ms: int | None, secret: str | None = None,
+                   spent: Usage | None = None) -> Outcome:
+    """Release the lease and record a failed/superseded/dead run; nothing else changes."""
+    now = utcnow()
+    settings = claim.settings
+    error = None if status == "superseded" else describe_error(exc, secret=secret)
+    reason = str(exc) if status == "superseded" else claim.plan.reason
+    with transaction() as s:
+        release(claim.session_id, db=s, token=claim.token,
+                blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
+                               if status == "dead" else None),
+                # A retry is coming: keep the hook from queueing another job meanwhile.
+                enqueued_at=now if status == "failed" else None)
+        ids = claim.plan.batch_ids
+        record(claim.session_id, db=s, job=job, status=status, reason=reason, error=error,
+               model=model,
+             latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
+             input_tokens=spent.input_tokens if spent else None,
+             output_tokens=spent.output_tokens if spent else None)
+    return Outcome(claim.session_id, status, reason, error=error, model=model,
+                   latency_ms=latency_ms)
+
+
+def summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
+    """Run one job end to end and record its outcome.
+
+    Uses ``res``'s summarizer, tuned for the session's overrides. Raises the
+    (classified) error after recording a ``failed`` or ``dead`` run, so the
+    caller can decide on a retry; the session is unchanged.
+    """
+    with tracing.span("recap.summarize_session", session_id=session_id, task_id=job.task_id,
+                      attempt=job.attempt) as span:
+        outcome = _summarize(session_id, job=job, res=res)
+        span.set_attribute("recap.outcome", outcome.status)
+        return outcome
+
+
+def _summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
+    claimed = claim_session(session_id, job=job, settings=res.settings)
+    if isinstance(claimed, Outcome):
+        return log_outcome(claimed, job)
+    tuned = claimed.settings
+    summarizer = res.summarizer_for(tuned)
+    spent = Usage(summarizer.model)
+    started = time.monotonic()
+    try:
+        result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent)
+        # Mine the batch before its rows go; a failure here fails the job (retried).
+        extraction = (res.extractor_for(tuned).extract(claimed.turns)
+                      if tuned.extract_memories else None)
+        latency_ms = int((time.monotonic() - started) * 1000)
+        return log_outcome(apply_summary(claimed, result, job=job, latency_ms=latency_ms,
+                                         extraction=extraction), job)
+    except Superseded as exc:
+        return log_outcome(record_failure(claimed, exc, job=job, status="superseded",
+                                          model=summarizer.model, latency_ms=None), job)
+    except Exception as exc:
+        latency_ms = int((time.monotonic() - started) * 1000)
+        mapped = classify(exc)
+        final = job.final_attempt or isinstance(mapped, PermanentLLMError)
+        status: Status = "failed" if is_transient(mapped or exc) and not final else "dead"
+        try:
+            log_outcome(record_failure(
+                claimed, exc, job=job, status=status, model=summarizer.model,
+                latency_ms=latency_ms, secret=res.secret, spent=spent), job)
+        except Exception:  # the database itself may be the failure; the lease expires
+            log.exception("could not record the failure of session %s", session_id)
+        if mapped is not None and mapped is not exc:
+            raise mapped from exc
+        raise

@@ -1,0 +1,165 @@
+"""The one Claude call every Recap job makes, and how its failures are judged.
+
+``ClientConfig`` holds what every caller of the Messages API shares (client,
+model, timeout, input limit, tokenizer). ``complete`` makes one non-streaming
+call; ``classify`` maps SDK exceptions to Recap's error tree by HTTP status
+(the SDK's class hierarchy, e.g. where ``OverloadedError`` sits, differs between
+versions) and honours the server's ``x-should-retry`` and ``retry-after``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from worker import tracing
+from worker.core.text import redact
+from worker.errors import LLMError, PermanentLLMError, PromptTooLong, TransientLLMError
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """What the summarizer, the extractor and the title call share: one SDK client."""
+
+    client: Any
+    model: str
+    timeout_s: float
+    max_input_tokens: int
+    count: Callable[[str], int]
+    split: Callable[[str, int], list[str]]
+
+    def with_model(self, model: str) -> ClientConfig:
+        return self if model == self.model else dataclasses.replace(self, model=model)
+
+
+@dataclass
+class Usage:
+    """What the calls of one job spent, also when a later call failed."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    stop_reason: str | None
+    input_tokens: int
+    output_tokens: int
+
+    def add_to(self, usage: Usage) -> None:
+        usage.calls += 1
+        usage.input_tokens += self.input_tokens
+        usage.output_tokens += self.output_tokens
+
+
+def retry_after(headers: Any, *, now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait (``retry-after-ms``, or ``retry-after`` in
+    seconds or as an HTTP date); None when it says nothing usable."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
+
+
+_SPEND_LIMIT = re.compile(r"credit balance|spend(ing)? limit|billing|quota exceeded", re.I)
+_TOO_LONG = re.compile(r"prompt is too long|too many (input )?tokens|context (length|window)",
+                       re.I)
+
+
+def classify(exc: BaseException) -> LLMError | None:
+    """Map an SDK exception to Transient/Permanent LLMError (an LLMError is returned
+    as is); None if it is not an API error."""
+    import anthropic
+
+    if isinstance(exc, LLMError):
+        return exc
+    name = type(exc).__name__
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        message = f"{name} {status}: {_short(exc)}"
+        headers = exc.response.headers
+        should = (headers.get("x-should-retry") or "").lower()
+        if status == 400 and _TOO_LONG.search(str(exc)):
+            return PromptTooLong(message, status=status)
+        if should == "false":
+            # The server knows best, as the SDK's own _should_retry says.
+            return PermanentLLMError(message, status=status)
+        if status == 429 and _SPEND_LIMIT.search(str(exc)):
+            # A spend limit does not lift in seconds: an operator must act.
+            return PermanentLLMError(message, status=status)
+        if should == "true" or status in (408, 409, 429) or status >= 500:
+            # Timeouts, lock conflicts, rate limits, server errors and 529
+            # overloaded pass with time; the server may say how long.
+            return TransientLLMError(message, status=status, retry_after=retry_after(headers))
+        # 400, 401, 403, 404, 413 and the rest: the same request fails again.
+        return PermanentLLMError(message, status=status)
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+        return TransientLLMError(f"{name}: {_short(exc)}")
+    if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
+        # A malformed body (bad JSON) from a proxy or a bad moment: try again.
+        return TransientLLMError(f"{name}: malformed response: {_short(exc)}")
+    return None
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
+             operation: str) -> Answer:
+    """One non-streaming Messages API call; SDK errors come out classified.
+
+    No temperature: API version 2026-10-21 (sent by SDK 2.x) rejects every
+    sampling parameter with a 400, even at its default value.
+    """
+    with tracing.llm_span(operation, config.model) as span:
+        try:
+            response = config.client.messages.create(
+                model=config.model, max_tokens=max_tokens, system=system,
+                messages=[{"role": "user", "content": prompt}], timeout=config.timeout_s)
+        except Exception as exc:
+            mapped = classify(exc)
+            if mapped is None:
+                raise
+            secret = getattr(config.client, "api_key", None)
+            if secret and secret in f"{exc}{mapped}":
+                # A server (or proxy) that echoes the key in its error body must not
+                # push it into Celery's failure log, Flower events or audit rows.
+                mapped.args = tuple(redact(str(a), secret) for a in mapped.args)
+                raise mapped from None
+            raise mapped from exc
+        usage = getattr(response, "usage", None)
+        answer = Answer(
+            text="".join(getattr(b, "text", "") for b in response.content or []
+                         if getattr(b, "type", None) == "text").strip(),
+            stop_reason=response.stop_reason,
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0)
+        span.record_usage(answer.input_tokens, answer.output_tokens)
+    return answer
