@@ -59,9 +59,9 @@ def conversation_run(n: int) -> ConvoRun:
     from bench.workers import count_runs, subprocess_worker, wait_idle
     from models import SummaryRun
     from worker.api.context import build_context
+    from worker.api.ingest import add_message, after_reply
     from worker.db import transaction
     from worker.demo.conversation import conversation
-    from worker.api.ingest import add_message, after_reply
     from worker.llm.tokens import count_tokens
 
     env = benv.setup()

@@ -37,8 +37,9 @@ from bench.stats import ms, percentile, report, table
 
 def decision_time(n: int = 200_000) -> tuple[float, float]:
     """Seconds per call: might_trigger alone, and with building Thresholds from settings."""
-    from worker.core import policy
     from worker.service import thresholds
+
+    from worker.core import policy
     from worker.settings import get_settings
 
     settings = get_settings()
@@ -116,9 +117,9 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
     from celery.signals import after_task_publish
 
     from bench.workers import count_runs, inprocess_worker, wait_idle
+    from worker.api.ingest import add_message, after_reply
     from worker.db import get_engine, session_factory
     from worker.demo.conversation import conversation
-    from worker.api.ingest import add_message, after_reply
     from worker.llm.tokens import count_tokens
 
     script = list(conversation(2 * replies))

@@ -20,8 +20,8 @@ from bench.stats import ms, percentile, report, table
 def recap_waits(n: int) -> tuple[list[float], list[float]]:
     """(per reply: 2 x add_message + after_reply, per reply: after_reply alone)."""
     from bench.workers import subprocess_worker, wait_idle
-    from worker.demo.conversation import conversation
     from worker.api.ingest import add_message, after_reply
+    from worker.demo.conversation import conversation
 
     benv.reset_state()
     full: list[float] = []

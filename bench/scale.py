@@ -26,11 +26,10 @@ def measure(per_session: int) -> dict[str, object]:
     from bench.overhead import time_jobs
     from bench.seed import bulk_load, filler
     from models import ChatMessage
-    from worker.db import transaction
-    from worker.db import utcnow
-    from worker.settings import get_settings
+    from worker.db import transaction, utcnow
     from worker.jobs.sweeper import due_query
     from worker.llm.tokens import count_tokens
+    from worker.settings import get_settings
 
     benv.reset_state()
     benv.configure(RECAP_TRIGGER_MESSAGES=120,

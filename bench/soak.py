@@ -238,10 +238,9 @@ def _idle(queue: str) -> bool:
     from sqlalchemy import func, select
 
     from models import ChatSession
-    from worker.db import transaction
-    from worker.db import utcnow
-    from worker.settings import get_settings
+    from worker.db import transaction, utcnow
     from worker.jobs.sweeper import due_query
+    from worker.settings import get_settings
 
     with transaction() as s:
         leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
@@ -275,11 +274,11 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
     from sqlalchemy import func, select
 
     from models import SummaryRun
+    from worker.api.ingest import add_message, after_reply
     from worker.checks import check_invariants
     from worker.db import transaction
-    from worker.api.ingest import add_message, after_reply
-    from worker.settings import get_settings
     from worker.jobs.sweeper import sweep
+    from worker.settings import get_settings
 
     rng, killer_rng = random.Random(cfg.seed), random.Random(cfg.seed + 1)
     fake = ChaosFake(fail_rate=cfg.fail_rate, permanent_rate=cfg.permanent_rate,

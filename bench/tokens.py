@@ -45,7 +45,6 @@ def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any)
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
     from bench.standin import request_tokens
     from worker.core.prompt import Turn
-    from worker.jobs.resources import build_resources
     from worker.settings import get_settings
 
     summarizer = build_summarizer(get_settings())

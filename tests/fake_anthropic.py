@@ -19,6 +19,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class Gate:
+    """Holds calls to the fake API until the test releases them (see FakeAnthropic.hold).
+
+    ``entered`` is set once a call is being held, so a test can act *during* the
+    call (write a message, take the lease) and then ``release()`` it.
+    """
+
+    def __init__(self, calls: int | None) -> None:
+        self.entered = threading.Event()
+        self._released = threading.Event()
+        self._remaining = calls  # None: every call until released
+        self.held = 0
+
+    def take(self) -> bool:
+        if self._remaining is not None:
+            if self._remaining <= 0:
+                return False
+            self._remaining -= 1
+        return True
+
+    def wait_entered(self, timeout: float = 30.0) -> None:
+        if not self.entered.wait(timeout):
+            raise AssertionError(f"no call reached the fake API within {timeout}s")
+
+    def release(self) -> None:
+        self._released.set()
+
+
 @dataclass
 class Reply:
     """One scripted answer. ``kind``: ok | error | reset | hang | malformed."""
@@ -119,6 +147,7 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self.delay = 0.0
         self.calls_started = threading.Event()
+        self._gate: Gate | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -145,6 +174,9 @@ class FakeAnthropic:
             self._always = None
             self.delay = 0.0
             self.calls_started.clear()
+            gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.release()  # never leave a handler thread parked across tests
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -153,6 +185,23 @@ class FakeAnthropic:
     def always(self, reply: Reply | None) -> None:
         with self._lock:
             self._always = reply
+
+    def hold(self, calls: int | None = 1) -> Gate:
+        """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
+        held call is recorded first, so ``requests`` shows it while it waits."""
+        gate = Gate(calls)
+        with self._lock:
+            self._gate = gate
+        return gate
+
+    def _wait_at_gate(self) -> None:
+        with self._lock:
+            gate = self._gate
+            if gate is None or not gate.take():
+                return
+            gate.held += 1
+        gate.entered.set()
+        gate._released.wait(120)
 
     def prompts(self) -> list[str]:
         return [r["messages"][0]["content"] for r in self.requests]
@@ -200,6 +249,7 @@ class FakeAnthropic:
                     fake.requests.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 fake.calls_started.set()
+                fake._wait_at_gate()
                 if problem:
                     return self._send(400, _err("invalid_request_error", problem))
                 reply = fake._next()

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy import select
 
 from models import ChatMessage, ChatSession, SummaryRun
+from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.api.ingest import add_message
 
 # Thresholds low enough that a dozen short messages trigger a summary of five.
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
@@ -67,10 +68,9 @@ def as_dict(obj: Any) -> dict[str, Any]:
 def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
                  final: Collection[str] = FINAL) -> None:
     """Queue one summarize job and wait until ``sid`` has ``n`` runs in ``final``."""
-    from tests.conftest import wait_for
-    from worker.tasks import summarize_session
+    from worker.celery_app import app
 
-    summarize_session.delay(sid)
+    app.send_task("worker.tasks.summarize_session", (sid,))
     wait_for(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=timeout,
              what=f"{n} final run(s) of {sid}")
 
@@ -78,3 +78,47 @@ def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
 def assert_invariants(written: dict[str, list[int]]) -> None:
     with transaction() as s:
         assert check_invariants(s, written=written) == []
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float = 30.0,
+             interval: float = 0.02, what: str = "condition") -> object:
+    """Poll ``predicate`` until it is truthy (its value is returned) or fail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def worker_idle(queue: str) -> bool:
+    """No message waiting in ``queue`` and no job running or reserved (with an ETA)
+    in this process's worker: what dramatiq's ``join`` waits for."""
+    from celery.worker import state
+
+    from worker.celery_app import app
+
+    if state.active_requests or state.reserved_requests:
+        return False
+    with app.connection_for_write() as conn:
+        client = conn.default_channel.client  # type: ignore[attr-defined]
+        # kombu's Redis transport keeps a queue in a list of that name, and
+        # unacknowledged messages in its "unacked" hash.
+        return not client.llen(queue) and not client.hlen("unacked")
+
+
+def join_worker(queue: str, *, timeout: float = 60.0) -> None:
+    """Wait until every job queued so far has finished (a no-op without a worker)."""
+    from celery.worker import state
+
+    if not state.active_requests and not state.reserved_requests and not _worker_started():
+        return
+    wait_for(lambda: worker_idle(queue), timeout=timeout, what=f"queue {queue} to drain")
+
+
+def _worker_started() -> bool:
+    import sys
+
+    return "celery.worker.consumer" in sys.modules

@@ -71,7 +71,6 @@ def test_api_key_never_echoed_in_errors(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_offline_summarizer_refused_in_production(monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.jobs.resources import build_resources
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("RECAP_ENV", "production")

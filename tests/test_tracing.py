@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.env import ROOT
+from tests.helpers import wait_for
 from worker import tracing
 
 _EXPORTER: Any = None
@@ -171,9 +172,10 @@ def test_publish_and_execution_share_one_trace(instrumented: Any,
 
 
 def test_title_jobs_are_traced(spans: Any, fake_api: Any) -> None:
+    from worker.titles import title_session
+
     from worker.api.ingest import add_message
     from worker.settings import get_settings
-    from worker.titles import title_session
 
     add_message("s1", "user", "Why do I get 502s from nginx?")
     add_message("s1", "assistant", "Check proxy_read_timeout.")

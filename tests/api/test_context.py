@@ -10,11 +10,6 @@ from typing import Any
 import anthropic
 import pytest
 from sqlalchemy import delete, event, text, update
-
-from models import ChatMessage, ChatSession
-from tests.conftest import API_KEY
-from tests.fake_anthropic import validate_messages_request
-from tests.helpers import seed
 from worker.context import (
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
@@ -29,9 +24,14 @@ from worker.context import (
     read_window,
     render_json,
 )
+
+from models import ChatMessage, ChatSession
+from tests.env import API_KEY
+from tests.fake_anthropic import validate_messages_request
+from tests.helpers import seed
+from worker.api.ingest import add_message
 from worker.db import get_engine, transaction
 from worker.errors import InvalidInput, SessionNotFound
-from worker.api.ingest import add_message
 from worker.llm.tokens import count_tokens
 
 PROMPT = "You are a helpful travel assistant."

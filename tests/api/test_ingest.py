@@ -11,12 +11,11 @@ from celery.signals import after_task_publish
 from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
-from tests.conftest import wait_for
-from tests.helpers import message_ids, runs, seed, session_row, statuses
+from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
+from worker.api.ingest import add_message, after_reply
 from worker.db import session_factory, transaction
 from worker.errors import InvalidInput
-from worker.api.ingest import add_message, after_reply
 from worker.jobs.sweeper import sweep
 
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
@@ -177,7 +176,6 @@ def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
 def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
         settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
     from worker import service
-    from worker.jobs.resources import get_resources
     from worker.settings import get_settings
 
     # A full batch of 5 small messages stays under 500 tokens while the session
@@ -200,8 +198,8 @@ def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
 
 def _due() -> list[str]:
     from worker.db import utcnow
-    from worker.settings import get_settings
     from worker.jobs.sweeper import due_query
+    from worker.settings import get_settings
 
     with transaction() as s:
         return list(s.scalars(due_query(get_settings(), now=utcnow(), limit=None)))

@@ -16,13 +16,12 @@ import pytest
 from sqlalchemy import func, select, update
 
 from models import ChatMessage, ChatSession
-from tests.conftest import API_KEY, FAKE, ROOT, migrate, wait_for
+from tests.env import API_KEY, FAKE, ROOT, migrate
 from tests.fake_anthropic import error
-from tests.helpers import message_ids, runs, seed, session_row, statuses
+from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import db, ops, service
 from worker.cli import main, parse_line
 from worker.errors import InvalidInput, PermanentLLMError
-from worker.jobs.resources import get_resources
 from worker.settings import get_settings
 
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,

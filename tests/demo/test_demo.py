@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import API_KEY, FAKE, TEST_ENV
+from tests.env import API_KEY, FAKE, TEST_ENV
 from worker.demo.run import OFFLINE_LABEL
-from worker.settings import DEFAULT_MODEL
 from worker.llm.summarizer import OFFLINE_MODEL
+from worker.settings import DEFAULT_MODEL
 
 LABEL = OFFLINE_LABEL.strip()
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from pydantic import TypeAdapter
 
-from tests.conftest import ROOT
+from tests.env import ROOT
 from worker.settings import Settings, env_name
 
 COMPOSE = ROOT / "docker-compose.yml"

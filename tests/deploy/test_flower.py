@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import API_KEY, ROOT, wait_for
+from tests.env import API_KEY, ROOT
 from tests.fake_anthropic import FakeAnthropic, error
-from tests.helpers import message_ids, runs, seed, session_row, statuses
+from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
 from worker.tasks import summarize_session
 

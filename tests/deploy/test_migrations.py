@@ -11,7 +11,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
 from models import Base
-from tests.conftest import PG_ADMIN, _admin_execute, migrate
+from tests.env import PG_ADMIN, _admin_execute, migrate
 
 
 @pytest.fixture

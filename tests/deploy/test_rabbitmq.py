@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from tests.conftest import ROOT, wait_for
-from tests.helpers import message_ids, runs, seed, session_row
+from tests.env import ROOT
+from tests.helpers import message_ids, runs, seed, session_row, wait_for
 from worker.celery_app import celery_config
 from worker.settings import load_settings
 

@@ -6,18 +6,17 @@ import pytest
 from sqlalchemy import select
 
 from models import ArchivedMessage, SummaryRun
-from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, ok
-from tests.helpers import message_ids, runs, seed, session_row, statuses
-from worker.jobs.archive import resummarize
+from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
+from worker.api.ingest import after_reply
+from worker.api.sessions import configure_session
 from worker.checks import check_invariants
 from worker.cli import main as recap
+from worker.core.prompt import validate_template
 from worker.db import transaction
 from worker.errors import InvalidInput
-from worker.api.ingest import after_reply
-from worker.core.prompt import validate_template
+from worker.jobs.archive import resummarize
 from worker.llm.templates import shipped_template
-from worker.api.sessions import configure_session
 from worker.settings import get_settings
 from worker.tasks import summarize_session
 

@@ -6,16 +6,15 @@ import json
 
 import pytest
 
-from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import message_ids, runs, seed, statuses
+from tests.helpers import message_ids, runs, seed, statuses, wait_for
+from worker.api.ingest import add_message
+from worker.api.sessions import memories
 from worker.checks import check_invariants
 from worker.cli import main as recap
-from worker.db import transaction
-from worker.api.ingest import add_message
 from worker.core.memories import parse_facts
+from worker.db import transaction
 from worker.errors import InvalidExtraction
-from worker.api.sessions import memories
 from worker.tasks import summarize_session
 
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,

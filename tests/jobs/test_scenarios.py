@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, validate_messages_request
-from tests.helpers import session_row, statuses
-from worker.checks import check_invariants
+from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
+from worker.api.ingest import add_message, after_reply
+from worker.checks import check_invariants
 from worker.db import transaction
 from worker.demo.conversation import conversation
-from worker.api.ingest import add_message, after_reply
-from worker.settings import get_settings
 from worker.llm.tokens import split_by_tokens
+from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -16,15 +16,14 @@ import pytest
 from sqlalchemy import create_engine, func, inspect, select, update
 
 from models import ChatMessage, ChatSession
-from tests.conftest import FAKE, migrate
+from tests.env import FAKE, migrate
 from tests.fake_anthropic import error
 from tests.helpers import as_dict, message_ids, runs, seed, session_row
 from worker import db, service
-from worker.errors import TransientLLMError
 from worker.api.ingest import add_message, after_reply
-from worker.jobs.resources import get_resources
-from worker.settings import get_settings
+from worker.errors import TransientLLMError
 from worker.jobs.sweeper import due_query
+from worker.settings import get_settings
 
 
 @pytest.fixture

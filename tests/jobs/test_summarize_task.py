@@ -8,9 +8,17 @@ import threading
 
 import pytest
 
-from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
-from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
+from tests.helpers import (
+    LOW,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    session_row,
+    statuses,
+    wait_for,
+)
 from tests.helpers import assert_invariants as check_all
 from worker.api.ingest import add_message
 from worker.tasks import summarize_session
@@ -116,7 +124,7 @@ def test_transient_errors_retried_then_applied(fake_api: FakeAnthropic) -> None:
 
 
 def test_permanent_error_not_retried(fake_api: FakeAnthropic) -> None:
-    from tests.conftest import API_KEY
+    from tests.env import API_KEY
 
     ids = seed("auth", 12)
     fake_api.always(error(401, "invalid x-api-key"))

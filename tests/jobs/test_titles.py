@@ -10,17 +10,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
-
-from models import ChatSession
-from tests.conftest import API_KEY, wait_for
-from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import session_row
-from worker.db import transaction
-from worker.errors import PermanentLLMError, TransientLLMError, UnusableSummary
-from worker.api.ingest import add_message
-from worker.db import utcnow
-from worker.settings import get_settings
-from worker.llm.summarizer import OfflineSummarizer
 from worker.titles import (
     MAX_TITLE_CHARS,
     TITLE_MAX_TOKENS,
@@ -34,7 +23,17 @@ from worker.titles import (
     title_prompt,
     title_session,
 )
+
+from models import ChatSession
+from tests.env import API_KEY
+from tests.fake_anthropic import FakeAnthropic, error, ok
+from tests.helpers import session_row, wait_for
+from worker.api.ingest import add_message
+from worker.db import transaction, utcnow
+from worker.errors import PermanentLLMError, TransientLLMError, UnusableSummary
+from worker.llm.summarizer import OfflineSummarizer
 from worker.llm.tokens import count_tokens
+from worker.settings import get_settings
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -182,7 +181,6 @@ class _AppRenamesDuringCall:
 
 
 def test_a_title_set_during_the_call_is_never_overwritten(fake_api: FakeAnthropic) -> None:
-    from worker.jobs.resources import get_resources
 
     exchange("s1")
     base = get_summarizer()

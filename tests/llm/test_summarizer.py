@@ -5,16 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from tests.conftest import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
-from worker.errors import (
-    ConfigError,
-    PermanentLLMError,
-    PromptTooLong,
-    TransientLLMError,
-    UnusableSummary,
-)
 from worker.prompt import (
     Turn,
     chunk_turns,
@@ -23,9 +13,18 @@ from worker.prompt import (
     render,
     validate_template,
 )
-from worker.jobs.resources import build_resources
-from worker.settings import load_settings
+
+from tests.env import API_KEY
+from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from worker.errors import (
+    ConfigError,
+    PermanentLLMError,
+    PromptTooLong,
+    TransientLLMError,
+    UnusableSummary,
+)
 from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.settings import load_settings
 
 
 def claude(**overrides: object):  # type: ignore[no-untyped-def]

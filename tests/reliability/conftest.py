@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import func, select
 
 from bench.soak import WorkerProcess, broker_backlog, publishing_to
-from tests.conftest import wait_for
 from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.helpers import wait_for
 
 # Low thresholds: 11 messages of ~40 words make exactly one batch of 5 (6 stay).
 # Short limits: lease 8s > hard limit 6s; visibility 10s > 6s + backoff cap 1s.
@@ -142,8 +142,8 @@ def publish(session_id: str, queue: str, **options: Any) -> str:
 
 def sweep_into(queue: str) -> int:
     """Run the real sweeper once, publishing to ``queue``; returns how many it queued."""
-    from worker.settings import get_settings
     from worker.jobs.sweeper import sweep
+    from worker.settings import get_settings
 
     with publishing_to(queue):
         return sweep(get_settings())
@@ -152,10 +152,9 @@ def sweep_into(queue: str) -> int:
 def busy(queue: str) -> list[str]:
     """Why the system is not idle yet (empty when idle): leases, pending, due, queued."""
     from models import ChatSession
-    from worker.db import transaction
-    from worker.db import utcnow
-    from worker.settings import get_settings
+    from worker.db import transaction, utcnow
     from worker.jobs.sweeper import due_query
+    from worker.settings import get_settings
 
     now = utcnow()
     with transaction() as s:

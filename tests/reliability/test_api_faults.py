@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import API_KEY, wait_for
+from tests.env import API_KEY
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
@@ -19,12 +19,13 @@ from tests.helpers import (
     seed,
     session_row,
     statuses,
+    wait_for,
 )
 from worker import cli
 from worker.core.prompt import SYSTEM_PROMPT
 from worker.llm.templates import default_template
-from worker.settings import get_settings
 from worker.llm.tokens import count_tokens
+from worker.settings import get_settings
 
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."

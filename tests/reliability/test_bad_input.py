@@ -18,7 +18,8 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from models import ChatMessage, ChatSession
-from tests.conftest import ROOT, wait_for
+from tests.env import ROOT
+from tests.helpers import wait_for
 from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import (
     LOW,

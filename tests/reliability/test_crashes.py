@@ -12,9 +12,8 @@ from collections import Counter
 import pytest
 
 from bench.soak import publishing_to
-from tests.conftest import wait_for
 from tests.fake_anthropic import Reply
-from tests.helpers import runs, seed, sentence, session_row, statuses
+from tests.helpers import runs, seed, sentence, session_row, statuses, wait_for
 from tests.reliability.conftest import (
     assert_invariant,
     busy,

@@ -14,9 +14,8 @@ import redis
 from sqlalchemy import text
 
 from bench.soak import publishing_to
-from tests.conftest import wait_for
 from tests.fake_anthropic import error
-from tests.helpers import message_ids, runs, seed, sentence, session_row, statuses
+from tests.helpers import message_ids, runs, seed, sentence, session_row, statuses, wait_for
 from tests.reliability.conftest import (
     assert_invariant,
     publish,
@@ -25,8 +24,8 @@ from tests.reliability.conftest import (
     wait_for_runs,
 )
 from worker import app
-from worker.db import session_factory, transaction
 from worker.api.ingest import add_message, after_reply
+from worker.db import session_factory, transaction
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

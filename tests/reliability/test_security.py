@@ -17,7 +17,7 @@ import yaml
 from sqlalchemy import inspect, select
 
 from models import ChatMessage, ChatSession, SummaryRun
-from tests.conftest import API_KEY, ROOT, wait_for
+from tests.env import API_KEY, ROOT
 from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import (
     LOW,
@@ -29,16 +29,16 @@ from tests.helpers import (
     seed,
     sentence,
     statuses,
+    wait_for,
 )
 from worker import service
-from worker.celery_app import app
 from worker.api.context import build_context
+from worker.api.ingest import add_message, after_reply
+from worker.celery_app import app
 from worker.db import get_engine, transaction
 from worker.errors import ConfigError, PermanentLLMError
-from worker.api.ingest import add_message, after_reply
-from worker.jobs.resources import build_resources, get_resources
-from worker.settings import get_settings, load_settings
 from worker.llm.summarizer import SummaryResult
+from worker.settings import get_settings, load_settings
 from worker.tasks import summarize_session
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")

@@ -1,0 +1,73 @@
+"""The test environment, set before ``worker`` is imported anywhere: a fresh
+PostgreSQL database name, a private Redis db and queue, the local Messages API
+server. Imported first by conftest.py; tests import constants from here, never
+from conftest.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tiktoken_cache() -> str:
+    for candidate in (os.environ.get("TIKTOKEN_CACHE_DIR"), ROOT.parent / "shared" /
+                      "tiktoken-cache", "/work/shared/tiktoken-cache"):
+        if candidate and Path(candidate).is_dir():
+            return str(candidate)
+    return os.environ.get("TIKTOKEN_CACHE_DIR", "")
+
+
+from tests.fake_anthropic import FakeAnthropic  # noqa: E402
+
+FAKE = FakeAnthropic().start()
+RUN_ID = uuid.uuid4().hex[:8]
+PG_ADMIN = os.environ.get("RECAP_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+TEST_DB = f"recap_test_{RUN_ID}"
+REDIS_URL = os.environ.get("RECAP_TEST_REDIS", "redis://127.0.0.1:6379/14")
+API_KEY = f"sk-ant-test-{uuid.uuid4().hex}"
+
+TEST_ENV = {
+    "TIKTOKEN_CACHE_DIR": _tiktoken_cache(),
+    "RECAP_ENV": "test",
+    "DATABASE_URL": PG_ADMIN.rsplit("/", 1)[0] + "/" + TEST_DB,
+    "CELERY_BROKER_URL": REDIS_URL,
+    "ANTHROPIC_API_KEY": API_KEY,
+    "ANTHROPIC_BASE_URL": FAKE.url,
+    "RECAP_QUEUE": f"recap-test-{RUN_ID}",
+    "RECAP_MAX_RETRIES": "3",
+    "RECAP_RETRY_BACKOFF_S": "0.05",
+    "RECAP_RETRY_BACKOFF_MAX_S": "0.3",
+    "RECAP_LLM_TIMEOUT_S": "3",
+    "RECAP_TASK_SOFT_TIME_LIMIT_S": "20",
+    "RECAP_TASK_TIME_LIMIT_S": "25",
+    "RECAP_LEASE_S": "30",
+    "RECAP_VISIBILITY_TIMEOUT_S": "60",
+    # Off by default here so each test's scripted replies and request counts are
+    # about summaries; tests/test_memories.py turns it on (it is on in production).
+    "RECAP_EXTRACT_MEMORIES": "false",
+    "RECAP_TITLES_ENABLED": "false",  # likewise; tests/test_titles.py turns it on
+}
+os.environ.update(TEST_ENV)
+
+
+def _admin_execute(sql: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(sql))
+    engine.dispose()
+
+
+def migrate(url: str, revision: str = "head", *, down: bool = False) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.attributes["url"] = url
+    cfg.attributes["configure_logger"] = False
+    (command.downgrade if down else command.upgrade)(cfg, revision)
