@@ -4,7 +4,6 @@ from models.base import Base
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
-    RUN_STATUSES,
     ArchivedMessage,
     ChatMessage,
     ChatSession,
@@ -16,5 +15,5 @@ from models.tables import (
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Memory", "SummaryRun",
-           "MEMORY_CATEGORIES", "ROLES", "RUN_STATUSES", "messages_table", "runs_table",
+           "MEMORY_CATEGORIES", "ROLES", "messages_table", "runs_table",
            "sessions_table"]

@@ -26,7 +26,6 @@ from models.base import Base, BigId
 
 ROLES = ("user", "assistant", "system", "tool")
 MEMORY_CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
-RUN_STATUSES = ("applied", "skipped", "superseded", "failed", "dead")
 
 Timestamp = DateTime(timezone=True)
 

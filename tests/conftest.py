@@ -11,14 +11,23 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.env import FAKE, TEST_DB, TEST_ENV, _admin_execute, migrate
+from tests.env import (
+    FAKE,
+    REDIS_DB,
+    TEST_DB,
+    TEST_ENV,
+    _admin_execute,
+    migrate,
+    release_redis_db,
+)
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import join_worker
 
 
 @pytest.fixture(scope="session", autouse=True)
 def database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this run, migrated to head; dropped after."""
+    """A fresh PostgreSQL database for this run, migrated to head; dropped after
+    (with the run's own Redis database)."""
     _admin_execute(f'DROP DATABASE IF EXISTS "{TEST_DB}"')
     _admin_execute(f'CREATE DATABASE "{TEST_DB}"')
     url = TEST_ENV["DATABASE_URL"]
@@ -28,6 +37,7 @@ def database() -> Iterator[str]:
 
     reset_engines()
     _admin_execute(f'DROP DATABASE IF EXISTS "{TEST_DB}" WITH (FORCE)')
+    release_redis_db(REDIS_DB)
 
 
 @pytest.fixture(scope="session")
@@ -79,5 +89,6 @@ def celery_worker_thread(database: str) -> Iterator[object]:
     # The queue name is unique to this run, so nothing is flushed: parallel runs
     # on the same Redis do not disturb each other.
     with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
-                      loglevel="WARNING", shutdown_timeout=30) as w:
+                      loglevel="WARNING", shutdown_timeout=30,
+                      hostname=f"{TEST_ENV['RECAP_QUEUE']}@localhost") as w:
         yield w

@@ -27,7 +27,55 @@ FAKE = FakeAnthropic().start()
 RUN_ID = uuid.uuid4().hex[:8]
 PG_ADMIN = os.environ.get("RECAP_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 TEST_DB = f"recap_test_{RUN_ID}"
-REDIS_URL = os.environ.get("RECAP_TEST_REDIS", "redis://127.0.0.1:6379/14")
+REDIS_SERVER = os.environ.get("RECAP_TEST_REDIS", "redis://127.0.0.1:6379")
+OWNER_KEY = "recap-test-owner"
+OWNER = f"{RUN_ID}:{os.getpid()}"
+
+
+def _alive(owner: bytes) -> bool:
+    """Whether the test run that claimed a database (``run:pid``) is still running."""
+    try:
+        os.kill(int(owner.rsplit(b":", 1)[1]), 0)
+    except (ValueError, IndexError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim_redis_db(server: str = REDIS_SERVER) -> int:
+    """An empty Redis database (1-15) of this run's own: claimed with a key only one
+    run can set, and flushed by :func:`release_redis_db` at the end. Everything the
+    run's brokers write (queues, kombu's binding keys, unacked hashes) stays there."""
+    import redis
+
+    for db in range(15, 0, -1):
+        client = redis.Redis.from_url(f"{server}/{db}")
+        try:
+            owner = client.get(OWNER_KEY)
+            if owner is not None and not _alive(owner):
+                client.flushdb()  # left by a test run that was killed
+            if client.dbsize() == 0 and client.set(OWNER_KEY, OWNER, nx=True):
+                return db
+        finally:
+            client.close()
+    raise RuntimeError(f"no empty Redis database (1-15) on {server} for the tests")
+
+
+def release_redis_db(db: int, server: str = REDIS_SERVER) -> None:
+    """Flush this run's Redis database, if it is still ours."""
+    import redis
+
+    client = redis.Redis.from_url(f"{server}/{db}")
+    try:
+        if client.get(OWNER_KEY) == OWNER.encode():
+            client.flushdb()
+    finally:
+        client.close()
+
+
+REDIS_DB = claim_redis_db()
+REDIS_URL = f"{REDIS_SERVER}/{REDIS_DB}"
 API_KEY = f"sk-ant-test-{uuid.uuid4().hex}"
 
 TEST_ENV = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection
 from typing import Any
@@ -106,7 +107,10 @@ def worker_idle(queue: str) -> bool:
         client = conn.default_channel.client  # type: ignore[attr-defined]
         # kombu's Redis transport keeps a queue in a list of that name, and
         # unacknowledged messages in its "unacked" hash.
-        return not client.llen(queue) and not client.hlen("unacked")
+        if client.llen(queue):
+            return False
+        # Each entry is [message, exchange, routing key]; only our queue's count.
+        return not any(json.loads(v)[2] == queue for v in client.hvals("unacked"))
 
 
 def join_worker(queue: str, *, timeout: float = 60.0) -> None:

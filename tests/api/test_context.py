@@ -10,7 +10,14 @@ from typing import Any
 import anthropic
 import pytest
 from sqlalchemy import delete, event, text, update
-from worker.context import (
+
+from models import ChatMessage, ChatSession
+from tests.env import API_KEY
+from tests.fake_anthropic import validate_messages_request
+from tests.helpers import seed
+from worker.api.context import build_context, read_window, render_json
+from worker.api.ingest import add_message
+from worker.core.assemble import (
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
     SUMMARY_CLOSE,
@@ -20,16 +27,7 @@ from worker.context import (
     Row,
     as_request,
     assemble,
-    build_context,
-    read_window,
-    render_json,
 )
-
-from models import ChatMessage, ChatSession
-from tests.env import API_KEY
-from tests.fake_anthropic import validate_messages_request
-from tests.helpers import seed
-from worker.api.ingest import add_message
 from worker.db import get_engine, transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.llm.tokens import count_tokens

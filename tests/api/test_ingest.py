@@ -11,15 +11,16 @@ from celery.signals import after_task_publish
 from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
-from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
+from tests.helpers import LOW, message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
 from worker.api.ingest import add_message, after_reply
-from worker.db import session_factory, transaction
+from worker.db import session_factory, transaction, utcnow
 from worker.errors import InvalidInput
-from worker.jobs.sweeper import sweep
-
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
+from worker.jobs.outcome import Job
+from worker.jobs.resources import get_resources
+from worker.jobs.summarize import summarize
+from worker.jobs.sweeper import due_query, sweep
+from worker.settings import get_settings
 
 
 @pytest.fixture
@@ -106,20 +107,21 @@ def test_hook_enqueues_nothing_below_thresholds_then_once_when_crossing(
 def test_burst_of_replies_while_a_job_is_pending_is_coalesced(
         settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
     settings_env(**LOW)
-    # The first job stays pending/running through the whole burst (under the
-    # test's 3 s LLM timeout, so it is not retried).
-    fake_api.delay = 2.0
+    # The first job is held inside its Claude call through the whole burst.
+    gate = fake_api.hold(calls=1)
     seed("burst", 11)
     assert after_reply("burst") is True
+    gate.wait_entered()
     for i in range(100):
         add_message("burst", "assistant", f"reply {i}")
-        after_reply("burst")
-    assert published.count("burst") <= 1 + 2, published  # the first job, at most two extra
-    fake_api.delay = 0.0
+        assert after_reply("burst") is False  # the running job holds the lease
+    assert published == ["burst"]
+    gate.release()
     # Once it applies, follow-ups (one at a time) work through what the burst added.
     wait_for(lambda: (r := session_row("burst")) is not None and r.lease_token is None
              and r.enqueued_at is None, timeout=120, what="worker idle")
     jobs = runs("burst")
+    assert jobs[0].status == "applied"
     assert published.count("burst") <= sum(r.status in ("applied", "failed") for r in jobs) + 2
 
 
@@ -169,24 +171,20 @@ def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
         monkeypatch.undo()
         _drop_connections()
     settings_env(**LOW)
-    assert sweep(pytest.importorskip("worker.settings").get_settings()) == 1
+    assert sweep(get_settings()) == 1
     wait_for(lambda: "applied" in statuses("outage"), what="sweeper-driven apply")
 
 
 def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
         settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
-    from worker import service
-    from worker.settings import get_settings
-
     # A full batch of 5 small messages stays under 500 tokens while the session
     # as a whole passes it: the normal rule cannot fire until a summary applies.
     settings_env(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
                  RECAP_KEEP_RECENT=4)
     seed("blocked", 14)
     assert after_reply("blocked") is True
-    out = service.summarize("blocked", job=service.Job("t"), summarizer=get_summarizer(),
-                            settings=get_settings())
-    assert out.status == "skipped"
+    out = summarize("blocked", job=Job("t"), res=get_resources())
+    assert out.status == "skipped" and out.reason.startswith("below thresholds: 14 messages")
     row = session_row("blocked")
     assert row is not None and row.normal_blocked
     for i in range(5):
@@ -197,9 +195,5 @@ def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
 
 
 def _due() -> list[str]:
-    from worker.db import utcnow
-    from worker.jobs.sweeper import due_query
-    from worker.settings import get_settings
-
     with transaction() as s:
         return list(s.scalars(due_query(get_settings(), now=utcnow(), limit=None)))

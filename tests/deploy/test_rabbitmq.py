@@ -2,12 +2,16 @@
 folds exactly the planned messages, including the follow-up job it queues itself.
 
 Skipped when nothing listens on RabbitMQ's port. The broker is the only thing
-that changes: same PostgreSQL database, same local Messages API, same code.
+that changes: same PostgreSQL database, same local Messages API, same code. The
+test runs in a virtual host of its own (created with rabbitmqctl, deleted after),
+so nothing another user declared on ``/`` (a ``celeryev`` exchange of another
+type, say) can interfere, and nothing is left behind.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,7 +28,7 @@ from tests.helpers import message_ids, runs, seed, session_row, wait_for
 from worker.celery_app import celery_config
 from worker.settings import load_settings
 
-AMQP_URL = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
+AMQP_SERVER = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672")
 LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
                   "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4"}
 
@@ -41,22 +45,34 @@ pytestmark = pytest.mark.skipif(not _rabbitmq_listening(),
                                 reason="no RabbitMQ on 127.0.0.1:5672")
 
 
-@pytest.fixture
-def queue() -> Iterator[str]:
-    """A queue of our own on the shared broker, deleted afterwards."""
-    name = f"recap-amqp-{uuid.uuid4().hex[:8]}"
-    yield name
-    from kombu import Connection
-
-    with Connection(AMQP_URL, connect_timeout=5) as conn:
-        conn.default_channel.queue_delete(name)
-        conn.default_channel.exchange_delete(name)
+def _rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", "-q", *args], check=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture
-def amqp_worker(queue: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def amqp_url() -> Iterator[str]:
+    """A virtual host of our own on the shared broker, deleted afterwards."""
+    if shutil.which("rabbitmqctl") is None:
+        pytest.skip("rabbitmqctl is not installed: cannot create a virtual host")
+    vhost = f"recap-test-{uuid.uuid4().hex[:8]}"
+    _rabbitmqctl("add_vhost", vhost)
+    try:
+        _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        yield f"{AMQP_SERVER}/{vhost}"
+    finally:
+        _rabbitmqctl("delete_vhost", vhost)
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"recap-amqp-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def amqp_worker(queue: str, amqp_url: str,
+                tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`celery worker` in a subprocess on RabbitMQ; stopped with SIGTERM (warm)."""
-    env = {**os.environ, **LOW_THRESHOLDS, "CELERY_BROKER_URL": AMQP_URL,
+    env = {**os.environ, **LOW_THRESHOLDS, "CELERY_BROKER_URL": amqp_url,
            "RECAP_QUEUE": queue}
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
@@ -88,20 +104,24 @@ def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_summarize_and_follow_up_over_rabbitmq(
-        queue: str, amqp_worker: subprocess.Popen[bytes]) -> None:
+        queue: str, amqp_url: str, amqp_worker: subprocess.Popen[bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     sid = f"amqp-{uuid.uuid4().hex[:8]}"
     # 20 messages: the first job folds 5 (15 left, still > 10), queues its
     # follow-up through RabbitMQ from inside the worker, which folds 5 more.
     ids = seed(sid, 20)
 
-    # An enqueuer configured like the chat app's: its own Celery app on amqp.
-    # The connection is explicit because Celery lets a CELERY_BROKER_URL in the
-    # environment (this process's points at Redis) override conf.broker_url.
-    settings = load_settings(celery_broker_url=AMQP_URL, queue=queue)
+    # An enqueuer configured like the chat app's: its own Celery app on amqp, in
+    # an environment that says amqp too. Celery lets CELERY_BROKER_URL override
+    # conf.broker_url, and this process's points at Redis: left so, the event
+    # dispatcher would take Redis's transport type and declare `celeryev` as a
+    # fanout exchange on RabbitMQ, which the worker's (topic) then refuses.
+    monkeypatch.setenv("CELERY_BROKER_URL", amqp_url)
+    settings = load_settings(celery_broker_url=amqp_url, queue=queue)
     publisher = Celery("recap-amqp-test")
     publisher.conf.update(celery_config(settings))
     try:
-        with publisher.connection_for_write(AMQP_URL) as conn:
+        with publisher.connection_for_write(amqp_url) as conn:
             publisher.send_task("worker.tasks.summarize_session", [sid], queue=queue,
                                 connection=conn)
     finally:

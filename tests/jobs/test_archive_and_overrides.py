@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from models import ArchivedMessage, SummaryRun
 from tests.fake_anthropic import FakeAnthropic, ok
-from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row
 from worker.api.ingest import after_reply
 from worker.api.sessions import configure_session
 from worker.checks import check_invariants
@@ -16,20 +16,15 @@ from worker.core.prompt import validate_template
 from worker.db import transaction
 from worker.errors import InvalidInput
 from worker.jobs.archive import resummarize
+from worker.jobs.resources import get_resources
 from worker.llm.templates import shipped_template
 from worker.settings import get_settings
-from worker.tasks import summarize_session
-
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
 
 def run(sid: str, n: int = 1) -> None:
-    summarize_session.delay(sid)
-    wait_for(lambda: sum(s in ("applied", "dead", "skipped") for s in statuses(sid)) >= n,
-             what=f"{n} final runs")
+    run_and_wait(sid, n=n)
 
 
 def archived(sid: str) -> list[ArchivedMessage]:
@@ -80,7 +75,7 @@ def test_resummarize_refuses_an_incomplete_archive(fake_api: FakeAnthropic,
     seed("noarch", 12)
     run("noarch")  # archive mode off: the condensed rows are gone
     with pytest.raises(InvalidInput, match="0 archived of 5 condensed"):
-        resummarize("noarch", settings=get_settings())
+        resummarize("noarch", res=get_resources())
 
 
 def test_session_override_beats_global_settings(fake_api: FakeAnthropic,

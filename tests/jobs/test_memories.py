@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import message_ids, runs, seed, statuses, wait_for
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, statuses
 from worker.api.ingest import add_message
 from worker.api.sessions import memories
 from worker.checks import check_invariants
@@ -15,17 +15,15 @@ from worker.cli import main as recap
 from worker.core.memories import parse_facts
 from worker.db import transaction
 from worker.errors import InvalidExtraction
-from worker.tasks import summarize_session
 
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4, "RECAP_EXTRACT_MEMORIES": "true"}
+EXTRACTING = {**LOW, "RECAP_EXTRACT_MEMORIES": "true"}
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
 
 @pytest.fixture(autouse=True)
 def extraction_on(settings_env) -> None:  # type: ignore[no-untyped-def]
-    settings_env(**LOW)
+    settings_env(**EXTRACTING)
 
 
 def facts_json(*facts: tuple[str, str, object]) -> str:
@@ -33,8 +31,7 @@ def facts_json(*facts: tuple[str, str, object]) -> str:
 
 
 def run(sid: str) -> None:
-    summarize_session.delay(sid)
-    wait_for(lambda: any(s in ("applied", "dead") for s in statuses(sid)), what="final run")
+    run_and_wait(sid, final={"applied", "dead"})
 
 
 def invariants(sid: str, ids: list[int]) -> None:
@@ -116,15 +113,14 @@ def test_duplicates_across_jobs_are_stored_once(fake_api: FakeAnthropic) -> None
     run("dedupe")
     ids += seed("dedupe", 5)
     fake_api.script(ok("S2."), ok(same))
-    summarize_session.delay("dedupe")
-    wait_for(lambda: statuses("dedupe").count("applied") == 2, what="second apply")
+    run_and_wait("dedupe", n=2, final={"applied"})
     assert [m["fact"] for m in memories("dedupe")] == ["The user is called Ana."]
     invariants("dedupe", ids)
 
 
 def test_disabled_extraction_never_blocks_the_summary(fake_api: FakeAnthropic,
                                                       settings_env) -> None:  # type: ignore[no-untyped-def]
-    settings_env(**{**LOW, "RECAP_EXTRACT_MEMORIES": "false"})
+    settings_env(**LOW, RECAP_EXTRACT_MEMORIES="false")
     ids = seed("off", 12)
     run("off")
     assert statuses("off") == ["applied"] and len(fake_api.requests) == 1

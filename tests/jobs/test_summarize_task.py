@@ -21,9 +21,16 @@ from tests.helpers import (
 )
 from tests.helpers import assert_invariants as check_all
 from worker.api.ingest import add_message
-from worker.tasks import summarize_session
+from worker.celery_app import app
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+LEASE_HELD = "lease held by another job"
+
+
+def queue(sid: str) -> None:
+    """Publish one summarize job by name (nothing imports worker.tasks)."""
+    app.send_task("worker.tasks.summarize_session", (sid,))
 
 
 @pytest.fixture(autouse=True)
@@ -90,23 +97,30 @@ def test_failure_changes_nothing(fake_api: FakeAnthropic) -> None:
 
 def test_message_written_during_the_call_survives(fake_api: FakeAnthropic) -> None:
     ids = seed("during", 12)
-    fake_api.delay = 1.0
-    summarize_session.delay("during")
-    assert fake_api.calls_started.wait(15)
+    gate = fake_api.hold()
+    queue("during")
+    gate.wait_entered()  # the job holds the lease and its call is in flight
     late = add_message("during", "user", "A message written while Claude was thinking.")
+    gate.release()
     wait_for(lambda: "applied" in statuses("during"), what="apply")
-    assert late in message_ids("during")
+    assert statuses("during") == ["applied"]
     assert message_ids("during") == ids[5:] + [late]
+    row = session_row("during")
+    assert row is not None and row.message_count == 8 and row.summarized_message_count == 5
     assert_invariants({"during": [*ids, late]})
 
 
 def test_two_concurrent_tasks_apply_once(fake_api: FakeAnthropic) -> None:
     ids = seed("twice", 12)
-    fake_api.delay = 0.5
-    summarize_session.delay("twice")
-    summarize_session.delay("twice")
-    wait_for(lambda: len(statuses("twice")) >= 2, what="two runs")
-    assert sorted(statuses("twice")) == ["applied", "skipped"]
+    gate = fake_api.hold()
+    queue("twice")
+    gate.wait_entered()  # the first job holds the lease during its call
+    queue("twice")
+    wait_for(lambda: "skipped" in statuses("twice"), what="the second job's run")
+    assert [(r.status, r.reason) for r in runs("twice")] == [("skipped", LEASE_HELD)]
+    gate.release()
+    wait_for(lambda: "applied" in statuses("twice"), what="the first job's apply")
+    assert statuses("twice") == ["skipped", "applied"]
     assert len(fake_api.requests) == 1
     assert message_ids("twice") == ids[5:]
     assert_invariants({"twice": ids})
@@ -166,20 +180,25 @@ def test_giant_message_is_chunked(fake_api: FakeAnthropic, settings_env) -> None
 
 def test_unknown_session_is_skipped_with_reason() -> None:
     run_and_wait("nobody")
-    run = runs("nobody")[0]
-    assert run.status == "skipped" and "not found" in (run.reason or "")
+    [run] = runs("nobody")
+    assert (run.status, run.reason) == ("skipped", "session 'nobody' not found")
 
 
 def test_duplicate_deliveries_are_harmless(fake_api: FakeAnthropic) -> None:
     ids = seed("dup", 12)
-    fake_api.delay = 0.3
-    threads = [threading.Thread(target=summarize_session.delay, args=("dup",))
-               for _ in range(10)]
+    gate = fake_api.hold()
+    threads = [threading.Thread(target=queue, args=("dup",)) for _ in range(10)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    wait_for(lambda: len(statuses("dup")) >= 10, what="ten runs")
-    assert statuses("dup").count("applied") == 1
+    gate.wait_entered()
+    # The first delivery holds the lease until released: the nine others skip meanwhile.
+    wait_for(lambda: statuses("dup").count("skipped") == 9, what="nine skipped runs")
+    assert {r.reason for r in runs("dup")} == {LEASE_HELD}
+    gate.release()
+    wait_for(lambda: "applied" in statuses("dup"), what="the apply")
+    assert statuses("dup").count("applied") == 1 and len(statuses("dup")) == 10
+    assert len(fake_api.requests) == 1
     assert message_ids("dup") == ids[5:]
     assert_invariants({"dup": ids})

@@ -8,14 +8,11 @@ import pytest
 from sqlalchemy import update
 
 from models import ChatSession
-from tests.helpers import seed, session_row, statuses, wait_for
+from tests.helpers import LOW, seed, session_row, statuses, wait_for
 from worker.celery_app import celery_config
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import due_query, sweep
 from worker.settings import get_settings
-
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
 
 
 @pytest.fixture(autouse=True)

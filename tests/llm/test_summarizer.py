@@ -5,14 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from worker.prompt import (
-    Turn,
-    chunk_turns,
-    default_template,
-    load_template,
-    render,
-    validate_template,
-)
 
 from tests.env import API_KEY
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
@@ -23,12 +15,19 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
+from worker.core.prompt import Turn, chunk_turns, render, validate_template
+from worker.jobs.resources import build_resources
+from worker.llm.client import Usage
+from worker.llm.summarizer import ClaudeSummarizer
+from worker.llm.templates import default_template, load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import load_settings
 
 
-def claude(**overrides: object):  # type: ignore[no-untyped-def]
-    return build_summarizer(load_settings(**overrides))
+def claude(**overrides: object) -> ClaudeSummarizer:
+    summarizer = build_resources(load_settings(**overrides)).summarizer
+    assert isinstance(summarizer, ClaudeSummarizer)
+    return summarizer
 
 
 TURNS = [Turn(1, "user", "I need to move the launch to March 14th, budget $2,400."),

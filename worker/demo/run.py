@@ -1,15 +1,16 @@
 """``recap demo``: the real pipeline on the embedded default, with no services at all.
 
 Alembic creates (or upgrades) a SQLite database, a real Celery worker (threads
-pool) runs inside this process, and a scripted 80-message conversation
-(:mod:`worker.demo_conversation`) goes through ``worker.ingest.add_message`` and
-``after_reply`` exactly as a chat app would call them. The demo waits for the
+pool) runs inside this process, and the scripted conversation
+(``worker/demo/conversation.json``) goes through ``worker.api.ingest.add_message``
+and ``after_reply`` exactly as a chat app would call them. The demo waits for the
 worker after each queued job (as a chat's pace would allow), then prints the
 rolling summary, what was condensed (``summary_runs``) and the context
-``worker.context.build_context`` assembles. The default thresholds are used
-(RECAP_* variables still apply); the conversation is long enough (~30k tokens)
-for the capacity rule to fire. Without ANTHROPIC_API_KEY every printed line is
-labelled as coming from the offline summarizer; with it, Claude is called.
+``build_context`` assembles (:mod:`worker.demo.report`). The default thresholds
+are used (RECAP_* variables still apply); 80 messages (~30k tokens) are enough
+for the capacity rule to fire. Without ANTHROPIC_API_KEY the demo chooses the
+offline summarizer for itself (RECAP_SUMMARIZER=offline) and labels every
+printed line as coming from it; with a key, Claude is called.
 
 The files are ``recap.sqlite3`` and ``recap-broker.sqlite3`` in a fresh temporary
 directory, or next to ``--db PATH``. DATABASE_URL and CELERY_BROKER_URL from
@@ -37,14 +38,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from worker.errors import ConfigError
+from worker.demo.report import OFFLINE_LABEL, Out, describe_run, first_line, print_report
+from worker.demo.report import session_state as _state
+from worker.errors import ConfigError, WorkerTimeout
 
 if TYPE_CHECKING:
     from worker.settings import Settings
@@ -52,24 +54,8 @@ if TYPE_CHECKING:
 DEFAULT_MESSAGES = 80
 DATA_FILE = "recap.sqlite3"  # the file names of the settings defaults, so
 BROKER_FILE = "recap-broker.sqlite3"  # `celery -A worker worker` run there shares them
-OFFLINE_LABEL = "[offline summarizer: not Claude] "
 WAIT_S = 60.0  # per job; the offline summarizer takes milliseconds
-SYSTEM_PROMPT = "You are the Larkspur Analytics SRE assistant."
 POLL_S = 0.1
-
-
-class Out:
-    """Report lines on stdout, live progress on stderr, each labelled when offline."""
-
-    def __init__(self, label: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        self.label, self.out, self.err = label, out, err
-
-    def line(self, text: str = "") -> None:
-        for part in text.splitlines() or [""]:
-            print(self.label + part, file=self.out, flush=True)
-
-    def progress(self, text: str) -> None:
-        print(self.label + text, file=self.err, flush=True)
 
 
 def file_paths(db: str | None) -> tuple[Path, Path]:
@@ -136,29 +122,6 @@ def use_files(data: Path, broker: Path) -> Settings:
     return settings
 
 
-def _state(session_id: str) -> tuple[bool, list[Any]]:
-    """(idle: no job queued or running, the session's summary_runs rows)."""
-    from sqlalchemy import select
-
-    from models import ChatSession, SummaryRun
-    from worker.db import transaction
-
-    with transaction() as s:
-        row = s.get(ChatSession, session_id)
-        runs = list(s.scalars(select(SummaryRun).where(SummaryRun.session_id == session_id)
-                              .order_by(SummaryRun.id)))
-    return row is None or (row.enqueued_at is None and row.lease_token is None), runs
-
-
-def describe_run(run: Any) -> str:
-    if run.status != "applied":
-        return f"run {run.id}: {run.status}: {run.reason}" + (f" ({run.error})" if run.error
-                                                              else "")
-    return (f"run {run.id}: applied: condensed {run.messages_condensed} messages (ids "
-            f"{run.first_message_id}-{run.last_message_id}) into a {run.summary_tokens}-token "
-            f"summary with {run.model} in {run.latency_ms} ms; {run.reason}")
-
-
 class Feeder:
     """Feeds the conversation like a chat app and reports the worker's runs as they land."""
 
@@ -176,7 +139,8 @@ class Feeder:
             if idle:
                 return runs
             if time.monotonic() > deadline:
-                raise ConfigError(f"the in-process worker did not finish a job within {WAIT_S}s")
+                raise WorkerTimeout(f"the in-process worker did not finish a job within "
+                                    f"{WAIT_S}s")
             time.sleep(0.05)
 
     def feed(self, messages: list[tuple[str, str]]) -> None:
@@ -184,7 +148,7 @@ class Feeder:
 
         for i, (role, content) in enumerate(messages, start=1):
             message_id = add_message(self.session_id, role, content)
-            self.excerpts[message_id] = f"{role}: {_first_line(content, 70)}"
+            self.excerpts[message_id] = f"{role}: {first_line(content, 70)}"
             last = i == len(messages)
             # The hook runs after each assistant reply, as in a chat app.
             if (role == "assistant" or last) and after_reply(self.session_id):
@@ -194,52 +158,6 @@ class Feeder:
             elif i % 10 == 0 or last:
                 self.out.progress(f"fed {i}/{len(messages)} messages")
         self.wait_idle()
-
-
-def _first_line(text: str, width: int) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first[:width] + ("..." if len(first) > width else "")
-
-
-def print_report(session_id: str, out: Out, excerpts: dict[int, str]) -> bool:
-    """The summary, the runs and the assembled context; True if a summary was applied."""
-    from models import ChatSession
-    from worker.api.context import build_context
-    from worker.db import transaction
-
-    with transaction() as s:
-        row = s.get(ChatSession, session_id)
-    assert row is not None, "the demo session was created by add_message"
-    _, runs = _state(session_id)
-    applied = [r for r in runs if r.status == "applied"]
-    out.line()
-    out.line(f"== rolling summary: version {row.summary_version}, {row.summary_tokens} tokens, "
-             f"{row.summarized_message_count} messages condensed ==")
-    out.line(row.rolling_summary or "(none yet: the conversation stayed below the thresholds)")
-    out.line()
-    out.line(f"== what was condensed: {len(applied)} of {len(runs)} summary_runs applied ==")
-    for run in runs:
-        if run.status == "skipped":
-            continue
-        out.line(describe_run(run))
-        if run.status == "applied":
-            ids = [i for i in excerpts if run.first_message_id <= i <= run.last_message_id]
-            shown = [f"    {i}  {excerpts[i]}" for i in ids]
-            for text in (shown[:2] + ["    ..."] + shown[-2:]) if len(ids) > 4 else shown:
-                out.line(text)
-    skipped = [r for r in runs if r.status == "skipped"]
-    if skipped:
-        out.line(f"{len(skipped)} runs skipped: the hook's counter check queued a job and the "
-                 f"plan declined it (last: {skipped[-1].reason})")
-    ctx = build_context(session_id, system_prompt=SYSTEM_PROMPT)
-    out.line()
-    out.line(f"== context for the next Claude call: {ctx['tokens']} tokens of the "
-             f"{ctx['budget']}-token budget (summary + {row.message_count} active messages) ==")
-    out.line("system: " + ctx["system"])
-    out.line(f"messages: {len(ctx['messages'])} turns, the first line of each:")
-    for m in ctx["messages"]:
-        out.line(f"  {m['role']:>9}: {_first_line(m['content'], 90)}")
-    return bool(applied)
 
 
 def main(args: argparse.Namespace | None = None) -> int:
@@ -297,10 +215,3 @@ def build_parser() -> argparse.ArgumentParser:
                         help="SQLite database file (default: a new temporary directory)")
     return parser
 
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except ConfigError as exc:
-        print(f"recap demo: error: {exc}", file=sys.stderr)
-        sys.exit(1)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -68,22 +70,31 @@ def retry_after(headers: Any, *, now: float | None = None) -> float | None:
         return None
     value = headers.get("retry-after-ms")
     if value:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds / 1000
     value = headers.get("retry-after")
     if not value:
         return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value).timestamp()
+        when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, when - (time.time() if now is None else now))
+    if when.tzinfo is None:  # "-0000": an HTTP date is always GMT, never local time
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _seconds(value: str) -> float | None:
+    """A non-negative finite number of seconds, or None ("inf", "nan", a date...)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 _SPEND_LIMIT = re.compile(r"credit balance|spend(ing)? limit|billing|quota exceeded", re.I)
