@@ -18,9 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench import env as benv
 
 NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory")

@@ -38,14 +38,14 @@ def plot(series: list[tuple[str, list[int]]], budget: int, trigger: int) -> None
 def run(quick: bool = False) -> str:
     from bench.convo import conversation_run
     from bench.peers import BUDGET, PEERS, TRIGGER
+    from bench.seed import demo_script
     from bench.tokens import messages_for
-    from worker.demo.conversation import conversation
     from worker.settings import get_settings
 
     env = benv.setup()
     n = messages_for(quick)
     recap = conversation_run(n)
-    script = list(conversation(n))
+    script = demo_script(n)
     series = [("Recap", recap.context)]
     errors = []
     latency, env.fake.delay = env.fake.delay, 0.0

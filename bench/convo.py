@@ -56,12 +56,12 @@ def conversation_run(n: int) -> ConvoRun:
         return _CACHE[n]
     from sqlalchemy import select
 
+    from bench.seed import demo_script
     from bench.workers import count_runs, subprocess_worker, wait_idle
     from models import SummaryRun
     from worker.api.context import build_context
     from worker.api.ingest import add_message, after_reply
     from worker.db import transaction
-    from worker.demo.conversation import conversation
     from worker.llm.tokens import count_tokens
 
     env = benv.setup()
@@ -76,7 +76,7 @@ def conversation_run(n: int) -> ConvoRun:
         sampler = threading.Thread(target=_rss_sampler, args=(proc.pid, run, stop), daemon=True)
         sampler.start()
         applied = 0
-        for i, (role, content) in enumerate(conversation(n)):
+        for i, (role, content) in enumerate(demo_script(n)):
             run.token_of[add_message(SESSION, role, content)] = count_tokens(content)
             if role == "user":
                 run.context.append(build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT)

@@ -1,10 +1,13 @@
 """The benchmark environment: a private PostgreSQL database, a Redis db and queue,
 and the local Claude stand-in.
 
-Settings and the Celery app read the environment at import, so :func:`setup`
-sets every variable before anything imports ``worker``; bench modules import
-``worker`` inside their functions for that reason. One environment serves a whole
-``python -m bench`` run; :func:`teardown` drops the database and the queue.
+Settings are read from the environment once per process (cached) and the Celery
+app is configured from them on first use, so :func:`setup` sets every variable
+before anything uses ``worker``, and :func:`configure` resets the process state
+after a change. Run from the repository root (``python -m bench``; ``recap bench``
+does that too), so ``tests.fake_anthropic`` imports as it is. One environment
+serves a whole ``python -m bench`` run; :func:`teardown` drops the database and
+the queue.
 """
 
 from __future__ import annotations
@@ -17,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `python bench/hook.py` puts bench/ first, not the repo
-    sys.path.insert(0, str(ROOT))
 
 PG_ADMIN = os.environ.get("RECAP_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("RECAP_BENCH_REDIS", "redis://127.0.0.1:6379/13")
@@ -122,14 +123,12 @@ def teardown() -> None:
 def configure(**values: object) -> None:
     """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
     from worker.jobs.resources import reset_process_state
-    from worker.settings import get_settings
 
     for key, value in values.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = str(value)
-    get_settings.cache_clear()
     reset_process_state()
 
 

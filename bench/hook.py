@@ -1,7 +1,7 @@
 """Benchmark 1: the chat app's reply path cost of Recap (issue 3).
 
 - p50/p99 of ``add_message`` and ``after_reply`` on PostgreSQL over steady
-  conversations (``worker.demo_conversation``), with a real in-process Celery
+  conversations (the demo's, ``worker/demo/conversation.json``), with a real in-process Celery
   worker and the stand-in, so jobs run and coalescing is what production sees;
 - the hook's own decision (``policy.might_trigger`` on counters), target < 50 us;
 - where ``add_message``'s time goes (tokenizing, each SQL statement, commit);
@@ -12,7 +12,7 @@ every ``pace`` seconds, all sessions interleaved. A pace longer than the
 stand-in's latency models a human chat (a job finishes before the next reply),
 the worst case for coalescing.
 
-Run alone: ``python bench/hook.py [--quick]`` or ``python -m bench.hook``.
+Run alone, from the repository root: ``python -m bench.hook [--quick]``.
 """
 
 from __future__ import annotations
@@ -25,30 +25,21 @@ import timeit
 from collections import defaultdict
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench import env as benv
 from bench.stats import ms, percentile, report, table
 
 
 def decision_time(n: int = 200_000) -> tuple[float, float]:
     """Seconds per call: might_trigger alone, and with building Thresholds from settings."""
-    from worker.service import thresholds
-
     from worker.core import policy
     from worker.settings import get_settings
 
-    settings = get_settings()
-    t = thresholds(settings)
+    t = get_settings().thresholds()
     alone = timeit.timeit(lambda: policy.might_trigger(
         message_count=57, active_tokens=24_000, summary_tokens=700, t=t), number=n) / n
     full = timeit.timeit(lambda: policy.might_trigger(
         message_count=57, active_tokens=24_000, summary_tokens=700,
-        t=thresholds(get_settings())), number=n) / n
+        t=get_settings().thresholds()), number=n) / n
     return alone, full
 
 
@@ -116,13 +107,13 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
     """
     from celery.signals import after_task_publish
 
+    from bench.seed import demo_script
     from bench.workers import count_runs, inprocess_worker, wait_idle
     from worker.api.ingest import add_message, after_reply
     from worker.db import get_engine, session_factory
-    from worker.demo.conversation import conversation
     from worker.llm.tokens import count_tokens
 
-    script = list(conversation(2 * replies))
+    script = demo_script(2 * replies)
     published: list[str] = []
 
     def on_publish(sender: Any = None, **_: Any) -> None:
@@ -210,7 +201,8 @@ def run(quick: bool = False) -> str:
     out.append(report("hook: decision time (policy.might_trigger on counters; target < 50 us)",
                       table(["what", "us per call"],
                             [["might_trigger", f"{alone * 1e6:.2f}"],
-                             ["thresholds(get_settings()) + might_trigger", f"{full * 1e6:.2f}"]])))
+                             ["get_settings().thresholds() + might_trigger",
+                              f"{full * 1e6:.2f}"]])))
     out.append(report("hook: where add_message's time goes (phase alone, mean per call)",
                       table(["part", "ms", "share"], _breakdown(idle))))
     d = busy

@@ -21,7 +21,8 @@ class StubSummarizer:
 
     model = "bench-stub"
 
-    def summarize(self, previous: str | None, turns: Sequence[Any]) -> Any:
+    def summarize(self, previous: str | None, turns: Sequence[Any], *,
+                  usage: Any = None) -> Any:
         from worker.llm.summarizer import SummaryResult
 
         text = (previous or "") + "\n" + " ".join(t.content.split()[0] for t in turns)
@@ -32,23 +33,24 @@ class StubSummarizer:
 
 def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
     """Run one job per session; seconds per phase."""
-    from worker import service
+    from worker.jobs.claim import Claim, claim_session
+    from worker.jobs.outcome import Job
+    from worker.jobs.summarize import apply_summary
     from worker.settings import get_settings
 
     settings = get_settings()
     stub = StubSummarizer()
     times: dict[str, list[float]] = {"claim": [], "llm (stub)": [], "apply": [], "total": []}
     for sid in session_ids:
-        job = service.Job(task_id=f"bench-{sid}")
+        job = Job(task_id=f"bench-{sid}")
         t0 = time.perf_counter()
-        claim = service.claim_session(sid, job=job, settings=settings)
+        claim = claim_session(sid, job=job, settings=settings)
         t1 = time.perf_counter()
-        if not isinstance(claim, service.Claim):
+        if not isinstance(claim, Claim):
             raise RuntimeError(f"session {sid} did not need a job: {claim.reason}")
         result = stub.summarize(claim.previous_summary, claim.turns)
         t2 = time.perf_counter()
-        outcome = service.apply_summary(claim, result, job=job, settings=settings,
-                                        latency_ms=0)
+        outcome = apply_summary(claim, result, job=job, latency_ms=0)
         t3 = time.perf_counter()
         if outcome.status != "applied" or outcome.more_work:
             raise RuntimeError(f"unexpected outcome for {sid}: {outcome.as_dict()}")

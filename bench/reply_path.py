@@ -19,16 +19,16 @@ from bench.stats import ms, percentile, report, table
 
 def recap_waits(n: int) -> tuple[list[float], list[float]]:
     """(per reply: 2 x add_message + after_reply, per reply: after_reply alone)."""
+    from bench.seed import demo_script
     from bench.workers import subprocess_worker, wait_idle
     from worker.api.ingest import add_message, after_reply
-    from worker.demo.conversation import conversation
 
     benv.reset_state()
     full: list[float] = []
     hook: list[float] = []
     with subprocess_worker(4):
         started = 0.0
-        for role, content in conversation(n):
+        for role, content in demo_script(n):
             if role == "user":
                 started = time.perf_counter()
             add_message("reply-path", role, content)
@@ -44,7 +44,7 @@ def recap_waits(n: int) -> tuple[list[float], list[float]]:
 
 def run(quick: bool = False) -> str:
     from bench.peers import AS_DOCUMENTED, PEERS
-    from worker.demo.conversation import conversation
+    from bench.seed import demo_script
 
     env = benv.setup()
     n = 160 if quick else 500
@@ -54,7 +54,7 @@ def run(quick: bool = False) -> str:
                     ("Recap: after_reply (the hook) alone", hook)):
         rows.append([name, len(v), ms(percentile(v, 50)), ms(percentile(v, 99)), ms(max(v)),
                      0, ""])
-    script = list(conversation(n))
+    script = demo_script(n)
     errors = []
     for peer in (*PEERS, AS_DOCUMENTED):
         env.fake.reset()

@@ -1,4 +1,4 @@
-"""Bulk-loading sessions and messages with COPY, counters kept exact.
+"""The benchmarks' messages: the demo's scripted conversation, and bulk loading with COPY.
 
 ``add_message`` costs a few milliseconds per row; a million rows need COPY.
 Counters (message_count, active_tokens) are set from what was loaded, exactly
@@ -7,7 +7,23 @@ as ``add_message`` would have left them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+
+from bench.env import ROOT
+
+CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+
+
+def demo_script(n: int) -> list[tuple[str, str]]:
+    """The first ``n`` ``(role, content)`` messages of the demo's scripted conversation.
+
+    Read from the data file (1,000 messages), not through package code.
+    """
+    messages = json.loads(CONVERSATION.read_text(encoding="utf-8"))
+    if not 0 <= n <= len(messages):
+        raise ValueError(f"{CONVERSATION} holds {len(messages)} messages; asked for {n}")
+    return [(m["role"], m["content"]) for m in messages[:n]]
 
 
 def filler(i: int, words: int) -> str:

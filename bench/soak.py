@@ -7,8 +7,9 @@ checked. Usage: ``python -m bench.soak --quick``. Needs PostgreSQL and Redis.
 
 ``run_soak`` is the core: it uses whatever database and broker this process is
 configured with (settings are read from the environment), so ``main`` sets the
-environment *before* importing ``worker``. The process helpers here
-(``WorkerProcess``, ``publishing_to``) are shared with tests/reliability.
+environment before it configures ``worker``. The worker subprocesses and the
+broker helpers are tests/reliability/procs.py's (run from the repository root,
+where ``tests`` is importable).
 """
 
 from __future__ import annotations
@@ -17,23 +18,16 @@ import argparse
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # tests.fake_anthropic lives in the checkout
-
-from tests.fake_anthropic import FakeAnthropic, Reply, error  # noqa: E402
+from tests.fake_anthropic import FakeAnthropic, Reply, error
+from tests.reliability.procs import ROOT, WorkerProcess, broker_backlog, publishing_to
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the
@@ -48,112 +42,6 @@ SOAK_SETTINGS = {
 }
 WORDS = ("budget invoice deploy kubernetes postgres latency refund airport hotel Lisbon "
          "March timeout retry customer schema migration release Friday Alice Bob").split()
-
-
-class WorkerProcess:
-    """One ``celery -A worker worker`` subprocess in its own process group, logging to a file."""
-
-    def __init__(self, label: str, *, queue: str, env: Mapping[str, str], log_dir: Path,
-                 pool: str = "threads", concurrency: int = 2) -> None:
-        self.label, self.queue, self.env, self.log_dir = label, queue, dict(env), log_dir
-        self.pool, self.concurrency = pool, concurrency
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-        self.log_path = log_dir / f"{label}.log"
-
-    def start(self, *, wait: bool = True, timeout: float = 60.0) -> WorkerProcess:
-        self.starts += 1
-        self.log_path = self.log_dir / f"{self.label}-{self.starts}.log"
-        name = f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}@%h"
-        cmd = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
-               "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",
-               "-n", name, "--without-heartbeat", "--without-gossip", "--without-mingle"]
-        with open(self.log_path, "wb") as log:
-            # A new session: the whole tree (prefork children too) is one group to kill.
-            self.proc = subprocess.Popen(cmd, env={**self.env, "RECAP_QUEUE": self.queue},
-                                         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                         start_new_session=True)
-        if wait:
-            self.wait_ready(timeout)
-        return self
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        """Block until the worker logs 'ready.'; raise with its log if it dies first."""
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while " ready." not in self.log_path.read_text(errors="replace"):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker {self.label} exited with {self.proc.returncode} "
-                                   f"before it was ready:\n{self.tail()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"worker {self.label} not ready after {timeout}s:\n"
-                                   f"{self.tail()}")
-            time.sleep(0.1)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def children(self) -> list[int]:
-        """Pids of the pool processes (prefork); empty for the threads pool."""
-        assert self.proc is not None
-        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
-        return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group (a crashed box), and reap it."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # already gone, children included
-        self.proc.wait()
-
-    def terminate(self, timeout: float = 60.0) -> int:
-        """SIGTERM the main process (Celery's warm shutdown) and wait for it to exit."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
-    def close(self) -> None:
-        self.kill()  # also reaps orphans of a main process that exited first
-
-    def tail(self, lines: int = 60) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-@contextmanager
-def publishing_to(queue: str) -> Iterator[None]:
-    """Route this process's summarize jobs (hook, sweeper, follow-ups) to ``queue``."""
-    from worker import app
-
-    before = (app.conf.task_routes, app.conf.task_default_queue)
-    # conf.update refreshes the cached router (celery.app.amqp._handle_conf_update).
-    app.conf.update(task_routes={"worker.tasks.*": {"queue": queue}}, task_default_queue=queue)
-    try:
-        yield
-    finally:
-        app.conf.update(task_routes=before[0], task_default_queue=before[1])
-
-
-def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -> int:
-    """Messages of ``queue`` waiting (and, with ``unacked``, delivered but unacked).
-
-    With ``restore``, first requeue unacked messages older than the visibility
-    timeout, as every starting consumer does (kombu's periodic scan is slower).
-    """
-    from worker import app
-
-    with app.connection_for_write() as conn:
-        channel = conn.default_channel
-        if restore:
-            channel.qos.restore_visible(num=1000, interval=1)
-        client = channel.client
-        held = sum(1 for raw in client.hvals(channel.unacked_key)
-                   if json.loads(raw)[2] == queue) if unacked else 0
-        return int(client.llen(queue)) + held
 
 
 class ChaosFake(FakeAnthropic):
@@ -303,6 +191,8 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
         produced.set()
 
     def kill() -> None:
+        if cfg.kill_every <= 0:
+            return  # --kill-every 0: faults only, no crashes
         while not (produced.wait(cfg.kill_every) and result.worker_kills >= cfg.min_kills):
             if cfg.max_kills is not None and result.worker_kills >= cfg.max_kills:
                 return
@@ -381,7 +271,8 @@ def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
     p.add_argument("--pool", choices=("threads", "prefork"), default=d.pool)
     p.add_argument("--fail-rate", type=float, default=d.fail_rate, help="transient faults")
     p.add_argument("--permanent-rate", type=float, default=d.permanent_rate)
-    p.add_argument("--kill-every", type=float, default=d.kill_every, metavar="SECONDS")
+    p.add_argument("--kill-every", type=float, default=d.kill_every, metavar="SECONDS",
+                   help="SIGKILL a random worker this often (0: never)")
     p.add_argument("--api-latency", type=float, default=d.api_latency, metavar="SECONDS")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--quick", action="store_true", help="20 sessions x 60 messages")
@@ -396,6 +287,8 @@ def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
     for name in ("sessions", "messages", "workers", "concurrency"):
         if getattr(a, name) < 1:
             p.error(f"--{name} must be at least 1")
+    if a.kill_every < 0 or a.api_latency < 0:
+        p.error("--kill-every and --api-latency must be >= 0")
     if not (0 <= a.fail_rate + a.permanent_rate <= 1) or a.fail_rate < 0 or a.permanent_rate < 0:
         p.error("--fail-rate and --permanent-rate must be >= 0 and add up to at most 1")
     return SoakConfig(sessions=a.sessions, messages=a.messages, workers=a.workers,
@@ -410,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     run = uuid.uuid4().hex[:8]
     url = args.pg_admin.rsplit("/", 1)[0] + f"/recap_soak_{run}"
-    # Before `worker` is imported: its app and settings read the environment once.
+    # Before `worker` is configured: its app and settings read the environment on first use.
     os.environ.update(SOAK_SETTINGS | {
         "RECAP_ENV": "test", "DATABASE_URL": url, "CELERY_BROKER_URL": args.redis,
         "RECAP_QUEUE": f"recap-soak-{run}", "ANTHROPIC_API_KEY": f"sk-ant-soak-{run}"})

@@ -74,10 +74,11 @@ def request_tokens(body: dict[str, Any], count: Any) -> int:
 
 def recap_kind(body: dict[str, Any]) -> str | None:
     """"summary", "memories" or "title" for Recap's own requests (by system prompt); else None."""
-    from worker import memories, prompt, titles
+    from worker.core import prompt, titles
+    from worker.llm import extractor
 
     system = "".join(_texts(body.get("system") or ""))
-    for kind, known in (("summary", prompt.SYSTEM_PROMPT), ("memories", memories.SYSTEM_PROMPT),
+    for kind, known in (("summary", prompt.SYSTEM_PROMPT), ("memories", extractor.SYSTEM_PROMPT),
                         ("title", titles.TITLE_SYSTEM)):
         if system.startswith(known[:40]):
             return kind

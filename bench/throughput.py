@@ -32,13 +32,12 @@ def _pool_settings() -> tuple[int, int]:
 def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None = None,
             processes: int = 1) -> dict[str, Any]:
     """Seed ``jobs`` sessions needing one job each, start a worker, publish, time to done."""
-    from bench.seed import JOB_MESSAGES, bulk_load
+    from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
     from bench.workers import count_runs, subprocess_worker
-    from worker.tasks import summarize_session
+    from worker.celery_app import app
+    from worker.jobs.enqueue import SUMMARIZE_TASK
 
     benv.reset_state()
-    from bench.seed import job_thresholds
-
     # One Claude call per job, as the ideal N / latency assumes: no memory mining
     # (a second call per job) and no title jobs.
     benv.configure(**job_thresholds(), RECAP_EXTRACT_MEMORIES="false",
@@ -53,7 +52,7 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
         cpu0 = _cpu(procs)
         started = time.monotonic()
         for sid in ids:
-            summarize_session.apply_async((sid,), retry=False)
+            app.send_task(SUMMARIZE_TASK, (sid,), retry=False)
         done = 0
         deadline = started + 60 + 3 * jobs * latency / concurrency
         while done < jobs and time.monotonic() < deadline:

@@ -45,9 +45,10 @@ def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any)
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
     from bench.standin import request_tokens
     from worker.core.prompt import Turn
+    from worker.jobs.resources import build_resources
     from worker.settings import get_settings
 
-    summarizer = build_summarizer(get_settings())
+    summarizer = build_resources(get_settings()).summarizer
     turns = [Turn(i, role, content) for i, (role, content) in enumerate(script)]
     fake.reset()
     for index in run.trips:
@@ -80,14 +81,14 @@ def plot(rows: list[tuple[str, int]]) -> None:
 def run(quick: bool = False) -> str:
     from bench.convo import conversation_run
     from bench.peers import PEERS
+    from bench.seed import demo_script
     from bench.standin import recap_kind, request_tokens
-    from worker.demo.conversation import conversation
     from worker.llm.tokens import count_tokens
 
     env = benv.setup()
     n = messages_for(quick)
     recap = conversation_run(n)
-    script = list(conversation(n))
+    script = demo_script(n)
     latency = env.latency
     env.fake.delay = 0.0  # token counts do not depend on latency
     by_kind: dict[str, list[int]] = {}

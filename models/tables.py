@@ -57,6 +57,10 @@ class ChatSession(Base):
     # queue only on context usage. Cleared by every applied summary.
     normal_blocked: Mapped[bool] = mapped_column(Boolean, default=False,
                                                  server_default="false")
+    # The thresholds normal_blocked was computed under (Settings.thresholds_key()):
+    # the flag holds only while they are still the session's thresholds, so a
+    # change of settings or overrides re-opens the normal rule at once.
+    normal_blocked_under: Mapped[str | None] = mapped_column(String(120))
     # The claim: a job owns the session while lease_token is set and unexpired.
     lease_token: Mapped[str | None] = mapped_column(String(36))
     lease_expires_at: Mapped[datetime | None] = mapped_column(Timestamp)

@@ -21,7 +21,7 @@ from tests.env import (
     release_redis_db,
 )
 from tests.fake_anthropic import FakeAnthropic
-from tests.helpers import join_worker
+from tests.helpers import WORKER_RUNNING, join_worker
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -91,4 +91,8 @@ def celery_worker_thread(database: str) -> Iterator[object]:
     with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
                       loglevel="WARNING", shutdown_timeout=30,
                       hostname=f"{TEST_ENV['RECAP_QUEUE']}@localhost") as w:
-        yield w
+        WORKER_RUNNING["in_process"] = True
+        try:
+            yield w
+        finally:
+            WORKER_RUNNING["in_process"] = False

@@ -32,10 +32,10 @@ OWNER_KEY = "recap-test-owner"
 OWNER = f"{RUN_ID}:{os.getpid()}"
 
 
-def _alive(owner: bytes) -> bool:
+def _alive(owner: str) -> bool:
     """Whether the test run that claimed a database (``run:pid``) is still running."""
     try:
-        os.kill(int(owner.rsplit(b":", 1)[1]), 0)
+        os.kill(int(owner.rsplit(":", 1)[1]), 0)
     except (ValueError, IndexError, ProcessLookupError):
         return False
     except PermissionError:
@@ -53,7 +53,8 @@ def claim_redis_db(server: str = REDIS_SERVER) -> int:
         client = redis.Redis.from_url(f"{server}/{db}")
         try:
             owner = client.get(OWNER_KEY)
-            if owner is not None and not _alive(owner):
+            if owner is not None and not _alive(str(owner, "utf-8") if isinstance(owner, bytes)
+                                                else str(owner)):
                 client.flushdb()  # left by a test run that was killed
             if client.dbsize() == 0 and client.set(OWNER_KEY, OWNER, nx=True):
                 return db

@@ -114,15 +114,21 @@ def worker_idle(queue: str) -> bool:
 
 
 def join_worker(queue: str, *, timeout: float = 60.0) -> None:
-    """Wait until every job queued so far has finished (a no-op without a worker)."""
-    from celery.worker import state
-
-    if not state.active_requests and not state.reserved_requests and not _worker_started():
+    """Wait until every job queued so far has finished; with no worker running in
+    this process, drop the jobs still waiting in ``queue`` instead (nobody would
+    run them, and a worker started by a later test must not inherit them)."""
+    if _worker_started():
+        wait_for(lambda: worker_idle(queue), timeout=timeout, what=f"queue {queue} to drain")
         return
-    wait_for(lambda: worker_idle(queue), timeout=timeout, what=f"queue {queue} to drain")
+    from worker.celery_app import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(queue)
+
+
+# Set by conftest's celery_worker_thread fixture while its worker runs.
+WORKER_RUNNING = {"in_process": False}
 
 
 def _worker_started() -> bool:
-    import sys
-
-    return "celery.worker.consumer" in sys.modules
+    return WORKER_RUNNING["in_process"]

@@ -15,6 +15,10 @@ import pytest
 from tests.env import ROOT
 from tests.helpers import wait_for
 from worker import tracing
+from worker.api.ingest import add_message
+from worker.celery_app import app
+from worker.jobs.resources import get_resources
+from worker.jobs.titles import title_session
 
 _EXPORTER: Any = None
 
@@ -154,10 +158,9 @@ def instrumented(spans: Any) -> Iterator[Any]:
 
 def test_publish_and_execution_share_one_trace(instrumented: Any,
                                                celery_worker_thread: object) -> None:
-    from worker.tasks import summarize_session
-
+    # Published by name, as every producer does (nothing imports worker.tasks).
     with tracing.span("chat.reply"):
-        summarize_session.apply_async(("otel-session",), retry=False)
+        app.send_task("worker.tasks.summarize_session", ("otel-session",), retry=False)
 
     def finished(prefix: str) -> list[Any]:
         return [s for s in instrumented.get_finished_spans() if s.name.startswith(prefix)]
@@ -172,14 +175,9 @@ def test_publish_and_execution_share_one_trace(instrumented: Any,
 
 
 def test_title_jobs_are_traced(spans: Any, fake_api: Any) -> None:
-    from worker.titles import title_session
-
-    from worker.api.ingest import add_message
-    from worker.settings import get_settings
-
     add_message("s1", "user", "Why do I get 502s from nginx?")
     add_message("s1", "assistant", "Check proxy_read_timeout.")
-    assert title_session("s1", settings=get_settings()) is not None
+    assert title_session("s1", res=get_resources()) is not None
     (job,) = [s for s in spans.get_finished_spans() if s.name == "recap.title_session"]
     assert job.attributes["session_id"] == "s1"
     # Whatever the call emits (our GenAI span, the SDK's own) nests in the job's trace.

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     Field,
     SecretStr,
+    StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
@@ -39,6 +40,16 @@ def _std(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
+# summary_runs.model is VARCHAR(100): a longer id (a Bedrock or Vertex ARN, say)
+# would fail every apply and every failure record, so it is refused up front.
+MODEL_MAX_CHARS = 100
+# The longest any time setting may be: beyond it, datetime arithmetic overflows
+# (1e12 s) long before the setting means anything.
+MAX_SECONDS = 30 * 24 * 3600
+# Names (queue, model) with their surrounding whitespace removed; blank is refused.
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
 class Tuning(BaseModel):
     """What a deployment (RECAP_* variables) or one session (chat_sessions.overrides)
     may tune. Both are validated by this model, with the same limits."""
@@ -47,10 +58,12 @@ class Tuning(BaseModel):
     trigger_messages: int = Field(30, ge=1)
     trigger_tokens: int = Field(15000, ge=1)
     batch_size: int = Field(20, ge=1, le=10000)
-    keep_recent: int = Field(10, ge=0)
+    # At least 1: the newest message is never condensed, so an assistant turn is
+    # never summarized before the tool results that answer it have arrived.
+    keep_recent: int = Field(10, ge=1)
     max_summary_tokens: int = Field(1024, ge=64, le=16384)
     context_budget_tokens: int = Field(32000, ge=1000)
-    model: str = Field(DEFAULT_MODEL, min_length=1)
+    model: Name = Field(DEFAULT_MODEL, max_length=MODEL_MAX_CHARS)
     prompt: Literal["default", "es"] = "default"
 
     @model_validator(mode="after")
@@ -58,6 +71,11 @@ class Tuning(BaseModel):
         if self.max_summary_tokens >= self.context_budget_tokens:
             raise ValueError("max_summary_tokens (RECAP_MAX_SUMMARY_TOKENS) must be below "
                              "context_budget_tokens (RECAP_CONTEXT_BUDGET_TOKENS)")
+        if self.keep_recent >= self.trigger_messages:
+            raise ValueError(f"keep_recent (RECAP_KEEP_RECENT, {self.keep_recent}) must be below "
+                             f"trigger_messages (RECAP_TRIGGER_MESSAGES, "
+                             f"{self.trigger_messages}): otherwise the hook queues a job on "
+                             "every reply that can only be skipped")
         return self
 
 
@@ -66,7 +84,7 @@ TUNABLE = tuple(Tuning.model_fields)
 
 class Settings(BaseSettings, Tuning):
     model_config = SettingsConfigDict(env_prefix="RECAP_", extra="ignore",
-                                      populate_by_name=True)
+                                      populate_by_name=True, allow_inf_nan=False)
 
     env: Literal["development", "test", "production"] = "development"
 
@@ -91,37 +109,41 @@ class Settings(BaseSettings, Tuning):
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.
-    llm_timeout_s: float = Field(30.0, gt=0, le=600)
+    llm_timeout_s: float = Field(30.0, ge=0.1, le=600)
     # Input tokens one request may carry (batch + previous summary + prompt);
     # bigger batches are summarized in chunks. Below the model's 200k window.
-    llm_max_input_tokens: int = Field(150_000, ge=2000)
+    llm_max_input_tokens: int = Field(150_000, ge=2000, le=1_000_000)
+    # "auto" means Claude, and refuses to start without ANTHROPIC_API_KEY: the
+    # offline extractive stand-in loses most details of what it condenses, and
+    # condensed rows are deleted, so using it must be an explicit choice.
     summarizer: Literal["auto", "claude", "offline"] = "auto"
     allow_offline_summarizer: bool = False
     prompt_file: Path | None = None
 
     # Retries (Celery): exponential backoff with full jitter, capped.
     max_retries: int = Field(5, ge=0, le=50)
-    retry_backoff_s: float = Field(5.0, gt=0)
-    retry_backoff_max_s: float = Field(300.0, gt=0)
+    retry_backoff_s: float = Field(5.0, ge=0.01, le=MAX_SECONDS)
+    retry_backoff_max_s: float = Field(300.0, ge=0.01, le=MAX_SECONDS)
 
     # Time limits and the lease. The lease must outlive the hard time limit, so
     # a live job never loses its lease; the broker's visibility timeout must
     # outlive the time limit plus the longest retry delay, or Redis redelivers
     # a message whose worker is still alive.
-    task_soft_time_limit_s: int = Field(240, ge=5)
-    task_time_limit_s: int = Field(300, ge=6)
-    lease_s: int = Field(360, ge=2)
-    visibility_timeout_s: int = Field(3600, ge=10)
+    task_soft_time_limit_s: int = Field(240, ge=5, le=MAX_SECONDS)
+    task_time_limit_s: int = Field(300, ge=6, le=MAX_SECONDS)
+    lease_s: int = Field(360, ge=2, le=MAX_SECONDS)
+    visibility_timeout_s: int = Field(3600, ge=10, le=MAX_SECONDS)
     # After this many claims that found the previous holder's lease expired
     # (its worker died mid-job), the session is dead-lettered instead of run again.
-    max_lost_leases: int = Field(3, ge=1)
+    max_lost_leases: int = Field(3, ge=1, le=1000)
 
     # Coalescing and the sweeper.
-    queue: str = Field("recap", min_length=1)
-    enqueue_stale_s: int = Field(900, ge=1)
-    sweep_interval_s: float = Field(300.0, gt=0)
-    sweep_batch: int = Field(500, ge=1)
-    dead_cooldown_s: int = Field(3600, ge=0)
+    queue: Name = Field("recap", max_length=200)
+    enqueue_stale_s: int = Field(900, ge=1, le=MAX_SECONDS)
+    # Beat runs the sweep this often: at least a second, at most a day.
+    sweep_interval_s: float = Field(300.0, ge=1, le=86400)
+    sweep_batch: int = Field(500, ge=1, le=100_000)
+    dead_cooldown_s: int = Field(3600, ge=0, le=MAX_SECONDS)
 
 
     @field_validator("anthropic_base_url", "anthropic_api_key", mode="before")
@@ -141,6 +163,15 @@ class Settings(BaseSettings, Tuning):
         if self.visibility_timeout_s <= self.task_time_limit_s + self.retry_backoff_max_s:
             raise ValueError("RECAP_VISIBILITY_TIMEOUT_S must be greater than "
                              "RECAP_TASK_TIME_LIMIT_S + RECAP_RETRY_BACKOFF_MAX_S")
+        if self.llm_timeout_s >= self.lease_s:
+            raise ValueError(f"RECAP_LLM_TIMEOUT_S ({self.llm_timeout_s:g}) must be below "
+                             f"RECAP_LEASE_S ({self.lease_s}): one call must never outlive "
+                             "the job's lease")
+        if self.llm_max_input_tokens < 2 * self.max_summary_tokens:
+            raise ValueError(f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) must be "
+                             f"at least twice RECAP_MAX_SUMMARY_TOKENS "
+                             f"({self.max_summary_tokens}): every request carries the summary "
+                             "so far and room for the new one")
         if self.env == "production":
             if self.database_url == DEFAULT_DATABASE_URL:
                 raise ValueError("DATABASE_URL must be set when RECAP_ENV=production")
@@ -154,15 +185,30 @@ class Settings(BaseSettings, Tuning):
             trigger_messages=self.trigger_messages, trigger_tokens=self.trigger_tokens,
             batch_size=self.batch_size, keep_recent=self.keep_recent,
             context_budget_tokens=self.context_budget_tokens,
-            # About two full requests per job: a backlog drains over follow-up jobs
-            # instead of one job running past its time limit and retrying forever.
-            max_batch_tokens=2 * self.llm_max_input_tokens)
+            max_batch_tokens=self.job_token_budget())
+
+    def thresholds_key(self) -> str:
+        """The thresholds as a short string, stored with normal_blocked (see models)."""
+        t = self.thresholds()
+        return (f"{t.trigger_messages}:{t.trigger_tokens}:{t.batch_size}:{t.keep_recent}:"
+                f"{t.context_budget_tokens}:{t.max_batch_tokens}")
+
+    def job_token_budget(self) -> int:
+        """Most tokens one job condenses, so it always ends within its soft time limit.
+
+        As many requests as fit the limit even if each call (summary and memory
+        mining alike) ran to RECAP_LLM_TIMEOUT_S, and at most two full requests:
+        a backlog drains over follow-up jobs instead of one job running past its
+        limit and failing on every attempt.
+        """
+        calls = max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
+        room = max(500, self.llm_max_input_tokens - 3 * self.max_summary_tokens - 500)
+        return min(2 * self.llm_max_input_tokens, calls * room)
 
     @property
     def summarizer_kind(self) -> Literal["claude", "offline"]:
-        if self.summarizer == "auto":
-            return "claude" if self.anthropic_api_key else "offline"
-        return self.summarizer
+        """Claude unless RECAP_SUMMARIZER=offline says otherwise: never by default."""
+        return "offline" if self.summarizer == "offline" else "claude"
 
 
 _STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
@@ -206,6 +252,10 @@ def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
         problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
                     for e in exc.errors()]
         raise InvalidInput("invalid session settings: " + "; ".join(problems)) from None
+    if 2 * tuned.max_summary_tokens > base.llm_max_input_tokens:
+        raise InvalidInput(f"invalid session settings: max_summary_tokens "
+                           f"{tuned.max_summary_tokens} needs requests of twice that, above "
+                           f"RECAP_LLM_MAX_INPUT_TOKENS ({base.llm_max_input_tokens})")
     return {k: getattr(tuned, k) for k in raw}
 
 

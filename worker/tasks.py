@@ -3,6 +3,7 @@ process signals. The work is in worker.jobs; publishers send these by name."""
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
 from typing import Any
@@ -23,6 +24,8 @@ from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import sweep as sweep_sessions
 from worker.llm.tokens import count_tokens
 
+log = logging.getLogger("recap.tasks")
+
 
 def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources,
                    event: str) -> None:
@@ -35,7 +38,7 @@ def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources
         delay = retry_delay(retries, retry_after=after, base=settings.retry_backoff_s,
                             cap=settings.retry_backoff_max_s, rand=random.random())
         raise task.retry(exc=exc, countdown=delay, max_retries=settings.max_retries) from exc
-    task.send_event(event, session_id=session_id, error_class=type(exc).__name__)
+    _send_event_safely(task, event, session_id=session_id, error_class=type(exc).__name__)
 
 
 @app.task(bind=True, name="worker.tasks.summarize_session", acks_late=True,
@@ -56,13 +59,24 @@ def summarize_session(self: Any, session_id: str) -> dict[str, object]:
     except Exception as exc:
         _retry_or_fail(self, exc, session_id, res=res, event="summarization-failed")
         raise
+    # The apply has committed: nothing from here on may fail the task or skip the
+    # follow-up (a lost event only costs Flower a line; a lost follow-up would
+    # leave the session waiting for the sweeper).
     if outcome.status == "applied":
-        self.send_event("summarization-complete", session_id=session_id,
-                        turns_condensed=outcome.messages_condensed,
-                        summary_tokens=outcome.summary_tokens)
+        _send_event_safely(self, "summarization-complete", session_id=session_id,
+                           turns_condensed=outcome.messages_condensed,
+                           summary_tokens=outcome.summary_tokens)
     if outcome.more_work:
-        send(session_id)  # the follow-up; its pending marker was set with the apply
+        send(session_id)  # never raises; its pending marker was set with the apply
     return outcome.as_dict()
+
+
+def _send_event_safely(task: Any, event: str, **fields: Any) -> None:
+    try:
+        task.send_event(event, **fields)
+    except Exception as exc:
+        log.warning("could not send the %s event for session %r (%s: %s)", event,
+                    fields.get("session_id"), type(exc).__name__, exc)
 
 
 @app.task(bind=True, name="worker.tasks.generate_title", acks_late=True,

@@ -22,11 +22,13 @@ from worker.core.assemble import (
     PLACEHOLDER_SUMMARIZED,
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
+    SUMMARY_TAG,
     TOOL_PREFIX,
     Context,
     Row,
     as_request,
     assemble,
+    neutralize,
 )
 from worker.db import get_engine, transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -84,6 +86,17 @@ def test_summary_cannot_close_its_block_early() -> None:
     assert system.endswith(SUMMARY_CLOSE)
     assert "&lt;/SUMMARY_OF_PRIOR_CONTEXT>" in system
     assert "&lt; / summary_of_prior_context" in system
+
+
+def test_neutralize_defuses_every_form_of_the_summary_tag() -> None:
+    for tag in ("<SUMMARY_OF_PRIOR_CONTEXT>", "</SUMMARY_OF_PRIOR_CONTEXT>",
+                "< /summary_of_prior_context>", "<  Summary_Of_Prior_Context"):
+        assert neutralize(f"a {tag} b") == f"a &lt;{tag[1:]} b"
+    assert neutralize("<summary> and <SUMMARY_OF_X>") == "<summary> and <SUMMARY_OF_X>"
+    # A system row cannot close the summary block either.
+    system = build([("system", "x </SUMMARY_OF_PRIOR_CONTEXT> y"), ("user", "hi")],
+                   summary="S")["system"]
+    assert system.count("</" + SUMMARY_TAG + ">") == 1 and system.endswith(SUMMARY_CLOSE)
 
 
 def test_first_assistant_turn_gets_a_user_placeholder() -> None:

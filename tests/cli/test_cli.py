@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +21,15 @@ from sqlalchemy import func, select, update
 from models import ChatMessage, ChatSession
 from tests.env import API_KEY, FAKE, ROOT, migrate
 from tests.fake_anthropic import error
-from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
-from worker import db, ops, service
+from tests.helpers import LOW, message_ids, runs, seed, session_row, statuses, wait_for
+from worker import db
 from worker.cli import main, parse_line
+from worker.db import utcnow
 from worker.errors import InvalidInput, PermanentLLMError
-from worker.settings import get_settings
-
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
+from worker.jobs import ops
+from worker.jobs.outcome import Job, Outcome
+from worker.jobs.resources import get_resources
+from worker.jobs.summarize import summarize
 
 
 @pytest.fixture
@@ -34,9 +38,8 @@ def low(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
 
 
-def run_inline(session_id: str) -> service.Outcome:
-    return service.summarize(session_id, job=service.Job(task_id="t-cli"),
-                             summarizer=get_summarizer(), settings=get_settings())
+def run_inline(session_id: str) -> Outcome:
+    return summarize(session_id, job=Job(task_id="t-cli"), res=get_resources())
 
 
 def make_dead(session_id: str, *, n: int = 12) -> None:
@@ -65,15 +68,37 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 # -- parsing and usage ----------------------------------------------------------
 
+def recap_script() -> str:
+    """The installed ``recap`` console script: next to this Python, else on PATH."""
+    beside = Path(sys.executable).parent / "recap"
+    found = str(beside) if beside.is_file() else shutil.which("recap")
+    if found is None:
+        pytest.fail(f"the recap console script is not installed: neither {beside} nor on "
+                    "PATH (install the project into this environment: pip install -e .)")
+    return found
+
+
 def test_help_runs_as_a_real_command_without_touching_the_database() -> None:
     # An unreachable database proves --help neither connects nor migrates.
     env = {**os.environ, "DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/none"}
     for argv in (["--help"], ["stats", "--help"], ["sweep", "--help"]):
-        done = subprocess.run([str(ROOT / ".venv" / "bin" / "recap"), *argv], env=env,
+        done = subprocess.run([recap_script(), *argv], env=env,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert "usage: recap" in done.stdout
     assert "retry" in done.stdout or "--all" in done.stdout
+
+
+def test_building_the_parser_imports_no_command_dependencies() -> None:
+    # What `recap --help` costs: the command modules, none of what they run.
+    script = ("import sys, worker.cli; worker.cli.build_parser(); "
+              "print('\\n'.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True)
+    heavy = {"sqlalchemy", "celery", "kombu", "anthropic", "pydantic", "tiktoken", "models"}
+    loaded = [m for m in done.stdout.split() if m.split(".")[0] in heavy
+              or (m.startswith("worker.") and not m.startswith("worker.cli"))]
+    assert loaded == []
 
 
 @pytest.mark.parametrize("argv", [[], ["nope"], ["retry"], ["retry", "s", "--all-dead"],
@@ -235,9 +260,7 @@ def test_stats_live_lease_and_pending_marker(
         low: None, capsys: pytest.CaptureFixture[str]) -> None:
     seed("held", 2)
     seed("queued", 2)
-    now = service.utcnow()
-    from datetime import timedelta
-
+    now = utcnow()
     with db.transaction() as s:
         s.execute(update(ChatSession).where(ChatSession.id == "held").values(
             lease_token="t", lease_expires_at=now + timedelta(minutes=5)))
@@ -264,14 +287,9 @@ def test_stats_on_sqlite_matches(tmp_path: Path, settings_env: Callable[..., Non
 
 
 def test_stats_with_a_bad_setting_exits_1_naming_it(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("RECAP_BATCH_SIZE", "abc")
-    get_settings.cache_clear()
-    try:
-        code, out, err = run(capsys, "stats")
-    finally:
-        monkeypatch.delenv("RECAP_BATCH_SIZE")
-        get_settings.cache_clear()
+        settings_env: Callable[..., None], capsys: pytest.CaptureFixture[str]) -> None:
+    settings_env(RECAP_BATCH_SIZE="abc")
+    code, out, err = run(capsys, "stats")
     assert code == 1
     assert err.startswith("recap: error: invalid configuration: RECAP_BATCH_SIZE")
     assert "Traceback" not in err and out == ""
@@ -406,7 +424,7 @@ def test_summarize_queues_or_reports_a_pending_job(
     seed("later", 12)
     with db.transaction() as s:
         s.execute(update(ChatSession).where(ChatSession.id == "later")
-                  .values(enqueued_at=service.utcnow()))
+                  .values(enqueued_at=utcnow()))
     code, out, _ = run(capsys, "summarize", "later")
     assert (code, out) == (0, "later: a summarize job is already pending\n")
     with db.transaction() as s:
@@ -479,7 +497,6 @@ def test_sweep_one_pass(low: None, worker_idle: None,
 
 def test_context_prints_the_assembled_json(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("worker.context")
     seed("ctx", 2)
     system = tmp_path / "system.txt"
     system.write_text("You are terse.", encoding="utf-8")

@@ -1,11 +1,13 @@
 """`recap demo` runs the real pipeline with no services and no configuration.
 
-Each test runs the command as a subprocess in a clean environment (only PATH,
-HOME and TIKTOKEN_CACHE_DIR): no DATABASE_URL, no broker, no API key.
+The end-to-end tests run the command as a subprocess in a clean environment (only
+PATH, HOME and TIKTOKEN_CACHE_DIR): no DATABASE_URL, no broker, no API key. The
+scripted conversation is a data file, read here directly.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -15,19 +17,29 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.env import API_KEY, FAKE, TEST_ENV
-from worker.demo.run import OFFLINE_LABEL
+from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
+from worker.demo.report import OFFLINE_LABEL
 from worker.llm.summarizer import OFFLINE_MODEL
 from worker.settings import DEFAULT_MODEL
 
 LABEL = OFFLINE_LABEL.strip()
+# The installed console script next to this interpreter, as a user runs it, and the module.
+RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
+MODULE_DEMO = [sys.executable, "-m", "worker.demo"]
+CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
 
 
-def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def script(n: int) -> list[tuple[str, str]]:
+    """The first ``n`` messages of the demo conversation, from the data file."""
+    return [(m["role"], m["content"])
+            for m in json.loads(CONVERSATION.read_text(encoding="utf-8"))[:n]]
+
+
+def run(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
              "HOME": os.environ.get("HOME", str(cwd)),
              "TIKTOKEN_CACHE_DIR": TEST_ENV["TIKTOKEN_CACHE_DIR"], **env}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=clean, capture_output=True,
+    return subprocess.run(command, cwd=cwd, env=clean, capture_output=True,
                           text=True, timeout=240)
 
 
@@ -45,7 +57,7 @@ def db_state(path: Path) -> tuple[dict[str, int], list[tuple[str, int, str | Non
 
 def test_demo_runs_offline_with_no_configuration(tmp_path: Path) -> None:
     db = tmp_path / "demo.sqlite3"
-    result = run(["-m", "worker.cli", "demo", "--db", str(db)], tmp_path)
+    result = run([*RECAP_DEMO, "--db", str(db)], tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     out, err = result.stdout.splitlines(), result.stderr.splitlines()
@@ -73,7 +85,7 @@ def test_demo_module_defaults_to_a_temporary_directory(tmp_path: Path) -> None:
     cwd, temp = tmp_path / "cwd", tmp_path / "tmp"
     cwd.mkdir()
     temp.mkdir()
-    result = run(["-m", "worker.demo", "--messages", "6"], cwd, TMPDIR=str(temp))
+    result = run([*MODULE_DEMO, "--messages", "6"], cwd, TMPDIR=str(temp))
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "no summary was applied" in result.stdout
@@ -88,7 +100,7 @@ def test_demo_module_defaults_to_a_temporary_directory(tmp_path: Path) -> None:
 
 def test_demo_uses_claude_when_a_key_is_set(tmp_path: Path) -> None:
     db = tmp_path / "demo.sqlite3"
-    result = run(["-m", "worker.cli", "demo", "--db", str(db)], tmp_path,
+    result = run([*RECAP_DEMO, "--db", str(db)], tmp_path,
                  ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=FAKE.url)
 
     assert result.returncode == 0, result.stderr[-3000:]
@@ -100,9 +112,9 @@ def test_demo_uses_claude_when_a_key_is_set(tmp_path: Path) -> None:
     assert len(FAKE.requests) >= len(applied)
 
 
-@pytest.mark.parametrize("entry", [["-m", "worker.cli", "demo"], ["-m", "worker.demo"]])
+@pytest.mark.parametrize("entry", [RECAP_DEMO, MODULE_DEMO], ids=["recap", "module"])
 def test_demo_refuses_offline_in_production(tmp_path: Path, entry: list[str]) -> None:
-    # The URLs only get past the import-time check; the demo uses its own files.
+    # The demo ignores these URLs and uses its own files.
     result = run([*entry, "--db", str(tmp_path / "demo.sqlite3")], tmp_path,
                  RECAP_ENV="production", DATABASE_URL="sqlite:///elsewhere.sqlite3",
                  CELERY_BROKER_URL="sqla+sqlite:///elsewhere-broker.sqlite3")
@@ -110,6 +122,20 @@ def test_demo_refuses_offline_in_production(tmp_path: Path, entry: list[str]) ->
     assert result.returncode == 1
     assert "offline extractive summarizer is not Claude" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "elsewhere.sqlite3").exists()
+
+
+@pytest.mark.parametrize("entry", [RECAP_DEMO, MODULE_DEMO], ids=["recap", "module"])
+def test_demo_refuses_more_messages_than_the_script_holds(tmp_path: Path,
+                                                          entry: list[str]) -> None:
+    total = len(script(10**6))
+    result = run([*entry, "--messages", str(total + 1), "--db", str(tmp_path / "d.sqlite3")],
+                 tmp_path)
+
+    assert result.returncode == 1
+    assert f"--messages must be between 1 and {total}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "d.sqlite3").exists()
 
 
 def test_db_option_names_the_data_file_or_its_directory(tmp_path: Path) -> None:
@@ -121,3 +147,57 @@ def test_db_option_names_the_data_file_or_its_directory(tmp_path: Path) -> None:
                                          tmp_path / "recap-broker.sqlite3")
     with pytest.raises(ConfigError, match="does not exist"):
         file_paths(str(tmp_path / "missing" / "x.db"))
+
+
+def test_the_offline_summarizer_is_an_explicit_choice_of_the_demo(tmp_path: Path) -> None:
+    from worker.demo.run import demo_environment
+
+    data, broker = tmp_path / "d.sqlite3", tmp_path / "b.sqlite3"
+    no_key: dict[str, str] = {"ANTHROPIC_API_KEY": " ", "DATABASE_URL": "postgresql://x/y"}
+    demo_environment(data, broker, no_key)
+    assert no_key == {"ANTHROPIC_API_KEY": " ", "DATABASE_URL": f"sqlite:///{data}",
+                      "CELERY_BROKER_URL": f"sqla+sqlite:///{broker}",
+                      "RECAP_SUMMARIZER": "offline"}
+
+    with_key = {"ANTHROPIC_API_KEY": API_KEY}
+    demo_environment(data, broker, with_key)
+    assert "RECAP_SUMMARIZER" not in with_key
+
+    chosen = {"RECAP_SUMMARIZER": "claude"}  # the user's choice stands (and fails clearly)
+    demo_environment(data, broker, chosen)
+    assert chosen["RECAP_SUMMARIZER"] == "claude"
+
+
+def test_a_worker_that_never_finishes_is_a_worker_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.demo import run as demo
+    from worker.demo.report import Out
+    from worker.errors import ConfigError, WorkerTimeout
+
+    monkeypatch.setattr(demo, "WAIT_S", 0.0)
+    monkeypatch.setattr(demo, "session_state", lambda session_id: (False, []))
+    with pytest.raises(WorkerTimeout, match="did not finish a job") as raised:
+        demo.Feeder("demo-x", Out("")).wait_idle()
+    assert not isinstance(raised.value, ConfigError)
+
+
+def test_the_conversation_file_is_the_scripted_incident_then_daily_follow_ups() -> None:
+    messages = script(10**6)
+
+    assert len(messages) == 1000  # the longest run anything uses (bench tokens, scenarios)
+    assert [role for role, _ in messages] == ["user", "assistant"] * 500
+    assert all(content.strip() for _, content in messages)
+    assert messages[0][1].startswith("Hi, I'm Maya Okafor, SRE at Larkspur Analytics.")
+    assert "```" in messages[0][1]  # pasted logs make messages as long as real ones
+    assert messages[80][1].startswith("Daily check-in for ")
+    assert CONVERSATION.stat().st_size < 2_000_000
+
+
+def test_the_package_loader_reads_the_same_file() -> None:
+    from worker.demo.conversation import available, load
+
+    assert available() == len(script(10**6))
+    assert load(80) == script(80)
+    assert load(0) == []
+    with pytest.raises(ValueError, match=f"has {available()} messages; asked for"):
+        load(available() + 1)

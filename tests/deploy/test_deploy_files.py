@@ -263,7 +263,7 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
         "       'queue': app.conf.task_default_queue, 'kind': s.summarizer_kind}\n"
         "if s.anthropic_api_key:\n"
         "    from worker.jobs.resources import build_resources\n"
-        "    out['model'] = build_summarizer(s).model\n"
+        "    out['model'] = build_resources(s).summarizer.model\n"
         "print(json.dumps(out))\n")
     base = {k: os.environ[k] for k in ("PATH", "TIKTOKEN_CACHE_DIR") if k in os.environ}
     proc = subprocess.run([sys.executable, "-c", script], env={**base, **env}, cwd=ROOT,

@@ -31,7 +31,6 @@ from tests.env import API_KEY, ROOT
 from tests.fake_anthropic import FakeAnthropic, error
 from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
-from worker.tasks import summarize_session
 
 FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"
@@ -163,7 +162,7 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
 
     with captured_events() as seen:
         wait_until_listening(flower, seen)
-        task_id = summarize_session.delay(sid).id
+        task_id = app.send_task("worker.tasks.summarize_session", (sid,)).id
         wait_for(lambda: "applied" in statuses(sid), timeout=60, what="the applied run")
 
         def flower_task() -> dict[str, Any] | None:
@@ -226,7 +225,7 @@ def test_flower_never_shows_the_key_even_when_an_error_echoes_it(
     fake_api.always(error(401, f"invalid x-api-key: {API_KEY}"))
     with captured_events() as seen:
         wait_until_listening(flower, seen)
-        task_id = summarize_session.delay(sid).id
+        task_id = app.send_task("worker.tasks.summarize_session", (sid,)).id
 
         def failed_task() -> dict[str, Any] | None:
             task = flower.json("/api/tasks").get(task_id)

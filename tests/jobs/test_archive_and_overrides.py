@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
-from sqlalchemy import select
+import threading
+from datetime import timedelta
 
-from models import ArchivedMessage, SummaryRun
+import pytest
+from sqlalchemy import select, update
+
+from models import ArchivedMessage, ChatSession, SummaryRun
 from tests.fake_anthropic import FakeAnthropic, ok
-from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import after_reply
 from worker.api.sessions import configure_session
 from worker.checks import check_invariants
 from worker.cli import main as recap
 from worker.core.prompt import validate_template
-from worker.db import transaction
-from worker.errors import InvalidInput
+from worker.db import transaction, utcnow
+from worker.errors import InvalidInput, SessionBusy, Superseded
 from worker.jobs.archive import resummarize
 from worker.jobs.resources import get_resources
 from worker.llm.templates import shipped_template
@@ -131,3 +134,60 @@ def test_recap_configure_and_context_budget(capsys) -> None:  # type: ignore[no-
     assert recap(["configure", "cfg", "batch_size=zero"]) == 1
     assert recap(["configure", "cfg", "--clear"]) == 0
     assert build_context("cfg", system_prompt="")["budget"] == get_settings().context_budget_tokens
+
+
+def test_resummarize_of_a_leased_session_is_busy(settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    seed("busy", 12)
+    run("busy")
+    with transaction() as s:
+        s.execute(update(ChatSession).where(ChatSession.id == "busy")
+                  .values(lease_token="a-job", lease_expires_at=utcnow() + timedelta(minutes=5)))
+    with pytest.raises(SessionBusy, match="is being summarized"):
+        resummarize("busy", res=get_resources())
+    row = session_row("busy")
+    assert row is not None and row.lease_token == "a-job" and row.summary_version == 1
+
+
+@pytest.mark.parametrize("change", ["lease taken over", "version changed"])
+def test_resummarize_superseded_during_the_call_changes_nothing(
+        fake_api: FakeAnthropic, settings_env, change: str) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    ids = seed("raced", 12)
+    run("raced")
+    before = session_row("raced")
+    assert before is not None
+    gate = fake_api.hold()
+    errors: list[BaseException] = []
+
+    def rebuild() -> None:
+        try:
+            resummarize("raced", res=get_resources())
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    thread = threading.Thread(target=rebuild)
+    thread.start()
+    gate.wait_entered()
+    with transaction() as s:
+        # The lease expired during the call and another holder took the session;
+        # or a job applied between resummarize's read and its taking the lease.
+        values: dict[str, object] = (
+            {"lease_token": "another-job"} if change == "lease taken over"
+            else {"summary_version": ChatSession.summary_version + 1})
+        s.execute(update(ChatSession).where(ChatSession.id == "raced").values(**values))
+    gate.release()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert [type(e) for e in errors] == [Superseded]
+    row = session_row("raced")
+    assert row is not None and row.rolling_summary == before.rolling_summary
+    assert statuses("raced") == ["applied"]  # no run recorded for the rebuild
+    if change == "lease taken over":
+        assert (row.lease_token, row.summary_version) == ("another-job", 1)
+    else:  # resummarize still held the lease: it must not keep it
+        assert (row.lease_token, row.lease_expires_at, row.summary_version) == (None, None, 2)
+    with transaction() as s:
+        s.execute(update(ChatSession).where(ChatSession.id == "raced")
+                  .values(lease_token=None, lease_expires_at=None, summary_version=1))
+        assert check_invariants(s, written={"raced": ids}) == []

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from tests.env import ROOT
 from tests.fake_anthropic import FakeAnthropic, validate_messages_request
 from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.demo.conversation import conversation
 from worker.llm.tokens import split_by_tokens
 from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+
+
+def conversation(n: int) -> list[tuple[str, str]]:
+    """The first ``n`` messages of the demo conversation, from its data file."""
+    messages = json.loads(CONVERSATION.read_text(encoding="utf-8"))
+    assert len(messages) >= n
+    return [(m["role"], m["content"]) for m in messages[:n]]
 
 
 def idle(sid: str) -> bool:

@@ -19,9 +19,12 @@ from models import ChatMessage, ChatSession
 from tests.env import FAKE, migrate
 from tests.fake_anthropic import error
 from tests.helpers import as_dict, message_ids, runs, seed, session_row
-from worker import db, service
+from worker import db
 from worker.api.ingest import add_message, after_reply
 from worker.errors import TransientLLMError
+from worker.jobs.outcome import Job, Outcome
+from worker.jobs.resources import get_resources
+from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query
 from worker.settings import get_settings
 
@@ -49,13 +52,9 @@ def token_counts(session_id: str) -> dict[int, int]:
         return {i: n for i, n in rows}
 
 
-def _job(final: bool = True) -> service.Job:
-    return service.Job(task_id="t-sqlite", attempt=1, final_attempt=final)
-
-
-def _run(session_id: str, *, final: bool = True) -> service.Outcome:
-    return service.summarize(session_id, job=_job(final), summarizer=get_summarizer(),
-                             settings=get_settings())
+def _run(session_id: str, *, final: bool = True) -> Outcome:
+    job = Job(task_id="t-sqlite", attempt=1, final_attempt=final)
+    return summarize(session_id, job=job, res=get_resources())
 
 
 def test_migrations_apply_and_downgrade_to_base(tmp_path: Path) -> None:
@@ -136,42 +135,43 @@ def test_failed_call_changes_nothing(sqlite_url: str) -> None:
 
 def test_two_concurrent_jobs_apply_once(sqlite_url: str) -> None:
     ids = seed("s1", 14, words=30)
-    FAKE.delay = 0.5  # the first job holds the lease while the second tries to claim
-    outcomes: list[service.Outcome] = []
+    gate = FAKE.hold()
+    outcomes: list[Outcome] = []
     errors: list[BaseException] = []
-    barrier = threading.Barrier(2)
 
     def work() -> None:
-        barrier.wait()
         try:
             outcomes.append(_run("s1"))
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    first = threading.Thread(target=work)
+    first.start()
+    gate.wait_entered()  # the first job holds the lease during its call
+    second = _run("s1")
+    assert (second.status, second.reason) == ("skipped", "lease held by another job")
+    gate.release()
+    first.join(60)
 
-    assert not errors
-    assert sorted(o.status for o in outcomes) == ["applied", "skipped"]
+    assert not first.is_alive() and not errors
+    assert [o.status for o in outcomes] == ["applied"]
     assert message_ids("s1") == ids[5:]
     row = session_row("s1")
     assert row is not None
     assert (row.summary_version, row.message_count, row.summarized_message_count) == (1, 9, 5)
-    assert sorted(r.status for r in runs("s1")) == ["applied", "skipped"]
+    assert [r.status for r in runs("s1")] == ["skipped", "applied"]
     assert len(FAKE.requests) == 1
 
 
 def test_expired_lease_is_reclaimed_and_live_one_is_not(sqlite_url: str) -> None:
     # Timestamp comparisons (tz-aware Python values against SQLite's text column).
     seed("s1", 14, words=30)
-    now = service.utcnow()
+    now = db.utcnow()
     with db.transaction() as s:
         s.execute(update(ChatSession).where(ChatSession.id == "s1").values(
             lease_token="live", lease_expires_at=now + timedelta(seconds=60)))
-    assert _run("s1").status == "skipped"
+    skipped = _run("s1")
+    assert (skipped.status, skipped.reason) == ("skipped", "lease held by another job")
     assert after_reply_in_rolled_back_tx("s1") is False  # leased: the hook stays quiet
 
     with db.transaction() as s:
@@ -208,7 +208,7 @@ def test_sweeper_reads_counters_and_markers(sqlite_url: str) -> None:
     add_message("small", "user", "hello there")
     seed("big", 14, words=30)
     settings = get_settings()
-    now = service.utcnow()
+    now = db.utcnow()
     with db.transaction() as s:
         assert list(s.scalars(due_query(settings, now=now, limit=None))) == ["big"]
         # A fresh pending marker hides the session; a stale one does not.

@@ -169,12 +169,15 @@ def test_giant_message_is_chunked(fake_api: FakeAnthropic, settings_env) -> None
     settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=6000)
     ids = [add_message("giant", "user", " ".join(f"w{i}" for i in range(20000)))]
     ids += seed("giant", 11)
-    run_and_wait("giant")
     # The giant message fills a job's token cap alone; a follow-up takes the rest.
-    first = runs("giant")[0]
-    assert first.status == "applied" and first.messages_condensed == 1
-    assert len(fake_api.requests) >= 4
-    assert ids[0] not in message_ids("giant")
+    run_and_wait("giant", n=2, final={"applied"})
+    first, follow_up = runs("giant")
+    assert (first.status, first.messages_condensed) == ("applied", 1)
+    assert (follow_up.status, follow_up.messages_condensed) == ("applied", 5)
+    # The follow-up's five short messages take one request: the first job's
+    # input was split into several.
+    assert len(fake_api.requests) >= 3
+    assert message_ids("giant") == ids[6:]
     assert_invariants({"giant": ids})
 
 
@@ -182,6 +185,16 @@ def test_unknown_session_is_skipped_with_reason() -> None:
     run_and_wait("nobody")
     [run] = runs("nobody")
     assert (run.status, run.reason) == ("skipped", "session 'nobody' not found")
+
+
+def test_a_session_below_thresholds_is_skipped_with_reason(fake_api: FakeAnthropic) -> None:
+    ids = seed("small", 6)
+    run_and_wait("small")
+    [run] = runs("small")
+    assert run.status == "skipped"
+    assert (run.reason or "").startswith("below thresholds: 6 messages"), run.reason
+    assert fake_api.requests == [] and message_ids("small") == ids
+    assert_invariants({"small": ids})
 
 
 def test_duplicate_deliveries_are_harmless(fake_api: FakeAnthropic) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from tests.env import API_KEY
 from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from worker.core.prompt import Turn, chunk_turns, render, validate_template
 from worker.errors import (
     ConfigError,
     PermanentLLMError,
@@ -15,7 +16,6 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
-from worker.core.prompt import Turn, chunk_turns, render, validate_template
 from worker.jobs.resources import build_resources
 from worker.llm.client import Usage
 from worker.llm.summarizer import ClaudeSummarizer
@@ -117,7 +117,7 @@ def test_previous_summary_is_sent_and_folded(fake_api: FakeAnthropic) -> None:
 def test_faults_are_classified(fake_api: FakeAnthropic, reply: Reply, kind: type) -> None:
     fake_api.always(reply)
     with pytest.raises(kind) as info:
-        claude(llm_max_input_tokens=2000).summarize(None, TURNS)
+        claude(llm_max_input_tokens=2048).summarize(None, TURNS)
     assert API_KEY not in str(info.value)
     if reply.headers.get("retry-after"):
         assert info.value.retry_after == 7.0  # type: ignore[attr-defined]
@@ -144,6 +144,32 @@ def test_giant_message_is_summarized_in_chunks_each_folding_the_last(
         assert after.startswith(before) and len(after) > len(before)
     assert result.text.startswith(previous_blocks[-1])
     assert all(count_tokens(r["messages"][0]["content"]) < 8000 for r in fake_api.requests)
+
+
+def test_usage_counts_what_was_spent_before_a_later_chunk_failed(
+        fake_api: FakeAnthropic) -> None:
+    # Three chunks: the first call answers, the second fails. The caller's Usage
+    # still holds the first call's tokens (for the failed run's audit row).
+    fake_api.script(ok("The user wrote many words."), error(503))
+    giant = Turn(5, "user", " ".join(f"word{i}" for i in range(12000)))
+    summarizer = claude(llm_max_input_tokens=8000)
+    usage = Usage(summarizer.model)
+    with pytest.raises(TransientLLMError):
+        summarizer.summarize(None, [giant], usage=usage)
+    assert len(fake_api.requests) == 2
+    first_prompt = fake_api.requests[0]["messages"][0]["content"]
+    # The local server reports len/4 tokens, as its usage block.
+    assert (usage.model, usage.calls, usage.input_tokens, usage.output_tokens) == (
+        summarizer.model, 1, len(first_prompt) // 4, len("The user wrote many words.") // 4)
+
+
+def test_the_result_reports_the_callers_usage(fake_api: FakeAnthropic) -> None:
+    summarizer = claude()
+    usage = Usage(summarizer.model)
+    result = summarizer.summarize(None, TURNS, usage=usage)
+    assert (result.calls, result.input_tokens, result.output_tokens) == (
+        usage.calls, usage.input_tokens, usage.output_tokens)
+    assert usage.calls == 1 and usage.input_tokens > 0 and usage.output_tokens > 0
 
 
 def test_prompt_too_long_shrinks_the_chunk_instead_of_retrying(

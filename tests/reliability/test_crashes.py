@@ -11,18 +11,27 @@ from collections import Counter
 
 import pytest
 
-from bench.soak import publishing_to
 from tests.fake_anthropic import Reply
-from tests.helpers import runs, seed, sentence, session_row, statuses, wait_for
-from tests.reliability.conftest import (
-    assert_invariant,
+from tests.helpers import (
+    assert_invariants,
+    runs,
+    seed,
+    sentence,
+    session_row,
+    statuses,
+    wait_for,
+)
+from tests.reliability.procs import (
     busy,
     publish,
+    publishing_to,
     settle,
     sweep_into,
     wait_for_runs,
 )
 from worker.api.ingest import add_message, after_reply
+
+LEASE_HELD = "lease held by another job"
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 
@@ -31,10 +40,10 @@ pytestmark = pytest.mark.usefixtures("low_settings")
 def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # type: ignore[no-untyped-def]
     """threads: the whole worker dies; prefork: its pool processes die under a live parent."""
     written = {"crash": seed("crash", 11)}
-    api.delay = 30  # the call is in flight when the worker dies
+    gate = api.hold()  # the call is in flight when the worker dies
     first = spawn(pool=pool)
     task_id = publish("crash", queue)
-    wait_for(api.calls_started.is_set, what="the API call to start")
+    gate.wait_entered()
     held = session_row("crash")
     assert held is not None and held.lease_token is not None
     if pool == "threads":
@@ -42,7 +51,7 @@ def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # t
     else:
         for pid in first.children():
             os.kill(pid, signal.SIGKILL)
-    api.delay = 0
+    gate.release()  # its answer goes to a dead connection
     # The dead holder's lease is live until it expires: nobody may take the session.
     assert sweep_into(queue) == 0
     if pool == "threads":
@@ -61,54 +70,67 @@ def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # t
         wait_for(lambda: any(r.task_id == task_id for r in runs("crash")), timeout=60,
                  interval=0.5, what="the redelivered original message")
         settle(queue)
-        assert [r.status for r in runs("crash") if r.task_id == task_id] == ["skipped"]
+        (redelivered,) = [r for r in runs("crash") if r.task_id == task_id]
+        assert redelivered.status == "skipped"
+        assert (redelivered.reason or "").startswith("below thresholds"), redelivered.reason
     else:
-        # reject_on_worker_lost requeued the original at once; it ran as well.
-        assert any(r.task_id == task_id for r in runs("crash"))
+        # reject_on_worker_lost requeued the original at once; it ran while the dead
+        # child's lease was still live.
+        requeued = [(r.status, r.reason) for r in runs("crash") if r.task_id == task_id]
+        assert requeued == [("skipped", LEASE_HELD)]
     assert Counter(statuses("crash"))["applied"] == 1
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 @pytest.mark.parametrize("reply", ["slow", "hang"])
 def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> None:  # type: ignore[no-untyped-def]
-    """Warm shutdown: a slow call finishes and applies; a hung call times out, the lease
-    is released with a failed run, and the retry runs on the next worker."""
+    """Warm shutdown: a call that answers after the SIGTERM finishes and applies; a hung
+    call times out, the lease is released with a failed run, and the retry runs on the
+    next worker."""
     written = {"term": seed("term", 11)}
-    api.script(Reply(delay=2) if reply == "slow" else Reply("hang"))
+    if reply == "hang":
+        api.script(Reply("hang"))
+    gate = api.hold()
     worker = spawn(pool="prefork")
     publish("term", queue)
-    wait_for(api.calls_started.is_set, what="the API call to start")
-    assert worker.terminate(timeout=60) == 0
+    gate.wait_entered()
+    worker.warm_shutdown()  # while the call is held
+    gate.release()
+    assert worker.wait(60) == 0
     row = session_row("term")
     assert row is not None and row.lease_token is None  # finished or released, not held
     assert statuses("term") == (["applied"] if reply == "slow" else ["failed"])
     spawn(pool="prefork")
     settle(queue)
     assert Counter(statuses("term"))["applied"] == 1
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
     written = {"dup": seed("dup", 11)}
-    api.delay = 1  # keeps the first claim's lease held while the others arrive
+    gate = api.hold()  # the first claim's call keeps its lease held while the others arrive
     spawn()
     spawn()
     same = str(uuid.uuid4())
     # Five redeliveries of one message (same task id) and five separate jobs.
     for k in range(10):
         publish("dup", queue, **({"task_id": same} if k < 5 else {}))
-    found = wait_for_runs("dup", lambda s: len(s) >= 10, what="ten runs")
+    gate.wait_entered()
+    wait_for_runs("dup", lambda s: s.count("skipped") == 9, what="nine skipped runs")
+    gate.release()
+    wait_for_runs("dup", lambda s: "applied" in s, what="the apply")
     settle(queue)
-    assert Counter(found) == {"applied": 1, "skipped": 9}
-    assert len(runs("dup")) == 10
-    assert_invariant(written)
+    found = runs("dup")
+    assert Counter(r.status for r in found) == {"applied": 1, "skipped": 9}
+    assert {r.reason for r in found if r.status == "skipped"} == {LEASE_HELD}
+    assert_invariants(written)
 
 
 def test_ingest_while_two_workers_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
     """A producer writes and calls the hook while summaries are applied concurrently."""
     sessions = [f"live-{k}" for k in range(3)]
     written: dict[str, list[int]] = {sid: [] for sid in sessions}
-    api.delay = 0.1
+    api.delay = 0.1  # each call takes a while, so messages arrive during the calls
     spawn()
     spawn()
     failures: list[BaseException] = []
@@ -134,4 +156,9 @@ def test_ingest_while_two_workers_apply(api, spawn, queue) -> None:  # type: ign
         row = session_row(sid)
         assert row is not None and row.summary_version >= 10, busy(queue)
         assert Counter(statuses(sid)).keys() <= {"applied", "skipped"}
-    assert_invariant(written)
+        # A hook's job that met a running one, or a follow-up with nothing left to do.
+        for run in runs(sid):
+            if run.status == "skipped":
+                assert run.reason == LEASE_HELD or (run.reason or "").startswith(
+                    "below thresholds"), run.reason
+    assert_invariants(written)

@@ -13,18 +13,28 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from bench.soak import publishing_to
 from tests.fake_anthropic import error
-from tests.helpers import message_ids, runs, seed, sentence, session_row, statuses, wait_for
-from tests.reliability.conftest import (
-    assert_invariant,
+from tests.helpers import (
+    assert_invariants,
+    message_ids,
+    runs,
+    seed,
+    sentence,
+    session_row,
+    statuses,
+    wait_for,
+)
+from tests.reliability.procs import (
     publish,
+    publishing_to,
     settle,
+    start,
+    stop,
     sweep_into,
     wait_for_runs,
 )
-from worker import app
 from worker.api.ingest import add_message, after_reply
+from worker.celery_app import app
 from worker.db import session_factory, transaction
 
 pytestmark = pytest.mark.usefixtures("low_settings")
@@ -61,10 +71,15 @@ def test_redis_down_during_ingest(api, spawn, queue, broker_url) -> None:  # typ
     assert message_ids("outage") == written
     broker_url.undo()
     _drop_broker_connections()
-    assert sweep_into(queue) == 1
+    # Once the broker is back (and the hook's publishing pause is over), the sweeper
+    # queues the session: exactly once.
+    wait_for(lambda: sweep_into(queue), timeout=30, interval=0.5,
+             what="the sweeper to queue the session")
+    wait_for_runs("outage", lambda s: "applied" in s, what="the apply")
     settle(queue)
-    assert "applied" in statuses("outage")
-    assert_invariant({"outage": written})
+    assert statuses("outage") == ["applied", "applied"]  # 16 messages: a follow-up too
+    assert message_ids("outage") == written[10:]
+    assert_invariants({"outage": written})
 
 
 def _free_port() -> int:
@@ -85,10 +100,9 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--daemonize", "no"], stdout=out, stderr=out)
+        self.proc = start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                           "--save", "", "--appendonly", "no", "--daemonize", "no"],
+                          log=self.log)
         client = redis.Redis.from_url(self.url)
 
         def up() -> bool:
@@ -100,9 +114,8 @@ class PrivateRedis:
         wait_for(up, timeout=20, what="the private redis-server")
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            stop(self.proc)
 
 
 @pytest.fixture
@@ -119,16 +132,16 @@ def _kill_redis_mid_job(api, spawn, queue, broker_url, private_redis):  # type: 
     broker_url.setenv("CELERY_BROKER_URL", private_redis.url)
     _drop_broker_connections()
     worker = spawn()  # inherits the private broker from the environment
-    api.delay = 3
+    gate = api.hold()
     publish("mid", queue)
-    wait_for(api.calls_started.is_set, what="the API call to start")
+    gate.wait_entered()
     private_redis.kill()  # the broker, and the unacked message with it, are gone
+    gate.release()
     # The database is the source of truth: the job applies without its broker.
     wait_for_runs("mid", lambda s: "applied" in s, what="the apply during the outage")
-    api.delay = 0
     private_redis.start()  # same port, empty
     _drop_broker_connections()
-    wait_for(lambda: not worker.alive or worker.tail(10_000).count("Connected to redis") > 1,
+    wait_for(lambda: not worker.alive or worker.logged("Connected to redis") > 1,
              timeout=90, what="the worker to reconnect or exit")
     return worker
 
@@ -143,7 +156,7 @@ def test_redis_killed_mid_job_loses_nothing(api, spawn, queue, broker_url,  # ty
     wait_for_runs("after", lambda s: "applied" in s, what="a job after the broker came back")
     settle(queue)
     assert statuses("mid") == ["applied"]
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -171,13 +184,13 @@ def test_idle_worker_reconnects_after_redis_restart(  # type: ignore[no-untyped-
     private_redis.kill()
     private_redis.start()
     _drop_broker_connections()
-    wait_for(lambda: worker.tail(10_000).count("Connected to redis") > 1, timeout=90,
+    wait_for(lambda: worker.logged("Connected to redis") > 1, timeout=90,
              what="the worker to reconnect")
     publish("later", queue)
     wait_for_runs("later", lambda s: "applied" in s, what="a job after the broker came back")
     assert worker.alive
     settle(queue)
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 _OTHERS = ("SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -195,30 +208,32 @@ def _terminate(sql: str) -> list[int]:
 
 def test_pg_connections_dropped_between_claim_and_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
     written = {"pg": seed("pg", 11)}
-    api.delay = 2
+    gate = api.hold()
     spawn()
     publish("pg", queue)
-    wait_for(api.calls_started.is_set, what="the API call to start")
+    gate.wait_entered()
     assert _terminate(_OTHERS)  # the worker's pooled connection among them
+    gate.release()
     wait_for_runs("pg", lambda s: bool(s), what="the outcome")
     settle(queue)
     # pool_pre_ping replaced the dead connection: the apply simply succeeded.
     assert statuses("pg") == ["applied"]
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 def test_pg_connection_dropped_inside_the_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
     """The apply's own connection dies mid-transaction: nothing changes, a failed run
     names the error, and the retry applies."""
     written = {"pg2": seed("pg2", 11)}
-    api.delay = 3
+    gate = api.hold()
     spawn()
     publish("pg2", queue)
-    wait_for(api.calls_started.is_set, what="the API call to start")
+    gate.wait_entered()
     locker = session_factory()()
     try:
         # Hold the session row so the apply's first UPDATE waits on our lock.
         locker.execute(text("SELECT id FROM chat_sessions WHERE id = 'pg2' FOR UPDATE"))
+        gate.release()
         pids = wait_for(lambda: _terminate(_BLOCKED_APPLY), what="the apply to block")
         assert len(pids) == 1  # type: ignore[arg-type]
     finally:
@@ -230,7 +245,7 @@ def test_pg_connection_dropped_inside_the_apply(api, spawn, queue) -> None:  # t
     assert [r.status for r in found] == ["failed", "applied"]
     assert found[0].error and "OperationalError" in found[0].error
     assert found[1].attempt == 2
-    assert_invariant(written)
+    assert_invariants(written)
 
 
 @pytest.mark.parametrize("fault", [500, 400])
@@ -258,7 +273,7 @@ def test_poison_session_is_dead_lettered_and_the_queue_keeps_flowing(
     assert sweep_into(queue) == 0  # cooling down: the sweeper leaves it alone
     with publishing_to(queue):
         assert after_reply("poison") is False  # and so does the hook
-    assert_invariant(written)
+    assert_invariants(written)
 
     api.routes.clear()  # "fix" the API, then the operator's retry
     with publishing_to(queue):
@@ -268,4 +283,4 @@ def test_poison_session_is_dead_lettered_and_the_queue_keeps_flowing(
     assert Counter(statuses("poison"))["applied"] == 1
     row = session_row("poison")
     assert row is not None and row.blocked_until is None
-    assert_invariant(written)
+    assert_invariants(written)

@@ -31,15 +31,17 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
-from worker import service
 from worker.api.context import build_context
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app
 from worker.db import get_engine, transaction
-from worker.errors import ConfigError, PermanentLLMError
+from worker.errors import ConfigError, PermanentLLMError, Superseded
+from worker.jobs.claim import Claim, claim_session
+from worker.jobs.outcome import Job
+from worker.jobs.resources import build_resources, get_resources
+from worker.jobs.summarize import apply_summary, record_failure, summarize
 from worker.llm.summarizer import SummaryResult
 from worker.settings import get_settings, load_settings
-from worker.tasks import summarize_session
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 worker_thread = pytest.mark.usefixtures("celery_worker_thread")
@@ -148,7 +150,8 @@ def test_api_key_never_leaves_the_sdk(fake_api: FakeAnthropic, captured: Any,
         args, kwargs, _ = m["body"]
         assert len(args) == 1 and args[0] in ("key-fail", "key-ok") and kwargs == {}
     assert leaks(published.messages) == []
-    assert app.conf.task_ignore_result is True and summarize_session.ignore_result is True
+    task = app.tasks["worker.tasks.summarize_session"]  # the worker loaded worker.tasks
+    assert app.conf.task_ignore_result is True and task.ignore_result is True
     assert not app.conf.result_backend
     # Events, as Flower receives them: task and Recap's own events, every field.
     kinds = {e.get("type") for e in events.events}
@@ -161,10 +164,9 @@ def test_api_key_never_leaves_the_sdk(fake_api: FakeAnthropic, captured: Any,
 def test_exceptions_and_settings_do_not_carry_the_key(fake_api: FakeAnthropic) -> None:
     ids = seed("key-exc", 12)
     fake_api.always(error(401, "invalid x-api-key"))
-    settings = get_settings()
+    res = get_resources()
     with pytest.raises(PermanentLLMError) as info:
-        service.summarize("key-exc", job=service.Job(), summarizer=get_summarizer(),
-                          settings=settings)
+        summarize("key-exc", job=Job(), res=res)
     chain: list[BaseException] = []
     exc: BaseException | None = info.value
     while exc is not None:
@@ -172,7 +174,8 @@ def test_exceptions_and_settings_do_not_carry_the_key(fake_api: FakeAnthropic) -
         exc = exc.__cause__ or exc.__context__
     assert len(chain) >= 2  # the mapped error and the SDK's
     assert all(API_KEY not in f"{e} {e!r}" for e in chain)
-    assert API_KEY not in repr(settings) and API_KEY not in repr(get_summarizer())
+    assert API_KEY not in repr(res.settings) and API_KEY not in repr(res)
+    assert API_KEY not in repr(res.summarizer) and API_KEY not in repr(res.client)
     with pytest.raises(ConfigError) as bad:
         load_settings(batch_size=0)
     assert "RECAP_BATCH_SIZE" in str(bad.value) and API_KEY not in str(bad.value)
@@ -222,8 +225,6 @@ def assert_auth_from_env(auth: str | None, where: str) -> None:
 
 def test_flower_in_docker_compose_requires_auth_from_env() -> None:
     path = ROOT / "docker-compose.yml"
-    if not path.exists():
-        pytest.skip("docker-compose.yml is not written yet")
     services = yaml.safe_load(path.read_text())["services"]
     flowers = {name: svc for name, svc in services.items()
                if "flower" in json.dumps(svc.get("command", ""))}
@@ -240,8 +241,6 @@ def test_flower_in_docker_compose_requires_auth_from_env() -> None:
 
 def test_flower_in_procfile_requires_auth_from_env() -> None:
     path = ROOT / "Procfile"
-    if not path.exists():
-        pytest.skip("Procfile is not written yet")
     lines = [ln for ln in path.read_text().splitlines()
              if ln.strip() and not ln.lstrip().startswith("#") and "flower" in ln]
     assert lines, "no flower process in the Procfile"
@@ -253,8 +252,6 @@ def test_flower_in_procfile_requires_auth_from_env() -> None:
 
 def test_env_example_ships_no_flower_password() -> None:
     path = ROOT / ".env.example"
-    if not path.exists():
-        pytest.skip(".env.example is not written yet")
     values = [ln.split("=", 1)[1].strip() for ln in path.read_text().splitlines()
               if ln.startswith("FLOWER_PASSWORD=")]
     assert values == [""] or values == [], f"FLOWER_PASSWORD has a value: {values}"
@@ -394,9 +391,9 @@ def test_each_job_reads_and_writes_only_its_own_session(fake_api: FakeAnthropic)
 def test_apply_never_deletes_another_sessions_rows(fake_api: FakeAnthropic) -> None:
     mine, theirs = seed("forge-a", 12), seed("forge-b", 12)
     settings = get_settings()
-    job = service.Job(task_id="forged")
-    claim = service.claim_session("forge-a", job=job, settings=settings)
-    assert isinstance(claim, service.Claim)
+    job = Job(task_id="forged")
+    claim = claim_session("forge-a", job=job, settings=settings)
+    assert isinstance(claim, Claim)
     before = snapshot(["forge-a", "forge-b"])
     result = SummaryResult(text="forged summary", model="m")
 
@@ -408,15 +405,14 @@ def test_apply_never_deletes_another_sessions_rows(fake_api: FakeAnthropic) -> N
         dataclasses.replace(claim, session_id="forge-b"),  # their session, my lease
     ]
     for forged in forgeries:
-        with pytest.raises(service.Superseded):
-            service.apply_summary(forged, result, job=job, settings=settings, latency_ms=0)
+        with pytest.raises(Superseded):
+            apply_summary(forged, result, job=job, latency_ms=0)
         assert snapshot(["forge-a", "forge-b"]) == before  # rolled back entirely
 
-    service.record_failure(claim, service.Superseded("forged"), job=job, settings=settings,
-                           status="superseded", model=None, latency_ms=None)
+    record_failure(claim, Superseded("forged"), job=job, status="superseded", model=None,
+                   latency_ms=None)
     assert statuses("forge-a") == ["superseded"] and runs("forge-b") == []
-    outcome = service.summarize("forge-a", job=job, summarizer=build_summarizer(settings),
-                                settings=settings)
+    outcome = summarize("forge-a", job=job, res=build_resources(settings))
     assert outcome.status == "applied"
     assert message_ids("forge-a") == mine[5:] and message_ids("forge-b") == theirs
     assert_invariants({"forge-a": mine, "forge-b": theirs})

@@ -11,7 +11,7 @@ from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
 from worker.core.assemble import Context, Row, as_request, assemble
-from worker.core.validate import check_session_id
+from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.llm.tokens import count_tokens
@@ -65,6 +65,7 @@ def build_context(session_id: str, *, system_prompt: str) -> Context:
     """
     if not isinstance(system_prompt, str):
         raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+    text_or_raise(system_prompt, "system_prompt")
     summary, summary_tokens, rows, budget = read_window(session_id)
     return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
                     budget=budget, count=count_tokens)

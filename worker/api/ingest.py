@@ -20,7 +20,14 @@ from worker.core import policy
 from worker.core.titles import needs_title
 from worker.db import get_engine, insert_or_update, utcnow
 from worker.errors import InvalidInput
-from worker.jobs.enqueue import mark_pending, mark_title_requested, send, send_title, stale_before
+from worker.jobs.enqueue import (
+    BREAKER,
+    mark_pending,
+    mark_title_requested,
+    send,
+    send_title,
+    stale_before,
+)
 from worker.llm.tokens import count_tokens
 from worker.settings import effective, get_settings
 
@@ -71,6 +78,7 @@ def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
                (ChatSession.lease_token.isnot(None)
                 & (ChatSession.lease_expires_at > now)).label("leased"),
                (ChatSession.blocked_until > now).label("blocked"), ChatSession.normal_blocked,
+               ChatSession.normal_blocked_under,
                ChatSession.overrides, ChatSession.title,
                # Compared in SQL: SQLite hands back naive datetimes.
                (ChatSession.title_requested_at > stale).label("title_fresh"))
@@ -93,7 +101,9 @@ def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
     if not policy.might_trigger(message_count=row.message_count,
                                 active_tokens=row.active_tokens,
                                 summary_tokens=row.summary_tokens, t=settings.thresholds(),
-                                normal_blocked=row.normal_blocked):
+                                # The flag holds only under the thresholds it was set under.
+                                normal_blocked=row.normal_blocked and
+                                row.normal_blocked_under == settings.thresholds_key()):
         return False, want_title
     return mark_pending(session_id, db=s, now=now, settings=settings), want_title
 
@@ -102,18 +112,29 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
     """The hook: maybe queue one summarize job (and, after the first exchange, one
     title job). Returns True if a summarize job was (or will be) sent.
 
-    Never raises for broker trouble (it logs and the sweeper catches up). With
-    ``db``, jobs are sent only after the caller's outermost transaction commits,
-    and never if it rolls back.
+    Raises InvalidInput for a bad id; never raises anything else: broker or
+    database trouble is logged and the sweeper catches up. While the broker is
+    failing it does not even try (one failed publish pauses publishing for a few
+    seconds), so replies stay fast during an outage. With ``db``, the decision
+    runs in a savepoint of the caller's transaction (a failure leaves it usable),
+    and jobs are sent only after its outermost commit, never if it rolls back.
     """
     check_session_id(session_id)
-    if db is None:
-        with get_engine().begin() as conn:
-            queue, title = _decide(conn, session_id)
-        if title:
-            send_title(session_id)
-        return send(session_id) if queue else False
-    queue, title = _decide(db, session_id)
+    if BREAKER.is_open():
+        return False
+    try:
+        if db is None:
+            with get_engine().begin() as conn:
+                queue, title = _decide(conn, session_id)
+            if title:
+                send_title(session_id)
+            return send(session_id) if queue else False
+        with db.begin_nested():
+            queue, title = _decide(db, session_id)
+    except Exception as exc:
+        log.warning("after_reply for session %r failed (%s: %s); the sweeper will catch up",
+                    session_id, type(exc).__name__, exc)
+        return False
     if title:
         _send_after_commit(db, ("title", session_id))
     if queue:

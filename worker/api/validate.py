@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from models import ROLES
-from worker.core.validate import check_session_id, text_or_raise
+from worker.core.validate import check_session_id, check_str
 from worker.errors import InvalidInput
 
 __all__ = ["MAX_CONTENT_CHARS", "check_message", "check_session_id"]
@@ -14,15 +14,9 @@ MAX_CONTENT_CHARS = 2 * 1024 * 1024
 
 
 def check_message(role: object, content: object, pinned: object) -> None:
+    """Raise InvalidInput naming the problem unless the message can be stored."""
     if role not in ROLES:
         raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
-    if not isinstance(content, str):
-        raise InvalidInput(f"content must be a str, got {type(content).__name__}")
-    if not content.strip():
-        raise InvalidInput("content is empty or whitespace only")
-    if len(content) > MAX_CONTENT_CHARS:
-        raise InvalidInput(f"content is {len(content)} characters; at most "
-                           f"{MAX_CONTENT_CHARS} are allowed")
-    text_or_raise(content, "content")
+    check_str(content, "content", max_chars=MAX_CONTENT_CHARS)
     if not isinstance(pinned, bool):
         raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")

@@ -1,12 +1,29 @@
-"""Output helpers shared by the ``recap`` commands."""
+"""What the ``recap`` commands share: adding a command, output helpers, the queued report."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from worker.jobs.ops import Queued
+
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    Subparsers = argparse._SubParsersAction
 
 PROG = "recap"
+
+
+def command(sub: Subparsers, name: str, help_: str,
+            run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """Add the command ``name``: ``help_`` heads both its --help and ``recap --help``."""
+    parser = sub.add_parser(name, help=help_, description=help_)
+    parser.set_defaults(func=run)
+    return parser
 
 
 def positive(text: str) -> int:
@@ -25,3 +42,19 @@ def emit_json(data: object) -> None:
 
 def err(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def report_queued(results: Sequence[Queued]) -> int:
+    """One line per session: queued (with the task id), already pending, or not sent
+    (an error: exit 1)."""
+    code = 0
+    for r in results:
+        if r.status == "queued":
+            print(f"{r.session_id}: queued summarize job {r.task_id or '(id unknown)'}")
+        elif r.status == "already pending":
+            print(f"{r.session_id}: a summarize job is already pending")
+        else:
+            err(f"error: {r.session_id}: could not publish the job (broker unreachable?); "
+                "the sweeper will retry")
+            code = 1
+    return code

@@ -28,10 +28,10 @@ How the stored window becomes a valid request (see :func:`assemble`):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
+from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
 
 SUMMARY_TAG = "SUMMARY_OF_PRIOR_CONTEXT"
@@ -51,7 +51,7 @@ PLACEHOLDER_SUMMARIZED = "(earlier conversation summarized above)"
 PLACEHOLDER_START = "(conversation start)"
 
 # Anything that could open or close the summary block, in any case or spacing.
-_SUMMARY_TAG_RE = re.compile(r"<(\s*/?\s*)(" + SUMMARY_TAG + ")", re.IGNORECASE)
+_SUMMARY_TAG_RE = tag_opener([SUMMARY_TAG])
 
 
 class Row(NamedTuple):
@@ -71,7 +71,7 @@ class Context(TypedDict):
 
 def neutralize(text: str) -> str:
     """``text`` with every summary-block tag defused, so it cannot end the block early."""
-    return _SUMMARY_TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    return defuse(_SUMMARY_TAG_RE, text)
 
 
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from worker.core.text import sanitize
 from worker.errors import InvalidExtraction
 
 # The fixed set of categories (memories.category); anything else becomes "other".
@@ -51,7 +52,7 @@ def normalize(item: Any) -> Fact | None:
     clamped to 1..5; None if it has no usable text."""
     if not isinstance(item, dict) or not isinstance(item.get("fact"), str):
         raise InvalidExtraction("each memory must be an object with a string \"fact\"")
-    text = " ".join(item["fact"].split())
+    text = " ".join(sanitize(item["fact"]).split())
     if not text:
         return None
     category = str(item.get("category", "")).strip().lower()

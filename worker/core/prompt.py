@@ -4,11 +4,11 @@ Loading templates from files is the Claude edge's job (worker.llm.templates)."""
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from worker.core.text import defuse, tag_opener
 from worker.errors import ConfigError
 
 SYSTEM_PROMPT = (
@@ -19,7 +19,7 @@ SYSTEM_PROMPT = (
 PLACEHOLDERS = frozenset({"previous_summary", "conversation"})
 NO_PREVIOUS = "(none yet)"
 # Any tag that could close or open one of our delimiters is neutralized.
-_DELIMITER = re.compile(r"<(\s*/?\s*)(message|conversation|previous_summary)", re.IGNORECASE)
+_DELIMITER = tag_opener(["message", "conversation", "previous_summary"])
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,19 @@ class Turn:
 def validate_template(template: str, *, source: str = "prompt template") -> str:
     """Return ``template`` if it uses exactly the known placeholders; else ConfigError."""
     try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)
+                  if f is not None]
     except ValueError as exc:
         raise ConfigError(f"{source}: malformed braces: {exc}") from None
+    for name, spec, conversion in parsed:
+        # "{conversation:>99999999}" passes a name check and then fails (or eats
+        # memory) on every job: placeholders take no format spec or conversion.
+        if spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (
+                f":{spec}" if spec else "") + "}"
+            raise ConfigError(f"{source}: placeholder {shown} has a format spec or "
+                              "conversion; write placeholders plainly, e.g. {conversation}")
+    fields = {name for name, _, _ in parsed}
     unknown = fields - PLACEHOLDERS
     missing = PLACEHOLDERS - fields
     if unknown or missing:
@@ -50,7 +60,7 @@ def validate_template(template: str, *, source: str = "prompt template") -> str:
 
 def escape(text: str) -> str:
     """``text`` with every tag that could open or close one of our delimiters defused."""
-    return _DELIMITER.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    return defuse(_DELIMITER, text)
 
 
 def render_conversation(turns: Sequence[Turn]) -> str:
@@ -91,3 +101,30 @@ def chunk_turns(turns: Sequence[Turn], *, max_tokens: int,
     if current:
         chunks.append(current)
     return chunks
+
+
+def clip_turns(turns: Sequence[Turn], *, max_tokens: int, count: Callable[[str], int],
+               split: Callable[[str, int], list[str]]) -> tuple[list[Turn], str]:
+    """Turns with any single message above ``max_tokens`` cut to its first and last
+    parts (a marker says how much was left out), and a note naming each clipped
+    message for the audit row ("" when nothing was clipped).
+
+    One message too large to summarize within a job's time limit would otherwise
+    fail that job on every attempt, for ever.
+    """
+    out: list[Turn] = []
+    notes: list[str] = []
+    for turn in turns:
+        tokens = count(turn.content)
+        if tokens <= max_tokens:
+            out.append(turn)
+            continue
+        pieces = split(turn.content, max(1, max_tokens // 3))
+        head, tail = "".join(pieces[:2]), pieces[-1]
+        left_out = max(0, tokens - count(head) - count(tail))
+        out.append(Turn(turn.id, turn.role,
+                        f"{head}\n[... {left_out} tokens of this message left out: too long "
+                        f"to summarize within one job ...]\n{tail}"))
+        notes.append(f"message {turn.id} ({tokens} tokens) summarized from its first and last "
+                     f"parts: above the {max_tokens} tokens one job can summarize in time")
+    return out, "; ".join(notes)

@@ -15,14 +15,19 @@ def text_or_raise(value: str, what: str) -> None:
         raise InvalidInput(problem)
 
 
+def check_str(value: object, what: str, *, max_chars: int) -> str:
+    """Return ``value`` if it is storable, non-blank text of at most ``max_chars``
+    characters; else raise InvalidInput naming ``what``."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a str, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} is empty or whitespace only")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{what} is {len(value)} characters; at most {max_chars} are allowed")
+    text_or_raise(value, what)
+    return value
+
+
 def check_session_id(session_id: object) -> str:
     """Return ``session_id`` if it is a usable id, else raise InvalidInput."""
-    if not isinstance(session_id, str):
-        raise InvalidInput(f"session_id must be a str, got {type(session_id).__name__}")
-    if not session_id.strip():
-        raise InvalidInput("session_id is empty")
-    if len(session_id) > MAX_SESSION_ID:
-        raise InvalidInput(f"session_id is {len(session_id)} characters; "
-                           f"at most {MAX_SESSION_ID} are allowed")
-    text_or_raise(session_id, "session_id")
-    return session_id
+    return check_str(session_id, "session_id", max_chars=MAX_SESSION_ID)

@@ -41,11 +41,19 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.demo.report import OFFLINE_LABEL, Out, describe_run, first_line, print_report
-from worker.demo.report import session_state as _state
+from worker.demo.conversation import available, load
+from worker.demo.report import (
+    OFFLINE_LABEL,
+    Out,
+    describe_run,
+    first_line,
+    print_report,
+    session_state,
+)
 from worker.errors import ConfigError, WorkerTimeout
 
 if TYPE_CHECKING:
@@ -75,7 +83,7 @@ def find_alembic_ini() -> Path:
     """The repository's alembic.ini (migrations ship with the source, not the wheel)."""
     # Only next to this package: an alembic.ini in the current directory may
     # belong to another project, whose migrations must never run here.
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # worker/demo/run.py -> the checkout
     ini = root / "alembic.ini"
     if ini.is_file() and (root / "migrations" / "env.py").is_file():
         return ini
@@ -105,12 +113,20 @@ def poll_faster() -> None:
     Transport.polling_interval = POLL_S
 
 
+def demo_environment(data: Path, broker: Path, environ: MutableMapping[str, str]) -> None:
+    """The demo's own files; without an API key, the offline summarizer as an explicit
+    choice (RECAP_SUMMARIZER=offline, unless RECAP_SUMMARIZER is already set)."""
+    environ["DATABASE_URL"] = f"sqlite:///{data}"
+    environ["CELERY_BROKER_URL"] = f"sqla+sqlite:///{broker}"
+    if not environ.get("ANTHROPIC_API_KEY", "").strip():
+        environ.setdefault("RECAP_SUMMARIZER", "offline")
+
+
 def use_files(data: Path, broker: Path) -> Settings:
     """Point settings, engines and the Celery app at the demo's files; returns Settings."""
-    os.environ["DATABASE_URL"] = f"sqlite:///{data}"
-    os.environ["CELERY_BROKER_URL"] = f"sqla+sqlite:///{broker}"
-    # The app and settings may already have been built from the environment at
-    # import time (the CLI imports worker first): rebuild them from the new one.
+    demo_environment(data, broker, os.environ)
+    # Settings, engines or the app's configuration may already have been built
+    # from the old environment in this process: rebuild them from the new one.
     from worker.celery_app import reconfigure
     from worker.jobs.resources import reset_process_state
     from worker.settings import get_settings
@@ -132,7 +148,7 @@ class Feeder:
     def wait_idle(self) -> list[Any]:
         deadline = time.monotonic() + WAIT_S
         while True:
-            idle, runs = _state(self.session_id)
+            idle, runs = session_state(self.session_id)
             for run in runs[self.seen:]:
                 self.out.progress("  worker: " + describe_run(run))
             self.seen = len(runs)
@@ -165,8 +181,9 @@ def main(args: argparse.Namespace | None = None) -> int:
     if args is None:
         args = build_parser().parse_args()
     count = args.messages if getattr(args, "messages", None) is not None else DEFAULT_MESSAGES
-    if count < 1:
-        raise ConfigError(f"--messages must be at least 1, got {count}")
+    if not 1 <= count <= available():
+        raise ConfigError(f"--messages must be between 1 and {available()} (the scripted "
+                          f"conversation's length), got {count}")
     data, broker = file_paths(getattr(args, "db", None))
     settings = use_files(data, broker)
     offline = settings.summarizer_kind == "offline"
@@ -175,7 +192,6 @@ def main(args: argparse.Namespace | None = None) -> int:
     from celery.contrib.testing.worker import start_worker
 
     from worker.celery_app import app
-    from worker.demo.conversation import conversation
     from worker.jobs.resources import get_resources
 
     summarizer = get_resources().summarizer  # ConfigError now (e.g. production without a key)
@@ -195,7 +211,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
                       loglevel="WARNING", shutdown_timeout=30):
         feeder = Feeder(session_id, out)
-        feeder.feed(list(conversation(count)))
+        feeder.feed(load(count))
         out.progress("the worker is idle; stopping it")
     applied = print_report(session_id, out, feeder.excerpts)
     out.line()
@@ -210,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m worker.demo",
         description="Run Recap's real pipeline on a local SQLite database, with no services.")
     parser.add_argument("--messages", type=int, default=None, metavar="N",
-                        help=f"messages to feed (default {DEFAULT_MESSAGES})")
+                        help=f"messages to feed (default {DEFAULT_MESSAGES}, at most "
+                             f"{available()})")
     parser.add_argument("--db", metavar="PATH",
                         help="SQLite database file (default: a new temporary directory)")
     return parser

@@ -76,15 +76,19 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
             .values(rolling_summary=result.text, summary_tokens=summary_tokens,
                     summary_version=ChatSession.summary_version + 1, summary_updated_at=now,
                     lease_token=None, lease_expires_at=None))
-        if rowcount(done) != 1:
+        applied = rowcount(done) == 1
+        if not applied:  # released with this commit; raised after it (a raise rolls back)
             release(session_id, db=s, token=token)
-            raise Superseded(f"session {session_id!r} changed during resummarize; try again")
-        # An applied run that condenses nothing: it bumps the version, and the
-        # archived messages stay covered by the runs that condensed them.
-        record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt, status="applied",
-                   reason=reason, messages_condensed=0, input_tokens=result.input_tokens,
-                   output_tokens=result.output_tokens, summary_tokens=summary_tokens,
-                   latency_ms=latency_ms, model=result.model)
+        else:
+            # An applied run that condenses nothing: it bumps the version, and the
+            # archived messages stay covered by the runs that condensed them.
+            record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt,
+                       status="applied", reason=reason, messages_condensed=0,
+                       input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                       summary_tokens=summary_tokens, latency_ms=latency_ms,
+                       model=result.model)
+    if not applied:
+        raise Superseded(f"session {session_id!r} changed during resummarize; try again")
     return log_outcome(Outcome(session_id, "applied", reason, summary_tokens=summary_tokens,
                                summary_version=version + 1, model=result.model,
                                input_tokens=result.input_tokens,

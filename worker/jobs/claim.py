@@ -72,7 +72,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                        SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
-                       SESSIONS.c.normal_blocked)
+                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under)
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
@@ -98,11 +98,11 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
         messages = message_infos(session_id, db=s)
         plan = policy.plan(messages, summary_tokens=row.summary_tokens,
                            t=settings.thresholds())
-        if (row.needs_escalation, row.normal_blocked) != (plan.needs_escalation,
-                                                           plan.normal_blocked):
+        flags = blocked_flags(plan, settings)
+        if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
+                plan.needs_escalation, *flags.values()):
             s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
-                      .values(needs_escalation=plan.needs_escalation,
-                              normal_blocked=plan.normal_blocked))
+                      .values(needs_escalation=plan.needs_escalation, **flags))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
@@ -110,6 +110,12 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
         turns = _load_turns(session_id, plan.batch_ids, db=s)
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
                      settings, tuple(messages))
+
+
+def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
+    """The normal_blocked columns for ``plan``: the flag and the thresholds it holds under."""
+    return {"normal_blocked": plan.normal_blocked,
+            "normal_blocked_under": settings.thresholds_key() if plan.normal_blocked else None}
 
 
 def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:

@@ -10,6 +10,7 @@ producers (the chat app, beat, the CLI) never import the tasks module.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,20 +51,50 @@ def send(session_id: str, *, task_id: str | None = None) -> bool:
     return publish(SUMMARIZE_TASK, session_id, marker=ChatSession.enqueued_at, task_id=task_id)
 
 
+# After a failed publish this process publishes nothing for this long: the chat
+# app's replies stay fast while the broker is down, and the sweeper queues the
+# sessions that were skipped once it is back.
+BROKER_PAUSE_S = 5.0
+
+
+class Breaker:
+    """A circuit breaker for publishing: open for ``pause_s`` after a failure."""
+
+    def __init__(self, pause_s: float = BROKER_PAUSE_S) -> None:
+        self.pause_s = pause_s
+        self._open_until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def trip(self) -> None:
+        self._open_until = time.monotonic() + self.pause_s
+
+    def reset(self) -> None:
+        self._open_until = 0.0
+
+
+BREAKER = Breaker()
+
+
 def publish(task_name: str, session_id: str, *, marker: Any,
             task_id: str | None = None) -> bool:
-    """Publish one job of ``task_name`` for a session. Never raises: on a broker
-    failure it logs once, clears the session's pending ``marker`` column so the
-    sweeper retries, and returns False."""
-    from worker.celery_app import app
-
-    try:
-        # No publish retries: this runs on the chat app's reply path.
-        app.send_task(task_name, (session_id,), retry=False, task_id=task_id)
-        return True
-    except Exception as exc:
-        log.warning("could not enqueue %s for session %r (%s: %s); the sweeper will retry",
-                    task_name, session_id, type(exc).__name__, exc)
+    """Publish one job of ``task_name`` for a session. Never raises: when the broker
+    fails (or failed in the last BROKER_PAUSE_S), it clears the session's pending
+    ``marker`` column so the sweeper retries, logs, and returns False."""
+    if BREAKER.is_open():
+        log.debug("broker paused after a failure: not publishing %s for session %r",
+                  task_name, session_id)
+    else:
+        try:
+            _send(task_name, session_id, task_id=task_id)
+            BREAKER.reset()
+            return True
+        except Exception as exc:
+            BREAKER.trip()
+            log.warning("could not enqueue %s for session %r (%s: %s); publishing paused "
+                        "for %.0fs, the sweeper will retry", task_name, session_id,
+                        type(exc).__name__, exc, BREAKER.pause_s)
     try:
         with transaction() as s:
             s.execute(update(ChatSession).where(ChatSession.id == session_id)
@@ -72,6 +103,17 @@ def publish(task_name: str, session_id: str, *, marker: Any,
         log.warning("could not clear the pending marker of session %r (%s)", session_id,
                     type(exc).__name__)
     return False
+
+
+def _send(task_name: str, session_id: str, *, task_id: str | None) -> None:
+    from worker.celery_app import app
+
+    # No retries at any level: this runs on the chat app's reply path. retry=False
+    # covers the publish; kombu would still retry the *connection* for up to
+    # broker_connection_timeout (4 s by default) unless told max_retries=0.
+    with app.connection_for_write(transport_options={"max_retries": 0}) as conn:
+        app.send_task(task_name, (session_id,), retry=False, task_id=task_id,
+                      connection=conn)
 
 
 def due_for_title(stale_before: datetime) -> ColumnElement[bool]:

@@ -25,7 +25,8 @@ class Job:
     final_attempt: bool = True
 
 
-Status = Literal["applied", "skipped", "superseded", "failed", "dead"]
+# "unrecorded": the job failed and even recording that failed (see summarize.py).
+Status = Literal["applied", "skipped", "superseded", "failed", "dead", "unrecorded"]
 
 
 @dataclass
@@ -80,6 +81,7 @@ def log_outcome(outcome: Outcome, job: Job) -> Outcome:
     """One structured line per job outcome (never the API key: errors are redacted)."""
     line = {"event": "summarize", "session_id": outcome.session_id, "task_id": job.task_id,
             "attempt": job.attempt, **outcome.as_dict()}
-    level = logging.WARNING if outcome.status in ("failed", "dead") else logging.INFO
+    level = (logging.WARNING if outcome.status in ("failed", "dead", "unrecorded")
+             else logging.INFO)
     log.log(level, json.dumps(line, default=str, ensure_ascii=False))
     return outcome

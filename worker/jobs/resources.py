@@ -10,6 +10,7 @@ after fork, and in tests that change the environment.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 from worker import db
@@ -21,6 +22,8 @@ from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarize
 from worker.llm.templates import load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import Settings, get_settings
+
+log = logging.getLogger("recap.worker")
 
 Extractor = ClaudeExtractor | OfflineExtractor
 
@@ -62,7 +65,10 @@ class Resources:
         return ClaudeExtractor(self.client.with_model(tuned.model))
 
     def with_summarizer(self, summarizer: Summarizer) -> Resources:
-        return dataclasses.replace(self, summarizer=summarizer)
+        """These resources with ``summarizer``; the client is the summarizer's own
+        (None unless it is Claude's), so titles and memories follow it offline."""
+        client = summarizer.config if isinstance(summarizer, ClaudeSummarizer) else None
+        return dataclasses.replace(self, summarizer=summarizer, client=client)
 
 
 def build_resources(settings: Settings) -> Resources:
@@ -74,9 +80,15 @@ def build_resources(settings: Settings) -> Resources:
                 "the offline extractive summarizer is not Claude and is refused when "
                 "RECAP_ENV=production: set ANTHROPIC_API_KEY, or set "
                 "RECAP_ALLOW_OFFLINE_SUMMARIZER=true to use it anyway")
+        log.warning("RECAP_SUMMARIZER=offline: summaries come from the offline extractive "
+                    "stand-in, not Claude; it keeps little of what it condenses, and "
+                    "condensed messages are deleted")
         return Resources(settings, OfflineSummarizer())
     if settings.anthropic_api_key is None:
-        raise ConfigError("RECAP_SUMMARIZER=claude needs ANTHROPIC_API_KEY")
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set: Recap summarizes with Claude and deletes what it "
+            "condensed, so it will not start without a key. Set ANTHROPIC_API_KEY, or set "
+            "RECAP_SUMMARIZER=offline to choose the lossy offline extractive summarizer")
     import anthropic
 
     client = anthropic.Anthropic(

@@ -7,6 +7,7 @@ version, and deletes (or archives) exactly the claimed ids or nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from datetime import timedelta
@@ -17,9 +18,10 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker import tracing
 from worker.core import policy
+from worker.core.prompt import clip_turns
 from worker.db import transaction, utcnow
 from worker.errors import PermanentLLMError, Superseded
-from worker.jobs.claim import Claim, claim_session, message_infos, record
+from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos, record
 from worker.jobs.outcome import (
     Job,
     Outcome,
@@ -33,7 +35,7 @@ from worker.jobs.store import archive_messages, release, save_memories
 from worker.llm.client import Usage, classify
 from worker.llm.extractor import Extraction
 from worker.llm.summarizer import SummaryResult
-from worker.llm.tokens import count_tokens
+from worker.llm.tokens import count_tokens, split_by_tokens
 
 log = logging.getLogger("recap.jobs")
 
@@ -68,8 +70,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                     summary_updated_at=now, lease_token=None, lease_expires_at=None,
                     lost_leases=0, blocked_until=None,
                     enqueued_at=now if after.should_summarize else None,
-                    normal_blocked=after.normal_blocked,
-                    needs_escalation=after.needs_escalation)
+                    needs_escalation=after.needs_escalation,
+                    **blocked_flags(after, claim.settings))
             .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count)
         ).one_or_none()
         if row is None:
@@ -99,8 +101,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                                 summary_tokens=summary_tokens, t=claim.settings.thresholds())
             s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
                       .values(enqueued_at=now if after.should_summarize else None,
-                              normal_blocked=after.normal_blocked,
-                              needs_escalation=after.needs_escalation))
+                              needs_escalation=after.needs_escalation,
+                              **blocked_flags(after, claim.settings)))
         more = after.should_summarize
         return Outcome(
             claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
@@ -152,6 +154,11 @@ def _summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
     if isinstance(claimed, Outcome):
         return log_outcome(claimed, job)
     tuned = claimed.settings
+    turns, clipped = clip_turns(claimed.turns, max_tokens=tuned.job_token_budget(),
+                                count=count_tokens, split=split_by_tokens)
+    if clipped:
+        claimed = dataclasses.replace(claimed, turns=turns, plan=dataclasses.replace(
+            claimed.plan, reason=f"{claimed.plan.reason}; {clipped}"))
     summarizer = res.summarizer_for(tuned)
     spent = Usage(summarizer.model)
     started = time.monotonic()
@@ -175,8 +182,26 @@ def _summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
             log_outcome(record_failure(
                 claimed, exc, job=job, status=status, model=summarizer.model,
                 latency_ms=latency_ms, secret=res.secret, spent=spent), job)
-        except Exception:  # the database itself may be the failure; the lease expires
-            log.exception("could not record the failure of session %s", session_id)
+        except Exception as unrecorded:
+            log_outcome(record_unrecorded(claimed, exc, unrecorded, job=job, secret=res.secret),
+                        job)
         if mapped is not None and mapped is not exc:
             raise mapped from exc
         raise
+
+
+def record_unrecorded(claim: Claim, exc: BaseException, unrecorded: BaseException, *,
+                      job: Job, secret: str | None) -> Outcome:
+    """The failure could not be recorded (``unrecorded`` was raised doing it): release
+    the lease on its own, so the next job does not count a worker as lost, and
+    return an ``unrecorded`` outcome naming both errors for the log line."""
+    try:
+        with transaction() as s:
+            release(claim.session_id, db=s, token=claim.token,
+                    enqueued_at=utcnow() if not job.final_attempt else None)
+        released = "lease released"
+    except Exception as again:  # the database itself is down: the lease expires
+        released = f"lease not released ({type(again).__name__}); it expires"
+    return Outcome(claim.session_id, "unrecorded",
+                   f"could not record the failure: {describe_error(unrecorded, secret=secret)};"
+                   f" {released}", error=describe_error(exc, secret=secret))

@@ -1,9 +1,10 @@
 """The sweeper: finds sessions that need work and nobody is handling, and queues them.
 
 Heals lost enqueues, broker outages, expired leases (dead workers) and
-dead-lettered sessions once their cool-down has passed. One indexed query on the
-counters, bounded by RECAP_SWEEP_BATCH per run. Sessions with their own
-overrides come back as candidates and are judged in Python with their settings.
+dead-lettered sessions once their cool-down has passed. Sessions on the global
+thresholds are judged in SQL (one indexed query on the counters); sessions with
+their own overrides are paged through and judged with their settings. At most
+RECAP_SWEEP_BATCH sessions are queued per run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from models import ChatSession
@@ -28,18 +29,27 @@ from worker.settings import Settings, effective
 log = logging.getLogger("recap.sweeper")
 
 
+def blocked_now(settings: Settings) -> ColumnElement[bool]:
+    """normal_blocked, and computed under these very thresholds (else it no longer holds)."""
+    return ChatSession.normal_blocked.is_(True) & (
+        ChatSession.normal_blocked_under == settings.thresholds_key())
+
+
 def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select[Any]:
-    """Candidate sessions (id, counters, overrides) free to be queued; pass the rows
-    through :func:`due_ids` to judge the ones with overrides."""
+    """Sessions free to be queued (no live lease, no pending job, not cooling down)
+    that are due: decided in SQL for sessions on the global thresholds; every
+    session with overrides is a candidate, judged by :func:`due_ids`. Biggest first."""
     cap = math.ceil(policy.CAPACITY_USAGE * settings.context_budget_tokens)
     stale = stale_before(now, settings)
     query = (
         select(ChatSession.id, ChatSession.message_count, ChatSession.active_tokens,
-               ChatSession.summary_tokens, ChatSession.normal_blocked, ChatSession.overrides)
-        .where(or_(and_(ChatSession.message_count > settings.trigger_messages,
-                        ChatSession.active_tokens > settings.trigger_tokens,
-                        ChatSession.normal_blocked.is_(False)),
-                   ChatSession.summary_tokens + ChatSession.active_tokens >= cap,
+               ChatSession.summary_tokens, ChatSession.normal_blocked,
+               ChatSession.normal_blocked_under, ChatSession.overrides)
+        .where(or_(and_(ChatSession.overrides.is_(None),
+                        or_(and_(ChatSession.message_count > settings.trigger_messages,
+                                 ChatSession.active_tokens > settings.trigger_tokens,
+                                 ~blocked_now(settings)),
+                            ChatSession.summary_tokens + ChatSession.active_tokens >= cap)),
                    ChatSession.overrides.isnot(None)),
                or_(ChatSession.lease_token.is_(None), ChatSession.lease_expires_at <= now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),
@@ -52,18 +62,42 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
 def due_ids(rows: Iterable[Any], settings: Settings) -> list[str]:
     """The ids among ``due_query`` rows whose own settings say the policy could trigger."""
     out = []
-    for sid, count, active, summary, normal_blocked, overrides in rows:
+    for row in rows:
         tuned = settings
-        if overrides:
+        if row.overrides:
             try:
-                tuned = effective(settings, overrides)
+                tuned = effective(settings, row.overrides)
             except InvalidInput:
-                log.warning("session %r has invalid overrides; its job will record why", sid)
-        if policy.might_trigger(message_count=count, active_tokens=active,
-                                summary_tokens=summary, t=tuned.thresholds(),
-                                normal_blocked=normal_blocked):
-            out.append(str(sid))
+                log.warning("session %r has invalid overrides; its job will record why",
+                            row.id)
+        blocked = row.normal_blocked and row.normal_blocked_under == tuned.thresholds_key()
+        if policy.might_trigger(message_count=row.message_count,
+                                active_tokens=row.active_tokens,
+                                summary_tokens=row.summary_tokens, t=tuned.thresholds(),
+                                normal_blocked=blocked):
+            out.append(str(row.id))
     return out
+
+
+def find_due(settings: Settings, *, db: Session, now: datetime, limit: int) -> list[str]:
+    """Up to ``limit`` due session ids: those on the global thresholds (decided in
+    SQL, biggest first), then those with overrides, paged by id through all of
+    them, so no number of not-due override sessions can starve a due one."""
+    base = due_query(settings, now=now, limit=None)
+    ids = [str(r.id) for r in db.execute(base.where(ChatSession.overrides.is_(None))
+                                         .limit(limit))]
+    after: str | None = None
+    while len(ids) < limit:
+        page = base.where(ChatSession.overrides.isnot(None)).order_by(None) \
+            .order_by(ChatSession.id)
+        if after is not None:
+            page = page.where(ChatSession.id > after)
+        rows = db.execute(page.limit(settings.sweep_batch)).all()
+        if not rows:
+            break
+        ids.extend(due_ids(rows, settings)[:limit - len(ids)])
+        after = str(rows[-1].id)
+    return ids
 
 
 def claim_due(query: Select[Any], settings: Settings, *, db: Session,
@@ -79,8 +113,8 @@ def sweep(settings: Settings, *, limit: int | None = None) -> int:
     """Queue up to ``limit`` (default RECAP_SWEEP_BATCH) due sessions; returns how many."""
     now = utcnow()
     with transaction() as s:
-        _, marked = claim_due(due_query(settings, now=now, limit=limit or settings.sweep_batch),
-                              settings, db=s, now=now)
+        due = find_due(settings, db=s, now=now, limit=limit or settings.sweep_batch)
+        marked = [sid for sid in due if mark_pending(sid, db=s, now=now, settings=settings)]
     sent = sum(1 for sid in marked if send(sid))
     sweep_titles(settings, now=now, limit=limit or settings.sweep_batch)
     return sent

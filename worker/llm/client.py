@@ -21,7 +21,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from worker import tracing
-from worker.core.text import redact
+from worker.core.text import redact, sanitize
 from worker.errors import LLMError, PermanentLLMError, PromptTooLong, TransientLLMError
 
 
@@ -137,6 +137,20 @@ def classify(exc: BaseException) -> LLMError | None:
     return None
 
 
+def _time_limit(exc: BaseException) -> BaseException | None:
+    """The SoftTimeLimitExceeded behind ``exc`` (its cause or context chain), if any."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, SoftTimeLimitExceeded):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."
@@ -155,6 +169,11 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
                 model=config.model, max_tokens=max_tokens, system=system,
                 messages=[{"role": "user", "content": prompt}], timeout=config.timeout_s)
         except Exception as exc:
+            limit = _time_limit(exc)
+            if limit is not None:
+                # Celery's soft time limit fired inside the HTTP client, which the SDK
+                # wraps as a connection error: report it as what it is.
+                raise limit from None
             mapped = classify(exc)
             if mapped is None:
                 raise
@@ -167,8 +186,8 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
             raise mapped from exc
         usage = getattr(response, "usage", None)
         answer = Answer(
-            text="".join(getattr(b, "text", "") for b in response.content or []
-                         if getattr(b, "type", None) == "text").strip(),
+            text=sanitize("".join(getattr(b, "text", "") for b in response.content or []
+                                  if getattr(b, "type", None) == "text")).strip(),
             stop_reason=response.stop_reason,
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
             output_tokens=getattr(usage, "output_tokens", 0) or 0)

@@ -40,10 +40,18 @@ class Extraction:
     usage: Usage = field(default_factory=lambda: Usage(""))
 
 
+# The answer cap grows with the chunk (a fact-rich chunk needs room for its
+# facts), between these bounds; a chunk whose answer is still cut off is split.
+MIN_ANSWER_TOKENS = 1024
+MAX_ANSWER_TOKENS = 8192
+# A chunk this small whose answer is still cut off is not ours to fix by splitting.
+MIN_SPLIT_TOKENS = 200
+
+
 @dataclass
 class ClaudeExtractor:
     config: ClientConfig
-    max_tokens: int = 1024
+    max_tokens: int = MAX_ANSWER_TOKENS
 
     @property
     def model(self) -> str:
@@ -61,19 +69,38 @@ class ClaudeExtractor:
                     out.facts.append(fact)
         return out
 
+    def answer_cap(self, chunk_tokens: int) -> int:
+        """The answer's max_tokens for a chunk: a quarter of it, within the bounds."""
+        return max(MIN_ANSWER_TOKENS, min(self.max_tokens, chunk_tokens // 4))
+
     def _chunk(self, chunk: Sequence[Turn], usage: Usage) -> list[Fact]:
+        tokens = sum(self.config.count(t.content) for t in chunk)
         prompt = PROMPT.format(conversation=render_conversation(chunk))
+        error: InvalidExtraction | None = None
         for attempt in (prompt, prompt + STRICT):
-            answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
-                              prompt=attempt, operation="extract_memory")
+            answer = complete(self.config, max_tokens=self.answer_cap(tokens),
+                              system=SYSTEM_PROMPT, prompt=attempt, operation="extract_memory")
             answer.add_to(usage)
+            if answer.stop_reason == "max_tokens":
+                # Too many facts for one answer: mine the halves separately, as
+                # "prompt too long" does for summaries, instead of failing the job.
+                if tokens // 2 < MIN_SPLIT_TOKENS:
+                    raise InvalidExtraction("memory extraction answer was cut off at "
+                                            f"max_tokens={self.answer_cap(tokens)}")
+                return [f for half in self._halves(chunk, tokens)
+                        for f in self._chunk(half, usage)]
             try:
-                if answer.stop_reason == "max_tokens":
-                    raise InvalidExtraction("memory extraction answer was cut off")
                 return parse_facts(answer.text)
             except InvalidExtraction as exc:
                 error = exc
+        assert error is not None
         raise error
+
+    def _halves(self, chunk: Sequence[Turn], tokens: int) -> list[list[Turn]]:
+        if len(chunk) > 1:
+            return [list(chunk[:len(chunk) // 2]), list(chunk[len(chunk) // 2:])]
+        return chunk_turns(chunk, max_tokens=max(1, tokens // 2 + 12),
+                           count=self.config.count, split=self.config.split)
 
 
 @dataclass

@@ -1,0 +1,225 @@
+"""Worker subprocesses and the broker around them: tests/reliability and bench/soak.py.
+
+:func:`start` and :func:`stop` are the one way these tests start and end a
+process (each in a session of its own, so a SIGKILL takes its children too).
+:class:`WorkerProcess` is one ``celery -A worker worker`` on a queue of its own;
+``publishing_to``, ``publish``, ``sweep_into`` and ``settle`` send this
+process's jobs there and wait until that queue's work is done. Recap's modules
+are imported inside the functions: the soak sets the environment first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import statuses, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SUMMARIZE = "worker.tasks.summarize_session"
+
+
+# -- processes ---------------------------------------------------------------------
+
+def start(cmd: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None
+          ) -> subprocess.Popen[bytes]:
+    """Run ``cmd`` from the checkout in a new session (its own process group), with
+    stdout and stderr appended to ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(list(cmd), cwd=ROOT, env=dict(env or os.environ), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes], *, grace: float = 0.0) -> int:
+    """End ``proc`` (started by :func:`start`) and reap it; returns its exit code.
+
+    With ``grace``, SIGTERM first (Celery's warm shutdown) and wait that long;
+    then SIGKILL the whole process group: a crashed box, pool children and
+    orphans of a main process that exited first included.
+    """
+    if grace and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+        os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+def tail(log: Path, lines: int = 60) -> str:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class WorkerProcess:
+    """One ``celery -A worker worker`` subprocess on ``queue``, logging to a file."""
+
+    def __init__(self, label: str, *, queue: str, env: Mapping[str, str], log_dir: Path,
+                 pool: str = "threads", concurrency: int = 2) -> None:
+        self.label, self.queue, self.env, self.log_dir = label, queue, dict(env), log_dir
+        self.pool, self.concurrency = pool, concurrency
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self.log_path = log_dir / f"{label}.log"
+
+    def start(self, *, wait: bool = True, timeout: float = 60.0) -> WorkerProcess:
+        self.starts += 1
+        self.log_path = self.log_dir / f"{self.label}-{self.starts}.log"
+        name = f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}@%h"
+        self.proc = start(
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
+             "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",
+             "-n", name, "--without-heartbeat", "--without-gossip", "--without-mingle"],
+            log=self.log_path, env={**self.env, "RECAP_QUEUE": self.queue})
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until the worker logs 'ready.'; raise with its log if it exits first."""
+        def ready() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker {self.label} exited with {self.proc.returncode} "
+                                   f"before it was ready:\n{self.tail()}")
+            return " ready." in self.log_path.read_text(errors="replace")
+
+        try:
+            wait_for(ready, timeout=timeout, interval=0.1, what=f"worker {self.label} ready")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.tail()}") from None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def children(self) -> list[int]:
+        """Pids of the pool processes (prefork); empty for the threads pool."""
+        assert self.proc is not None
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+    def logged(self, text: str) -> int:
+        """How many times ``text`` appears in this start's log."""
+        return self.log_path.read_text(errors="replace").count(text)
+
+    def warm_shutdown(self, timeout: float = 30.0) -> None:
+        """SIGTERM the main process (Celery's warm shutdown: running jobs finish, no new
+        ones start); returns once the worker says it is shutting down."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: self.logged("Warm shutdown") or not self.alive, timeout=timeout,
+                 what=f"worker {self.label} to start its warm shutdown")
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """Wait for the main process to exit; its exit code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (a crashed box), and reap it."""
+        if self.proc is not None:
+            stop(self.proc)
+
+    def close(self) -> None:
+        self.kill()
+
+    def tail(self, lines: int = 60) -> str:
+        return tail(self.log_path, lines)
+
+
+# -- the broker ----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def publishing_to(queue: str) -> Iterator[None]:
+    """Route this process's jobs (hook, sweeper, follow-ups, ``recap retry``) to ``queue``."""
+    from worker.celery_app import app
+
+    before = (app.conf.task_routes, app.conf.task_default_queue)
+    # conf.update refreshes the cached router (celery.app.amqp._handle_conf_update).
+    app.conf.update(task_routes={"worker.tasks.*": {"queue": queue}}, task_default_queue=queue)
+    try:
+        yield
+    finally:
+        app.conf.update(task_routes=before[0], task_default_queue=before[1])
+
+
+def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -> int:
+    """Messages of ``queue`` waiting (and, with ``unacked``, delivered but unacked).
+
+    With ``restore``, first requeue unacked messages older than the visibility
+    timeout, as every starting consumer does (kombu's periodic scan is slower).
+    """
+    from worker.celery_app import app
+
+    with app.connection_for_write() as conn:
+        channel: Any = conn.default_channel
+        if restore:
+            channel.qos.restore_visible(num=1000, interval=1)
+        client = channel.client
+        # Each unacked entry is [message, exchange, routing key].
+        held = sum(1 for raw in client.hvals(channel.unacked_key)
+                   if json.loads(raw)[2] == queue) if unacked else 0
+        return int(client.llen(queue)) + held
+
+
+def publish(session_id: object, queue: str, **options: Any) -> str:
+    """Send one summarize job for ``session_id`` to ``queue`` by name; returns its task id."""
+    from worker.celery_app import app
+
+    return str(app.send_task(SUMMARIZE, (session_id,), queue=queue, **options).id)
+
+
+def sweep_into(queue: str) -> int:
+    """Run the real sweeper once, publishing to ``queue``; returns how many it queued."""
+    from worker.jobs.sweeper import sweep
+    from worker.settings import get_settings
+
+    with publishing_to(queue):
+        return sweep(get_settings())
+
+
+def busy(queue: str) -> list[str]:
+    """Why the system is not idle yet (empty when idle): leases, pending, due, queued."""
+    from sqlalchemy import func, select
+
+    from models import ChatSession
+    from worker.db import transaction, utcnow
+    from worker.jobs.sweeper import due_query
+    from worker.settings import get_settings
+
+    with transaction() as s:
+        leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
+        pending = s.scalar(select(func.count()).where(ChatSession.enqueued_at.isnot(None)))
+        due = s.scalar(select(func.count()).select_from(
+            due_query(get_settings(), now=utcnow(), limit=None).subquery()))
+    queued = broker_backlog(queue, unacked=False)
+    return [f"{n} {what}" for n, what in ((leased, "leased"), (pending, "pending"),
+                                          (due, "due"), (queued, "queued")) if n]
+
+
+def settle(queue: str, *, timeout: float = 90.0) -> None:
+    """Sweep into ``queue`` until nothing is leased, pending, due or queued."""
+    def idle() -> bool:
+        sweep_into(queue)
+        return not busy(queue)
+
+    try:
+        wait_for(idle, timeout=timeout, interval=0.5, what="idle workers")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} ({', '.join(busy(queue))})") from None
+
+
+def wait_for_runs(session_id: str, predicate: Callable[[list[str]], bool], *,
+                  timeout: float = 60.0, what: str = "runs") -> list[str]:
+    """Wait until the statuses of ``session_id``'s runs satisfy ``predicate``; return them."""
+    wait_for(lambda: predicate(statuses(session_id)), timeout=timeout, what=what)
+    return statuses(session_id)

@@ -1,0 +1,102 @@
+"""``recap ingest [--strict] [FILE]``: add messages from JSON lines, in order.
+
+Each line is ``{"session_id", "role", "content", "pinned"}`` (``pinned`` optional).
+A bad line is reported on stderr with its number and skipped; ``--strict`` stops
+at the first one with exit 1. An assistant message runs the reply hook, which
+may queue a summarize job. Ends with ``added N, bad N, jobs queued N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from typing import IO
+
+from worker.cli.base import Subparsers, command, err
+
+REQUIRED_FIELDS = ("session_id", "role", "content")
+KNOWN_FIELDS = frozenset((*REQUIRED_FIELDS, "pinned"))
+
+
+def register(sub: Subparsers) -> None:
+    p = command(sub, "ingest", "Add messages from JSON lines "
+                '({"session_id", "role", "content", "pinned"}), in order.', run)
+    p.add_argument("file", nargs="?", default="-", metavar="FILE",
+                   help="JSON-lines file; '-' or nothing reads stdin")
+    p.add_argument("--strict", action="store_true", help="stop with exit 1 at the first bad line")
+
+
+def run(args: argparse.Namespace) -> int:
+    counts = {"added": 0, "bad": 0, "queued": 0, "line": 0}
+    try:
+        with _open_input(args.file) as stream:
+            code = _ingest(stream, counts, strict=args.strict)
+    except KeyboardInterrupt:
+        # A migration resumes from here: every line before this one is stored.
+        err(f"interrupted at line {counts['line']}; lines before it were processed")
+        code = 130
+    print(f"added {counts['added']}, bad {counts['bad']}, jobs queued {counts['queued']}")
+    return code
+
+
+def parse_line(line: str) -> tuple[str, str, str, bool]:
+    """One JSON line -> (session_id, role, content, pinned); InvalidInput names the problem."""
+    from worker.errors import InvalidInput
+
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise InvalidInput(f"expected a JSON object, got {type(record).__name__}")
+    missing = [f for f in REQUIRED_FIELDS if f not in record]
+    if missing:
+        raise InvalidInput("missing field " + ", ".join(missing))
+    # A typo such as "pined" must not silently drop a pin: pinned messages are
+    # the ones Recap promises never to summarize away.
+    unknown = sorted(set(record) - KNOWN_FIELDS)
+    if unknown:
+        raise InvalidInput("unknown field " + ", ".join(unknown))
+    return record["session_id"], record["role"], record["content"], record.get("pinned", False)
+
+
+def _open_input(name: str) -> IO[str]:
+    # surrogateescape: a line with broken UTF-8 becomes one bad line (add_message
+    # rejects lone surrogates), instead of aborting the whole file.
+    if name == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:
+            return sys.stdin
+        return io.TextIOWrapper(buffer, encoding="utf-8", errors="surrogateescape")
+    try:
+        return open(name, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+    except OSError as exc:
+        from worker.errors import InvalidInput
+
+        raise InvalidInput(f"cannot read {name}: {exc.strerror}") from None
+
+
+def _ingest(stream: IO[str], counts: dict[str, int], *, strict: bool) -> int:
+    from worker.api.ingest import add_message, after_reply
+    from worker.errors import InvalidInput
+
+    for number, line in enumerate(stream, start=1):
+        counts["line"] = number
+        if not line.strip():
+            continue
+        try:
+            session_id, role, content, pinned = parse_line(line)
+            add_message(session_id, role, content, pinned=pinned)
+        except InvalidInput as exc:
+            counts["bad"] += 1
+            err(f"line {number}: {exc}")
+            if strict:
+                err(f"stopped at line {number} (--strict)")
+                return 1
+            continue
+        counts["added"] += 1
+        if role == "assistant" and after_reply(session_id):
+            counts["queued"] += 1
+    return 0

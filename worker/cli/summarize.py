@@ -1,0 +1,65 @@
+"""``recap summarize SESSION_ID [--now]``: queue a summarize job, or run it now.
+
+Without ``--now`` a job is queued unless one is already pending. With ``--now``
+the job runs in this process and its outcome is printed as JSON; a transient
+error is recorded as ``failed`` and handed to a queued retry, and when more
+work is left a follow-up job is queued.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from worker.cli.base import Subparsers, command, emit_json, err, report_queued
+
+
+def register(sub: Subparsers) -> None:
+    p = command(sub, "summarize", "Queue a summarize job for a session, or run it now.", run)
+    p.add_argument("session_id", metavar="SESSION_ID")
+    p.add_argument("--now", action="store_true",
+                   help="run the job in this process and print its outcome as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from worker.core.validate import check_session_id
+    from worker.db import utcnow
+    from worker.jobs import ops
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    session_id = check_session_id(args.session_id)
+    if not args.now:
+        return report_queued(ops.queue_jobs([session_id], settings=settings, now=utcnow()))
+    return _summarize_now(session_id)
+
+
+def _summarize_now(session_id: str) -> int:
+    import uuid
+
+    from worker.db import transaction
+    from worker.errors import SessionNotFound
+    from worker.jobs import ops
+    from worker.jobs.outcome import Job, is_transient
+    from worker.jobs.resources import get_resources
+    from worker.jobs.summarize import summarize
+
+    with transaction() as db:
+        if ops.missing_sessions([session_id], db=db):
+            raise SessionNotFound(f"no chat session with id {session_id!r}")
+    res = get_resources()  # a ConfigError (e.g. offline in production) before any claim
+    # Not the final attempt: a transient error is recorded as 'failed' (not
+    # dead-lettered for a cool-down) and handed to a queued job to retry.
+    job = Job(task_id=f"cli-{uuid.uuid4()}", final_attempt=False)
+    try:
+        outcome = summarize(session_id, job=job, res=res)
+    except Exception as exc:
+        if is_transient(exc):
+            # record_failure left the pending marker set for this retry.
+            queued = ops.publish(session_id)
+            err(f"a retry job was {'queued' if queued.status == 'queued' else 'not sent'}")
+        raise
+    emit_json(outcome.as_dict())
+    if outcome.more_work:
+        # apply_summary set the pending marker for exactly this follow-up.
+        report_queued([ops.publish(session_id)])
+    return 0
