@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tests.fake_anthropic import FakeAnthropic, Reply, error
+from tests.helpers import wait_for
 from tests.reliability.procs import ROOT, WorkerProcess, broker_backlog, publishing_to
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
@@ -108,6 +109,23 @@ class SoakResult:
         return not self.problems
 
 
+def forget_queue(queue: str, nodes: list[str]) -> None:
+    """Remove what kombu leaves in Redis after the run: the queue's list and binding
+    keys, and the pidbox bindings of this run's workers (``nodes``)."""
+    from worker.celery_app import app
+
+    with app.connection_for_write() as conn:
+        client = conn.default_channel.client  # type: ignore[attr-defined]
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        pidbox = "_kombu.binding.celery.pidbox"
+        mine = [m for m in client.smembers(pidbox)
+                if any(f"{node}@" in m.decode(errors="replace") for node in nodes)]
+        if mine:
+            client.srem(pidbox, *mine)
+        if not client.exists(pidbox):
+            client.zrem("_kombu.binding_deadlines", "celery.pidbox")
+
+
 def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)) + f" ({rng.randrange(10**6)})."
 
@@ -138,22 +156,31 @@ def _idle(queue: str) -> bool:
     return not (leased or due or blocked) and broker_backlog(queue, restore=True) == 0
 
 
-def _drain(queue: str, errors: list[BaseException], *, timeout: float, pause: float,
+class _Sweeps:
+    """How many sweeps have started and finished (the drain waits for a whole one)."""
+
+    def __init__(self) -> None:
+        self.started = self.finished = 0
+
+
+def _drain(queue: str, errors: list[BaseException], sweeps: _Sweeps, *, timeout: float,
            problems: list[str]) -> None:
-    """Wait until idle twice in a row, a sweep apart (nothing left in flight)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if _idle(queue):
-            time.sleep(pause)
-            if _idle(queue):
-                return
-        if errors:
-            problems.append(f"a soak thread failed: {errors[0]!r}")
-            return
-        if time.monotonic() > deadline:
-            problems.append(f"did not drain within {timeout}s")
-            return
-        time.sleep(0.5)
+    """Wait until idle twice in a row with a whole sweep in between (nothing in flight)."""
+    def idle_across_a_sweep() -> bool:
+        if errors or not _idle(queue):
+            return bool(errors)
+        after = sweeps.started  # a sweep that starts after this check has to finish
+        wait_for(lambda: sweeps.finished > after or errors, timeout=timeout,
+                 what="a sweep")
+        return bool(errors) or _idle(queue)
+
+    try:
+        wait_for(idle_across_a_sweep, timeout=timeout, interval=0.5, what="the drain")
+    except AssertionError:
+        problems.append(f"did not drain within {timeout}s")
+        return
+    if errors:
+        problems.append(f"a soak thread failed: {errors[0]!r}")
 
 
 def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
@@ -178,7 +205,7 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
                              concurrency=cfg.concurrency) for k in range(cfg.workers)]
     sids = [f"soak-{uuid.uuid4().hex[:8]}-{i}" for i in range(cfg.sessions)]
     written: dict[str, list[int]] = {sid: [] for sid in sids}
-    result, errors = SoakResult(), list[BaseException]()
+    result, errors, sweeps = SoakResult(), list[BaseException](), _Sweeps()
     produced, done = threading.Event(), threading.Event()
 
     def produce() -> None:
@@ -203,7 +230,9 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
 
     def sweep_loop() -> None:
         while not done.wait(cfg.sweep_every):
+            sweeps.started += 1
             sweep(get_settings())
+            sweeps.finished += 1
 
     started = time.monotonic()
     try:
@@ -218,8 +247,7 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
             threads[0].join()
             produced.set()
             threads[1].join()
-            _drain(queue, errors, timeout=cfg.drain_timeout, pause=cfg.sweep_every + 0.5,
-                   problems=result.problems)
+            _drain(queue, errors, sweeps, timeout=cfg.drain_timeout, problems=result.problems)
             done.set()
             threads[2].join()
     finally:
@@ -227,6 +255,7 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path) -> SoakResult:
         for w in workers:
             w.close()
         fake.stop()
+        forget_queue(queue, [node for w in workers for node in w.nodes])
     result.wall_s = round(time.monotonic() - started, 1)
     result.injected_faults = dict(fake.injected)
     result.messages_written = sum(map(len, written.values()))

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -96,6 +97,22 @@ def transaction() -> Iterator[Session]:
     """A session in one transaction: commits on success, rolls back on error."""
     with session_factory()() as session, session.begin():
         yield session
+
+
+def scrub(exc: BaseException) -> BaseException:
+    """``exc`` made safe to log and to send to Flower: a database error keeps only the
+    driver's first line (PostgreSQL's DETAIL can quote the failing row, chat text
+    included) and loses its chained driver exception. Other errors pass unchanged."""
+    if isinstance(exc, DBAPIError) and exc.args and isinstance(exc.args[0], str):
+        exc.args = (exc.args[0].splitlines()[0], *exc.args[1:])
+        exc.__cause__ = exc.__context__ = None
+        exc.__suppress_context__ = True
+    return exc
+
+
+def first_line(exc: DBAPIError) -> str:
+    """The driver's own message, first line only (no SQL, no parameters, no DETAIL)."""
+    return (str(exc.orig) if exc.orig is not None else str(exc)).splitlines()[0]
 
 
 def utcnow() -> datetime:

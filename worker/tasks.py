@@ -14,6 +14,7 @@ from worker import tracing
 from worker.celery_app import app
 from worker.core.policy import retry_delay
 from worker.core.validate import check_session_id
+from worker.db import scrub
 from worker.errors import ConfigError, InvalidInput, TransientLLMError
 from worker.jobs import titles
 from worker.jobs.claim import record_rejected
@@ -30,7 +31,11 @@ log = logging.getLogger("recap.tasks")
 def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources,
                    event: str) -> None:
     """Raise Celery's Retry (backoff with jitter, honouring retry-after) for a
-    transient error with retries left; else send ``event`` and return to re-raise."""
+    transient error with retries left; else send ``event`` and return to re-raise.
+
+    Either way ``exc`` is scrubbed first: what Celery logs and Flower shows must
+    not quote chat text (see worker.db.scrub)."""
+    scrub(exc)
     settings = res.settings
     retries = task.request.retries
     if is_transient(exc) and retries < settings.max_retries:

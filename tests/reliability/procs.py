@@ -68,12 +68,14 @@ class WorkerProcess:
         self.pool, self.concurrency = pool, concurrency
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.nodes: list[str] = []  # the node name of every start (before "@host")
         self.log_path = log_dir / f"{label}.log"
 
     def start(self, *, wait: bool = True, timeout: float = 60.0) -> WorkerProcess:
         self.starts += 1
         self.log_path = self.log_dir / f"{self.label}-{self.starts}.log"
-        name = f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}@%h"
+        self.nodes.append(f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}")
+        name = f"{self.nodes[-1]}@%h"
         self.proc = start(
             [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
              "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",

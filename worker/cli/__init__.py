@@ -10,6 +10,7 @@ without settings or services; each command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol
@@ -54,10 +55,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _db_unavailable(exc: BaseException) -> bool:
-    from sqlalchemy.exc import InterfaceError, OperationalError
+# Commands that bring their own database (or none).
+_OWN_DATABASE = ("demo", "bench")
+_NOT_MIGRATED = ("no such table", "does not exist")
 
-    return isinstance(exc, OperationalError | InterfaceError)
+
+def _database_error(exc: BaseException) -> str | None:
+    """One line for a database that is down, unreachable or not migrated; None for
+    any other error (which keeps its traceback)."""
+    from sqlalchemy.exc import InterfaceError, OperationalError, ProgrammingError
+
+    if not isinstance(exc, OperationalError | InterfaceError | ProgrammingError):
+        return None
+    first = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    if any(marker in first for marker in _NOT_MIGRATED):
+        return f"database: {first} (is it migrated? alembic upgrade head)"
+    if isinstance(exc, ProgrammingError):
+        return None
+    return f"database: {first}"
+
+
+def _say_which_database(command: str) -> None:
+    if command in _OWN_DATABASE or os.environ.get("DATABASE_URL"):
+        return
+    from worker.settings import DEFAULT_DATABASE_URL
+
+    err(f"DATABASE_URL is not set: using the embedded default {DEFAULT_DATABASE_URL} "
+        f"(in {os.getcwd()})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     from worker.errors import RecapError
 
+    _say_which_database(args.command)
     try:
         return int(args.func(args))
     except RecapError as exc:
@@ -77,12 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         err("interrupted")
         return 130
     except Exception as exc:
-        if not _db_unavailable(exc):
+        line = _database_error(exc)
+        if line is None:
             raise
-        # Down, unreachable or not migrated: one line, not a traceback.
-        first = str(exc).splitlines()[0]
-        hint = " (is it migrated? alembic upgrade head)" if "no such table" in first else ""
-        err(f"error: database: {first}{hint}")
+        err(f"error: {line}")  # one line, not a traceback
     return 1
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from worker.core.text import redact
+from worker.db import first_line
 from worker.errors import LLMError, TransientLLMError
 from worker.llm.client import classify
 
@@ -68,9 +69,9 @@ def describe_error(exc: BaseException, *, secret: str | None = None) -> str:
     """``Class: message`` for audit rows and logs, with any secret redacted."""
     mapped = classify(exc)
     shown = mapped if mapped is not None else exc
-    # A database error's str() carries the SQL and its parameters (chat text):
-    # keep only the driver's message.
-    text = f"{type(shown).__name__}: " + (str(exc.orig) if isinstance(exc, DBAPIError)
+    # A database error's str() carries the SQL, and PostgreSQL's DETAIL may quote
+    # the failing row (chat text): keep only the first line of the driver's message.
+    text = f"{type(shown).__name__}: " + (first_line(exc) if isinstance(exc, DBAPIError)
                                          else str(shown))
     if mapped is not None and mapped is not exc:
         text = f"{type(mapped).__name__} ({type(exc).__name__}): {mapped}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from worker import db
 from worker.core.text import redact
 from worker.errors import ConfigError
+from worker.jobs.enqueue import BREAKER
 from worker.llm.client import ClientConfig
 from worker.llm.extractor import ClaudeExtractor, OfflineExtractor
 from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
@@ -119,8 +120,9 @@ def get_resources() -> Resources:
 
 
 def reset_process_state(*, close: bool = True) -> None:
-    """Forget settings, engines and resources; after fork pass ``close=False`` (the
-    parent still owns the sockets)."""
+    """Forget settings, engines, resources and a paused publisher; after fork pass
+    ``close=False`` (the parent still owns the sockets)."""
     get_settings.cache_clear()
     db.reset_engines(close=close)
     _CURRENT.clear()
+    BREAKER.reset()
