@@ -51,3 +51,25 @@ def test_peer_digest_matches_recap_style() -> None:
                                     "Extend this summary by taking into account the new "
                                     "messages above:"}]}
     assert peer_digest(body) == "OLD\nThe user said: one two three\nThe assistant said: four five"
+
+
+def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
+    from bench.standin import recap_kind
+    from worker.core.prompt import SYSTEM_PROMPT
+    from worker.core.titles import TITLE_SYSTEM
+    from worker.llm import extractor
+
+    user = [{"role": "user", "content": "one two three"}]
+    assert [recap_kind({"system": system, "messages": user})
+            for system in (SYSTEM_PROMPT, extractor.SYSTEM_PROMPT, TITLE_SYSTEM)] == [
+        "summary", "memories", "title"]
+    assert recap_kind({"system": "You are a helpful assistant.", "messages": user}) is None
+
+
+def test_bench_reads_the_demo_conversation_file() -> None:
+    from bench.seed import CONVERSATION, demo_script
+
+    script = demo_script(6)
+    assert CONVERSATION.name == "conversation.json" and CONVERSATION.is_file()
+    assert [role for role, _ in script] == ["user", "assistant"] * 3
+    assert script[0][1].startswith("Hi, I'm Maya Okafor")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any, TextIO
 
@@ -21,6 +22,24 @@ class Out:
 
     def progress(self, text: str) -> None:
         print(self.label + text, file=self.err, flush=True)
+
+
+class LogToOut(logging.Handler):
+    """Recap's warnings (the offline summarizer's, say) as labelled progress lines."""
+
+    def __init__(self, out: Out) -> None:
+        super().__init__(logging.WARNING)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.out.progress(f"{record.levelname.lower()}: {record.getMessage()}")
+
+
+def route_logs(out: Out) -> None:
+    """Send the ``recap.*`` loggers' warnings through ``out`` (this process is the demo's)."""
+    logger = logging.getLogger("recap")
+    logger.addHandler(LogToOut(out))
+    logger.propagate = False
 
 
 def session_state(session_id: str) -> tuple[bool, list[Any]]:

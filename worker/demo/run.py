@@ -52,6 +52,7 @@ from worker.demo.report import (
     describe_run,
     first_line,
     print_report,
+    route_logs,
     session_state,
 )
 from worker.errors import ConfigError, WorkerTimeout
@@ -188,6 +189,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     settings = use_files(data, broker)
     offline = settings.summarizer_kind == "offline"
     out = Out(OFFLINE_LABEL if offline else "")
+    route_logs(out)
 
     from celery.contrib.testing.worker import start_worker
 

@@ -131,7 +131,7 @@ def classify(exc: BaseException) -> LLMError | None:
         return PermanentLLMError(message, status=status)
     if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
         return TransientLLMError(f"{name}: {_short(exc)}")
-    if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
+    if isinstance(exc, anthropic.APIResponseValidationError):
         # A malformed body (bad JSON) from a proxy or a bad moment: try again.
         return TransientLLMError(f"{name}: malformed response: {_short(exc)}")
     return None
@@ -175,6 +175,11 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
                 # wraps as a connection error: report it as what it is.
                 raise limit from None
             mapped = classify(exc)
+            if mapped is None and isinstance(exc, json.JSONDecodeError):
+                # The SDK parsing a malformed body (a proxy, a bad moment). Only here:
+                # a JSONDecodeError from Recap's own code is not an API failure.
+                mapped = TransientLLMError(f"{type(exc).__name__}: malformed response: "
+                                           f"{_short(exc)}")
             if mapped is None:
                 raise
             secret = getattr(config.client, "api_key", None)
