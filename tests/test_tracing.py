@@ -51,6 +51,8 @@ def spans(settings_env: Callable[..., None]) -> Iterator[Any]:
     """Tracing on, and the exporter that receives the finished spans."""
     exporter = _in_memory_exporter()
     settings_env(RECAP_OTEL_ENABLED="true")
+    get_resources()  # what a worker does at start: tracing follows the settings
+    assert tracing.enabled()
     yield exporter
     exporter.clear()
 
@@ -102,6 +104,8 @@ def test_unknown_llm_operations_are_refused_even_when_off() -> None:
 def test_off_is_a_no_op_that_records_nothing(settings_env: Callable[..., None]) -> None:
     exporter = _in_memory_exporter()
     settings_env(RECAP_OTEL_ENABLED="false")
+    get_resources()
+    assert not tracing.enabled()
     with tracing.span("x", a=1) as s, tracing.llm_span("summarize", "m") as llm:
         s.set_attribute("b", 2)
         llm.record_usage(1, 2)
@@ -136,6 +140,8 @@ def test_configure_provider_installs_one_unless_set() -> None:
     out = _run("""
         from opentelemetry import trace
         from worker import tracing
+        from worker.settings import get_settings
+        tracing.configure(enabled=get_settings().otel_enabled)  # as each entry point does
         assert tracing.configure_provider() is True
         assert tracing.configure_provider() is False  # already set: left alone
         provider = trace.get_tracer_provider()

@@ -69,5 +69,6 @@ def reconfigure(settings: Settings) -> None:
 @app.on_after_configure.connect
 def _set_up_tracing(sender: Celery, **_: Any) -> None:
     # Publishers (the chat app, beat) and the worker's main process; no-op when off.
+    tracing.configure(enabled=get_settings().otel_enabled)
     tracing.configure_provider()
     tracing.instrument_celery()

@@ -125,5 +125,6 @@ def _validate_at_start(**_: Any) -> None:
 def _after_fork(**_: Any) -> None:
     # Pooled connections and the HTTP client must not be shared across fork.
     reset_process_state(close=False)
+    get_resources()  # rebuilt for this process (and tracing configured from settings)
     tracing.configure_provider()  # no-op if inherited: the SDK is fork-safe
     tracing.instrument_celery()

@@ -1,6 +1,7 @@
 """Optional OpenTelemetry tracing: job spans, GenAI spans for Claude calls, Celery propagation.
 
-Off by default (RECAP_OTEL_ENABLED). When off, nothing here imports
+Off by default (RECAP_OTEL_ENABLED, applied by the entry points through
+:func:`configure`). When off, nothing here imports
 ``opentelemetry``: ``span`` and ``llm_span`` are plain no-op context managers.
 When on, spans go to the global tracer provider; ``configure_provider`` installs
 an OTLP exporter unless the process already set one up (``opentelemetry-instrument``,
@@ -23,11 +24,19 @@ LLM_OPERATIONS = frozenset({"summarize", "extract_memory", "generate_title"})
 _ATTRIBUTE_TYPES = (str, bool, int, float)
 
 
-def enabled() -> bool:
-    """Whether tracing is on (RECAP_OTEL_ENABLED); cheap, settings are cached."""
-    from worker.settings import get_settings
+# Set once per process by configure() from the process settings (RECAP_OTEL_ENABLED):
+# when the Celery app is configured, and when a worker builds its resources.
+_STATE = {"enabled": False}
 
-    return bool(getattr(get_settings(), "otel_enabled", False))
+
+def configure(*, enabled: bool) -> None:
+    """Turn tracing on or off for this process (its entry points call this)."""
+    _STATE["enabled"] = enabled
+
+
+def enabled() -> bool:
+    """Whether tracing is on in this process."""
+    return _STATE["enabled"]
 
 
 class _NoSpan:

@@ -13,7 +13,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from worker import db
+from worker import db, tracing
 from worker.core.text import redact
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
@@ -74,6 +74,7 @@ class Resources:
 
 def build_resources(settings: Settings) -> Resources:
     """The configured summarizer and client; ConfigError if they may not or cannot be used."""
+    tracing.configure(enabled=settings.otel_enabled)
     template = load_template(settings.prompt_file, settings.prompt)
     if settings.summarizer_kind == "offline":
         if settings.env == "production" and not settings.allow_offline_summarizer:
@@ -126,3 +127,4 @@ def reset_process_state(*, close: bool = True) -> None:
     db.reset_engines(close=close)
     _CURRENT.clear()
     BREAKER.reset()
+    tracing.configure(enabled=False)  # until the process settings say otherwise
