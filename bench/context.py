@@ -18,7 +18,6 @@ def plot(series: list[tuple[str, list[int]]], budget: int, trigger: int) -> None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.env import ROOT
 
     fig, ax = plt.subplots(figsize=(9, 4.2))
     for name, values in series:
@@ -30,22 +29,17 @@ def plot(series: list[tuple[str, list[int]]], budget: int, trigger: int) -> None
     ax.set_title("Assembled context per model call")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(ROOT / PLOT, dpi=110)
-    plt.close(fig)
+    benv.save_plot(fig, PLOT)
 
 
 def run(quick: bool = False) -> str:
-    from bench.convo import conversation_run
+    from bench.convo import demo_runs
     from bench.peers import BUDGET, PEERS, TRIGGER
-    from bench.seed import demo_script
     from bench.tokens import messages_for
     from worker.settings import get_settings
 
-    env = benv.setup()
     n = messages_for(quick)
-    recap = conversation_run(n)
-    script = demo_script(n)
+    env, recap, script = demo_runs(n)
     series = [("Recap", recap.context)]
     errors = []
     latency, env.fake.delay = env.fake.delay, 0.0

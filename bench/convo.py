@@ -101,3 +101,12 @@ def conversation_run(n: int) -> ConvoRun:
         raise RuntimeError(f"no summary was applied in the conversation run: {_errors()}")
     _CACHE[n] = run
     return run
+
+
+def demo_runs(n: int) -> tuple[Any, ConvoRun, list[tuple[str, str]]]:
+    """(the bench environment, Recap's run over ``n`` demo messages, the messages)."""
+    from bench import env as benv
+    from bench.seed import demo_script
+
+    env = benv.setup()
+    return env, conversation_run(n), demo_script(n)

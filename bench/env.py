@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,22 @@ def reset_state(*thresholds: str) -> None:
 FEATURE_VARS = ("RECAP_EXTRACT_MEMORIES", "RECAP_TITLES_ENABLED")
 THRESHOLD_VARS = ("RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKENS", "RECAP_BATCH_SIZE",
                   "RECAP_KEEP_RECENT", "RECAP_CONTEXT_BUDGET_TOKENS")
+
+
+def run_alone(run: Callable[[], object]) -> None:
+    """Run one benchmark module on its own (its ``__main__``): set up, run, tear down."""
+    setup()
+    try:
+        run()
+    finally:
+        teardown()
+
+
+def save_plot(fig: Any, path: str) -> None:
+    """Write a matplotlib figure to ``path`` (relative to the repository) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(ROOT / path, dpi=110)
+    plt.close(fig)

@@ -110,8 +110,4 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    benv.setup()
-    try:
-        run()
-    finally:
-        benv.teardown()
+    benv.run_alone(run)

@@ -99,7 +99,6 @@ def plot(results: list[dict[str, Any]], pooled: list[dict[str, Any]],
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.env import ROOT
 
     cs = [r["n"] for r in results]
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -116,10 +115,7 @@ def plot(results: list[dict[str, Any]], pooled: list[dict[str, Any]],
     ax.set_title("Throughput with a fixed-latency Claude stand-in")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    (ROOT / PLOT).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(ROOT / PLOT, dpi=110)
-    plt.close(fig)
+    benv.save_plot(fig, PLOT)
 
 
 def run(quick: bool = False) -> str:
@@ -148,8 +144,4 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    benv.setup()
-    try:
-        run()
-    finally:
-        benv.teardown()
+    benv.run_alone(run)

@@ -62,7 +62,6 @@ def plot(rows: list[tuple[str, int]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.env import ROOT
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
     names = [r[0] for r in rows]
@@ -73,22 +72,17 @@ def plot(rows: list[tuple[str, int]]) -> None:
     ax.set_xlabel("summarization input tokens (thousands, log scale)")
     ax.invert_yaxis()
     ax.set_title("Input tokens to keep the conversation summarized")
-    fig.tight_layout()
-    fig.savefig(ROOT / PLOT, dpi=110)
-    plt.close(fig)
+    benv.save_plot(fig, PLOT)
 
 
 def run(quick: bool = False) -> str:
-    from bench.convo import conversation_run
+    from bench.convo import demo_runs
     from bench.peers import PEERS
-    from bench.seed import demo_script
     from bench.standin import recap_kind, request_tokens
     from worker.llm.tokens import count_tokens
 
-    env = benv.setup()
     n = messages_for(quick)
-    recap = conversation_run(n)
-    script = demo_script(n)
+    env, recap, script = demo_runs(n)
     latency = env.latency
     env.fake.delay = 0.0  # token counts do not depend on latency
     by_kind: dict[str, list[int]] = {}

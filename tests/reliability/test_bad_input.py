@@ -150,12 +150,13 @@ def request_tokens(body: dict[str, object]) -> int:
 
 
 @worker_thread
-def test_one_megabyte_message_is_summarized_in_chunks(
+def test_one_megabyte_message_is_clipped_and_summarized_in_chunks(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     limit = 30_000
     settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=limit)
+    budget = get_settings().job_token_budget()
     giant = " ".join(WORDS * (1_000_000 // len(" ".join(WORDS)) + 1))
-    assert len(giant.encode()) >= 1_000_000
+    assert len(giant.encode()) >= 1_000_000 and count_tokens(giant) > 2 * budget
     ids = [add_message("mega", "user", giant)] + seed("mega", 11)
 
     # The giant message alone (aggressive), then the follow-up's normal batch of five.
@@ -163,10 +164,16 @@ def test_one_megabyte_message_is_summarized_in_chunks(
     assert statuses("mega") == ["applied", "applied"]
     first = runs("mega")[0]
     assert (first.first_message_id, first.last_message_id) == (ids[0], ids[0])
+    # More than one job can summarize in time: its first and last parts, and the audit
+    # row says so.
+    assert f"message {ids[0]} (" in (first.reason or "")
+    assert "summarized from its first and last parts" in (first.reason or "")
     assert message_ids("mega") == ids[6:]
-    sizes = [request_tokens(r) for r in fake_api.requests]
-    assert len(sizes) >= count_tokens(giant) // limit
-    assert max(sizes) <= limit, f"a request of {max(sizes)} tokens exceeds {limit}"
+    *giant_calls, _follow_up = [request_tokens(r) for r in fake_api.requests]
+    assert len(giant_calls) >= 2, "the clipped message still needs more than one request"
+    assert max(giant_calls) <= limit, f"a request of {max(giant_calls)} tokens exceeds {limit}"
+    assert sum(giant_calls) < count_tokens(giant) // 2  # not the whole megabyte
+    assert any("tokens of this message left out" in p for p in fake_api.prompts())
     assert_invariants({"mega": ids})
 
 
