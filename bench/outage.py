@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--replies", type=int, default=500)
     parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--no-pause", action="store_true",
+                        help="disable the publish pause: measure the fail-fast publish alone")
     parser.add_argument("--rate", type=float, default=50.0,
                         help="replies per second (0: as fast as possible)")
     args = parser.parse_args(argv)
@@ -80,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         "RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
         "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4", "RECAP_TITLES_ENABLED": "false"})
     _admin(f'CREATE DATABASE "{db}"')
+    if args.no_pause:
+        from worker.jobs.enqueue import BREAKER
+
+        BREAKER.pause_s = 0.0
     try:
         _migrate(url)
         figures = run(args.replies, args.sessions, args.rate)
