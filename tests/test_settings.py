@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +137,121 @@ def test_env_names() -> None:
     assert env_name("database_url") == "DATABASE_URL"
     assert env_name("anthropic_api_key") == "ANTHROPIC_API_KEY"
     assert env_name("batch_size") == "RECAP_BATCH_SIZE"
+
+
+# -- issue 11: settings refused at start, each naming the variable and its range ----
+
+SECONDS = "(valid: {} to 2592000)"
+
+
+@pytest.mark.parametrize(("var", "value", "expected", "valid"), [
+    ("RECAP_ENQUEUE_STALE_S", "1000000000000", "Input should be less than or equal to 2592000",
+     SECONDS.format(1)),
+    ("RECAP_ENQUEUE_STALE_S", "1e12", "RECAP_ENQUEUE_STALE_S: ", SECONDS.format(1)),
+    ("RECAP_LEASE_S", "1000000000000", "Input should be less than or equal to 2592000",
+     SECONDS.format(2)),
+    ("RECAP_LEASE_S", "1e12", "RECAP_LEASE_S: ", SECONDS.format(2)),
+    ("RECAP_DEAD_COOLDOWN_S", "1000000000000", "Input should be less than or equal to 2592000",
+     SECONDS.format(0)),
+    ("RECAP_DEAD_COOLDOWN_S", "1e12", "RECAP_DEAD_COOLDOWN_S: ", SECONDS.format(0)),
+    ("RECAP_SWEEP_INTERVAL_S", "inf", "Input should be a finite number", "(valid: 1 to 86400)"),
+    ("RECAP_SWEEP_INTERVAL_S", "1e-9", "Input should be greater than or equal to 1",
+     "(valid: 1 to 86400)"),
+    ("RECAP_QUEUE", "   ", "RECAP_QUEUE: String should have at least 1 character", ""),
+    ("RECAP_MODEL", " \t ", "RECAP_MODEL: String should have at least 1 character", ""),
+    ("RECAP_MODEL", "arn:aws:bedrock:" + "x" * 90, "String should have at most 100 characters",
+     ""),
+    ("RECAP_LLM_TIMEOUT_S", "30", "RECAP_LLM_TIMEOUT_S (30) must be below RECAP_LEASE_S (30)",
+     ""),
+    ("RECAP_KEEP_RECENT", "30", "keep_recent (RECAP_KEEP_RECENT, 30) must be below "
+     "trigger_messages (RECAP_TRIGGER_MESSAGES, 30)", ""),
+    ("RECAP_KEEP_RECENT", "0", "Input should be greater than or equal to 1",
+     "(valid: at least 1)"),
+    ("RECAP_LLM_MAX_INPUT_TOKENS", "2000", "RECAP_LLM_MAX_INPUT_TOKENS (2000) must be at least "
+     "twice RECAP_MAX_SUMMARY_TOKENS (1024)", ""),
+])
+def test_settings_that_would_fail_later_are_refused_at_start(
+        monkeypatch: pytest.MonkeyPatch, var: str, value: str, expected: str,
+        valid: str) -> None:
+    assert int(os.environ["RECAP_LEASE_S"]) == 30  # the test environment's lease
+    monkeypatch.delenv("RECAP_TRIGGER_MESSAGES", raising=False)  # the default, 30
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert var in message and expected in message, message
+    assert valid in message, message  # a bounded number's valid range is spelled out
+
+
+@pytest.mark.parametrize("placeholder", ["{conversation:>9999}", "{conversation!r}",
+                                         "{previous_summary:.5}"])
+def test_a_prompt_file_with_a_format_spec_is_refused_at_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, placeholder: str) -> None:
+    name = placeholder.strip("{}").split(":")[0].split("!")[0]
+    other = "conversation" if name == "previous_summary" else "previous_summary"
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(f"Summary so far: {{{other}}}\nNew: {placeholder}\n")
+    monkeypatch.setenv("RECAP_PROMPT_FILE", str(prompt))
+    with pytest.raises(ConfigError, match="RECAP_PROMPT_FILE") as info:
+        build_resources(load_settings())
+    assert placeholder in str(info.value) and "format spec or conversion" in str(info.value)
+
+
+def test_a_session_keep_recent_of_zero_is_refused() -> None:
+    # The newest message is never condensed: an assistant turn never leaves
+    # before the tool results that answer it have arrived.
+    with pytest.raises(InvalidInput, match="keep_recent"):
+        validate_overrides({"keep_recent": 0}, base=load_settings())
+    assert validate_overrides({"keep_recent": 1}, base=load_settings()) == {"keep_recent": 1}
+
+
+# -- issue 11, item 3: no silent lossy fallback ----------------------------------
+
+@pytest.mark.parametrize("key", [None, ""])
+@pytest.mark.parametrize("env", ["development", "test"])
+def test_no_api_key_is_refused_unless_offline_is_chosen(
+        monkeypatch: pytest.MonkeyPatch, key: str | None, env: str) -> None:
+    monkeypatch.setenv("RECAP_ENV", env)
+    monkeypatch.delenv("RECAP_SUMMARIZER", raising=False)
+    if key is None:
+        monkeypatch.delenv("ANTHROPIC_API_KEY")
+    else:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY") as info:
+        build_resources(load_settings())
+    assert "RECAP_SUMMARIZER=offline" in str(info.value)
+    monkeypatch.setenv("RECAP_SUMMARIZER", "offline")  # the explicit choice
+    assert build_resources(load_settings()).summarizer.model == OFFLINE_MODEL
+
+
+def _procfile_line(name: str) -> str:
+    from tests.env import ROOT
+
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name} line in the Procfile")
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str | None) -> None:
+    """Run the worker line through a POSIX shell, with a stand-in ``celery`` that
+    records how it was called, as a Procfile runner would."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    called = tmp_path / "called"
+    stub = bin_dir / "celery"
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$ANTHROPIC_API_KEY" "$*" > {called}\n')
+    stub.chmod(0o755)
+    base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = base if key is None else {**base, "ANTHROPIC_API_KEY": key}
+    line = _procfile_line("worker")
+    refused = subprocess.run(["sh", "-c", line], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert refused.returncode != 0 and "ANTHROPIC_API_KEY" in refused.stderr
+    assert not called.exists()  # celery never ran
+    started = subprocess.run(["sh", "-c", line], env={**base, "ANTHROPIC_API_KEY": "sk-ant-x"},
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    key_seen, argv = called.read_text().splitlines()
+    assert key_seen == "sk-ant-x" and argv.startswith("-A worker worker ")

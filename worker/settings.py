@@ -149,8 +149,8 @@ class Settings(BaseSettings, Tuning):
     @field_validator("anthropic_base_url", "anthropic_api_key", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
-        # Compose passes ${VAR:-} as an empty string: treat it as not set.
-        return None if value == "" else value
+        # Compose passes ${VAR:-} as an empty string: treat it (or blanks) as not set.
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
@@ -221,6 +221,18 @@ def env_name(field: str) -> str:
     return _STANDARD.get(field, "RECAP_" + field.upper())
 
 
+def _valid_range(field: str) -> str:
+    """`` (valid: 1 to 2592000)`` for a bounded numeric setting; "" for the others."""
+    info = Settings.model_fields.get(field)
+    bounds = {k: getattr(m, k) for m in (info.metadata if info else ())
+              for k in ("ge", "gt", "le", "lt") if getattr(m, k, None) is not None}
+    if "ge" in bounds and "le" in bounds:
+        return f" (valid: {bounds['ge']} to {bounds['le']})"
+    words = {"ge": "at least", "gt": "above", "le": "at most", "lt": "below"}
+    parts = [f"{words[k]} {v}" for k, v in bounds.items()]
+    return f" (valid: {' and '.join(parts)})" if parts else ""
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read and validate settings; raise ConfigError naming each bad variable."""
     try:
@@ -231,7 +243,7 @@ def load_settings(**overrides: object) -> Settings:
             field = str(err["loc"][0]) if err["loc"] else ""
             name = env_name(field) if field else "settings"
             got = "" if field == "anthropic_api_key" else f" (got {err.get('input')!r})"
-            problems.append(f"{name}: {err['msg']}{got if field else ''}")
+            problems.append(f"{name}: {err['msg']}{got if field else ''}{_valid_range(field)}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 

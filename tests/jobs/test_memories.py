@@ -134,3 +134,36 @@ def test_recap_memories_prints_them(fake_api: FakeAnthropic, capsys) -> None:  #
     assert recap(["memories", "cli-mem"]) == 0
     assert "[3] fact       The user prefers dark mode." in capsys.readouterr().out
     assert recap(["memories", "nobody"]) == 1
+
+
+# -- issue 11, item 8: the answer cap follows the chunk; a cut-off answer splits it --
+
+def test_the_answer_cap_grows_with_the_chunk(fake_api: FakeAnthropic) -> None:
+    from worker.llm.extractor import MIN_ANSWER_TOKENS
+
+    ids = seed("rich", 12, words=1000)  # a 5-message batch of ~6,500 tokens
+    run("rich")
+    assert statuses("rich") == ["applied"]
+    extract = fake_api.requests[1]
+    assert "extract durable facts" in extract["system"]
+    assert extract["max_tokens"] > MIN_ANSWER_TOKENS  # a quarter of the chunk
+    invariants("rich", ids)
+
+
+def test_a_cut_off_answer_splits_the_chunk_instead_of_failing(fake_api: FakeAnthropic) -> None:
+    ids = seed("cut", 12, words=120)  # a 5-message batch of ~800 tokens
+    fake_api.script(ok("Summary."),
+                    ok('[{"fact": "The user is vegetarian.", "category": "pref',
+                       stop_reason="max_tokens"),
+                    ok(facts_json(("The user is vegetarian.", "preference", 4))),
+                    ok(facts_json(("The user lives in Lisbon.", "personal", 3))))
+    run("cut")
+    assert statuses("cut") == ["applied"]
+    assert sorted(m["fact"] for m in memories("cut")) == ["The user is vegetarian.",
+                                                          "The user lives in Lisbon."]
+    whole, first, second = (r["messages"][0]["content"] for r in fake_api.requests[1:4])
+    assert "ONLY the JSON array" not in first + second  # split, not retried as bad JSON
+    assert first.count("<message role=") + second.count("<message role=") \
+        == whole.count("<message role=") == 5
+    assert len(fake_api.requests) == 4
+    invariants("cut", ids)

@@ -12,8 +12,16 @@ from collections.abc import Callable
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, ok
-from tests.helpers import LOW, assert_invariants, message_ids, run_and_wait, runs, seed, \
-    session_row, statuses
+from tests.helpers import (
+    LOW,
+    assert_invariants,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    session_row,
+    statuses,
+)
 from worker.api.ingest import add_message
 from worker.api.sessions import memories
 from worker.jobs.outcome import Job

@@ -9,6 +9,7 @@ from sqlalchemy import update
 
 from models import ChatSession
 from tests.helpers import LOW, seed, session_row, statuses, wait_for
+from worker.api.sessions import configure_session
 from worker.celery_app import celery_config
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import due_query, sweep
@@ -99,3 +100,21 @@ def test_due_query_uses_indexes_on_postgres() -> None:
         sql = q.compile(s.get_bind(), compile_kwargs={"literal_binds": True})
         plan = "\n".join(s.scalars(text(f"EXPLAIN {sql}")))
     assert "ix_chat_sessions" in plan, plan
+
+
+def test_not_due_override_sessions_cannot_starve_a_due_one(settings_env) -> None:  # type: ignore[no-untyped-def]
+    # Issue 11, item 4: more not-due sessions with overrides than one batch, each
+    # bigger than the due ones, must not hide the due sessions whose publish was lost.
+    settings_env(**LOW, RECAP_SWEEP_BATCH=5)
+    big = [f"big{i}" for i in range(7)]
+    for sid in big:
+        configure_session(sid, {"prompt": "es"})
+        seed(sid, 5, words=300)  # many tokens, too few messages: not due
+    configure_session("zz-due-es", {"prompt": "es"})  # after every big one by id
+    for sid in ("zz-due-es", "due-global"):
+        seed(sid, 11)  # due, and no job pending (its publish was lost)
+    sizes = {sid: session_row(sid).active_tokens for sid in (*big, "zz-due-es", "due-global")}  # type: ignore[union-attr]
+    assert min(sizes[sid] for sid in big) > max(sizes["zz-due-es"], sizes["due-global"])
+    assert sweep(get_settings()) == 2
+    pending = {sid for sid in sizes if session_row(sid).enqueued_at is not None}  # type: ignore[union-attr]
+    assert pending == {"zz-due-es", "due-global"}

@@ -1,0 +1,59 @@
+"""A stale normal_blocked flag (issue 11, item 5): the flag holds only under the
+thresholds it was computed under, so changing them (per session or globally)
+re-opens the normal rule at once, for the hook and for the sweeper alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.helpers import seed, session_row
+from worker.api.ingest import add_message, after_reply
+from worker.api.sessions import configure_session
+from worker.db import transaction, utcnow
+from worker.jobs.outcome import Job
+from worker.jobs.resources import get_resources
+from worker.jobs.summarize import summarize
+from worker.jobs.sweeper import find_due
+from worker.settings import get_settings
+
+# A full batch of 5 small messages stays under 500 tokens while the session as a
+# whole passes it: the normal rule cannot fire until a summary applies.
+BLOCKING = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 500, "RECAP_BATCH_SIZE": 5,
+            "RECAP_KEEP_RECENT": 4}
+
+
+def due() -> list[str]:
+    with transaction() as s:
+        return find_due(get_settings(), db=s, now=utcnow(), limit=100)
+
+
+def block(sid: str) -> None:
+    """Make ``sid`` normal_blocked under the current thresholds, with no job pending."""
+    seed(sid, 14)
+    out = summarize(sid, job=Job("t-block"), res=get_resources())
+    assert out.status == "skipped" and out.reason.startswith("below thresholds: 14 messages")
+    row = session_row(sid)
+    assert row is not None and row.normal_blocked and row.enqueued_at is None
+    assert row.normal_blocked_under == get_settings().thresholds_key()
+    add_message(sid, "assistant", "one more short reply")
+    assert after_reply(sid) is False  # blocked: the hook waits
+    assert sid not in due()  # and so does the sweeper
+
+
+@pytest.mark.parametrize("where", ["session", "global"])
+def test_a_change_of_thresholds_lifts_the_block_at_once(
+        where: str, settings_env: Callable[..., None]) -> None:
+    settings_env(**BLOCKING)
+    block("stale")
+    # Now a 5-message batch (~300 tokens) is above the token trigger.
+    if where == "session":
+        configure_session("stale", {"trigger_tokens": 100})
+    else:
+        settings_env(**{**BLOCKING, "RECAP_TRIGGER_TOKENS": 100})
+    assert "stale" in due()  # the sweeper sees it due
+    assert after_reply("stale") is True  # and the hook queues it
+    row = session_row("stale")
+    assert row is not None and row.enqueued_at is not None
+

@@ -1,0 +1,87 @@
+"""No silent lossy fallback (issue 11, item 3): a real ``celery -A worker worker``
+refuses to start without ANTHROPIC_API_KEY unless RECAP_SUMMARIZER=offline says
+so, and when it does run offline it says so loudly. Each worker is a subprocess
+on a queue of its own, so it never takes another test's jobs."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import uuid
+
+import pytest
+
+from tests.env import ROOT
+
+START_TIMEOUT_S = 120  # a bound for a broken build, never a synchronisation delay
+
+
+def worker_env(**changes: str | None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
+           "RECAP_QUEUE": f"recap-start-{uuid.uuid4().hex[:8]}"}
+    env.pop("RECAP_SUMMARIZER", None)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def worker_cmd(env: dict[str, str]) -> list[str]:
+    return ["celery", "-A", "worker", "worker", "--pool", "solo", "-Q", env["RECAP_QUEUE"],
+            "-n", f"{env['RECAP_QUEUE']}@localhost", "--without-mingle", "--without-gossip",
+            "--without-heartbeat", "--loglevel", "INFO"]
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_the_worker_refuses_to_start_without_an_api_key(key: str | None) -> None:
+    env = worker_env(ANTHROPIC_API_KEY=key)
+    done = subprocess.run(worker_cmd(env), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=START_TIMEOUT_S)  # it must exit by itself
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "recap: error: ANTHROPIC_API_KEY is not set" in output, output
+    assert "RECAP_SUMMARIZER=offline" in output
+    assert " ready." not in output  # never consumed anything
+
+
+def test_the_worker_runs_offline_only_when_told_and_says_so() -> None:
+    env = worker_env(ANTHROPIC_API_KEY=None, RECAP_SUMMARIZER="offline")
+    proc = subprocess.Popen(worker_cmd(env), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)  # the process closed its output: it exited
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    try:
+        while True:
+            line = lines.get(timeout=START_TIMEOUT_S)
+            if line is None:
+                pytest.fail("the offline worker exited at start:\n" + "".join(seen))
+            seen.append(line)
+            if " ready." in line:
+                break
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # Celery's warm shutdown
+        try:
+            proc.wait(START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    output = "".join(seen)
+    warning = next((ln for ln in seen if "RECAP_SUMMARIZER=offline" in ln), None)
+    assert warning is not None, output
+    # Logged at worker_init, before Celery configures logging: Python's last-resort
+    # handler prints it to stderr as it is, ahead of the banner.
+    assert "not Claude" in warning and "condensed messages are deleted" in warning
