@@ -28,7 +28,13 @@ from pathlib import Path
 
 from tests.fake_anthropic import FakeAnthropic, Reply, error
 from tests.helpers import wait_for
-from tests.reliability.procs import ROOT, WorkerProcess, broker_backlog, publishing_to
+from tests.reliability.procs import (
+    ROOT,
+    WorkerProcess,
+    activity,
+    broker_backlog,
+    publishing_to,
+)
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the
@@ -140,20 +146,11 @@ def _guard(errors: list[BaseException], target: object) -> threading.Thread:
 
 
 def _idle(queue: str) -> bool:
-    """No lease held, nothing due, and no message of ``queue`` in the broker."""
-    from sqlalchemy import func, select
-
-    from models import ChatSession
-    from worker.db import transaction, utcnow
-    from worker.jobs.sweeper import due_query
-    from worker.settings import get_settings
-
-    with transaction() as s:
-        leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
-        due = s.scalar(select(func.count()).select_from(
-            due_query(get_settings(), now=utcnow(), limit=None).subquery()))
-        blocked = s.scalar(select(func.count()).where(ChatSession.blocked_until > utcnow()))
-    return not (leased or due or blocked) and broker_backlog(queue, restore=True) == 0
+    """No lease held, nothing due or cooling down, and no message of ``queue`` in the
+    broker (unacked ones past the visibility timeout are requeued first)."""
+    counts = activity()
+    return not (counts["leased"] or counts["due"] or counts["blocked"]) \
+        and broker_backlog(queue, restore=True) == 0
 
 
 class _Sweeps:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
 
 from worker import tracing
 from worker.settings import Settings, get_settings
@@ -55,6 +56,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "timezone": "UTC",
     }
 
+
+# kombu's Redis transport with the fix that lets a worker survive a Redis restart
+# mid-job (see worker.broker). An alias keeps the redis:// and rediss:// schemes.
+TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "worker.broker:Transport"
 
 app = Celery("recap", include=["worker.tasks"])
 # A promise: evaluated when the configuration is first needed, not at import.

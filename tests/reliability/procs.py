@@ -189,8 +189,9 @@ def sweep_into(queue: str) -> int:
         return sweep(get_settings())
 
 
-def busy(queue: str) -> list[str]:
-    """Why the system is not idle yet (empty when idle): leases, pending, due, queued."""
+def activity() -> dict[str, int]:
+    """How many sessions are leased, pending, due and cooling down, in one statement
+    (one snapshot: separate queries could miss a claim committing between them)."""
     from sqlalchemy import func, select
 
     from models import ChatSession
@@ -198,14 +199,28 @@ def busy(queue: str) -> list[str]:
     from worker.jobs.sweeper import due_query
     from worker.settings import get_settings
 
+    now = utcnow()
+    due = due_query(get_settings(), now=now, limit=None).subquery()
     with transaction() as s:
-        leased = s.scalar(select(func.count()).where(ChatSession.lease_token.isnot(None)))
-        pending = s.scalar(select(func.count()).where(ChatSession.enqueued_at.isnot(None)))
-        due = s.scalar(select(func.count()).select_from(
-            due_query(get_settings(), now=utcnow(), limit=None).subquery()))
-    queued = broker_backlog(queue, unacked=False)
-    return [f"{n} {what}" for n, what in ((leased, "leased"), (pending, "pending"),
-                                          (due, "due"), (queued, "queued")) if n]
+        row = s.execute(select(
+            func.count().filter(ChatSession.lease_token.isnot(None)),
+            func.count().filter(ChatSession.enqueued_at.isnot(None)),
+            select(func.count()).select_from(due).scalar_subquery(),
+            func.count().filter(ChatSession.blocked_until > now),
+        ).select_from(ChatSession)).one()
+    return dict(zip(("leased", "pending", "due", "blocked"), map(int, row), strict=True))
+
+
+def busy(queue: str) -> list[str]:
+    """Why the system is not idle yet (empty when idle): leases, pending, due, queued.
+
+    The database is read first: a job in flight has a pending marker or a lease
+    until it is done, so a message taken from the queue meanwhile is not missed.
+    """
+    counts = activity()
+    counts.pop("blocked")
+    counts["queued"] = broker_backlog(queue, unacked=False)
+    return [f"{n} {what}" for what, n in counts.items() if n]
 
 
 def settle(queue: str, *, timeout: float = 90.0) -> None:

@@ -159,12 +159,6 @@ def test_redis_killed_mid_job_loses_nothing(api, spawn, queue, broker_url,  # ty
     assert_invariants(written)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kombu 5.7.0 (Redis): on connection loss with an unacked message, Channel.close -> "
-    "QoS.restore_unacked_once -> _connparams raises AttributeError ('NoneType' object has "
-    "no attribute 'hostname'); Celery's ignore_errors only ignores connection errors, so "
-    "the worker logs 'Unrecoverable error' and exits after its running task. Workers "
-    "must run under a supervisor that restarts them (docker-compose restart policy)."))
 def test_worker_process_survives_redis_restart_mid_job(  # type: ignore[no-untyped-def]
         api, spawn, queue, broker_url, private_redis) -> None:
     seed("mid", 11)

@@ -5,6 +5,7 @@ how the stored window becomes a valid Messages API request)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Select, Text, cast, literal, null, select, union_all
@@ -46,6 +47,12 @@ def read_window(session_id: str) -> tuple[str | None, int, list[Row], int]:
     check_session_id(session_id)
     with transaction() as s:
         result = s.execute(_snapshot_query(session_id)).all()
+    return window_of(session_id, result)
+
+
+def window_of(session_id: str, result: Sequence[Any]) -> tuple[str | None, int, list[Row], int]:
+    """:func:`read_window`'s answer from the rows of :func:`_snapshot_query` (shared
+    with the asyncio API, worker.api.aio)."""
     if not result or result[0].kind != 0:
         raise SessionNotFound(f"no chat session with id {session_id!r}")
     head, rows = result[0], result[1:]
@@ -63,10 +70,21 @@ def build_context(session_id: str, *, system_prompt: str) -> Context:
     ``budget`` are not API fields). Raises InvalidInput for a bad id or a
     non-str ``system_prompt``, SessionNotFound for an unknown session.
     """
+    check_system_prompt(system_prompt)
+    return assemble_window(system_prompt, read_window(session_id))
+
+
+def check_system_prompt(system_prompt: object) -> None:
+    """Raise InvalidInput unless ``system_prompt`` is storable text ("" is fine)."""
     if not isinstance(system_prompt, str):
         raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
     text_or_raise(system_prompt, "system_prompt")
-    summary, summary_tokens, rows, budget = read_window(session_id)
+
+
+def assemble_window(system_prompt: str,
+                    window: tuple[str | None, int, list[Row], int]) -> Context:
+    """The context from the app's prompt and a :func:`read_window` answer."""
+    summary, summary_tokens, rows, budget = window
     return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
                     budget=budget, count=count_tokens)
 

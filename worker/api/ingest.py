@@ -9,6 +9,7 @@ could trigger marks the session pending and queues one job.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, event, insert, select
@@ -126,24 +127,58 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
         if db is None:
             with get_engine().begin() as conn:
                 queue, title = _decide(conn, session_id)
-            if title:
-                send_title(session_id)
-            return send(session_id) if queue else False
-        with db.begin_nested():
-            queue, title = _decide(db, session_id)
+            return send_now(session_id, queue, title)
+        queue, title = decide_in_savepoint(db, session_id)
     except Exception as exc:
-        log.warning("after_reply for session %r failed (%s: %s); the sweeper will catch up",
-                    session_id, type(exc).__name__, exc)
-        return False
+        return hook_failed(session_id, exc)
+    return send_after_commit(db, session_id, queue, title)
+
+
+# The pieces below are shared with the asyncio API (worker.api.aio), which runs
+# the same decision through SQLAlchemy's run_sync and the sends off its loop.
+
+def decide_in_savepoint(db: Session, session_id: str) -> tuple[bool, bool]:
+    """:func:`_decide` in a savepoint of the caller's transaction: a failure leaves
+    that transaction usable."""
+    with db.begin_nested():
+        return _decide(db, session_id)
+
+
+def hook_failed(session_id: str, exc: Exception) -> bool:
+    """Log a failed hook (the sweeper catches up) and return its result, False."""
+    log.warning("after_reply for session %r failed (%s: %s); the sweeper will catch up",
+                session_id, type(exc).__name__, exc)
+    return False
+
+
+def send_now(session_id: str, queue: bool, title: bool) -> bool:
+    """Publish what :func:`_decide` asked for; True if a summarize job was sent."""
     if title:
-        _send_after_commit(db, ("title", session_id))
+        send_title(session_id)
+    return send(session_id) if queue else False
+
+
+def send_jobs(jobs: list[tuple[str, str]]) -> None:
+    """Publish ``(kind, session_id)`` jobs, kind "title" or "summarize"."""
+    for kind, sid in jobs:
+        send_title(sid) if kind == "title" else send(sid)
+
+
+def send_after_commit(db: Session, session_id: str, queue: bool, title: bool, *,
+                      dispatch: Callable[[list[tuple[str, str]]], None] = send_jobs) -> bool:
+    """Have ``dispatch`` publish what :func:`_decide` asked for once ``db``'s outermost
+    transaction commits (never if it rolls back); returns ``queue``."""
+    if title:
+        _send_after_commit(db, ("title", session_id), dispatch)
     if queue:
-        _send_after_commit(db, ("summarize", session_id))
+        _send_after_commit(db, ("summarize", session_id), dispatch)
     return queue
 
 
-def _send_after_commit(db: Session, job: tuple[str, str]) -> None:
+def _send_after_commit(db: Session, job: tuple[str, str],
+                       dispatch: Callable[[list[tuple[str, str]]], None]) -> None:
     db.info.setdefault("recap_pending_sends", set()).add(job)
+    db.info["recap_dispatch"] = dispatch
     if not db.info.get("recap_listening"):
         db.info["recap_listening"] = True
         event.listen(db, "after_commit", _on_commit)
@@ -162,6 +197,6 @@ def _on_transaction_end(session: Session, trans: Any) -> None:
         return  # a savepoint or subtransaction: the outcome is not decided yet
     committed = session.info.pop("recap_committed", False)
     pending = session.info.pop("recap_pending_sends", set())
-    if committed:
-        for kind, sid in sorted(pending):
-            send_title(sid) if kind == "title" else send(sid)
+    dispatch = session.info.pop("recap_dispatch", send_jobs)
+    if committed and pending:
+        dispatch(sorted(pending))

@@ -1,0 +1,290 @@
+"""LangChain's chat history on Recap: a RunnableWithMessageHistory chain switches to
+Recap by changing its history factory; stored rows, the summary as a system
+message, the hook, and what cannot be stored."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from celery.signals import after_task_publish
+from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
+from langchain_core.language_models.fake_chat_models import (
+    FakeListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.prompt_values import PromptValue
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
+from sqlalchemy import select
+
+from models import ChatMessage as Row
+from tests.api.test_import_cost import forbidden, loaded_after
+from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
+from worker.api.context import build_context
+from worker.api.langchain import RecapChatMessageHistory
+from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, TOOL_PREFIX
+from worker.db import transaction
+from worker.errors import InvalidInput
+
+# LangChain deprecates RunnableWithMessageHistory in favour of LangGraph (removal
+# in langchain-core 2.0); it is still what chains with a history use.
+pytestmark = pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+
+APP_PROMPT = "You are a travel assistant."
+QUESTIONS = [sentence(2 * i, 40) for i in range(8)]
+REPLIES = [sentence(2 * i + 1, 40) for i in range(8)]
+CONFIG = {"configurable": {"session_id": "lc"}}
+
+
+@pytest.fixture
+def published() -> Iterator[list[str]]:
+    """Session ids of every summarize job published during the test."""
+    sent: list[str] = []
+
+    def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
+        if sender == "worker.tasks.summarize_session":
+            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
+            sent.append(args[0])
+
+    after_task_publish.connect(on_publish, weak=False)
+    yield sent
+    after_task_publish.disconnect(on_publish)
+
+
+def stored(session_id: str) -> list[tuple[str, str]]:
+    with transaction() as s:
+        return [(r.role, r.content) for r in s.execute(
+            select(Row.role, Row.content).where(Row.session_id == session_id).order_by(Row.id))]
+
+
+def pairs(messages: list[BaseMessage]) -> list[tuple[str, object]]:
+    return [(m.type, m.content) for m in messages]
+
+
+def make_chat(get_session_history: Callable[[str], BaseChatMessageHistory],
+              ) -> tuple[RunnableWithMessageHistory, list[list[BaseMessage]]]:
+    """The usual LangChain chat: prompt (system, history, question) | chat model,
+    with its history kept by RunnableWithMessageHistory. Also returns what the
+    model was given on each call."""
+    seen: list[list[BaseMessage]] = []
+
+    def spy(value: PromptValue) -> PromptValue:
+        seen.append(value.to_messages())
+        return value
+
+    prompt = ChatPromptTemplate.from_messages([
+        ("system", APP_PROMPT), MessagesPlaceholder("history"), ("human", "{question}")])
+    chain = prompt | RunnableLambda(spy) | FakeListChatModel(responses=REPLIES)
+    return RunnableWithMessageHistory(chain, get_session_history,
+                                      input_messages_key="question",
+                                      history_messages_key="history"), seen
+
+
+def test_a_chain_switches_to_recap_by_changing_the_factory(
+        settings_env, published: list[str], fake_api,
+        celery_worker_thread) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    # The chain as written with LangChain's own in-memory history ...
+    memory: dict[str, InMemoryChatMessageHistory] = {}
+    chat, seen_in_memory = make_chat(
+        lambda sid: memory.setdefault(sid, InMemoryChatMessageHistory()))
+    for q in QUESTIONS[:6]:
+        chat.invoke({"question": q}, config=CONFIG)
+
+    # ... and on Recap: only the factory differs.
+    chat, seen = make_chat(lambda sid: RecapChatMessageHistory(sid))
+    for turn, q in enumerate(QUESTIONS[:5]):
+        assert chat.invoke({"question": q}, config=CONFIG).content == REPLIES[turn]
+        assert published == []  # 10 messages or fewer: the hook has nothing to queue
+    gate = fake_api.hold(calls=1)  # the summarize job's Claude call, once queued
+    chat.invoke({"question": QUESTIONS[5]}, config=CONFIG)
+    assert published == ["lc"]  # the hook ran after the AI message and queued the job
+    gate.wait_entered()
+
+    # Until a summary applies, the model sees exactly what it saw with LangChain's history.
+    assert [pairs(m) for m in seen] == [pairs(m) for m in seen_in_memory]
+    expected = [row for q, r in zip(QUESTIONS[:6], REPLIES, strict=False)
+                for row in (("user", q), ("assistant", r))]
+    assert stored("lc") == expected
+    assert pairs(RecapChatMessageHistory("lc").messages) == pairs(memory["lc"].messages)
+
+    gate.release()
+    wait_for(lambda: "applied" in statuses("lc"), what="the summary to apply")
+    summary = session_row("lc").rolling_summary  # type: ignore[union-attr]
+    assert summary
+    history = RecapChatMessageHistory("lc").messages
+    # The summary comes first, as a system message; then the window, alternating.
+    assert isinstance(history[0], SystemMessage)
+    assert history[0].content == SUMMARY_OPEN + summary + SUMMARY_CLOSE
+    window = history[1:]
+    assert [type(m) for m in window] == [HumanMessage, AIMessage] * (len(window) // 2)
+    left = stored("lc")
+    assert 0 < len(left) < len(expected)
+    text = "\n\n".join(str(m.content) for m in window)
+    assert all(content in text for _, content in left)
+    assert not any(content in text for _, content in expected[:len(expected) - len(left)])
+    assert window[-1].content == REPLIES[5]
+
+    # The next turn: the model gets the app's prompt, the summary, the window, the question.
+    chat.invoke({"question": QUESTIONS[6]}, config=CONFIG)
+    assert pairs(seen[-1]) == pairs([SystemMessage(APP_PROMPT), *history,
+                                     HumanMessage(QUESTIONS[6])])
+    assert stored("lc") == [*left, ("user", QUESTIONS[6]), ("assistant", REPLIES[6])]
+
+
+@pytest.mark.usefixtures("celery_worker_thread")
+def test_a_summary_applied_during_the_model_call_stores_the_turn_once(settings_env) -> None:  # type: ignore[no-untyped-def]
+    # Without history_messages_key, RunnableWithMessageHistory re-reads the history
+    # when the turn ends and takes the input to be what lies past its length. A
+    # summary applied meanwhile shortens it; the history must not change under it.
+    settings_env(**LOW)
+    seed("mid", 12)
+    before = stored("mid")
+
+    def summarize_now(value: Any) -> Any:
+        run_and_wait("mid")  # a job queued by the last turn's hook, landing right now
+        return value
+
+    model: Runnable[Any, Any] = RunnableLambda(summarize_now) | FakeListChatModel(
+        responses=["the reply"])
+    chat = RunnableWithMessageHistory(model, lambda sid: RecapChatMessageHistory(sid))
+    chat.invoke("the question", config={"configurable": {"session_id": "mid"}})
+    assert statuses("mid") == ["applied"]
+    after = stored("mid")
+    assert len(after) < len(before) + 2
+    assert after == [*before[len(before) + 2 - len(after):],
+                     ("user", "the question"), ("assistant", "the reply")]
+
+
+def test_messages_render_what_build_context_builds() -> None:
+    history = RecapChatMessageHistory("roles", system_prompt="You are terse.")
+    assert history.messages == []  # nothing stored yet
+    history.add_messages([
+        SystemMessage("Answer in French."),
+        HumanMessage(content=["What is ", {"type": "text", "text": "6 x 7?"}]),
+        AIMessage("Let me compute it."),
+        ToolMessage("42", tool_call_id="call_1"),
+        ChatMessage(role="user", content="And in words?"),
+        AIMessage(content=[{"type": "text", "text": "Quarante-deux."}]),
+    ])
+    assert stored("roles") == [
+        ("system", "Answer in French."), ("user", "What is 6 x 7?"),
+        ("assistant", "Let me compute it."), ("tool", "42"), ("user", "And in words?"),
+        ("assistant", "Quarante-deux.")]
+    # The tool result comes back as build_context renders it: a labelled user turn
+    # (Recap keeps no tool_call_id, so it cannot be a ToolMessage).
+    expected = [
+        SystemMessage("You are terse.\n\nAnswer in French."),
+        HumanMessage("What is 6 x 7?"), AIMessage("Let me compute it."),
+        HumanMessage(TOOL_PREFIX + "42\n\nAnd in words?"), AIMessage("Quarante-deux.")]
+    fresh = RecapChatMessageHistory("roles", system_prompt="You are terse.")
+    assert pairs(fresh.messages) == pairs(expected)
+    ctx = build_context("roles", system_prompt="You are terse.")
+    assert fresh.messages[0].content == ctx["system"]
+    assert [m.content for m in fresh.messages[1:]] == [m["content"] for m in ctx["messages"]]
+    assert RecapChatMessageHistory("roles").messages[0].content == "Answer in French."
+
+
+def test_the_hook_runs_after_ai_messages_only(settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    history = RecapChatMessageHistory("hook")
+    history.add_messages([HumanMessage(sentence(i, 40)) for i in range(11)])
+    assert published == []  # over the thresholds, but no reply yet
+    history.add_messages([AIMessage(sentence(11, 40))])
+    assert published == ["hook"]
+    history.add_messages([])
+    assert published == ["hook"]
+
+
+TOOL_CALL = {"name": "weather", "args": {"city": "Lisbon"}, "id": "call_1"}
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    (HumanMessage(content=[{"type": "image_url", "image_url": {"url": "data:,"}}]),
+     r"message 1 \(HumanMessage\): content block of type 'image_url'"),
+    (AIMessage(content=[{"type": "text", "text": "Checking."},
+                        {"type": "tool_use", "id": "t", "name": "weather", "input": {}}]),
+     "content block of type 'tool_use'"),
+    (AIMessage(content="Checking.", tool_calls=[TOOL_CALL]), "tool_calls cannot be stored"),
+    (HumanMessage(""), r"message 1 \(HumanMessage\): content is empty"),
+    (HumanMessage("a\x00b"), "NUL"),
+    (ChatMessage(role="robot", content="beep"), "unknown role 'robot'"),
+    (FunctionMessage(name="f", content="x"), "not 'function'"),
+    ("just text", "must be a LangChain BaseMessage, got str"),
+])
+def test_a_batch_with_a_message_recap_cannot_store_writes_nothing(
+        message: object, problem: str, published: list[str]) -> None:
+    history = RecapChatMessageHistory("bad")
+    with pytest.raises(InvalidInput, match=problem):
+        history.add_messages([HumanMessage("This one is fine."), message])  # type: ignore[list-item]
+    assert stored("bad") == [] and session_row("bad") is None and published == []
+
+
+@pytest.mark.parametrize(("args", "kwargs", "problem"), [
+    (("",), {}, "session_id is empty"),
+    ((42,), {}, "session_id must be a str, got int"),
+    (("x" * 256,), {}, "at most 255"),
+    (("ok",), {"system_prompt": 3}, "system_prompt must be a str, got int"),
+    (("ok",), {"system_prompt": "a\x00b"}, "NUL"),
+])
+def test_bad_session_id_or_system_prompt(args: tuple[Any, ...], kwargs: dict[str, Any],
+                                         problem: str) -> None:
+    with pytest.raises(InvalidInput, match=problem):
+        RecapChatMessageHistory(*args, **kwargs)
+
+
+def test_clear_is_refused_and_keeps_the_history() -> None:
+    history = RecapChatMessageHistory("keep")
+    history.add_messages([HumanMessage("hello"), AIMessage("hi")])
+    with pytest.raises(NotImplementedError, match="new session id"):
+        history.clear()
+    with pytest.raises(NotImplementedError, match="new session id"):
+        asyncio.run(history.aclear())
+    assert stored("keep") == [("user", "hello"), ("assistant", "hi")]
+
+
+def test_a_refused_turn_inside_a_chain_is_logged_by_langchain_and_not_stored(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # LangChain runs add_messages in a callback and logs its errors instead of
+    # raising: the reply still comes back, and nothing of the turn is stored.
+    model = GenericFakeChatModel(messages=iter([AIMessage("", tool_calls=[TOOL_CALL])]))
+    chat = RunnableWithMessageHistory(model, lambda sid: RecapChatMessageHistory(sid))
+    with caplog.at_level(logging.WARNING):
+        reply = chat.invoke("Weather in Lisbon?", config={"configurable": {"session_id": "t"}})
+    assert reply.tool_calls
+    assert "tool_calls cannot be stored" in caplog.text
+    assert stored("t") == []
+
+
+def test_async_chain_uses_the_same_history() -> None:
+    chat, seen = make_chat(lambda sid: RecapChatMessageHistory(sid))
+
+    async def two_turns() -> None:
+        for q in QUESTIONS[:2]:
+            await chat.ainvoke({"question": q}, config=CONFIG)
+
+    asyncio.run(two_turns())
+    assert stored("lc") == [("user", QUESTIONS[0]), ("assistant", REPLIES[0]),
+                            ("user", QUESTIONS[1]), ("assistant", REPLIES[1])]
+    assert pairs(seen[1]) == [("system", APP_PROMPT), ("human", QUESTIONS[0]),
+                              ("ai", REPLIES[0]), ("human", QUESTIONS[1])]
+
+
+def test_the_adapter_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
+    modules = loaded_after("import worker.api.langchain")
+    assert "langchain_core.chat_history" in modules
+    assert forbidden(modules) == []

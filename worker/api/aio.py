@@ -1,0 +1,217 @@
+"""The chat app's API as awaitables, for asyncio apps (FastAPI, Starlette, LangGraph)::
+
+    from worker.api import aio
+
+    await aio.add_message(session_id, "user", text)
+    ctx = await aio.build_context(session_id, system_prompt=SYSTEM)
+    reply = await client.messages.create(model=..., max_tokens=..., **aio.as_request(ctx))
+    await aio.add_message(session_id, "assistant", reply_text)
+    await aio.after_reply(session_id)             # maybe queue one job; never raises
+    ...
+    await aio.close()                             # at shutdown (e.g. FastAPI's lifespan)
+
+The same contract as the sync API (:mod:`worker.api.ingest`,
+:mod:`worker.api.context`), built from the same pieces: the same validation and
+errors (InvalidInput, SessionNotFound), statements, coalescing (pending
+markers), title jobs and circuit breaker. Only the waiting differs:
+
+- the database is reached through SQLAlchemy's asyncio engine on psycopg's async
+  driver; the sync statement code runs through ``run_sync``, whose I/O is awaited
+  on the loop. PostgreSQL only: with SQLite, DATABASE_URL raises ConfigError
+  here (call the sync API through ``asyncio.to_thread`` instead);
+- token counting and context assembly (CPU work; the tokenizer loads on first
+  use) run in the loop's default executor;
+- broker publishes run in a small thread pool of their own, so a stuck broker
+  ties up neither the loop nor the executor that counts tokens. The outage bound
+  is the sync hook's: one failed publish pauses publishing for a few seconds.
+
+One engine per event loop and DATABASE_URL, built on first use; ``await
+aio.close()`` waits for pending publishes and disposes the current loop's
+engine (a later call builds a new one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+
+from worker.api.context import (
+    _snapshot_query,
+    assemble_window,
+    check_system_prompt,
+    window_of,
+)
+from worker.api.ingest import (
+    _add,
+    _decide,
+    decide_in_savepoint,
+    hook_failed,
+    send_after_commit,
+    send_jobs,
+    send_now,
+)
+from worker.api.validate import check_message, check_session_id
+from worker.core.assemble import Context, as_request
+from worker.errors import ConfigError
+from worker.jobs.enqueue import BREAKER
+from worker.llm.tokens import count_tokens
+from worker.settings import get_settings
+
+__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
+
+T = TypeVar("T")
+
+# Threads for broker publishes: enough for a burst of replies, few enough that a
+# stuck broker (before the first failure opens the breaker) holds little.
+PUBLISH_THREADS = 4
+
+
+async def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
+                      db: AsyncSession | None = None) -> int:
+    """Store one message and return its id; creates the session if needed.
+
+    With ``db``, writes inside the caller's transaction (the caller commits);
+    otherwise in a transaction of its own. Raises InvalidInput, writing nothing.
+    """
+    check_session_id(session_id)
+    check_message(role, content, pinned)
+    tokens = await asyncio.to_thread(count_tokens, content)
+    if db is not None:
+        return await db.run_sync(_add, session_id, role, content, pinned, tokens)
+    async with _engine().begin() as conn:
+        return await conn.run_sync(_add, session_id, role, content, pinned, tokens)
+
+
+async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:
+    """The hook: maybe queue one summarize job (and, after the first exchange, one
+    title job). Returns True if a summarize job was (or will be) sent.
+
+    Raises InvalidInput for a bad id; never raises anything else (see the sync
+    :func:`worker.api.ingest.after_reply`). With ``db``, the decision runs in a
+    savepoint of the caller's transaction and the jobs are published after its
+    outermost commit (never if it rolls back), in the background: ``await
+    db.commit()`` does not wait for the broker. ``await close()`` waits for them.
+    """
+    check_session_id(session_id)
+    if BREAKER.is_open():
+        return False
+    try:
+        if db is None:
+            async with _engine().begin() as conn:
+                queue, title = await conn.run_sync(_decide, session_id)
+            return await _in_publisher(send_now, session_id, queue, title)
+        queue, title = await db.run_sync(decide_in_savepoint, session_id)
+    except Exception as exc:
+        return hook_failed(session_id, exc)
+    return send_after_commit(db.sync_session, session_id, queue, title,
+                             dispatch=_publish_in_background)
+
+
+async def build_context(session_id: str, *, system_prompt: str) -> Context:
+    """The system prompt and messages for the session's next Claude call, from one
+    snapshot. Pass ``**as_request(ctx)`` to the SDK. Raises InvalidInput for a bad
+    id or a non-str ``system_prompt``, SessionNotFound for an unknown session.
+    """
+    check_system_prompt(system_prompt)
+    check_session_id(session_id)
+    async with _engine().connect() as conn:
+        result = (await conn.execute(_snapshot_query(session_id))).all()
+    return await asyncio.to_thread(assemble_window, system_prompt,
+                                   window_of(session_id, result))
+
+
+async def close() -> None:
+    """Wait for this loop's background publishes, then dispose its engines. Call it
+    at shutdown; later calls on this loop build a new engine."""
+    state = _STATES.pop(asyncio.get_running_loop(), None)
+    if state is None:
+        return
+    await asyncio.gather(*state.publishing, return_exceptions=True)
+    for engine in state.engines.values():
+        await engine.dispose()
+
+
+# -- per-loop state -----------------------------------------------------------------
+
+@dataclass
+class _LoopState:
+    engines: dict[str, AsyncEngine] = field(default_factory=dict)
+    publishing: set[asyncio.Future[Any]] = field(default_factory=set)
+
+
+# An asyncio engine's connections belong to the loop that opened them.
+_STATES: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+
+
+def _state() -> _LoopState:
+    loop = asyncio.get_running_loop()
+    state = _STATES.get(loop)
+    if state is None:
+        for old in [old for old in _STATES if old.is_closed()]:
+            _STATES.pop(old, None)  # a loop that ended without close()
+        state = _STATES[loop] = _LoopState()
+    return state
+
+
+def _engine() -> AsyncEngine:
+    settings = get_settings()
+    engines = _state().engines
+    engine = engines.get(settings.database_url)
+    if engine is None:
+        engine = engines[settings.database_url] = make_async_engine(
+            settings.database_url, pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow)
+    return engine
+
+
+def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    """An asyncio engine on psycopg's async driver for a PostgreSQL ``url`` (any
+    driver name: ``postgresql://``, ``postgresql+psycopg://``...); ConfigError for
+    any other database."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigError(
+            f"the asyncio API (worker.api.aio) needs PostgreSQL, and DATABASE_URL is "
+            f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
+            f"with SQLite, call the sync API through asyncio.to_thread")
+    # The same privacy as worker.db.make_engine: errors never carry chat text.
+    return create_async_engine(parsed.set(drivername="postgresql+psycopg"),
+                               pool_pre_ping=True, hide_parameters=True, **kwargs)
+
+
+# -- publishing off the loop --------------------------------------------------------
+
+_PUBLISHER: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _publisher() -> ThreadPoolExecutor:
+    global _PUBLISHER
+    if _PUBLISHER is None or _PUBLISHER[0] != os.getpid():  # threads do not survive fork
+        _PUBLISHER = (os.getpid(), ThreadPoolExecutor(PUBLISH_THREADS,
+                                                      thread_name_prefix="recap-publish"))
+    return _PUBLISHER[1]
+
+
+def _in_publisher(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    # Like asyncio.to_thread (context variables, e.g. the trace, go along), on the
+    # publish pool.
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return asyncio.get_running_loop().run_in_executor(_publisher(), call)
+
+
+def _publish_in_background(jobs: list[tuple[str, str]]) -> None:
+    # Runs inside ``await db.commit()`` (SQLAlchemy's after-commit event), so on the
+    # loop: schedule, do not wait. close() waits for what is still running.
+    future = _in_publisher(send_jobs, jobs)
+    publishing = _state().publishing
+    publishing.add(future)
+    future.add_done_callback(publishing.discard)
