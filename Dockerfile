@@ -1,11 +1,15 @@
 # One image for every Recap process: migrate, worker, beat and flower
-# (docker-compose.yml picks the command). Code is read-only to the runtime user.
+# (docker-compose.yml picks the command), plus `recap demo` and `recap bench`.
+# Code is read-only to the runtime user.
 FROM python:3.11-slim
 
+# PYTHONPATH: `worker` is imported from /app, next to alembic.ini, migrations/
+# and bench/ (which `recap demo` and `recap bench` look for beside the package).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONPATH=/app \
     TIKTOKEN_CACHE_DIR=/opt/recap/tiktoken
 
 WORKDIR /app
@@ -14,6 +18,10 @@ COPY pyproject.toml README.md ./
 COPY models ./models
 COPY worker ./worker
 RUN pip install .
+# Extras to add, e.g. `docker build --build-arg RECAP_EXTRAS=bench .` for all of
+# `recap bench` (plots, memory sampling, the LangMem/LangChain peers).
+ARG RECAP_EXTRAS=""
+RUN if [ -n "$RECAP_EXTRAS" ]; then pip install ".[$RECAP_EXTRAS]"; fi
 
 # The token counter's BPE file is fetched at build time, so workers start without
 # reaching the internet (worker start-up refuses to run without it).
@@ -23,8 +31,16 @@ RUN python -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"
 COPY alembic.ini ./
 COPY migrations ./migrations
 
+# `recap bench` (python -m bench): the benchmarks, and the Claude stand-in and
+# helpers they share with the tests. Plots go to docs/bench, writable by recap.
+COPY bench ./bench
+COPY tests ./tests
+
+# /var/lib/recap: beat's schedule file (RECAP_BEAT_DIR), writable by recap only.
 RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin recap
+        --shell /usr/sbin/nologin recap \
+    && install -d -o recap -m 0700 /var/lib/recap
+RUN install -d -o recap -m 0755 /app/docs/bench
 USER recap
 
 CMD ["celery", "-A", "worker", "worker", "--loglevel", "INFO"]

@@ -7,13 +7,15 @@ from models.tables import (
     ArchivedMessage,
     ChatMessage,
     ChatSession,
+    Heartbeat,
     Memory,
     SummaryRun,
+    TitleRun,
     messages_table,
     runs_table,
     sessions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Memory", "SummaryRun",
-           "MEMORY_CATEGORIES", "ROLES", "messages_table", "runs_table",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
+           "SummaryRun", "TitleRun", "MEMORY_CATEGORIES", "ROLES", "messages_table", "runs_table",
            "sessions_table"]

@@ -82,6 +82,10 @@ class ChatSession(Base):
         # The title sweep: untitled sessions only.
         Index("ix_chat_sessions_untitled", "title_requested_at",
               postgresql_where=text("title IS NULL"), sqlite_where=text("title IS NULL")),
+        # Sessions with their own overrides, paged by id (the sweeper, recap metrics).
+        Index("ix_chat_sessions_overridden", "id",
+              postgresql_where=text("overrides IS NOT NULL"),
+              sqlite_where=text("overrides IS NOT NULL")),
     )
 
 
@@ -141,6 +145,30 @@ class SummaryRun(Base):
     )
 
 
+class TitleRun(Base):
+    """The audit row of one title call (worker.jobs.titles): its API usage for
+    ``recap stats`` and its error for ``recap failures``. No FK, like summary_runs."""
+
+    __tablename__ = "title_runs"
+
+    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255), nullable=False)
+    # titled: stored; kept: a title set meanwhile (by the app) won; failed: see error.
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    model: Mapped[str | None] = mapped_column(String(100))
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (
+        Index("ix_title_runs_session_id_id", "session_id", "id"),
+        Index("ix_title_runs_status_id", "status", "id"),
+        CheckConstraint("status IN ('titled', 'kept', 'failed')", name="status"),
+        {"sqlite_autoincrement": True},
+    )
+
+
 class Memory(Base):
     """A durable fact about the user, mined from a batch before it was condensed."""
 
@@ -187,6 +215,15 @@ class ArchivedMessage(Base):
     __table_args__ = (
         Index("ix_archived_messages_session_id_id", "session_id", "id"),
     )
+
+
+class Heartbeat(Base):
+    """When a periodic job last ran, one row per job (``sweep``): read by ``recap metrics``."""
+
+    __tablename__ = "heartbeats"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    at: Mapped[datetime] = mapped_column(Timestamp, nullable=False)
 
 
 # Core tables, for statements on hot paths: they skip the ORM's statement layer.

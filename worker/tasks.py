@@ -19,13 +19,31 @@ from worker.errors import ConfigError, InvalidInput, TransientLLMError
 from worker.jobs import titles
 from worker.jobs.claim import record_rejected
 from worker.jobs.enqueue import send
-from worker.jobs.outcome import Job, is_transient, log_outcome
+from worker.jobs.outcome import Job, Outcome, is_transient, log_outcome
 from worker.jobs.resources import Resources, get_resources, reset_process_state
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import sweep as sweep_sessions
 from worker.llm.tokens import count_tokens
 
 log = logging.getLogger("recap.tasks")
+
+# A task's return value is what Flower shows as its result (no result backend
+# keeps it): one short line, status first, never chat text.
+RESULT_MAX_CHARS = 160
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= RESULT_MAX_CHARS else line[:RESULT_MAX_CHARS - 3] + "..."
+
+
+def result_line(outcome: Outcome) -> str:
+    """``applied 20 msgs v7 (normal)``, ``skipped: lease held by another job``..."""
+    if outcome.status == "applied":
+        mode = outcome.reason.split(":", 1)[0]  # a plan's reason starts with its mode
+        line = (f"applied {outcome.messages_condensed} msgs v{outcome.summary_version}"
+                f" ({mode})")
+        return _short(line + (", more queued" if outcome.more_work else ""))
+    return _short(f"{outcome.status}: {outcome.reason}")
 
 
 def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources,
@@ -48,8 +66,9 @@ def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources
 
 @app.task(bind=True, name="worker.tasks.summarize_session", acks_late=True,
           reject_on_worker_lost=True)
-def summarize_session(self: Any, session_id: str) -> dict[str, object]:
-    """Fold the oldest messages of ``session_id`` into its rolling summary."""
+def summarize_session(self: Any, session_id: str) -> str:
+    """Fold the oldest messages of ``session_id`` into its rolling summary; returns
+    the outcome as :func:`result_line` puts it."""
     res = get_resources()
     retries = self.request.retries
     job = Job(task_id=self.request.id, attempt=retries + 1,
@@ -58,7 +77,7 @@ def summarize_session(self: Any, session_id: str) -> dict[str, object]:
         check_session_id(session_id)
     except InvalidInput as exc:
         # Never retried: record it under a storable rendering of the bad id.
-        return log_outcome(record_rejected(session_id, str(exc), job=job), job).as_dict()
+        return result_line(log_outcome(record_rejected(session_id, str(exc), job=job), job))
     try:
         outcome = summarize(session_id, job=job, res=res)
     except Exception as exc:
@@ -73,7 +92,7 @@ def summarize_session(self: Any, session_id: str) -> dict[str, object]:
                            summary_tokens=outcome.summary_tokens)
     if outcome.more_work:
         send(session_id)  # never raises; its pending marker was set with the apply
-    return outcome.as_dict()
+    return result_line(outcome)
 
 
 def _send_event_safely(task: Any, event: str, **fields: Any) -> None:
@@ -86,26 +105,32 @@ def _send_event_safely(task: Any, event: str, **fields: Any) -> None:
 
 @app.task(bind=True, name="worker.tasks.generate_title", acks_late=True,
           reject_on_worker_lost=True)
-def generate_title(self: Any, session_id: str) -> str | None:
-    """Give ``session_id`` a title after its first exchange; a no-op once it has one."""
+def generate_title(self: Any, session_id: str) -> str:
+    """Give ``session_id`` a title after its first exchange; a no-op once it has one.
+    Returns ``titled`` or ``skipped: why`` (never the title: it quotes the chat)."""
     res = get_resources()
     try:
         check_session_id(session_id)
     except InvalidInput:
-        return None  # nothing to title and nothing a retry could change
+        return "skipped: rejected session id"  # nothing a retry could change
     try:
-        return titles.title_session(session_id, res=res)
+        title = titles.title_session(session_id, res=res)
     except Exception as exc:
         # After the last retry the title stays NULL; its marker goes stale and the
         # sweeper queues it again.
         _retry_or_fail(self, exc, session_id, res=res, event="title-failed")
         raise
+    if title is None:
+        return "skipped: no user/assistant exchange yet, or no such session"
+    return "titled"
 
 
 @app.task(name="worker.tasks.sweep", acks_late=True)
-def sweep() -> int:
-    """Queue every session that needs work and has no live lease or pending job."""
-    return sweep_sessions(get_resources().settings)
+def sweep() -> str:
+    """Queue every session that needs work and has no live lease or pending job;
+    returns ``queued N sessions``."""
+    queued = sweep_sessions(get_resources().settings)
+    return f"queued {queued} session{'' if queued == 1 else 's'}"
 
 
 @worker_init.connect

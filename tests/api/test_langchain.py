@@ -27,7 +27,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from sqlalchemy import select
 
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is de
 APP_PROMPT = "You are a travel assistant."
 QUESTIONS = [sentence(2 * i, 40) for i in range(8)]
 REPLIES = [sentence(2 * i + 1, 40) for i in range(8)]
-CONFIG = {"configurable": {"session_id": "lc"}}
+CONFIG: RunnableConfig = {"configurable": {"session_id": "lc"}}
 
 
 @pytest.fixture

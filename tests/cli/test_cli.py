@@ -158,7 +158,7 @@ def test_ingest_adds_good_lines_in_order_reports_bad_ones_and_queues(
     code, out, err = run(capsys, "ingest", str(path))
 
     assert code == 0
-    assert "added 12, bad 3, jobs queued 1\n" in out
+    assert "added 12, bad 3, summarize jobs queued 1, title jobs queued 0\n" in out
     assert "line 4: invalid JSON" in err
     assert "line 6: unknown role 'robot'" in err
     assert "line 7: missing field role, content" in err
@@ -180,7 +180,7 @@ def test_ingest_strict_stops_at_the_first_bad_line(
     assert code == 1
     assert "line 2: content is empty" in err
     assert "stopped at line 2 (--strict)" in err
-    assert out == "added 1, bad 1, jobs queued 0\n"
+    assert out == "added 1, bad 1, summarize jobs queued 0, title jobs queued 0\n"
     assert len(message_ids("s")) == 1
 
 
@@ -193,7 +193,7 @@ def test_ingest_reads_stdin_and_survives_broken_utf8(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, err = run(capsys, "ingest", "-")
     assert code == 0
-    assert "added 1, bad 1, jobs queued 0" in out
+    assert "added 1, bad 1, summarize jobs queued 0, title jobs queued 0" in out
     assert "line 2: content is not valid text" in err
 
 

@@ -165,3 +165,89 @@ def test_full_batch_under_the_token_trigger_blocks_the_normal_rule() -> None:
 def test_a_batch_that_can_still_grow_does_not_block() -> None:
     p = plan(msgs(25, 100), summary_tokens=0, t=T)  # 15 candidates < batch 20
     assert p.mode == "none" and not p.normal_blocked
+
+
+# -- force and outlook (recap summarize --force; why a session is not summarized yet) --
+
+def test_force_condenses_the_candidate_batch_when_no_rule_fires() -> None:
+    p = plan(msgs(40, 100), summary_tokens=0, t=T)
+    forced = plan(msgs(40, 100), summary_tokens=0, t=T, force=True)
+    assert not p.should_summarize
+    assert forced.mode == "forced" and forced.batch_ids == tuple(range(1, 21))
+    assert forced.reason == "forced: " + p.reason
+    assert forced.batch_tokens == 2000
+    assert forced.normal_blocked == p.normal_blocked  # what is left is judged the same way
+
+
+@pytest.mark.parametrize(("n", "tokens", "mode"), [(31, 751, "normal"), (20, 1280, "capacity"),
+                                                   (20, 1521, "aggressive")])
+def test_force_leaves_a_rule_that_fires_alone(n: int, tokens: int, mode: str) -> None:
+    assert plan(msgs(n, tokens), summary_tokens=0, t=T, force=True) == \
+        plan(msgs(n, tokens), summary_tokens=0, t=T)
+    assert plan(msgs(n, tokens), summary_tokens=0, t=T).mode == mode
+
+
+def test_force_with_nothing_outside_the_keep_window_condenses_nothing() -> None:
+    p = plan(msgs(8, 100), summary_tokens=0, t=T, force=True)  # all in the keep window
+    assert p.mode == "none" and not p.should_summarize
+    assert "nothing outside the keep window" in p.reason
+
+
+def test_outlook_few_messages() -> None:
+    from worker.core.policy import outlook
+
+    o = outlook(msgs(25, 100), summary_tokens=0, t=T)
+    assert o.state == "few-messages" and not o.plan.should_summarize
+    assert o.why == "25 messages, not over 30"
+    assert "over 30 messages (6 more)" in o.trigger
+    assert "80% of the 32000-token budget (23100 more tokens)" in o.trigger
+    assert (o.forced_messages, o.forced_tokens) == (15, 1500)
+
+
+def test_outlook_normal_blocked_waits_for_capacity() -> None:
+    from worker.core.policy import outlook
+
+    o = outlook(msgs(60, 100), summary_tokens=1000, t=T)  # 7000 of 32000
+    assert o.state == "normal-blocked"
+    assert "normal rule cannot fire" in o.why and "2000 tokens" in o.why
+    assert o.trigger == "the context reaching 80% of the 32000-token budget (18600 more tokens)"
+    # What the trigger names really fires: 18600 more tokens reach capacity, one less does not.
+    assert plan([*msgs(60, 100), MessageInfo(61, "user", 18600)], summary_tokens=1000,
+                t=T).mode == "capacity"
+    assert plan([*msgs(60, 100), MessageInfo(61, "user", 18599)], summary_tokens=1000,
+                t=T).mode == "none"
+
+
+def test_outlook_small_batch_and_due_and_nothing_to_condense() -> None:
+    from worker.core.policy import outlook
+
+    t = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+                   context_budget_tokens=100000)
+    small = outlook(msgs(35, 100), summary_tokens=0, t=t)  # 25 candidates, batch 20: full
+    assert small.state == "normal-blocked"
+    growing = outlook(msgs(35, 100), summary_tokens=0,
+                      t=Thresholds(30, 15000, 40, 10, 100000))  # batch of 25 can still grow
+    assert growing.state == "small-batch"
+    assert growing.trigger.startswith("the candidate batch (up to 40 messages) passing 15000")
+    due = outlook(msgs(31, 751), summary_tokens=0, t=T)
+    assert due.state == "due" and due.why.startswith("normal:") and due.trigger == ""
+    stuck = outlook(msgs(32, 100, pinned=set(range(1, 23))), summary_tokens=0, t=T)
+    assert stuck.state == "nothing-to-condense" and stuck.forced_messages == 0
+    assert stuck.trigger == ("more messages than the newest 10 (the keep window) that are "
+                             "not pinned")
+    full = outlook([MessageInfo(1, "user", 33000, pinned=True)], summary_tokens=0, t=T)
+    assert full.state == "nothing-to-condense" and full.plan.needs_escalation
+    assert full.trigger.startswith("nothing Recap can condense")
+    small = outlook(msgs(3, 100), summary_tokens=0, t=T)  # all in the keep window
+    assert small.state == "few-messages" and small.forced_messages == 0
+    assert outlook([], summary_tokens=0, t=T).state == "empty"
+
+
+def test_tokens_to_capacity_is_exact() -> None:
+    from worker.core.policy import CAPACITY_USAGE, tokens_to_capacity, usage
+
+    for budget in (1000, 32000, 33333, 99999):
+        for used in (0, 1, 799, budget // 2, budget - 1):
+            need = tokens_to_capacity(0, used, budget)
+            assert usage(0, used + need, budget) >= CAPACITY_USAGE
+            assert need == 0 or usage(0, used + need - 1, budget) < CAPACITY_USAGE

@@ -18,11 +18,10 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
-from worker.demo.report import OFFLINE_LABEL
+from worker.demo.report import OFFLINE_BANNER
 from worker.llm.summarizer import OFFLINE_MODEL
 from worker.settings import DEFAULT_MODEL
 
-LABEL = OFFLINE_LABEL.strip()
 # The installed console script next to this interpreter, as a user runs it, and the module.
 RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
 MODULE_DEMO = [sys.executable, "-m", "worker.demo"]
@@ -61,13 +60,30 @@ def test_demo_runs_offline_with_no_configuration(tmp_path: Path) -> None:
 
     assert result.returncode == 0, result.stderr[-3000:]
     out, err = result.stdout.splitlines(), result.stderr.splitlines()
-    # Every line says the summaries are not Claude's, on stdout and on stderr.
-    assert out and all(line.startswith(LABEL) for line in out), result.stdout[:2000]
-    assert err and all(line.startswith(LABEL) for line in err), result.stderr[:2000]
+    # Said once, in the header at the top, not on every line (nor again on stderr).
+    assert out[1] == OFFLINE_BANNER, result.stdout[:2000]
+    assert result.stdout.count("OFFLINE SUMMARIZER") == 1
+    assert "ANTHROPIC_API_KEY" in "\n".join(out[:5])  # and how to get Claude instead
+    # The summarizer's own warning (RECAP_SUMMARIZER=offline: ... not Claude) is not repeated.
+    assert "not Claude" not in result.stderr and "OFFLINE" not in result.stderr
     assert re.search(r"applied: condensed \d+ messages", result.stdout)
     assert "a summary was applied" in result.stdout
     assert "<SUMMARY_OF_PRIOR_CONTEXT>" in result.stdout  # the assembled context is shown
     assert any("fed 80/80 messages" in line for line in err)
+    assert "inspect with: sqlite3" in result.stdout  # a --db file is kept
+
+    # Before/after: every message against what Recap sends, counted the same way.
+    messages = re.search(r"messages in the context +(\d+) +(\d+) \+ a summary of (\d+)",
+                         result.stdout)
+    tokens = re.search(r"tokens \(of the 32,000 budget\) +([\d,]+) \((\d+)%\) +([\d,]+) "
+                       r"\((\d+)%\)", result.stdout)
+    assert messages and tokens, result.stdout[:3000]
+    fed, kept, condensed = map(int, messages.groups())
+    without, with_recap = (int(tokens.group(i).replace(",", "")) for i in (1, 3))
+    assert fed == 80 and kept + condensed == 80
+    assert with_recap < without
+    assert re.search(rf"context for the next Claude call: {with_recap} tokens", result.stdout)
+    assert re.search(r"session demo-\w+: title [\"'].+[\"']$", result.stdout, re.M)  # titled
 
     # The worker really ran the pipeline: the audit rows and counters agree.
     assert (tmp_path / "demo-broker.sqlite3").is_file()
@@ -81,21 +97,47 @@ def test_demo_runs_offline_with_no_configuration(tmp_path: Path) -> None:
     assert {status for status, _, _ in runs} <= {"applied", "skipped"}
 
 
-def test_demo_module_defaults_to_a_temporary_directory(tmp_path: Path) -> None:
+def test_demo_module_keeps_its_temporary_directory_only_when_asked(tmp_path: Path) -> None:
     cwd, temp = tmp_path / "cwd", tmp_path / "tmp"
     cwd.mkdir()
     temp.mkdir()
-    result = run([*MODULE_DEMO, "--messages", "6"], cwd, TMPDIR=str(temp))
+    result = run([*MODULE_DEMO, "--messages", "6", "--keep"], cwd, TMPDIR=str(temp))
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "no summary was applied" in result.stdout
+    assert "nothing to condense yet" in result.stdout
     match = re.search(r"recap demo: data (\S+)", result.stdout)
     assert match, result.stdout
     data = Path(match.group(1))
     assert data.is_file() and data.parent.parent == temp  # says where, and it is there
+    assert f"inspect with: sqlite3 {data}" in result.stdout
     assert list(cwd.iterdir()) == []  # nothing written where it was started
     session, runs = db_state(data)
     assert (session["message_count"], runs) == (6, [])
+
+
+def test_recap_demo_removes_its_temporary_directory(tmp_path: Path) -> None:
+    cwd, temp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    temp.mkdir()
+    result = run([*RECAP_DEMO, "--messages", "6"], cwd, TMPDIR=str(temp))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = re.search(r"recap demo: data (\S+) \(removed at the end; --keep keeps it\)",
+                      result.stdout)
+    assert match, result.stdout
+    assert f"removed {Path(match.group(1)).parent} (--keep keeps it)" in result.stdout
+    assert list(temp.iterdir()) == [] and list(cwd.iterdir()) == []
+
+
+def test_a_failed_demo_removes_its_temporary_directory_too(tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    result = run([*RECAP_DEMO, "--messages", "6"], tmp_path, TMPDIR=str(temp),
+                 RECAP_ENV="production")  # refused: offline in production
+
+    assert result.returncode == 1
+    assert list(temp.iterdir()) == []
 
 
 def test_demo_uses_claude_when_a_key_is_set(tmp_path: Path) -> None:
@@ -104,7 +146,7 @@ def test_demo_uses_claude_when_a_key_is_set(tmp_path: Path) -> None:
                  ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=FAKE.url)
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert LABEL not in result.stdout + result.stderr
+    assert "OFFLINE" not in result.stdout + result.stderr
     assert f"summarizer: {DEFAULT_MODEL} (Claude)" in result.stdout
     _, runs = db_state(db)
     applied = [r for r in runs if r[0] == "applied"]
@@ -177,7 +219,7 @@ def test_a_worker_that_never_finishes_is_a_worker_timeout(
     monkeypatch.setattr(demo, "WAIT_S", 0.0)
     monkeypatch.setattr(demo, "session_state", lambda session_id: (False, []))
     with pytest.raises(WorkerTimeout, match="did not finish a job") as raised:
-        demo.Feeder("demo-x", Out("")).wait_idle()
+        demo.Feeder("demo-x", Out()).wait_idle()
     assert not isinstance(raised.value, ConfigError)
 
 

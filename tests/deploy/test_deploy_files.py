@@ -182,8 +182,15 @@ def test_worker_consumes_the_configured_queue_and_has_a_ping_healthcheck() -> No
 
 def test_exactly_one_beat() -> None:
     beat = services()["beat"]
-    assert shlex.split(beat["command"])[:4] == ["celery", "-A", "worker", "beat"]
+    argv = shlex.split(beat["command"])
+    assert argv[:4] == ["celery", "-A", "worker", "beat"]
     assert beat["deploy"]["replicas"] == 1
+    # The schedule file is in a directory of beat's own, not in a shared /tmp;
+    # the image creates the default one for its user.
+    schedule = argv[argv.index("--schedule") + 1]
+    assert schedule == "${RECAP_BEAT_DIR:-/var/lib/recap}/celerybeat-schedule"
+    assert re.search(r"install -d -o recap -m 0700 /var/lib/recap$", DOCKERFILE.read_text(),
+                     re.M)
 
 
 def test_flower_takes_basic_auth_from_env_without_a_default_password() -> None:
@@ -193,6 +200,8 @@ def test_flower_takes_basic_auth_from_env_without_a_default_password() -> None:
     assert re.fullmatch(r"\$\{FLOWER_USER:-\w+\}:\$\{FLOWER_PASSWORD:\?[^}]+\}", auth)
     rendered = render(flower, {**FULL_ENV, "FLOWER_USER": "ops"})
     assert rendered["environment"]["FLOWER_BASIC_AUTH"] == "ops:flowersecret"
+    # The task list shows the session id (args) and the outcome (result).
+    assert {"args", "result"} <= set(flower["environment"]["FLOWER_TASKS_COLUMNS"].split(","))
     assert all(p.startswith("127.0.0.1:") for p in flower["ports"])
     assert "/healthcheck" in " ".join(flower["healthcheck"]["test"])
 
@@ -301,9 +310,9 @@ def _normalise(command: str) -> tuple[dict[str, str], list[str]]:
 def test_procfile_runs_the_same_commands_as_compose() -> None:
     entries = procfile()
     svcs = services()
-    assert set(entries) == {"release", "worker", "beat", "flower"}
+    assert set(entries) == {"release", "worker", "beat", "flower", "metrics"}
     assert entries["release"] == svcs["migrate"]["command"]
-    for name in ("worker", "beat", "flower"):
+    for name in ("worker", "beat", "flower", "metrics"):
         compose_env, compose_argv = _normalise(svcs[name]["command"].replace("$$", "$"))
         proc_env, proc_argv = _normalise(entries[name])
         assert proc_argv == compose_argv, name
@@ -312,6 +321,24 @@ def test_procfile_runs_the_same_commands_as_compose() -> None:
             assert svcs[name]["environment"][key] == value, key
     assert "FLOWER_BASIC_AUTH" in _normalise(entries["flower"])[0]
     assert "--address=127.0.0.1" in entries["flower"]
+
+
+def test_readme_runs_the_processes_as_compose_does() -> None:
+    """README's process table: the configured queue and beat directory, and no
+    Flower password on a command line (`ps` shows it); the columns as shipped."""
+    text = (ROOT / "README.md").read_text()
+    table = dict(re.findall(r"^\| ([^|]+?) \| `([^`]+)`.* \|$", text, re.M))
+    svcs = services()
+    for row, name in (("worker", "worker"), ("beat (sweeper, one only)", "beat")):
+        argv = shlex.split(table[row])
+        compose = shlex.split(svcs[name]["command"])
+        for option in ("-Q", "--schedule"):
+            if option in compose:
+                assert argv[argv.index(option) + 1] == compose[compose.index(option) + 1]
+    assert table["Flower"] == "celery -A worker flower"
+    assert not re.search(r"--basic-auth[= ]", text)
+    columns = svcs["flower"]["environment"]["FLOWER_TASKS_COLUMNS"]
+    assert f"FLOWER_TASKS_COLUMNS={columns}" in text and "FLOWER_BASIC_AUTH=" in text
 
 
 def _compose_cli() -> list[str] | None:

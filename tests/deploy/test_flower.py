@@ -1,10 +1,11 @@
 """Flower monitors Recap: a real Flower process watches a real summarize job.
 
 Flower runs as a subprocess on the test Redis with basic auth taken from
-FLOWER_BASIC_AUTH (the way docker-compose.yml and the Procfile configure it);
-the job runs on the in-process worker. Flower does not display custom events,
-so our ``summarization-complete`` event is checked with a ``celery.events``
-receiver in this process, on the same broker Flower listens to.
+FLOWER_BASIC_AUTH and the other FLOWER_* settings docker-compose.yml ships (the
+way compose and the Procfile configure it); the job runs on the in-process
+worker. Flower does not display custom events, so our ``summarization-complete``
+event is checked with a ``celery.events`` receiver in this process, on the same
+broker Flower listens to. tests/deploy/test_flower_browser.py reuses the fixture.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.env import API_KEY, ROOT
 from tests.fake_anthropic import FakeAnthropic, error
@@ -36,6 +38,15 @@ FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"
 LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100,
                   "RECAP_BATCH_SIZE": 5, "RECAP_KEEP_RECENT": 4}
+
+
+def shipped_flower_env() -> dict[str, str]:
+    """The FLOWER_* settings docker-compose.yml gives Flower (the Procfile sets the
+    same: tests/deploy/test_deploy_files.py), except the credentials."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    env = compose["services"]["flower"]["environment"]
+    return {k: str(v) for k, v in env.items()
+            if k.startswith("FLOWER_") and k != "FLOWER_BASIC_AUTH"}
 
 
 def _free_port() -> int:
@@ -89,7 +100,8 @@ def flower(tmp_path: Path) -> Iterator[Flower]:
     port = _free_port()
     log = tmp_path / "flower.log"
     # os.environ holds the test env (broker URL, queue) set by conftest.
-    env = {**os.environ, "FLOWER_BASIC_AUTH": f"{FLOWER_USER}:{FLOWER_PASSWORD}"}
+    env = {**os.environ, **shipped_flower_env(),
+           "FLOWER_BASIC_AUTH": f"{FLOWER_USER}:{FLOWER_PASSWORD}"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}",
@@ -183,6 +195,8 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
     (event,) = _completions(seen, sid)
     row = session_row(sid)
     assert row is not None
+    # The task's result, which Flower shows (repr of worker.tasks' one-line outcome).
+    assert task["result"] == repr(f"applied 5 msgs v{row.summary_version} (normal)")
     assert event["turns_condensed"] == 5
     assert event["summary_tokens"] == row.summary_tokens > 0
     assert event["uuid"] == task_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, event, insert, select
@@ -109,9 +110,18 @@ def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
     return mark_pending(session_id, db=s, now=now, settings=settings), want_title
 
 
+@dataclass(frozen=True)
+class ReplyJobs:
+    """What one :func:`reply_jobs` call sent (or, with ``db``, will send on commit)."""
+
+    summarize: bool = False
+    title: bool = False
+
+
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
     """The hook: maybe queue one summarize job (and, after the first exchange, one
-    title job). Returns True if a summarize job was (or will be) sent.
+    title job). Returns True if a summarize job was (or will be) sent; see
+    :func:`reply_jobs` for both answers.
 
     Raises InvalidInput for a bad id; never raises anything else: broker or
     database trouble is logged and the sweeper catches up. While the broker is
@@ -120,18 +130,24 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
     runs in a savepoint of the caller's transaction (a failure leaves it usable),
     and jobs are sent only after its outermost commit, never if it rolls back.
     """
+    return reply_jobs(session_id, db=db).summarize
+
+
+def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
+    """:func:`after_reply`, saying which jobs it sent: a summarize job, a title job
+    (``recap ingest`` counts both). Same contract otherwise."""
     check_session_id(session_id)
     if BREAKER.is_open():
-        return False
+        return ReplyJobs()
     try:
         if db is None:
             with get_engine().begin() as conn:
                 queue, title = _decide(conn, session_id)
-            return send_now(session_id, queue, title)
+            return send_both(session_id, queue, title)
         queue, title = decide_in_savepoint(db, session_id)
     except Exception as exc:
-        return hook_failed(session_id, exc)
-    return send_after_commit(db, session_id, queue, title)
+        return ReplyJobs(summarize=hook_failed(session_id, exc))
+    return ReplyJobs(send_after_commit(db, session_id, queue, title), title)
 
 
 # The pieces below are shared with the asyncio API (worker.api.aio), which runs
@@ -153,9 +169,13 @@ def hook_failed(session_id: str, exc: Exception) -> bool:
 
 def send_now(session_id: str, queue: bool, title: bool) -> bool:
     """Publish what :func:`_decide` asked for; True if a summarize job was sent."""
-    if title:
-        send_title(session_id)
-    return send(session_id) if queue else False
+    return send_both(session_id, queue, title).summarize
+
+
+def send_both(session_id: str, queue: bool, title: bool) -> ReplyJobs:
+    """Publish what :func:`_decide` asked for; which jobs were sent."""
+    titled = send_title(session_id) if title else False
+    return ReplyJobs(send(session_id) if queue else False, titled)
 
 
 def send_jobs(jobs: list[tuple[str, str]]) -> None:

@@ -2,7 +2,8 @@
 
 Each command module has ``register(sub)`` (its subparser, arguments and help)
 and ``run(args) -> int``. Exit codes: 0 ok, 1 a Recap error (printed as
-``recap: error: ...``, no traceback), 2 a usage error, 130 interrupted.
+``recap: error: ...``, no traceback), 2 a usage error, 130 interrupted, 141
+stdout closed early by its reader (``recap stats --json | head``: no traceback).
 Building the parser imports nothing from Recap, so ``recap --help`` works
 without settings or services; each command imports what it needs when it runs.
 """
@@ -23,11 +24,14 @@ from worker.cli import (
     failures,
     ingest,
     memories,
+    metrics,
     resummarize,
     retry,
+    sessions,
     stats,
     summarize,
     sweep,
+    tokenizer,
 )
 from worker.cli.base import PROG, Subparsers, err
 from worker.cli.ingest import parse_line
@@ -42,8 +46,9 @@ class Command(Protocol):
 
 
 # In the order ``recap --help`` lists them.
-COMMANDS: tuple[Command, ...] = (ingest, context, stats, failures, retry, summarize, sweep,
-                                 memories, resummarize, configure, demo, bench)
+COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
+                                 sessions, memories, resummarize, configure, tokenizer, demo,
+                                 bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that bring their own database (or none).
-_OWN_DATABASE = ("demo", "bench")
+_OWN_DATABASE = ("demo", "bench", "tokenizer")
 _NOT_MIGRATED = ("no such table", "does not exist")
 
 
@@ -95,7 +100,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _say_which_database(args.command)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`| head`). Point stdout at /dev/null so the flush
+        # at exit cannot fail again (the recipe in Python's signal docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141  # as a command killed by SIGPIPE
     except RecapError as exc:
         err(f"error: {exc}")
     except KeyboardInterrupt:

@@ -1,8 +1,9 @@
 """``recap configure SESSION_ID [KEY=VALUE ...] [--clear]``: override settings for
 one session.
 
-Keys are the per-session settings (e.g. ``trigger_messages=50 prompt=es``);
-prints the session's stored overrides as JSON. ``--clear`` removes them all.
+Keys are the per-session settings (:data:`KEYS`, e.g. ``trigger_messages=50
+prompt=es``), validated with the same limits as their RECAP_* variables; prints
+the session's stored overrides as JSON. ``--clear`` removes them all.
 """
 
 from __future__ import annotations
@@ -12,6 +13,21 @@ from typing import Any
 
 from worker.cli.base import Subparsers, command, emit_json
 
+# worker.settings.Tuning's fields (a test keeps the two equal). Listed here, not
+# imported, so that `recap --help` loads no settings machinery.
+KEYS = {
+    "trigger_messages": "normal rule: summarize once a session has more active messages "
+                        "than this...",
+    "trigger_tokens": "...and its candidate batch has more tokens than this",
+    "batch_size": "most messages one summary condenses (the candidate batch)",
+    "keep_recent": "the newest messages, never condensed (below trigger_messages)",
+    "max_summary_tokens": "the summary's length cap (below context_budget_tokens)",
+    "context_budget_tokens": "the session's context budget: capacity rule at 80%, "
+                             "aggressive at 95%",
+    "model": "the Claude model that summarizes this session",
+    "prompt": "the summary prompt: default or es",
+}
+
 
 def register(sub: Subparsers) -> None:
     p = command(sub, "configure", "Override settings for one session "
@@ -19,6 +35,13 @@ def register(sub: Subparsers) -> None:
     p.add_argument("session_id", metavar="SESSION_ID")
     p.add_argument("settings", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--clear", action="store_true", help="remove every override")
+    width = max(map(len, KEYS))
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = ("valid keys (each validated with the limits of the RECAP_<KEY> variable of "
+                "the same name):\n"
+                + "\n".join(f"  {key:<{width}}  {text}" for key, text in KEYS.items())
+                + "\n\nPrints the stored overrides as JSON; setting keys replaces every "
+                "earlier override of the session.")
 
 
 def run(args: argparse.Namespace) -> int:

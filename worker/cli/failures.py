@@ -1,5 +1,6 @@
 """``recap failures [--limit N] [--json]``: failed and dead runs with their errors,
-newest first (default 20).
+newest first (default 20): summarize jobs (summary_runs) and title calls
+(title_runs), the JOB column says which.
 
 The API key never appears: errors are redacted when recorded, and again here
 for rows that older code wrote.
@@ -14,8 +15,8 @@ from worker.cli.base import Subparsers, command, emit_json, positive
 
 
 def register(sub: Subparsers) -> None:
-    p = command(sub, "failures",
-                "List failed and dead runs with their errors, newest first.", run)
+    p = command(sub, "failures", "List failed and dead runs (summarize and title jobs) with "
+                "their errors, newest first.", run)
     p.add_argument("--limit", type=positive, default=20, metavar="N", help="default 20")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print("no failed or dead runs")
     for item in items:
         when = item["created_at"].isoformat(timespec="seconds") if item["created_at"] else "?"
-        print(f"{when}  {item['status']:<6}  session={item['session_id']}  "
+        print(f"{when}  {item['status']:<6}  {item['job']:<9}  session={item['session_id']}  "
               f"task={item['task_id'] or '-'}  attempt={item['attempt']}\n"
               f"    {item['error'] or item['reason'] or '(no error recorded)'}")
     return 0

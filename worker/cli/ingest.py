@@ -2,8 +2,10 @@
 
 Each line is ``{"session_id", "role", "content", "pinned"}`` (``pinned`` optional).
 A bad line is reported on stderr with its number and skipped; ``--strict`` stops
-at the first one with exit 1. An assistant message runs the reply hook, which
-may queue a summarize job. Ends with ``added N, bad N, jobs queued N``.
+at the first one with exit 1. After each assistant message the reply hook runs
+(``after_reply``, as a chat app calls it after its reply): it may queue a
+summarize job and, after a session's first exchange, a title job. Ends with
+``added N, bad N, summarize jobs queued N, title jobs queued N``.
 """
 
 from __future__ import annotations
@@ -23,13 +25,18 @@ KNOWN_FIELDS = frozenset((*REQUIRED_FIELDS, "pinned"))
 def register(sub: Subparsers) -> None:
     p = command(sub, "ingest", "Add messages from JSON lines "
                 '({"session_id", "role", "content", "pinned"}), in order.', run)
+    p.epilog = ("The reply hook (after_reply) runs after each assistant message, as in a chat "
+                "app: it may queue a summarize job, and after a session's first "
+                "user/assistant exchange a title job. User, system and tool messages are only "
+                "stored. Ends with: added N, bad N, summarize jobs queued N, title jobs "
+                "queued N.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="JSON-lines file; '-' or nothing reads stdin")
     p.add_argument("--strict", action="store_true", help="stop with exit 1 at the first bad line")
 
 
 def run(args: argparse.Namespace) -> int:
-    counts = {"added": 0, "bad": 0, "queued": 0, "line": 0}
+    counts = {"added": 0, "bad": 0, "queued": 0, "titles": 0, "line": 0}
     try:
         with _open_input(args.file) as stream:
             code = _ingest(stream, counts, strict=args.strict)
@@ -37,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         # A migration resumes from here: every line before this one is stored.
         err(f"interrupted at line {counts['line']}; lines before it were processed")
         code = 130
-    print(f"added {counts['added']}, bad {counts['bad']}, jobs queued {counts['queued']}")
+    print(f"added {counts['added']}, bad {counts['bad']}, summarize jobs queued "
+          f"{counts['queued']}, title jobs queued {counts['titles']}")
     return code
 
 
@@ -79,7 +87,7 @@ def _open_input(name: str) -> IO[str]:
 
 
 def _ingest(stream: IO[str], counts: dict[str, int], *, strict: bool) -> int:
-    from worker.api.ingest import add_message, after_reply
+    from worker.api.ingest import add_message, reply_jobs
     from worker.errors import InvalidInput
 
     for number, line in enumerate(stream, start=1):
@@ -97,6 +105,8 @@ def _ingest(stream: IO[str], counts: dict[str, int], *, strict: bool) -> int:
                 return 1
             continue
         counts["added"] += 1
-        if role == "assistant" and after_reply(session_id):
-            counts["queued"] += 1
+        if role == "assistant":
+            sent = reply_jobs(session_id)
+            counts["queued"] += sent.summarize
+            counts["titles"] += sent.title
     return 0

@@ -1,5 +1,15 @@
-"""``recap memories SESSION_ID [--json]``: the durable facts mined from a session,
-one ``[importance] category fact`` line each."""
+"""``recap memories SESSION_ID [--json]``: the durable facts mined from a session.
+
+Facts are mined from each batch just before it is condensed, so a session has
+none until its first summary. One line per fact, most important first::
+
+    [IMPORTANCE] CATEGORY   FACT  (messages FIRST-LAST)
+
+IMPORTANCE is 1-5 (5: most important, as the model rated it); CATEGORY is one of
+preference, personal, work, plan, fact, other; FIRST-LAST are the ids of the
+condensed batch the fact came from. ``--json`` has the same fields by name, plus
+``created_at``.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +17,16 @@ import argparse
 
 from worker.cli.base import Subparsers, command, emit_json
 
+COLUMNS = ("[IMPORTANCE 1-5, 5 = most important] CATEGORY (preference, personal, work, plan, "
+           "fact or other) FACT (messages: ids of the condensed batch it was mined from)")
+
 
 def register(sub: Subparsers) -> None:
     p = command(sub, "memories", "Print the durable facts mined from a session.", run)
     p.add_argument("session_id", metavar="SESSION_ID")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.epilog = ("Each line: " + COLUMNS + ". Facts are mined from each batch just before it "
+                "is condensed, so a session has none before its first summary.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +37,14 @@ def run(args: argparse.Namespace) -> int:
         emit_json(facts)
         return 0
     if not facts:
-        print(f"{args.session_id}: no memories yet")
+        print(f"{args.session_id}: no memories yet (they are mined from each batch as it is "
+              "condensed)")
+        return 0
+    print(f"{args.session_id}: {len(facts)} {'memory' if len(facts) == 1 else 'memories'}, "
+          "most important first")
+    print("columns: " + COLUMNS)
     for m in facts:
-        print(f"[{m['importance']}] {m['category']:<10} {m['fact']}")
+        source = (f"  (messages {m['first_message_id']}-{m['last_message_id']})"
+                  if m["first_message_id"] is not None else "")
+        print(f"[{m['importance']}] {m['category']:<10} {m['fact']}{source}")
     return 0

@@ -1,7 +1,10 @@
-"""``recap stats [--json]``: sessions, summaries, failures, latency and API usage.
+"""``recap stats [--json] [--top N]``: sessions, summaries, titles, failures, latency
+and API usage, then the N largest sessions (default 5) with why each is not
+summarized yet and what will trigger it.
 
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
-API billed).
+API billed): summarize jobs (the summary and memory-mining calls) and title
+jobs are counted apart. ``--json`` adds the sessions as ``largest_sessions``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from worker.cli.base import Subparsers, command, emit_json
+from worker.cli.outlook import describe
 
 STATS_LABELS = {
     "sessions": "sessions",
@@ -24,8 +28,13 @@ STATS_LABELS = {
     "dead_runs": "dead runs",
     "latency_p50_ms": "summarize latency p50 (ms)",
     "latency_p95_ms": "summarize latency p95 (ms)",
-    "api_input_tokens": "API input tokens",
-    "api_output_tokens": "API output tokens",
+    "api_input_tokens": "API input tokens (summaries, memories)",
+    "api_output_tokens": "API output tokens (summaries, memories)",
+    "sessions_titled": "sessions with a title",
+    "title_runs": "title calls",
+    "title_failures": "title calls failed",
+    "title_input_tokens": "API input tokens (titles)",
+    "title_output_tokens": "API output tokens (titles)",
     "sessions_needing_escalation": "sessions needing escalation",
     "sessions_leased": "sessions with a live lease",
     "sessions_pending": "sessions with a job pending",
@@ -34,22 +43,44 @@ STATS_LABELS = {
 
 
 def register(sub: Subparsers) -> None:
-    p = command(sub, "stats", "Show sessions, summaries, failures, latency and API usage.", run)
+    p = command(sub, "stats", "Show sessions, summaries, titles, failures, latency and API "
+                "usage, and why the largest sessions are not summarized yet.", run)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--top", type=_count, default=5, metavar="N",
+                   help="the N sessions with the most active tokens, with why each is not "
+                        "summarized yet and what will trigger it (default 5; 0: none)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     from worker.db import transaction, utcnow
     from worker.jobs import ops
+    from worker.jobs.outlook import largest
     from worker.settings import get_settings
 
     settings = get_settings()
+    now = utcnow()
     with transaction() as db:
-        data = asdict(ops.collect_stats(db=db, settings=settings, now=utcnow()))
+        data = asdict(ops.collect_stats(db=db, settings=settings, now=now))
+        top = largest(db=db, settings=settings, now=now, limit=args.top) if args.top else []
     if args.json:
-        emit_json(data)
-    else:
-        print(format_stats(data))
+        emit_json({**data, "largest_sessions": [o.as_dict() for o in top]})
+        return 0
+    print(format_stats(data))
+    if top:
+        which = "the largest session" if len(top) == 1 else f"the {len(top)} largest sessions"
+        print(f"\n{which} (by active tokens), and what triggers the next summary:")
+        for o in top:
+            print("\n".join(describe(o)))
     return 0
 
 

@@ -9,13 +9,14 @@ rolling summary, what was condensed (``summary_runs``) and the context
 ``build_context`` assembles (:mod:`worker.demo.report`). The default thresholds
 are used (RECAP_* variables still apply); 80 messages (~30k tokens) are enough
 for the capacity rule to fire. Without ANTHROPIC_API_KEY the demo chooses the
-offline summarizer for itself (RECAP_SUMMARIZER=offline) and labels every
-printed line as coming from it; with a key, Claude is called.
+offline summarizer for itself (RECAP_SUMMARIZER=offline) and says so once, in a
+header at the top of its output; with a key, Claude is called. The report
+compares the next call's context without Recap (every message) and with it.
 
 The files are ``recap.sqlite3`` and ``recap-broker.sqlite3`` in a fresh temporary
-directory, or next to ``--db PATH``. DATABASE_URL and CELERY_BROKER_URL from
-the environment are deliberately ignored, so the demo never writes into a real
-database.
+directory, removed at the end unless ``--keep``, or next to ``--db PATH`` (kept).
+DATABASE_URL and CELERY_BROKER_URL from the environment are deliberately
+ignored, so the demo never writes into a real database.
 
 The embedded broker is kombu's SQLAlchemy transport on the second SQLite file
 (``sqla+sqlite://``, the CELERY_BROKER_URL default), not ``memory://``, because:
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -47,10 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 from worker.demo.conversation import available, load
 from worker.demo.report import (
-    OFFLINE_LABEL,
     Out,
     describe_run,
     first_line,
+    header,
     print_report,
     route_logs,
     session_state,
@@ -64,6 +66,7 @@ DEFAULT_MESSAGES = 80
 DATA_FILE = "recap.sqlite3"  # the file names of the settings defaults, so
 BROKER_FILE = "recap-broker.sqlite3"  # `celery -A worker worker` run there shares them
 WAIT_S = 60.0  # per job; the offline summarizer takes milliseconds
+TITLE_WAIT_S = 10.0  # for the title job before the report (without it: "no title yet")
 POLL_S = 0.1
 
 
@@ -160,6 +163,20 @@ class Feeder:
                                     f"{WAIT_S}s")
             time.sleep(0.05)
 
+    def wait_title(self) -> None:
+        """Give the title job (queued after the first exchange) a moment to land, so the
+        report can show it; a title that fails or is late is reported as missing."""
+        from models import ChatSession
+        from worker.db import transaction
+
+        deadline = time.monotonic() + TITLE_WAIT_S
+        while time.monotonic() < deadline:
+            with transaction() as db:
+                row = db.get(ChatSession, self.session_id)
+            if row is None or row.title is not None or row.title_requested_at is None:
+                return
+            time.sleep(0.05)
+
     def feed(self, messages: list[tuple[str, str]]) -> None:
         from worker.api.ingest import add_message, after_reply
 
@@ -178,7 +195,8 @@ class Feeder:
 
 
 def main(args: argparse.Namespace | None = None) -> int:
-    """Run the demo; ``args`` has ``messages`` (int or None) and ``db`` (path or None)."""
+    """Run the demo; ``args`` has ``messages`` (int or None), ``db`` (path or None) and
+    ``keep`` (keep a temporary directory)."""
     if args is None:
         args = build_parser().parse_args()
     count = args.messages if getattr(args, "messages", None) is not None else DEFAULT_MESSAGES
@@ -186,10 +204,28 @@ def main(args: argparse.Namespace | None = None) -> int:
         raise ConfigError(f"--messages must be between 1 and {available()} (the scripted "
                           f"conversation's length), got {count}")
     data, broker = file_paths(getattr(args, "db", None))
+    temporary = getattr(args, "db", None) is None
+    keep = not temporary or bool(getattr(args, "keep", False))
+    try:
+        return _run(data, broker, count, keep=keep)
+    finally:
+        if not keep:
+            _remove(data.parent)
+
+
+def _remove(directory: Path) -> None:
+    from worker.db import reset_engines
+
+    reset_engines()  # close the SQLite files first
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _run(data: Path, broker: Path, count: int, *, keep: bool) -> int:
     settings = use_files(data, broker)
     offline = settings.summarizer_kind == "offline"
-    out = Out(OFFLINE_LABEL if offline else "")
-    route_logs(out)
+    out = Out()
+    # The header says it once; the summarizer's own warning would repeat it.
+    route_logs(out, skip=("RECAP_SUMMARIZER=offline",) if offline else ())
 
     from celery.contrib.testing.worker import start_worker
 
@@ -197,11 +233,15 @@ def main(args: argparse.Namespace | None = None) -> int:
     from worker.jobs.resources import get_resources
 
     summarizer = get_resources().summarizer  # ConfigError now (e.g. production without a key)
-    out.line(f"recap demo: data {data}")
+    header(out, offline=offline, model=summarizer.model)
+    messages = load(count)
+    out.line(f"recap demo: {count} messages of a scripted SRE incident chat go through Recap's "
+             "real pipeline")
+    out.line("  (add_message + the after_reply hook, as a chat app calls them; a Celery worker "
+             "in this process)")
+    out.line(f"recap demo: data {data}" + ("" if keep else " (removed at the end; --keep "
+                                           "keeps it)"))
     out.line(f"            broker {settings.celery_broker_url} (kombu SQLAlchemy transport)")
-    out.line(f"summarizer: {summarizer.model}" + (
-        " (offline extractive stand-in: set ANTHROPIC_API_KEY to use Claude)" if offline
-        else " (Claude)"))
     out.line(f"thresholds: capacity at 80% of {settings.context_budget_tokens} tokens; normal "
              f"at >{settings.trigger_messages} messages and a >{settings.trigger_tokens}-token "
              f"batch of {settings.batch_size}, keeping the newest {settings.keep_recent} "
@@ -213,13 +253,17 @@ def main(args: argparse.Namespace | None = None) -> int:
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
                       loglevel="WARNING", shutdown_timeout=30):
         feeder = Feeder(session_id, out)
-        feeder.feed(load(count))
+        feeder.feed(messages)
+        feeder.wait_title()
         out.progress("the worker is idle; stopping it")
-    applied = print_report(session_id, out, feeder.excerpts)
+    applied = print_report(session_id, out, feeder.excerpts, messages)
     out.line()
     out.line(f"done in {time.monotonic() - started:.1f}s; "
              + ("a summary was applied" if applied else "no summary was applied (below thresholds)")
-             + f"; inspect with: sqlite3 {data}")
+             + (f"; inspect with: sqlite3 {data}" if keep
+                else f"; removed {data.parent} (--keep keeps it)"))
+    out.line('next: README.md, "How it fits a chat app": the calls a chat app makes '
+             "(add_message, after_reply, build_context)")
     return 0
 
 
@@ -227,10 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m worker.demo",
         description="Run Recap's real pipeline on a local SQLite database, with no services.")
-    parser.add_argument("--messages", type=int, default=None, metavar="N",
-                        help=f"messages to feed (default {DEFAULT_MESSAGES}, at most "
-                             f"{available()})")
-    parser.add_argument("--db", metavar="PATH",
-                        help="SQLite database file (default: a new temporary directory)")
+    add_arguments(parser)
     return parser
 
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options, shared with ``recap demo``."""
+    parser.add_argument("--messages", type=int, default=None, metavar="N",
+                        help=f"messages to feed (default {DEFAULT_MESSAGES}, at most "
+                             "the scripted conversation's length)")
+    parser.add_argument("--db", metavar="PATH",
+                        help="SQLite database file, kept (default: a new temporary directory, "
+                             "removed at the end)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary directory (and say where it is)")

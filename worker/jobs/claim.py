@@ -58,8 +58,11 @@ def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
 
 
 def claim_session(session_id: str, *, job: Job, settings: Settings,
-                  now: datetime | None = None) -> Claim | Outcome:
-    """Take the lease and read the batch, or record why not (skipped/dead)."""
+                  now: datetime | None = None, force: bool = False) -> Claim | Outcome:
+    """Take the lease and read the batch, or record why not (skipped/dead).
+
+    ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
+    """
     now = now or utcnow()
     token = str(uuid.uuid4())
     with transaction() as s:
@@ -97,7 +100,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
 
         messages = message_infos(session_id, db=s)
         plan = policy.plan(messages, summary_tokens=row.summary_tokens,
-                           t=settings.thresholds())
+                           t=settings.thresholds(), force=force)
         flags = blocked_flags(plan, settings)
         if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
                 plan.needs_escalation, *flags.values()):

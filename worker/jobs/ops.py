@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, select, update
 from sqlalchemy.orm import Session, aliased
 
-from models import ChatSession, SummaryRun
+from models import ChatSession, SummaryRun, TitleRun
 from worker.db import transaction
 from worker.errors import BrokerUnavailable, SessionNotFound
 from worker.jobs.enqueue import mark_pending, send, stale_before
@@ -50,42 +50,65 @@ class Stats:
     sessions_leased: int = 0
     sessions_pending: int = 0
     sessions_blocked: int = 0
+    # Title jobs (title_runs): sessions with a title, calls, failed calls, API usage.
+    sessions_titled: int = 0
+    title_runs: int = 0
+    title_failures: int = 0
+    title_input_tokens: int = 0
+    title_output_tokens: int = 0
 
 
-def _count_where(condition: ColumnElement[bool]) -> Any:
+def count_where(condition: ColumnElement[bool]) -> Any:
     # SUM(CASE ...) rather than FILTER (...): the same SQL on both databases.
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+
+def session_columns(settings: Settings, now: datetime) -> dict[str, ColumnElement[Any]]:
+    """The per-session counters of :class:`Stats`, as aggregates over chat_sessions
+    (``recap metrics`` adds its own to the same single pass)."""
+    stale = stale_before(now, settings)
+    return {
+        "sessions": func.count(),
+        "active_messages": func.coalesce(func.sum(ChatSession.message_count), 0),
+        "active_tokens": func.coalesce(func.sum(ChatSession.active_tokens), 0),
+        "summary_tokens": func.coalesce(func.sum(ChatSession.summary_tokens), 0),
+        "sessions_needing_escalation": count_where(ChatSession.needs_escalation.is_(True)),
+        "sessions_leased": count_where(ChatSession.lease_token.isnot(None)
+                                        & (ChatSession.lease_expires_at > now)),
+        "sessions_pending": count_where(ChatSession.enqueued_at > stale),
+        "sessions_blocked": count_where(ChatSession.blocked_until > now),
+    }
 
 
 def session_counts(stats: Stats, *, db: Session, settings: Settings,
                    now: datetime) -> None:
     """Fill the per-session counters of ``stats`` from chat_sessions."""
-    stale = stale_before(now, settings)
-    columns = {
-        "sessions": func.count(),
-        "active_messages": func.coalesce(func.sum(ChatSession.message_count), 0),
-        "active_tokens": func.coalesce(func.sum(ChatSession.active_tokens), 0),
-        "summary_tokens": func.coalesce(func.sum(ChatSession.summary_tokens), 0),
-        "sessions_needing_escalation": _count_where(ChatSession.needs_escalation.is_(True)),
-        "sessions_leased": _count_where(ChatSession.lease_token.isnot(None)
-                                        & (ChatSession.lease_expires_at > now)),
-        "sessions_pending": _count_where(ChatSession.enqueued_at > stale),
-        "sessions_blocked": _count_where(ChatSession.blocked_until > now),
-    }
+    columns = session_columns(settings, now)
     row = db.execute(select(*(c.label(name) for name, c in columns.items()))).one()
     for name in columns:
         setattr(stats, name, int(row._mapping[name]))
 
 
+def run_totals(*, db: Session, by: ColumnElement[Any] | None = None,
+               where: ColumnElement[bool] | None = None) -> list[Any]:
+    """Rows of (status[, by], runs, messages condensed, API input tokens, API output
+    tokens) over the summary_runs rows matching ``where`` (default all), grouped by
+    status (and by the expression ``by``, which may refer to summary_runs' columns)."""
+    rows = select(SummaryRun.status, SummaryRun.messages_condensed, SummaryRun.input_tokens,
+                  SummaryRun.output_tokens, *([] if by is None else [by.label("by")]))
+    inner = (rows if where is None else rows.where(where)).subquery()
+    keys = [inner.c.status, *([] if by is None else [inner.c.by])]
+    return list(db.execute(
+        select(*keys, func.count(),
+               func.coalesce(func.sum(inner.c.messages_condensed), 0),
+               func.coalesce(func.sum(inner.c.input_tokens), 0),
+               func.coalesce(func.sum(inner.c.output_tokens), 0))
+        .group_by(*keys).order_by(*keys)).all())
+
+
 def run_counts(stats: Stats, *, db: Session) -> None:
     """Fill the per-status run counters and API token sums from summary_runs."""
-    rows = db.execute(
-        select(SummaryRun.status, func.count(),
-               func.coalesce(func.sum(SummaryRun.messages_condensed), 0),
-               func.coalesce(func.sum(SummaryRun.input_tokens), 0),
-               func.coalesce(func.sum(SummaryRun.output_tokens), 0))
-        .group_by(SummaryRun.status)).all()
-    for status, count, condensed, tokens_in, tokens_out in rows:
+    for status, count, condensed, tokens_in, tokens_out in run_totals(db=db):
         stats.runs_by_status[status] = int(count)
         stats.api_input_tokens += int(tokens_in or 0)
         stats.api_output_tokens += int(tokens_out or 0)
@@ -131,10 +154,26 @@ def latency_percentiles(*, db: Session,
             for p in ps}
 
 
+def title_counts(stats: Stats, *, db: Session) -> None:
+    """Fill the title counters of ``stats`` from chat_sessions and title_runs."""
+    stats.sessions_titled = int(db.scalar(select(func.count()).select_from(ChatSession)
+                                          .where(ChatSession.title.isnot(None))) or 0)
+    for status, count, tokens_in, tokens_out in db.execute(
+            select(TitleRun.status, func.count(),
+                   func.coalesce(func.sum(TitleRun.input_tokens), 0),
+                   func.coalesce(func.sum(TitleRun.output_tokens), 0))
+            .group_by(TitleRun.status)):
+        stats.title_runs += int(count)
+        stats.title_failures += int(count) if status == "failed" else 0
+        stats.title_input_tokens += int(tokens_in or 0)
+        stats.title_output_tokens += int(tokens_out or 0)
+
+
 def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     stats = Stats()
     session_counts(stats, db=db, settings=settings, now=now)
     run_counts(stats, db=db)
+    title_counts(stats, db=db)
     stats.tokens_saved = tokens_saved(db=db)
     pct = latency_percentiles(db=db)
     stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]
@@ -150,16 +189,25 @@ class Failure:
     status: str
     reason: str | None
     error: str | None
+    job: str = "summarize"  # or "title" (a title_runs row)
 
 
 def failures(*, db: Session, limit: int) -> list[Failure]:
-    """The newest failed and dead runs, newest first."""
+    """The newest failed and dead runs of summarize and title jobs, newest first."""
     rows = db.execute(
         select(SummaryRun.created_at, SummaryRun.session_id, SummaryRun.task_id,
                SummaryRun.attempt, SummaryRun.status, SummaryRun.reason, SummaryRun.error)
         .where(SummaryRun.status.in_(FAILURE_STATUSES))
         .order_by(SummaryRun.id.desc()).limit(limit)).all()
-    return [Failure(*row) for row in rows]
+    titles = db.execute(
+        select(TitleRun.created_at, TitleRun.session_id, TitleRun.error)
+        .where(TitleRun.status == "failed").order_by(TitleRun.id.desc()).limit(limit)).all()
+    merged = [Failure(*row) for row in rows] + [
+        Failure(at, sid, None, 1, "failed", "title call", error, job="title")
+        for at, sid, error in titles]
+    # Each list is newest first; a stable sort keeps that order within equal times.
+    merged.sort(key=lambda f: f.created_at.timestamp() if f.created_at else 0.0, reverse=True)
+    return merged[:limit]
 
 
 def dead_session_ids(*, db: Session) -> list[str]:

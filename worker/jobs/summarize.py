@@ -135,8 +135,11 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                    latency_ms=latency_ms)
 
 
-def summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
+def summarize(session_id: str, *, job: Job, res: Resources, force: bool = False) -> Outcome:
     """Run one job end to end and record its outcome.
+
+    ``force`` (``recap summarize --force``): condense the candidate batch even when
+    no rule fires; the run's reason starts with ``forced:``.
 
     Uses ``res``'s summarizer, tuned for the session's overrides. Raises the
     (classified) error after recording a ``failed`` or ``dead`` run, so the
@@ -144,13 +147,13 @@ def summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
     """
     with tracing.span("recap.summarize_session", session_id=session_id, task_id=job.task_id,
                       attempt=job.attempt) as span:
-        outcome = _summarize(session_id, job=job, res=res)
+        outcome = _summarize(session_id, job=job, res=res, force=force)
         span.set_attribute("recap.outcome", outcome.status)
         return outcome
 
 
-def _summarize(session_id: str, *, job: Job, res: Resources) -> Outcome:
-    claimed = claim_session(session_id, job=job, settings=res.settings)
+def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False) -> Outcome:
+    claimed = claim_session(session_id, job=job, settings=res.settings, force=force)
     if isinstance(claimed, Outcome):
         return log_outcome(claimed, job)
     tuned = claimed.settings

@@ -18,15 +18,18 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
-from models import ChatSession
+from models import ChatSession, Heartbeat
 from worker.core import policy
-from worker.db import transaction, utcnow
+from worker.db import insert_or_update, transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.enqueue import mark_pending, send, stale_before
 from worker.jobs.titles import sweep_titles
 from worker.settings import Settings, effective
 
 log = logging.getLogger("recap.sweeper")
+
+# heartbeats.name of the sweeper's row: when a sweep last completed (recap metrics).
+SWEEP_HEARTBEAT = "sweep"
 
 
 def blocked_now(settings: Settings) -> ColumnElement[bool]:
@@ -117,4 +120,12 @@ def sweep(settings: Settings, *, limit: int | None = None) -> int:
         marked = [sid for sid in due if mark_pending(sid, db=s, now=now, settings=settings)]
     sent = sum(1 for sid in marked if send(sid))
     sweep_titles(settings, now=now, limit=limit or settings.sweep_batch)
+    with transaction() as s:  # its own transaction: it never holds a lock during the sweep
+        record_heartbeat(SWEEP_HEARTBEAT, db=s, at=utcnow())
     return sent
+
+
+def record_heartbeat(name: str, *, db: Session, at: datetime) -> None:
+    """Set the heartbeats row ``name`` to ``at``."""
+    insert_or_update(Heartbeat, {"name": name, "at": at}, db=db, keys=["name"],
+                     changes={"at": at})

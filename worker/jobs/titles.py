@@ -4,7 +4,8 @@ The service function (``title_session``) owns its transactions and never holds
 one open across the call. A title is written only while ``chat_sessions.title``
 is NULL, so a title the app set meanwhile always wins.
 ``chat_sessions.title_requested_at`` coalesces title jobs like ``enqueued_at``
-does summarize jobs.
+does summarize jobs. Every call is recorded in ``title_runs`` (its API usage, or
+its error), for ``recap stats`` and ``recap failures``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import json
 import logging
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession
+from models import ChatMessage, ChatSession, TitleRun
 from worker import tracing
 from worker.core.titles import MESSAGE_MAX_TOKENS
 from worker.db import transaction
@@ -70,6 +71,16 @@ def _log(session_id: str, status: str, **fields: object) -> None:
                                **fields}, default=str, ensure_ascii=False))
 
 
+def _record(session_id: str, status: str, **fields: object) -> None:
+    """One title_runs row; never raises (a lost audit row must not fail the title)."""
+    try:
+        with transaction() as s:
+            s.execute(insert(TitleRun).values(session_id=session_id, status=status, **fields))
+    except Exception as exc:
+        log.warning("could not record the title run of session %r (%s: %s)", session_id,
+                    type(exc).__name__, exc)
+
+
 def title_session(session_id: str, *, res: Resources) -> str | None:
     """Give ``session_id`` a title if it has none; returns the session's title.
 
@@ -94,8 +105,10 @@ def _title_session(session_id: str, *, res: Resources) -> str | None:
                                 offline_model=res.summarizer.model)
     except Exception as exc:
         mapped = classify(exc) or exc
-        _log(session_id, "failed", error_class=type(mapped).__name__,
-             error=describe_error(exc, secret=res.secret))
+        error = describe_error(exc, secret=res.secret)
+        _log(session_id, "failed", error_class=type(mapped).__name__, error=error)
+        _record(session_id, "failed", model=res.summarizer.model if res.client is None
+                else res.client.model, error=error)
         if mapped is not exc:
             raise mapped from exc
         raise
@@ -108,4 +121,6 @@ def _title_session(session_id: str, *, res: Resources) -> str | None:
             stored = s.scalar(select(ChatSession.title).where(ChatSession.id == session_id))
     _log(session_id, "stored" if stored == result.title else "kept", model=result.model,
          input_tokens=result.input_tokens, output_tokens=result.output_tokens)
+    _record(session_id, "titled" if stored == result.title else "kept", model=result.model,
+            input_tokens=result.input_tokens, output_tokens=result.output_tokens)
     return stored

@@ -28,7 +28,8 @@ def _encoding():  # type: ignore[no-untyped-def]
         raise ConfigError(
             f"cannot load the tiktoken encoding {ENCODING!r} ({type(exc).__name__}: {exc}); "
             f"on an offline machine set TIKTOKEN_CACHE_DIR to a directory holding its "
-            f"cached file (TIKTOKEN_CACHE_DIR is {cache})") from exc
+            f"cached file (TIKTOKEN_CACHE_DIR is {cache}); on a connected machine, "
+            f"`recap tokenizer export DIR` writes that file to DIR") from exc
 
 
 def count_tokens(text: str) -> int:

@@ -1,0 +1,172 @@
+"""``recap metrics [--address A] [--port P]``: a Prometheus exporter.
+
+Serves ``/metrics`` over HTTP (prometheus_client). Every scrape reads the
+database (worker.jobs.metrics.snapshot, one short read transaction), so one
+exporter is right whatever number of workers run; it caches only the totals of
+runs recorded more than 30 minutes ago, so a scrape reads recent rows only. If
+the database cannot be read, the scrape still answers, with ``recap_up 0``.
+Series: docs/OPERATIONS.md, "Prometheus metrics". SIGTERM or Ctrl-C stops it
+(exit 0 / 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from worker.cli.base import Subparsers, command
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client.registry import CollectorRegistry
+
+    from worker.jobs.metrics import Snapshot
+
+DEFAULT_PORT = 9808
+DEFAULT_ADDRESS = "127.0.0.1"
+
+log = logging.getLogger("recap.metrics")
+
+
+def register(sub: Subparsers) -> None:
+    p = command(sub, "metrics", "Serve Prometheus metrics read from the database.", run)
+    p.add_argument("--address", default=DEFAULT_ADDRESS,
+                   help=f"address to listen on (default {DEFAULT_ADDRESS}; 0.0.0.0 for all)")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                   help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry
+
+    from worker.settings import get_settings
+
+    get_settings()  # refuse a bad configuration now, not at the first scrape
+    registry = CollectorRegistry()
+    registry.register(RecapCollector())
+    server = serve(registry, address=args.address, port=args.port)
+    host, port = server.server_address[:2]
+    print(f"recap metrics: serving http://{host!s}:{port}/metrics", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
+
+
+def serve(registry: CollectorRegistry, *, address: str, port: int) -> WSGIServer:
+    """Serve ``registry`` on a daemon thread; returns the server (``shutdown()`` it)."""
+    from prometheus_client import start_http_server
+
+    server, _thread = start_http_server(port, addr=address, registry=registry)
+    return server
+
+
+class RecapCollector:
+    """A prometheus_client collector reading one snapshot per scrape. It keeps only
+    a cache: the totals of settled summary_runs rows (worker.jobs.metrics.RunLedger)."""
+
+    def __init__(self) -> None:
+        from worker.jobs.metrics import RunLedger
+
+        self.ledger = RunLedger()
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        from worker.db import first_line, transaction, utcnow
+        from worker.jobs.metrics import snapshot
+        from worker.settings import get_settings
+
+        started = time.perf_counter()
+        snap = None
+        try:
+            with transaction() as db:
+                snap = snapshot(db=db, settings=get_settings(), now=utcnow(),
+                                ledger=self.ledger)
+        except Exception as exc:
+            from sqlalchemy.exc import DBAPIError
+
+            detail = first_line(exc) if isinstance(exc, DBAPIError) else str(exc)
+            log.warning("recap metrics: could not read the database: %s: %s",
+                        type(exc).__name__, detail.splitlines()[0] if detail else "")
+        yield GaugeMetricFamily("recap_up", "1 if this scrape read the database, else 0.",
+                                value=0 if snap is None else 1)
+        yield GaugeMetricFamily("recap_scrape_duration_seconds",
+                                "Time this scrape spent reading the database.",
+                                value=time.perf_counter() - started)
+        if snap is not None:
+            yield from families(snap)
+
+
+def families(snap: Snapshot) -> Iterator[Any]:
+    """The metric families of one snapshot."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    from worker.jobs.metrics import SUMMARIZE_TASK
+
+    runs = CounterMetricFamily(
+        "recap_runs", "Summarize job outcomes recorded in summary_runs, by status and "
+        "reason class.", labels=["status", "reason"])
+    for r in snap.runs:
+        runs.add_metric([r.status, r.reason], r.runs)
+    yield runs
+    yield CounterMetricFamily("recap_messages_condensed",
+                              "Messages condensed into summaries (applied runs).",
+                              value=snap.messages_condensed)
+    for direction, value in (("input", snap.input_tokens), ("output", snap.output_tokens)):
+        tokens = CounterMetricFamily(
+            f"recap_api_{direction}_tokens",
+            f"Messages API {direction} tokens billed, by task. summarize_session: its "
+            "summary and memory-mining calls; title calls are not recorded.",
+            labels=["task"])
+        tokens.add_metric([SUMMARIZE_TASK], value)
+        yield tokens
+    gauges: tuple[tuple[str, str, float], ...] = (
+        ("recap_sessions", "Chat sessions.", snap.sessions),
+        ("recap_active_messages", "Messages in active windows (not yet condensed).",
+         snap.active_messages),
+        ("recap_active_tokens", "Tokens of the active messages (tiktoken estimate).",
+         snap.active_tokens),
+        ("recap_summary_tokens", "Tokens of the rolling summaries (tiktoken estimate).",
+         snap.summary_tokens),
+        ("recap_sessions_due", "Sessions that need a summary and have no job, lease or "
+         "cool-down: what the next sweep queues.", snap.due),
+        ("recap_sessions_pending", "Sessions with a summarize job queued and not started "
+         "(or waiting for a retry).", snap.pending),
+        ("recap_sessions_leased", "Sessions a job is working on (live lease).", snap.leased),
+        ("recap_sessions_dead", "Sessions dead-lettered and cooling down (blocked_until in "
+         "the future).", snap.dead),
+        ("recap_sessions_over_budget", "Sessions whose summary plus active tokens exceed "
+         "their context budget.", snap.over_budget),
+        ("recap_sessions_escalated", "Sessions that need escalation: the newest messages, "
+         "pinned ones and the summary alone exceed the budget.", snap.escalated),
+        ("recap_oldest_due_session_age_seconds", "Seconds since the oldest due session "
+         "last changed (0 if none is due).", snap.age_s(snap.oldest_due_at)),
+        ("recap_oldest_pending_job_age_seconds", "Seconds the oldest pending summarize job "
+         "has waited for a worker (0 if none).", snap.age_s(snap.oldest_pending_at)),
+        ("recap_last_sweep_timestamp_seconds", "Unix time the last sweep completed (0: no "
+         "sweep recorded).",
+         0.0 if snap.last_sweep_at is None else snap.last_sweep_at.timestamp()),
+    )
+    for name, help_, figure in gauges:
+        yield GaugeMetricFamily(name, help_, value=figure)
