@@ -55,8 +55,8 @@ def clean(database: str) -> Iterator[None]:
     from worker.jobs.resources import reset_process_state
 
     with transaction() as s:
-        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, "
-                       "memories, archived_messages"))
+        s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
+                       "archived_messages, heartbeats, title_runs"))
     FAKE.reset()
     reset_process_state()
     yield

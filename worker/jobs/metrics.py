@@ -51,6 +51,7 @@ REASON_CLASSES: tuple[tuple[str, str], ...] = (
     ("normal:%", "normal"),
     ("capacity:%", "capacity"),
     ("aggressive:%", "aggressive"),
+    ("forced:%", "forced"),
     ("below thresholds:%", "below-thresholds"),
     ("lease held by another job%", "lease-held"),
     ("session % not found", "not-found"),
