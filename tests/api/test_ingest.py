@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
-from celery.signals import after_task_publish
 from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
@@ -21,21 +19,6 @@ from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query, sweep
 from worker.settings import get_settings
-
-
-@pytest.fixture
-def published() -> Iterator[list[str]]:
-    """Session ids of every summarize job published during the test."""
-    sent: list[str] = []
-
-    def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
-        if sender == "worker.tasks.summarize_session":
-            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
-            sent.append(args[0])
-
-    after_task_publish.connect(on_publish, weak=False)
-    yield sent
-    after_task_publish.disconnect(on_publish)
 
 
 def _drop_connections() -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from celery.signals import after_task_publish
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.language_models.fake_chat_models import (
     FakeListChatModel,
@@ -48,21 +47,6 @@ APP_PROMPT = "You are a travel assistant."
 QUESTIONS = [sentence(2 * i, 40) for i in range(8)]
 REPLIES = [sentence(2 * i + 1, 40) for i in range(8)]
 CONFIG: RunnableConfig = {"configurable": {"session_id": "lc"}}
-
-
-@pytest.fixture
-def published() -> Iterator[list[str]]:
-    """Session ids of every summarize job published during the test."""
-    sent: list[str] = []
-
-    def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
-        if sender == "worker.tasks.summarize_session":
-            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
-            sent.append(args[0])
-
-    after_task_publish.connect(on_publish, weak=False)
-    yield sent
-    after_task_publish.disconnect(on_publish)
 
 
 def stored(session_id: str) -> list[tuple[str, str]]:

@@ -8,55 +8,27 @@ sessions), the help texts, ``| head`` without a traceback, and
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
-from models import ChatSession, Memory, TitleRun
-from tests.env import FAKE, TEST_ENV
+from models import ChatSession, TitleRun
+from tests.cli.common import (
+    no_title_runs,  # noqa: F401
+    run,
+)
+from tests.env import FAKE
 from tests.fake_anthropic import error, ok
-from tests.helpers import LOW, message_ids, runs, seed, statuses, wait_for
+from tests.helpers import message_ids, runs, seed, statuses, wait_for
 from worker import db
-from worker.cli import main
 from worker.errors import PermanentLLMError
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
-
-RECAP = str(Path(sys.executable).with_name("recap"))
-SHARED_CACHE = Path(TEST_ENV["TIKTOKEN_CACHE_DIR"])
-CL100K_FILE = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"  # ../shared/tiktoken-cache/README.md
-
-
-@pytest.fixture(autouse=True)
-def no_title_runs() -> Iterator[None]:
-    """title_runs is not among the tables the shared fixture empties: start and end empty."""
-    with db.transaction() as s:
-        s.execute(delete(TitleRun))
-    yield
-    with db.transaction() as s:
-        s.execute(delete(TitleRun))
-
-
-@pytest.fixture
-def low(settings_env: Callable[..., None]) -> None:
-    """LOW: trigger at >10 messages and a >100-token batch of 5, keeping the newest 4."""
-    settings_env(**LOW)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def set_title(session_id: str, title: str) -> None:
@@ -234,140 +206,3 @@ def test_a_failed_title_call_is_in_failures_and_stats(capsys: pytest.CaptureFixt
     assert title_session("untitled", res=get_resources()) == "Named at last"
     _, _, err = run(capsys, "context", "untitled")
     assert err.startswith('untitled "Named at last": 2 messages')
-
-
-# -- help texts, memories, a closed pipe ---------------------------------------------------
-
-def test_configure_help_lists_every_valid_key(capsys: pytest.CaptureFixture[str]) -> None:
-    from worker.cli.configure import KEYS
-    from worker.settings import TUNABLE
-
-    assert list(KEYS) == list(TUNABLE)
-    code, out, _ = run(capsys, "configure", "--help")
-    assert code == 0 and "valid keys" in out
-    for key in TUNABLE:
-        assert re.search(rf"^  {key} +\S", out, re.M), key
-
-
-def _help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
-    code, out, _ = run(capsys, *command, "--help")
-    assert code == 0
-    return " ".join(out.split())  # argparse wraps lines
-
-
-def test_ingest_help_says_the_hook_runs_after_assistant_messages(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    text = _help(capsys, "ingest")
-    assert "The reply hook (after_reply) runs after each assistant message" in text
-    assert "title jobs queued N" in text
-
-
-def test_memories_explains_its_columns(capsys: pytest.CaptureFixture[str]) -> None:
-    seed("mem", 2)
-    with db.transaction() as s:
-        for fact, category, importance in (("The user prefers dark mode.", "preference", 4),
-                                           ("The user lives in Lisbon.", "personal", 2)):
-            s.add(Memory(session_id="mem", fact=fact, category=category, importance=importance,
-                         fact_hash=hashlib.sha256(fact.encode()).hexdigest(),
-                         first_message_id=1, last_message_id=5))
-    code, out, _ = run(capsys, "memories", "mem")
-    assert code == 0
-    lines = out.splitlines()
-    assert lines[0] == "mem: 2 memories, most important first"
-    assert lines[1].startswith("columns: [IMPORTANCE 1-5, 5 = most important] CATEGORY")
-    assert lines[2] == "[4] preference The user prefers dark mode.  (messages 1-5)"
-    assert "IMPORTANCE is" not in out and "[IMPORTANCE" in _help(capsys, "memories")
-    seed("none", 1)
-    assert "no memories yet" in run(capsys, "memories", "none")[1]
-
-
-def test_stats_json_into_a_closed_pipe_prints_no_traceback(low: None) -> None:
-    seed("s", 3)
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before anything is written, like `| head` after exiting
-    try:
-        done = subprocess.run([RECAP, "stats", "--json"], stdout=write, stderr=subprocess.PIPE,
-                              text=True, timeout=60, env={**os.environ, **TEST_ENV})
-    finally:
-        os.close(write)
-    assert done.stderr == ""  # neither a traceback nor "Exception ignored ... BrokenPipeError"
-    assert done.returncode == 141
-
-
-# -- tiktoken offline ---------------------------------------------------------------------------
-
-OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-           "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
-
-
-def _env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATA_GYM_CACHE_DIR",)}
-    return {**env, **OFFLINE, "TIKTOKEN_CACHE_DIR": str(cache)}
-
-
-def test_the_cache_file_is_named_by_the_sha1_of_the_download_url() -> None:
-    from worker.cli.tokenizer import ENCODING_SHA256, cache_name
-
-    assert cache_name() == CL100K_FILE
-    assert hashlib.sha256((SHARED_CACHE / CL100K_FILE).read_bytes()).hexdigest() == \
-        ENCODING_SHA256
-
-
-def test_tokenizer_export_copies_the_cache_file_that_then_loads_offline(tmp_path: Path) -> None:
-    source, target = tmp_path / "cache", tmp_path / "out" / "tiktoken"
-    source.mkdir()
-    shutil.copy(SHARED_CACHE / CL100K_FILE, source / CL100K_FILE)
-
-    done = subprocess.run([RECAP, "tokenizer", "export", str(target)], env=_env(source),
-                          capture_output=True, text=True, timeout=120)
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == f"export TIKTOKEN_CACHE_DIR={target}\n"
-    assert f"copied cl100k_base (1,681,126 bytes) to {target / CL100K_FILE}" in done.stderr
-    assert "DATABASE_URL" not in done.stderr  # no database involved
-    assert [p.name for p in target.iterdir()] == [CL100K_FILE]
-    # The copy alone, with no network: tiktoken loads it (it checks the sha256 too).
-    check = subprocess.run(
-        [sys.executable, "-c", "from worker.llm.tokens import count_tokens; "
-         "print(count_tokens('hello world'))"],
-        env=_env(target), capture_output=True, text=True, timeout=120)
-    assert (check.returncode, check.stdout) == (0, "2\n"), check.stderr
-
-
-def test_tokenizer_export_without_the_encoding_is_a_clear_error(tmp_path: Path) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    done = subprocess.run([RECAP, "tokenizer", "export", str(tmp_path / "out")],
-                          env=_env(empty), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
-    assert done.stderr.startswith("recap: error: cannot load the tiktoken encoding 'cl100k_base'")
-    assert "recap tokenizer export DIR" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert not (tmp_path / "out").exists()
-
-
-# -- the image can run `recap bench` --------------------------------------------------------
-
-def test_the_image_holds_what_recap_bench_imports() -> None:
-    """No Docker engine here: the Dockerfile is read. `recap bench` looks for bench/ next to
-    the imported `worker` package, so the image imports it from /app (PYTHONPATH)."""
-    import ast
-
-    from tests.env import ROOT
-
-    text = (ROOT / "Dockerfile").read_text()
-    assert re.search(r"^WORKDIR /app$", text, re.M)
-    assert re.search(r"^\s*PYTHONPATH=/app \\$", text, re.M)
-    copied = {src.rstrip("/") for line in re.findall(r"^COPY (.+)$", text, re.M)
-              for src in line.split()[:-1]}
-    local = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    imported = set()
-    for path in (ROOT / "bench").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                imported.add(node.module.split(".")[0])
-            elif isinstance(node, ast.Import):
-                imported.update(alias.name.split(".")[0] for alias in node.names)
-    needed = (imported & local) | {"bench", "alembic.ini", "migrations"}
-    assert {"bench", "tests", "worker", "models"} <= needed
-    assert needed <= copied, needed - copied

@@ -7,7 +7,8 @@ its class fails here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,9 @@ def test_last_sweep_is_recorded_by_the_sweeper() -> None:
     assert snapshot().last_sweep_at > first  # type: ignore[operator]
 
 
-def test_snapshot_on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -> None:
+@contextmanager
+def on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -> Iterator[datetime]:
+    """A migrated SQLite database holding a due session and a tuned one; yields now."""
     url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
     migrate(url)
     dbmod.reset_engines()
@@ -207,11 +210,18 @@ def test_snapshot_on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -
         now = utcnow()
         add_session("due", message_count=40, active_tokens=20000,
                     updated_at=now - timedelta(seconds=120))
-        add_session("pending", message_count=3, active_tokens=10,
-                    enqueued_at=now - timedelta(seconds=7))
         add_session("tuned", message_count=15, active_tokens=500,
                     overrides={"trigger_messages": 12, "trigger_tokens": 100, "keep_recent": 4},
                     updated_at=now - timedelta(seconds=300))
+        yield now
+    finally:
+        dbmod.reset_engines()
+
+
+def test_snapshot_on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -> None:
+    with on_sqlite(tmp_path, settings_env) as now:
+        add_session("pending", message_count=3, active_tokens=10,
+                    enqueued_at=now - timedelta(seconds=7))
         add_run("due", "applied", plan_reason(n=31, tokens=760), messages_condensed=20,
                 input_tokens=10, output_tokens=2)
         sweep(get_settings())
@@ -220,27 +230,13 @@ def test_snapshot_on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -
         assert (snap.sessions, snap.due, snap.pending) == (3, 0, 3)  # the sweep queued both
         assert snap.age_s(snap.oldest_pending_at) == 7
         assert snap.last_sweep_at is not None and snap.last_sweep_at.tzinfo is not None
-    finally:
-        dbmod.reset_engines()
 
 
 def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
                                             settings_env: Callable[..., None]) -> None:
-    url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
-    migrate(url)
-    dbmod.reset_engines()
-    try:
-        settings_env(DATABASE_URL=url)
-        now = utcnow()
-        add_session("due", message_count=40, active_tokens=20000,
-                    updated_at=now - timedelta(seconds=120))
-        add_session("tuned", message_count=15, active_tokens=500,
-                    overrides={"trigger_messages": 12, "trigger_tokens": 100, "keep_recent": 4},
-                    updated_at=now - timedelta(seconds=300))
+    with on_sqlite(tmp_path, settings_env) as now:
         snap = snapshot(now)
         assert (snap.due, snap.age_s(snap.oldest_due_at), snap.last_sweep_at) == (2, 300, None)
-    finally:
-        dbmod.reset_engines()
 
 
 @pytest.mark.parametrize("reason, expected", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
@@ -26,14 +26,27 @@ def command(sub: Subparsers, name: str, help_: str,
     return parser
 
 
-def positive(text: str) -> int:
+def whole_number(text: str, minimum: int) -> int:
+    """An argparse value: a whole number of at least ``minimum``."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
+
+
+def positive(text: str) -> int:
+    return whole_number(text, 1)
+
+
+def glossary(entries: Mapping[str, str], *, aligned: bool = False) -> str:
+    """``entries`` for an epilog: one indented, aligned line each, or ``key: text; ...``."""
+    if aligned:
+        width = max(map(len, entries))
+        return "\n".join(f"  {key:<{width}}  {text}" for key, text in entries.items())
+    return "; ".join(f"{key}: {text}" for key, text in entries.items())
 
 
 def emit_json(data: object) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from worker.cli.base import Subparsers, command, emit_json
+from worker.cli.base import Subparsers, command, emit_json, glossary
 
 # worker.settings.Tuning's fields (a test keeps the two equal). Listed here, not
 # imported, so that `recap --help` loads no settings machinery.
@@ -35,11 +35,10 @@ def register(sub: Subparsers) -> None:
     p.add_argument("session_id", metavar="SESSION_ID")
     p.add_argument("settings", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--clear", action="store_true", help="remove every override")
-    width = max(map(len, KEYS))
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = ("valid keys (each validated with the limits of the RECAP_<KEY> variable of "
                 "the same name):\n"
-                + "\n".join(f"  {key:<{width}}  {text}" for key, text in KEYS.items())
+                + glossary(KEYS, aligned=True)
                 + "\n\nPrints the stored overrides as JSON; setting keys replaces every "
                 "earlier override of the session.")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json, positive
+from worker.cli.base import Subparsers, command, emit_json, glossary, positive
 
 STATES = {
     "due": "a rule fires now: the hook or the sweeper queues a job",
@@ -32,7 +32,7 @@ def register(sub: Subparsers) -> None:
                 "their next summary waits for.", run)
     p.add_argument("--limit", type=positive, default=20, metavar="N", help="default 20")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.epilog = "STATE: " + "; ".join(f"{k}: {v}" for k, v in STATES.items()) + (
+    p.epilog = "STATE: " + glossary(STATES) + (
         ". recap context SESSION_ID explains one session in full.")
 
 

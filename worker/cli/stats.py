@@ -13,7 +13,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from worker.cli.base import Subparsers, command, emit_json
+from worker.cli.base import Subparsers, command, emit_json, whole_number
 from worker.cli.outlook import describe
 
 STATS_LABELS = {
@@ -52,25 +52,19 @@ def register(sub: Subparsers) -> None:
 
 
 def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+    return whole_number(text, 0)
 
 
 def run(args: argparse.Namespace) -> int:
     from worker.db import transaction, utcnow
-    from worker.jobs import ops
+    from worker.jobs import stats
     from worker.jobs.outlook import largest
     from worker.settings import get_settings
 
     settings = get_settings()
     now = utcnow()
     with transaction() as db:
-        data = asdict(ops.collect_stats(db=db, settings=settings, now=now))
+        data = asdict(stats.collect_stats(db=db, settings=settings, now=now))
         top = largest(db=db, settings=settings, now=now, limit=args.top) if args.top else []
     if args.json:
         emit_json({**data, "largest_sessions": [o.as_dict() for o in top]})

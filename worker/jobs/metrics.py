@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from models import ChatSession, Heartbeat, SummaryRun
 from worker.errors import InvalidInput
-from worker.jobs import ops
+from worker.jobs import stats
 from worker.jobs.enqueue import stale_before
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
 from worker.settings import Settings, effective
@@ -135,7 +135,7 @@ def run_totals(*, db: Session, where: ColumnElement[bool] | None = None) -> list
     """Totals per (status, reason class) over the runs matching ``where`` (default all)."""
     return [RunTotal(status, reason, int(n), int(condensed), int(tokens_in), int(tokens_out))
             for status, reason, n, condensed, tokens_in, tokens_out
-            in ops.run_totals(db=db, by=reason_class(), where=where)]
+            in stats.run_totals(db=db, by=reason_class(), where=where)]
 
 
 def _add(into: dict[tuple[str, str], RunTotal], totals: list[RunTotal]) -> None:
@@ -205,9 +205,9 @@ def session_figures(snap: Snapshot, *, db: Session, settings: Settings) -> None:
     due = _global(sweepable)
     pending = ChatSession.enqueued_at > stale_before(now, settings)
     columns: dict[str, ColumnElement[Any]] = {
-        **ops.session_columns(settings, now),
-        "due": ops.count_where(due),
-        "over_budget": ops.count_where(_global(over_budget(settings.context_budget_tokens))),
+        **stats.session_columns(settings, now),
+        "due": stats.count_where(due),
+        "over_budget": stats.count_where(_global(over_budget(settings.context_budget_tokens))),
         "oldest_due_at": func.min(case((due, ChatSession.updated_at))),
         "oldest_pending_at": func.min(case((pending, ChatSession.enqueued_at))),
     }

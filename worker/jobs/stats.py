@@ -1,0 +1,172 @@
+"""Operator statistics: session counts, run totals, latency percentiles and title counts.
+
+Query helpers take the database session as ``db=`` and never commit; every query runs
+unchanged on PostgreSQL and SQLite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy.orm import Session
+
+from models import ChatSession, SummaryRun, TitleRun
+from worker.jobs.enqueue import stale_before
+from worker.settings import Settings
+
+
+@dataclass
+class Stats:
+    """One snapshot of Recap's state; token counts are tiktoken estimates unless 'api'."""
+
+    sessions: int = 0
+    active_messages: int = 0
+    active_tokens: int = 0
+    summary_tokens: int = 0
+    summaries_applied: int = 0
+    messages_condensed: int = 0
+    tokens_saved: int = 0
+    runs_by_status: dict[str, int] = field(default_factory=dict)
+    failed_runs: int = 0
+    dead_runs: int = 0
+    latency_p50_ms: int | None = None
+    latency_p95_ms: int | None = None
+    api_input_tokens: int = 0
+    api_output_tokens: int = 0
+    sessions_needing_escalation: int = 0
+    sessions_leased: int = 0
+    sessions_pending: int = 0
+    sessions_blocked: int = 0
+    # Title jobs (title_runs): sessions with a title, calls, failed calls, API usage.
+    sessions_titled: int = 0
+    title_runs: int = 0
+    title_failures: int = 0
+    title_input_tokens: int = 0
+    title_output_tokens: int = 0
+
+
+def count_where(condition: ColumnElement[bool]) -> Any:
+    # SUM(CASE ...) rather than FILTER (...): the same SQL on both databases.
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+
+def session_columns(settings: Settings, now: datetime) -> dict[str, ColumnElement[Any]]:
+    """The per-session counters of :class:`Stats`, as aggregates over chat_sessions
+    (``recap metrics`` adds its own to the same single pass)."""
+    stale = stale_before(now, settings)
+    return {
+        "sessions": func.count(),
+        "active_messages": func.coalesce(func.sum(ChatSession.message_count), 0),
+        "active_tokens": func.coalesce(func.sum(ChatSession.active_tokens), 0),
+        "summary_tokens": func.coalesce(func.sum(ChatSession.summary_tokens), 0),
+        "sessions_needing_escalation": count_where(ChatSession.needs_escalation.is_(True)),
+        "sessions_leased": count_where(ChatSession.lease_token.isnot(None)
+                                        & (ChatSession.lease_expires_at > now)),
+        "sessions_pending": count_where(ChatSession.enqueued_at > stale),
+        "sessions_blocked": count_where(ChatSession.blocked_until > now),
+    }
+
+
+def session_counts(stats: Stats, *, db: Session, settings: Settings,
+                   now: datetime) -> None:
+    """Fill the per-session counters of ``stats`` from chat_sessions."""
+    columns = session_columns(settings, now)
+    row = db.execute(select(*(c.label(name) for name, c in columns.items()))).one()
+    for name in columns:
+        setattr(stats, name, int(row._mapping[name]))
+
+
+def run_totals(*, db: Session, by: ColumnElement[Any] | None = None,
+               where: ColumnElement[bool] | None = None) -> list[Any]:
+    """Rows of (status[, by], runs, messages condensed, API input tokens, API output
+    tokens) over the summary_runs rows matching ``where`` (default all), grouped by
+    status (and by the expression ``by``, which may refer to summary_runs' columns)."""
+    rows = select(SummaryRun.status, SummaryRun.messages_condensed, SummaryRun.input_tokens,
+                  SummaryRun.output_tokens, *([] if by is None else [by.label("by")]))
+    inner = (rows if where is None else rows.where(where)).subquery()
+    keys = [inner.c.status, *([] if by is None else [inner.c.by])]
+    return list(db.execute(
+        select(*keys, func.count(),
+               func.coalesce(func.sum(inner.c.messages_condensed), 0),
+               func.coalesce(func.sum(inner.c.input_tokens), 0),
+               func.coalesce(func.sum(inner.c.output_tokens), 0))
+        .group_by(*keys).order_by(*keys)).all())
+
+
+def run_counts(stats: Stats, *, db: Session) -> None:
+    """Fill the per-status run counters and API token sums from summary_runs."""
+    for status, count, condensed, tokens_in, tokens_out in run_totals(db=db):
+        stats.runs_by_status[status] = int(count)
+        stats.api_input_tokens += int(tokens_in or 0)
+        stats.api_output_tokens += int(tokens_out or 0)
+        if status == "applied":
+            stats.summaries_applied = int(count)
+            stats.messages_condensed = int(condensed)
+    stats.failed_runs = stats.runs_by_status.get("failed", 0)
+    stats.dead_runs = stats.runs_by_status.get("dead", 0)
+
+
+def tokens_saved(*, db: Session) -> int:
+    """Context tokens the summaries save now.
+
+    Saved = the tokens of every message condensed (and deleted) in a session
+    that still exists (``summary_runs.condensed_tokens``), minus the summaries
+    that replaced them.
+    """
+    condensed = db.scalar(
+        select(func.coalesce(func.sum(SummaryRun.condensed_tokens), 0))
+        .where(SummaryRun.status == "applied",
+               SummaryRun.session_id.in_(select(ChatSession.id))))
+    summaries = db.scalar(select(func.coalesce(func.sum(ChatSession.summary_tokens), 0)))
+    return int(condensed or 0) - int(summaries or 0)
+
+
+def nearest_rank(p: float, n: int) -> int:
+    """0-based index of the ``p``-th percentile of ``n`` sorted values (nearest rank)."""
+    if not 0 < p <= 100 or n < 1:
+        raise ValueError(f"need 0 < p <= 100 and n >= 1, got p={p}, n={n}")
+    return max(1, math.ceil(p / 100 * n)) - 1
+
+
+def latency_percentiles(*, db: Session,
+                        ps: Sequence[float] = (50, 95)) -> dict[float, int | None]:
+    """Percentiles of applied runs' latency_ms, picked in SQL (no full fetch)."""
+    applied = (SummaryRun.status == "applied", SummaryRun.latency_ms.isnot(None))
+    n = int(db.scalar(select(func.count()).select_from(SummaryRun).where(*applied)) or 0)
+    if n == 0:
+        return {p: None for p in ps}
+    return {p: db.scalar(select(SummaryRun.latency_ms).where(*applied)
+                              .order_by(SummaryRun.latency_ms)
+                              .offset(nearest_rank(p, n)).limit(1))
+            for p in ps}
+
+
+def title_counts(stats: Stats, *, db: Session) -> None:
+    """Fill the title counters of ``stats`` from chat_sessions and title_runs."""
+    stats.sessions_titled = int(db.scalar(select(func.count()).select_from(ChatSession)
+                                          .where(ChatSession.title.isnot(None))) or 0)
+    for status, count, tokens_in, tokens_out in db.execute(
+            select(TitleRun.status, func.count(),
+                   func.coalesce(func.sum(TitleRun.input_tokens), 0),
+                   func.coalesce(func.sum(TitleRun.output_tokens), 0))
+            .group_by(TitleRun.status)):
+        stats.title_runs += int(count)
+        stats.title_failures += int(count) if status == "failed" else 0
+        stats.title_input_tokens += int(tokens_in or 0)
+        stats.title_output_tokens += int(tokens_out or 0)
+
+
+def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
+    stats = Stats()
+    session_counts(stats, db=db, settings=settings, now=now)
+    run_counts(stats, db=db)
+    title_counts(stats, db=db)
+    stats.tokens_saved = tokens_saved(db=db)
+    pct = latency_percentiles(db=db)
+    stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]
+    return stats
