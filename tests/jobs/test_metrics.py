@@ -287,3 +287,4 @@ def test_the_ledger_reads_settled_runs_once_and_recent_ones_every_time() -> None
     for _ in range(3):
         assert read(ledger)[("dead", "normal")] == 1
     assert read(ledger)[("applied", "normal")] == 2
+

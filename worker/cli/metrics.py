@@ -122,7 +122,7 @@ def families(snap: Snapshot) -> Iterator[Any]:
     """The metric families of one snapshot."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    from worker.jobs.metrics import SUMMARIZE_TASK
+    from worker.jobs.metrics import SUMMARIZE_TASK, TITLE_TASK
 
     runs = CounterMetricFamily(
         "recap_runs", "Summarize job outcomes recorded in summary_runs, by status and "
@@ -133,13 +133,15 @@ def families(snap: Snapshot) -> Iterator[Any]:
     yield CounterMetricFamily("recap_messages_condensed",
                               "Messages condensed into summaries (applied runs).",
                               value=snap.messages_condensed)
-    for direction, value in (("input", snap.input_tokens), ("output", snap.output_tokens)):
+    for i, (direction, value) in enumerate((("input", snap.input_tokens),
+                                            ("output", snap.output_tokens))):
         tokens = CounterMetricFamily(
             f"recap_api_{direction}_tokens",
             f"Messages API {direction} tokens billed, by task. summarize_session: its "
-            "summary and memory-mining calls; title calls are not recorded.",
+            "summary and memory-mining calls; generate_title: the title calls.",
             labels=["task"])
         tokens.add_metric([SUMMARIZE_TASK], value)
+        tokens.add_metric([TITLE_TASK], snap.title_tokens[i])
         yield tokens
     gauges: tuple[tuple[str, str, float], ...] = (
         ("recap_sessions", "Chat sessions.", snap.sessions),

@@ -13,11 +13,10 @@ workers run, and a restart of the exporter loses nothing. A snapshot costs:
 - for sessions with their own overrides (rare), the sweeper's own paged query
   plus one paged read of their counters (index ix_chat_sessions_overridden),
   judged with their settings in Python;
-- one primary-key read of the sweeper's heartbeat.
+- one primary-key read of the sweeper's heartbeat, one aggregate of title_runs.
 
 chat_messages is never read: the session counters hold what the figures need.
-Helpers take the database session as ``db=`` and never commit. Every query runs
-unchanged on PostgreSQL and SQLite.
+Helpers take ``db=`` and never commit; every query runs on PostgreSQL and SQLite.
 """
 
 from __future__ import annotations
@@ -65,10 +64,10 @@ REASON_CLASSES: tuple[tuple[str, str], ...] = (
 )
 OTHER = "other"
 
-# The task whose API usage summary_runs records: the summarizer's calls and the
-# memory extractor's calls of the same job, summed (summary_runs keeps one pair of
-# columns). Title jobs (generate_title) store no usage anywhere, they only log it.
+# Labels of the token counters: summary_runs sums a job's summary and memory calls;
+# title_runs records each title call.
 SUMMARIZE_TASK = "summarize_session"
+TITLE_TASK = "generate_title"
 
 
 def reason_class() -> ColumnElement[str]:
@@ -108,6 +107,7 @@ class Snapshot:
     oldest_due_at: datetime | None = None
     oldest_pending_at: datetime | None = None
     last_sweep_at: datetime | None = None
+    title_tokens: tuple[int, int] = (0, 0)  # (input, output) of every title call
 
     @property
     def messages_condensed(self) -> int:
@@ -294,4 +294,7 @@ def snapshot(*, db: Session, settings: Settings, now: datetime,
     session_figures(snap, db=db, settings=settings)
     override_figures(snap, db=db, settings=settings)
     snap.last_sweep_at = last_heartbeat(SWEEP_HEARTBEAT, db=db)
+    titles = stats.Stats()
+    stats.title_counts(titles, db=db)
+    snap.title_tokens = (titles.title_input_tokens, titles.title_output_tokens)
     return snap
