@@ -53,7 +53,7 @@ def test_a_change_of_thresholds_lifts_the_block_at_once(
     else:
         settings_env(**{**BLOCKING, "RECAP_TRIGGER_TOKENS": 100})
     assert "stale" in due()  # the sweeper sees it due
-    assert after_reply("stale") is True  # and the hook queues it
-    row = session_row("stale")
-    assert row is not None and row.enqueued_at is not None
+    # And the hook queues it. (Not asserting the pending marker: a worker started
+    # by an earlier test may already have claimed the job, which clears it.)
+    assert after_reply("stale") is True
 

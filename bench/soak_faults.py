@@ -1,0 +1,189 @@
+"""The soak's faults: a Messages API stand-in that misbehaves on purpose (ChaosFake)
+and a redis-server of the soak's own that it kills and restarts (SoakRedis)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import random
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.fake_anthropic import FakeAnthropic, Reply, default_summary, error, ok
+from tests.helpers import wait_for
+from tests.reliability.procs import (
+    start,
+    stop,
+)
+
+# Both this process (hook, sweeper) and the workers read these. Small batches and
+# short limits so many jobs, retries and lease expiries happen in minutes; the
+# lease/visibility/time-limit relations still satisfy Settings' checks.
+SOAK_SETTINGS = {
+    "RECAP_TRIGGER_MESSAGES": "20", "RECAP_TRIGGER_TOKENS": "200", "RECAP_BATCH_SIZE": "10",
+    "RECAP_KEEP_RECENT": "6", "RECAP_MAX_RETRIES": "5", "RECAP_RETRY_BACKOFF_S": "0.2",
+    "RECAP_RETRY_BACKOFF_MAX_S": "1", "RECAP_LLM_TIMEOUT_S": "4",
+    "RECAP_TASK_SOFT_TIME_LIMIT_S": "5", "RECAP_TASK_TIME_LIMIT_S": "6", "RECAP_LEASE_S": "8",
+    "RECAP_VISIBILITY_TIMEOUT_S": "10", "RECAP_ENQUEUE_STALE_S": "15",
+    "RECAP_DEAD_COOLDOWN_S": "3", "RECAP_SUMMARIZER": "claude",
+}
+WORDS = ("budget invoice deploy kubernetes postgres latency refund airport hotel Lisbon "
+         "March timeout retry customer schema migration release Friday Alice Bob").split()
+
+
+class ChaosFake(FakeAnthropic):
+    """The fake Messages API failing a share of calls: transient kinds and a permanent 400."""
+
+    TRANSIENT = (error(429, "chaos: rate limited", headers={"retry-after": "0"}),
+                 error(500, "chaos: internal error"), error(503, "chaos: unavailable"),
+                 error(529, "chaos: overloaded"), Reply("reset"))
+
+    def __init__(self, *, fail_rate: float, permanent_rate: float, seed: int,
+                 lossy_rate: float = 0.0) -> None:
+        self.fail_rate, self.permanent_rate = fail_rate, permanent_rate
+        self.lossy_rate = lossy_rate
+        self._rng = random.Random(seed)
+        self._body = threading.local()
+        self.injected = {"transient": 0, "permanent": 0}
+        super().__init__()
+        # A SIGKILLed worker resets its connections; that is the point, not news.
+        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
+
+    def _handler(self) -> Any:
+        base: Any = super()._handler()
+        fake = self
+
+        class Handler(base):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:  # noqa: N802
+                # Keep the request body for _next (which kind of call, which prompt).
+                me: Any = self
+                raw = me.rfile.read(int(me.headers.get("content-length", 0)))
+                fake._body.raw = raw
+                keep, me.rfile = me.rfile, io.BytesIO(raw)
+                try:
+                    super().do_POST()
+                finally:
+                    me.rfile = keep  # the next request on this keep-alive connection
+
+        return Handler
+
+    def _next(self) -> Reply:
+        with self._lock:
+            r, pick = self._rng.random(), self._rng.choice(self.TRANSIENT)
+            if r < self.permanent_rate:
+                self.injected["permanent"] += 1
+                return error(400, "chaos: permanent failure for this request")
+            if r < self.permanent_rate + self.fail_rate:
+                self.injected["transient"] += 1
+                return pick
+            lossy = self._rng.random() < self.lossy_rate
+            kind, n = self._rng.randrange(3), self._rng.randrange(10**6)
+        if lossy:
+            reply = self._lossy(kind, n)
+            if reply is not None:
+                return reply
+        return super()._next()
+
+    def _lossy(self, kind: int, n: int) -> Reply | None:
+        """An answer the database cannot store as is, or one cut off at max_tokens."""
+        try:
+            body = json.loads(getattr(self._body, "raw", b"") or b"{}")
+            prompt = body["messages"][0]["content"]
+            cap = int(body["max_tokens"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            return None
+        if not isinstance(prompt, str):
+            return None
+        system = str(body.get("system", ""))
+        cut_off = kind == 2
+        if system.startswith("You extract durable facts"):
+            name = ("extraction_nul_escape", "extraction_surrogate_escape",
+                    "extraction_cut_off")[kind]
+            if cut_off:  # an array cut off mid-way, as a model at its cap leaves it
+                text = '[{"fact": "The user ' + "really " * (4 * cap) + "likes"
+            else:  # JSON escapes: after parsing, a real NUL / a lone surrogate
+                escape = r"\u0000" if kind == 0 else r"\udc80"
+                text = (f'[{{"fact": "The user{escape} likes tea ({n})", '
+                        '"category": "preference", "importance": 3}]')
+        elif system.startswith(("You maintain a rolling summary", "You write short titles")):
+            what = "summary" if system.startswith("You maintain") else "title"
+            name = f"{what}_" + ("nul", "surrogate", "cut_off")[kind]
+            text = default_summary(prompt, 3 * cap) if what == "summary" else f"Plans {n}"
+            if cut_off:  # over-long: Recap must not apply an answer cut off at its cap
+                text = text.replace("\n", " ") + " and then" * (4 * cap)
+            elif kind == 0:
+                text = text.replace(" ", " \x00", 1) + f"\x00 ({n})"
+            else:
+                text = text.replace(" ", " \udc80", 1) + f" \ud800 ({n})"
+        else:
+            return None
+        with self._lock:
+            self.injected[name] = self.injected.get(name, 0) + 1
+        return ok(text, stop_reason="max_tokens") if kind == 2 else ok(text)
+
+
+class SoakRedis:
+    """A redis-server of the soak's own on a free port, without persistence: a
+    restart empties it (every queued and unacked message is gone)."""
+
+    def __init__(self, log: Path) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redis
+
+        self.proc = start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                           "--save", "", "--appendonly", "no", "--daemonize", "no"],
+                          log=self.log)
+        client = redis.Redis.from_url(self.url)
+
+        def up() -> bool:
+            with contextlib.suppress(redis.ConnectionError):
+                return bool(client.ping())
+            return False
+
+        wait_for(up, timeout=20, what="the soak's redis-server")
+        client.close()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+
+def forget_broker_connections() -> None:
+    """Drop this process's cached broker connections and producers (after a restart)."""
+    from worker.celery_app import app
+
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+def forget_queue(queue: str, nodes: list[str]) -> None:
+    """Remove what kombu leaves in Redis after the run: the queue's list and binding
+    keys, and the pidbox bindings of this run's workers (``nodes``)."""
+    from worker.celery_app import app
+
+    with app.connection_for_write() as conn:
+        client = conn.default_channel.client  # type: ignore[attr-defined]
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        pidbox = "_kombu.binding.celery.pidbox"
+        mine = [m for m in client.smembers(pidbox)
+                if any(f"{node}@" in m.decode(errors="replace") for node in nodes)]
+        if mine:
+            client.srem(pidbox, *mine)
+        if not client.exists(pidbox):
+            client.zrem("_kombu.binding_deadlines", "celery.pidbox")
+
