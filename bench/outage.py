@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import time
 import uuid
 from typing import Any
 
 from bench.env import PG_ADMIN, _admin, _migrate
 from bench.stats import ms, percentile, table
-
-
-def closed_port() -> int:
-    """A local port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.helpers import free_port
 
 
 def hook() -> tuple[Any, Any]:
@@ -78,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     url = PG_ADMIN.rsplit("/", 1)[0] + "/" + db
     os.environ.update({
         "RECAP_ENV": "test", "DATABASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-bench-unused",
-        "CELERY_BROKER_URL": f"redis://127.0.0.1:{closed_port()}/0",
+        "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0",
         "RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
         "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4", "RECAP_TITLES_ENABLED": "false"})
     _admin(f'CREATE DATABASE "{db}"')

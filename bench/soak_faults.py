@@ -3,22 +3,11 @@ and a redis-server of the soak's own that it kills and restarts (SoakRedis)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import random
-import socket
-import subprocess
-import threading
-from pathlib import Path
 from typing import Any
 
 from tests.fake_anthropic import FakeAnthropic, Reply, default_summary, error, ok
-from tests.helpers import wait_for
-from tests.reliability.procs import (
-    start,
-    stop,
-)
+from tests.reliability.procs import PrivateRedis
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the
@@ -47,31 +36,12 @@ class ChaosFake(FakeAnthropic):
         self.fail_rate, self.permanent_rate = fail_rate, permanent_rate
         self.lossy_rate = lossy_rate
         self._rng = random.Random(seed)
-        self._body = threading.local()
         self.injected = {"transient": 0, "permanent": 0}
         super().__init__()
         # A SIGKILLed worker resets its connections; that is the point, not news.
         self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
 
-    def _handler(self) -> Any:
-        base: Any = super()._handler()
-        fake = self
-
-        class Handler(base):  # type: ignore[misc, valid-type]
-            def do_POST(self) -> None:  # noqa: N802
-                # Keep the request body for _next (which kind of call, which prompt).
-                me: Any = self
-                raw = me.rfile.read(int(me.headers.get("content-length", 0)))
-                fake._body.raw = raw
-                keep, me.rfile = me.rfile, io.BytesIO(raw)
-                try:
-                    super().do_POST()
-                finally:
-                    me.rfile = keep  # the next request on this keep-alive connection
-
-        return Handler
-
-    def _next(self) -> Reply:
+    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
         with self._lock:
             r, pick = self._rng.random(), self._rng.choice(self.TRANSIENT)
             if r < self.permanent_rate:
@@ -83,15 +53,14 @@ class ChaosFake(FakeAnthropic):
             lossy = self._rng.random() < self.lossy_rate
             kind, n = self._rng.randrange(3), self._rng.randrange(10**6)
         if lossy:
-            reply = self._lossy(kind, n)
+            reply = self._lossy(body, kind, n)
             if reply is not None:
                 return reply
-        return super()._next()
+        return super()._next(body, raw)
 
-    def _lossy(self, kind: int, n: int) -> Reply | None:
+    def _lossy(self, body: dict[str, Any], kind: int, n: int) -> Reply | None:
         """An answer the database cannot store as is, or one cut off at max_tokens."""
         try:
-            body = json.loads(getattr(self._body, "raw", b"") or b"{}")
             prompt = body["messages"][0]["content"]
             cap = int(body["max_tokens"])
         except (ValueError, KeyError, IndexError, TypeError):
@@ -126,41 +95,8 @@ class ChaosFake(FakeAnthropic):
         return ok(text, stop_reason="max_tokens") if kind == 2 else ok(text)
 
 
-class SoakRedis:
-    """A redis-server of the soak's own on a free port, without persistence: a
-    restart empties it (every queued and unacked message is gone)."""
-
-    def __init__(self, log: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import redis
-
-        self.proc = start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                           "--save", "", "--appendonly", "no", "--daemonize", "no"],
-                          log=self.log)
-        client = redis.Redis.from_url(self.url)
-
-        def up() -> bool:
-            with contextlib.suppress(redis.ConnectionError):
-                return bool(client.ping())
-            return False
-
-        wait_for(up, timeout=20, what="the soak's redis-server")
-        client.close()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
-            self.proc = None
+# The soak's own redis-server, killed and restarted under running jobs.
+SoakRedis = PrivateRedis
 
 
 def forget_broker_connections() -> None:

@@ -206,7 +206,10 @@ class FakeAnthropic:
     def prompts(self) -> list[str]:
         return [r["messages"][0]["content"] for r in self.requests]
 
-    def _next(self) -> Reply:
+    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
+        """The reply to one valid request (``body`` parsed, ``raw`` as sent): the
+        script, then ``always``, then a default answer. Subclasses route or inject
+        faults here."""
         with self._lock:
             if self._script:
                 return self._script.popleft()
@@ -252,7 +255,7 @@ class FakeAnthropic:
                 fake._wait_at_gate()
                 if problem:
                     return self._send(400, _err("invalid_request_error", problem))
-                reply = fake._next()
+                reply = fake._next(body, raw)
                 if reply.delay or fake.delay:
                     time.sleep(reply.delay or fake.delay)
                 if reply.kind == "hang":

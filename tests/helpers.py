@@ -132,3 +132,12 @@ WORKER_RUNNING = {"in_process": False}
 
 def _worker_started() -> bool:
     return WORKER_RUNNING["in_process"]
+
+
+def free_port() -> int:
+    """A local TCP port nothing listens on right now (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import urllib.parse
@@ -26,7 +25,7 @@ from sqlalchemy import delete
 
 from models import ChatSession, Heartbeat, SummaryRun
 from tests.env import ROOT
-from tests.helpers import wait_for
+from tests.helpers import free_port, wait_for
 from worker.cli.metrics import RecapCollector, serve
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
@@ -168,12 +167,6 @@ def test_a_bad_port_is_a_usage_error(port: str, capsys: pytest.CaptureFixture[st
     assert "argument --port" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _query(base: str, promql: str) -> list[dict[str, Any]]:
     url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
     try:
@@ -200,7 +193,7 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
     config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                       "scrape_configs:\n  - job_name: recap\n"
                       f"    static_configs:\n      - targets: ['{target}']\n")
-    listen = f"127.0.0.1:{_free_port()}"
+    listen = f"127.0.0.1:{free_port()}"
     assert PROMETHEUS is not None
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}",
                              f"--storage.tsdb.path={tmp_path / 'data'}",

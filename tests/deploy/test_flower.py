@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ import yaml
 
 from tests.env import API_KEY, ROOT
 from tests.fake_anthropic import FakeAnthropic, error
-from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
+from tests.helpers import free_port, message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
 
 FLOWER_USER = "recap-ops"
@@ -47,12 +46,6 @@ def shipped_flower_env() -> dict[str, str]:
     env = compose["services"]["flower"]["environment"]
     return {k: str(v) for k, v in env.items()
             if k.startswith("FLOWER_") and k != "FLOWER_BASIC_AUTH"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _basic(user: str, password: str) -> str:
@@ -97,7 +90,7 @@ class Flower:
 @pytest.fixture
 def flower(tmp_path: Path) -> Iterator[Flower]:
     """A Flower process on the test broker; always terminated and reaped."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "flower.log"
     # os.environ holds the test env (broker URL, queue) set by conftest.
     env = {**os.environ, **shipped_flower_env(),

@@ -10,9 +10,7 @@ tests/reliability/procs.py; this module only holds fixtures.
 
 from __future__ import annotations
 
-import io
 import os
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,37 +38,18 @@ class RoutingFake(FakeAnthropic):
     """
 
     def __init__(self) -> None:
-        self._local = threading.local()
         self.routes: dict[str, Reply] = {}
         super().__init__()
         # Killed workers reset their connections on purpose; keep stderr quiet.
         self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
 
-    def _handler(self) -> Any:
-        base: Any = super()._handler()
-        fake = self
-
-        class Handler(base):  # type: ignore[misc, valid-type]
-            def do_POST(self) -> None:  # noqa: N802
-                me: Any = self
-                raw = me.rfile.read(int(me.headers.get("content-length", 0)))
-                fake._local.body = raw
-                keep, me.rfile = me.rfile, io.BytesIO(raw)
-                try:
-                    super().do_POST()
-                finally:
-                    me.rfile = keep  # the next request on this keep-alive connection
-
-        return Handler
-
-    def _next(self) -> Reply:
-        body = getattr(self._local, "body", b"")
+    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
         with self._lock:
             routes = list(self.routes.items())
         for marker, reply in routes:
-            if marker.encode() in body:
+            if marker.encode() in raw:
                 return reply
-        return super()._next()
+        return super()._next(body, raw)
 
     def reset(self) -> None:
         super().reset()

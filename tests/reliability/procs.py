@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import statuses, wait_for
+from tests.helpers import free_port, statuses, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARIZE = "worker.tasks.summarize_session"
@@ -240,3 +240,37 @@ def wait_for_runs(session_id: str, predicate: Callable[[list[str]], bool], *,
     """Wait until the statuses of ``session_id``'s runs satisfy ``predicate``; return them."""
     wait_for(lambda: predicate(statuses(session_id)), timeout=timeout, what=what)
     return statuses(session_id)
+
+
+class PrivateRedis:
+    """A redis-server of its own on a free port, without persistence: a restart
+    empties it (every queued and unacked message is gone)."""
+
+    def __init__(self, log: Path) -> None:
+        self.port, self.log = free_port(), log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redis
+
+        self.proc = start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                           "--save", "", "--appendonly", "no", "--daemonize", "no"],
+                          log=self.log)
+        client = redis.Redis.from_url(self.url)
+
+        def up() -> bool:
+            with contextlib.suppress(redis.ConnectionError):
+                return bool(client.ping())
+            return False
+
+        wait_for(up, timeout=20, what="the private redis-server")
+        client.close()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None

@@ -3,14 +3,11 @@ mid-job, PostgreSQL connections killed mid-job, and a poison session."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from sqlalchemy import text
 
 from tests.fake_anthropic import error
@@ -25,11 +22,10 @@ from tests.helpers import (
     wait_for,
 )
 from tests.reliability.procs import (
+    PrivateRedis,
     publish,
     publishing_to,
     settle,
-    start,
-    stop,
     sweep_into,
     wait_for_runs,
 )
@@ -80,42 +76,6 @@ def test_redis_down_during_ingest(api, spawn, queue, broker_url) -> None:  # typ
     assert statuses("outage") == ["applied", "applied"]  # 16 messages: a follow-up too
     assert message_ids("outage") == written[10:]
     assert_invariants({"outage": written})
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PrivateRedis:
-    """A redis-server of this test alone, without persistence, restartable on its port."""
-
-    def __init__(self, log: Path) -> None:
-        self.port, self.log = _free_port(), log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                           "--save", "", "--appendonly", "no", "--daemonize", "no"],
-                          log=self.log)
-        client = redis.Redis.from_url(self.url)
-
-        def up() -> bool:
-            try:
-                return bool(client.ping())
-            except redis.ConnectionError:
-                return False
-
-        wait_for(up, timeout=20, what="the private redis-server")
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
 
 
 @pytest.fixture
