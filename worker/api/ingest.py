@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Table, event, insert, select
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
-from worker.api.validate import check_message, check_session_id
+from worker.api.validate import Message, check_session_id, prepare_message
 from worker.core import policy
 from worker.core.titles import needs_title
 from worker.db import get_engine, insert_or_update, utcnow
@@ -41,7 +41,8 @@ MESSAGES = cast(Table, ChatMessage.__table__)
 
 
 def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
-         tokens: int) -> int:
+         tokens: int, blocks: list[dict[str, Any]] | None = None,
+         tool_links: str | None = None) -> int:
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
     insert_or_update(SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens},
@@ -50,23 +51,42 @@ def _add(s: Session | Connection, session_id: str, role: str, content: str, pinn
                                            "updated_at": utcnow()})
     return int(s.execute(insert(MESSAGES).values(
         session_id=session_id, role=role, content=content, token_count=tokens,
-        pinned=pinned).returning(MESSAGES.c.id)).scalar_one())
+        pinned=pinned, **({"blocks": blocks, "tool_links": tool_links} if blocks else {}))
+        .returning(MESSAGES.c.id)).scalar_one())
 
 
-def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
-                db: Session | None = None) -> int:
+def prepare(role: object, content: object, pinned: object) -> Message:
+    """:func:`worker.api.validate.prepare_message` under the settings' inline cap."""
+    return prepare_message(role, content, pinned,
+                           max_inline_chars=get_settings().max_inline_base64_chars)
+
+
+def message_tokens(msg: Message) -> int:
+    """The stored token estimate of a prepared message (text plus media estimates)."""
+    if msg.blocks is None:
+        return count_tokens(msg.content)
+    return count_tokens(msg.countable) + msg.media_tokens
+
+
+def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
+                pinned: bool = False, db: Session | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
+    ``content`` is a string or a Messages API content array (text, tool_use,
+    tool_result, thinking, redacted_thinking, image, document: see
+    worker.core.blocks), stored as given and replayed by ``build_context``.
     With ``db``, writes inside the caller's transaction (the caller commits);
-    otherwise in a transaction of its own. Raises InvalidInput, writing nothing.
+    otherwise in a transaction of its own. Raises InvalidInput naming the
+    problem (for an array: the block and field), writing nothing.
     """
     check_session_id(session_id)
-    check_message(role, content, pinned)
-    tokens = count_tokens(content)
+    msg = prepare(role, content, pinned)
+    args = (session_id, role, msg.content, pinned, message_tokens(msg), msg.blocks,
+            msg.tool_links)
     if db is not None:
-        return _add(db, session_id, role, content, pinned, tokens)
+        return _add(db, *args)
     with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
-        return _add(conn, session_id, role, content, pinned, tokens)
+        return _add(conn, *args)
 
 
 def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:

@@ -2,21 +2,73 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from models import ROLES
+from worker.core import media
+from worker.core.blocks import validate_blocks
+from worker.core.render import digest, links_text
 from worker.core.validate import check_session_id, check_str
 from worker.errors import InvalidInput
 
-__all__ = ["MAX_CONTENT_CHARS", "check_message", "check_session_id"]
+__all__ = ["MAX_CONTENT_CHARS", "Message", "check_message", "check_session_id",
+           "prepare_message"]
 
 # Far above any real chat message (a bigger one is almost surely a bug upstream),
 # and small enough that one message is summarized within a job's time limit.
 MAX_CONTENT_CHARS = 2 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class Message:
+    """A message ready to store: ``content`` is the text (a block message's
+    rendering), ``blocks`` the content array (None for a string message)."""
+
+    content: str
+    blocks: list[dict[str, Any]] | None = None
+    countable: str = ""  # what token counting reads (blocks only)
+    media_tokens: int = 0  # images and documents, by the API's estimates
+    tool_links: str | None = None
+
+
 def check_message(role: object, content: object, pinned: object) -> None:
-    """Raise InvalidInput naming the problem unless the message can be stored."""
+    """Raise InvalidInput naming the problem unless the (string) message can be stored."""
+    _check_role(role)
+    check_str(content, "content", max_chars=MAX_CONTENT_CHARS)
+    _check_pinned(pinned)
+
+
+def prepare_message(role: object, content: object, pinned: object, *,
+                    max_inline_chars: int) -> Message:
+    """The message to store, from a string or a Messages API content array.
+
+    Raises InvalidInput naming the problem: for an array, the block (index and
+    type) and its field (see worker.core.blocks), and inline base64 data above
+    ``max_inline_chars`` (RECAP_MAX_INLINE_BASE64_CHARS) in one message.
+    """
+    if not isinstance(content, list):
+        check_message(role, content, pinned)
+        assert isinstance(content, str)
+        return Message(content)
+    _check_role(role)
+    _check_pinned(pinned)
+    assert isinstance(role, str)
+    blocks = validate_blocks(role, content)
+    media.check_inline_size(blocks, cap=max_inline_chars)
+    d = digest(blocks)
+    if len(d.countable) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"content holds {len(d.countable)} characters of text; at most "
+                           f"{MAX_CONTENT_CHARS} are allowed")
+    return Message(d.text, blocks, d.countable, d.media_tokens,
+                   links_text(d.calls, d.answers))
+
+
+def _check_role(role: object) -> None:
     if role not in ROLES:
         raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
-    check_str(content, "content", max_chars=MAX_CONTENT_CHARS)
+
+
+def _check_pinned(pinned: object) -> None:
     if not isinstance(pinned, bool):
         raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")

@@ -69,9 +69,10 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
 def archive_messages(session_id: str, ids: Sequence[int], *, db: Session, run_id: int) -> int:
     """Copy the batch into archived_messages (same transaction as its delete)."""
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
-            MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at)
+            MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
+            MESSAGES.c.blocks, MESSAGES.c.tool_links)
     source = select(*cols, literal(run_id, BigInteger())).where(
         MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))
     return rowcount(db.execute(insert(ArchivedMessage).from_select(
         ["id", "session_id", "role", "content", "token_count", "pinned", "created_at",
-         "run_id"], source)))
+         "blocks", "tool_links", "run_id"], source)))
