@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from worker import errors
     from worker.api.context import as_request, build_context
+    from worker.api.history import summary_at
     from worker.api.ingest import add_message, after_reply
     from worker.api.sessions import configure_session
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     celery: Celery
 
 __all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "errors"]
+           "errors", "summary_at"]
 
 _PUBLIC = {
     "add_message": "worker.api.ingest",
@@ -35,6 +36,7 @@ _PUBLIC = {
     "build_context": "worker.api.context",
     "as_request": "worker.api.context",
     "configure_session": "worker.api.sessions",
+    "summary_at": "worker.api.history",
     # For `celery -A worker`: the app, not part of the chat app's API.
     "app": "worker.celery_app",
     "celery": "worker.celery_app",
