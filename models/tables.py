@@ -145,6 +145,12 @@ class SummaryRun(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    # A rewind's run (worker.jobs.rewind): it deleted the messages after this id,
+    # up to last_message_id. NULL for every other run.
+    rewound_after: Mapped[int | None] = mapped_column(BigInteger)
+    # Set on an applied run whose summary a rewind undid: the rewind's run id. Its
+    # messages are no longer condensed (restored or deleted by that rewind).
+    undone_by: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         Index("ix_summary_runs_session_id_id", "session_id", "id"),

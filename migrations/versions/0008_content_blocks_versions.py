@@ -1,4 +1,4 @@
-"""content blocks on messages (JSONB), tool links, summary_versions
+"""content blocks on messages (JSONB), tool links, summary_versions, rewind columns
 
 Existing rows are plain-text messages: their ``blocks`` stay NULL, which is how a
 string message is stored (``content`` is the message), so no row needs
@@ -32,6 +32,9 @@ def upgrade() -> None:
         with op.batch_alter_table(table) as batch:
             batch.add_column(sa.Column('blocks', _blocks(), nullable=True))
             batch.add_column(sa.Column('tool_links', sa.Text(), nullable=True))
+    with op.batch_alter_table('summary_runs') as batch:
+        batch.add_column(sa.Column('rewound_after', sa.BigInteger(), nullable=True))
+        batch.add_column(sa.Column('undone_by', sa.BigInteger(), nullable=True))
     op.create_table('summary_versions',
     sa.Column('session_id', sa.String(length=255), nullable=False),
     sa.Column('version', sa.Integer(), autoincrement=False, nullable=False),
@@ -53,6 +56,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table('summary_versions')
+    with op.batch_alter_table('summary_runs') as batch:
+        batch.drop_column('undone_by')
+        batch.drop_column('rewound_after')
     for table in ('archived_messages', 'chat_messages'):
         with op.batch_alter_table(table) as batch:
             batch.drop_column('tool_links')

@@ -30,7 +30,7 @@ from worker.jobs.enqueue import (
     send_title,
     stale_before,
 )
-from worker.llm.tokens import count_tokens
+from worker.llm.tokens import message_tokens
 from worker.settings import effective, get_settings
 
 log = logging.getLogger("recap.ingest")
@@ -60,12 +60,6 @@ def prepare(role: object, content: object, pinned: object) -> Message:
     return prepare_message(role, content, pinned,
                            max_inline_chars=get_settings().max_inline_base64_chars)
 
-
-def message_tokens(msg: Message) -> int:
-    """The stored token estimate of a prepared message (text plus media estimates)."""
-    if msg.blocks is None:
-        return count_tokens(msg.content)
-    return count_tokens(msg.countable) + msg.media_tokens
 
 
 def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,

@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from models import ROLES
-from worker.core import media
-from worker.core.blocks import validate_blocks
-from worker.core.render import digest, links_text
+from worker.core.message import MAX_CONTENT_CHARS, Message, prepare_content
 from worker.core.validate import check_session_id, check_str
 from worker.errors import InvalidInput
 
 __all__ = ["MAX_CONTENT_CHARS", "Message", "check_message", "check_session_id",
            "prepare_message"]
-
-# Far above any real chat message (a bigger one is almost surely a bug upstream),
-# and small enough that one message is summarized within a job's time limit.
-MAX_CONTENT_CHARS = 2 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Message:
-    """A message ready to store: ``content`` is the text (a block message's
-    rendering), ``blocks`` the content array (None for a string message)."""
-
-    content: str
-    blocks: list[dict[str, Any]] | None = None
-    countable: str = ""  # what token counting reads (blocks only)
-    media_tokens: int = 0  # images and documents, by the API's estimates
-    tool_links: str | None = None
 
 
 def check_message(role: object, content: object, pinned: object) -> None:
@@ -41,27 +20,12 @@ def check_message(role: object, content: object, pinned: object) -> None:
 
 def prepare_message(role: object, content: object, pinned: object, *,
                     max_inline_chars: int) -> Message:
-    """The message to store, from a string or a Messages API content array.
-
-    Raises InvalidInput naming the problem: for an array, the block (index and
-    type) and its field (see worker.core.blocks), and inline base64 data above
-    ``max_inline_chars`` (RECAP_MAX_INLINE_BASE64_CHARS) in one message.
-    """
-    if not isinstance(content, list):
-        check_message(role, content, pinned)
-        assert isinstance(content, str)
-        return Message(content)
+    """The message to store, from a string or a Messages API content array (see
+    :func:`worker.core.message.prepare_content`). Raises InvalidInput."""
     _check_role(role)
     _check_pinned(pinned)
     assert isinstance(role, str)
-    blocks = validate_blocks(role, content)
-    media.check_inline_size(blocks, cap=max_inline_chars)
-    d = digest(blocks)
-    if len(d.countable) > MAX_CONTENT_CHARS:
-        raise InvalidInput(f"content holds {len(d.countable)} characters of text; at most "
-                           f"{MAX_CONTENT_CHARS} are allowed")
-    return Message(d.text, blocks, d.countable, d.media_tokens,
-                   links_text(d.calls, d.answers))
+    return prepare_content(role, content, max_inline_chars=max_inline_chars)
 
 
 def _check_role(role: object) -> None:

@@ -21,6 +21,7 @@ from worker.cli import (
     configure,
     context,
     demo,
+    edit,
     failures,
     history,
     ingest,
@@ -28,6 +29,7 @@ from worker.cli import (
     metrics,
     resummarize,
     retry,
+    rewind,
     sessions,
     stats,
     summarize,
@@ -48,8 +50,8 @@ class Command(Protocol):
 
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
-                                 sessions, memories, history, resummarize, configure, tokenizer,
-                                 demo, bench)
+                                 sessions, memories, history, rewind, edit, resummarize,
+                                 configure, tokenizer, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
