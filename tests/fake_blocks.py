@@ -13,9 +13,10 @@ _BLOCK_KEYS: dict[str, dict[str, bool]] = {
     "image": {"source": True, "cache_control": False},
     "document": {"source": True, "title": False, "context": False, "citations": False,
                  "cache_control": False},
-    "tool_use": {"id": True, "name": True, "input": True, "cache_control": False},
+    "tool_use": {"id": True, "name": True, "input": True, "cache_control": False,
+                 "caller": False, "toolset_name": False},
     "tool_result": {"tool_use_id": True, "content": False, "is_error": False,
-                    "cache_control": False},
+                    "cache_control": False, "toolset_name": False},
     "thinking": {"thinking": True, "signature": True},
     "redacted_thinking": {"data": True},
 }

@@ -172,3 +172,15 @@ def test_what_we_accept_the_sdk_types_accept() -> None:
         api_role = "assistant" if role == "assistant" else "user"
         body = {"messages": [{"role": api_role, "content": msg.blocks or msg.content}]}
         assert sdk_problem(body) is None, (role, content)
+
+
+def test_an_sdk_response_can_be_stored_as_dumped() -> None:
+    from anthropic.types import TextBlock, ThinkingBlock, ToolUseBlock
+
+    reply = [ThinkingBlock(type="thinking", thinking="hm", signature="sig"),
+             TextBlock(type="text", text="Checking."),
+             ToolUseBlock(type="tool_use", id="toolu_5", name="f", input={"a": None})]
+    msg = prepare("assistant", [b.model_dump() for b in reply])
+    assert msg.blocks == [{"type": "thinking", "thinking": "hm", "signature": "sig"},
+                          {"type": "text", "text": "Checking."},
+                          {"type": "tool_use", "id": "toolu_5", "name": "f", "input": {"a": None}}]

@@ -58,3 +58,31 @@ def test_agent_transcript_survives_ingest_summaries_and_replay(
     row = session_row(sid)
     assert row is not None and row.summary_version == applied
     assert_invariants({sid: written})
+
+
+def test_rewind_into_summarized_tool_calls_restores_their_blocks(
+        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from models import ChatMessage
+    from worker import rewind
+    from worker.db import transaction
+
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    sid = "agent-rewind"
+    written = [add_message(sid, role, renamed(content, k)) for k in range(2)
+               for role, content in scripted()]
+    while summarize(sid, job=Job(task_id="t"), res=get_resources(),
+                    force=True).status == "applied":
+        pass
+    # Back to just after the first tool results (message 3): the parallel calls
+    # and their results come back from the archive as the blocks they were.
+    rewind(sid, written[2])
+    with transaction() as s:
+        blocks = list(s.scalars(select(ChatMessage.blocks).where(ChatMessage.session_id == sid)
+                                .order_by(ChatMessage.id)))
+    assert blocks == [renamed(content, 0) for _, content in scripted()[:3]]
+    body = accepted(sid)
+    assert [b["tool_use_id"] for b in body["messages"][2]["content"][:2]] == [
+        "toolu_r0_01", "toolu_r0_02"]
+    assert_invariants({sid: written})

@@ -14,7 +14,9 @@ Accepted (the issue's list): ``text``; ``tool_use`` {id, name, input};
 is_error}; ``thinking`` {thinking, signature}; ``redacted_thinking`` {data};
 ``image`` and ``document`` with ``base64``, ``url`` or ``file`` sources (and a
 document's ``text``/``content`` sources). ``cache_control`` is accepted and
-dropped: breakpoints are placed by ``build_context``, per request.
+dropped: breakpoints are placed by ``build_context``, per request; so are
+optional fields set to None, so ``[b.model_dump() for b in reply.content]`` of
+an SDK response can be stored as it is.
 """
 
 from __future__ import annotations
@@ -105,6 +107,9 @@ class ToolUseBlock(_Cacheable):  # ToolUseBlockParam
     id: Annotated[str, Field(pattern=TOOL_ID)]
     name: Annotated[str, Field(pattern=TOOL_NAME)]
     input: dict[str, Any]
+    # What a response's ToolUseBlock carries besides (kept as given).
+    caller: dict[str, Any] | None = None
+    toolset_name: str | None = None
 
 
 class ToolResultBlock(_Cacheable):  # ToolResultBlockParam
@@ -113,6 +118,7 @@ class ToolResultBlock(_Cacheable):  # ToolResultBlockParam
     content: (str | list[Annotated[TextBlock | ImageBlock | DocumentBlock,
                                    Field(discriminator="type")]] | None) = None
     is_error: bool | None = None
+    toolset_name: str | None = None
 
 
 class ThinkingBlock(_Strict):  # ThinkingBlockParam
@@ -200,9 +206,11 @@ def _check_values(value: Any, path: str) -> None:
 
 
 def _drop_cache_control(block: dict[str, Any]) -> dict[str, Any]:
-    """``block`` without ``cache_control`` on it or its nested blocks (never inside
-    a tool's ``input``, which is the app's own data)."""
-    out = {k: v for k, v in block.items() if k != "cache_control"}
+    """``block`` without ``cache_control`` and without optional fields set to None
+    (``reply.content[i].model_dump()`` has ``citations: None``, ``caller: None``:
+    absent, to the API), on it or its nested blocks; never inside a tool's
+    ``input``, which is the app's own data."""
+    out = {k: v for k, v in block.items() if k != "cache_control" and v is not None}
     if isinstance(out.get("content"), list):
         out["content"] = [_drop_cache_control(b) for b in out["content"]]
     source = out.get("source")

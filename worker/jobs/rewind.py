@@ -122,7 +122,7 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
 
     Raises SessionNotFound; InvalidInput for a point that is not a message of the
     session, or inside summarized history when it cannot be restored (archive
-    off, incomplete archive, no kept summary version for the point); SessionBusy
+    off, or the archive lacks messages to restore); SessionBusy
     when a job held the lease for all of ``wait_s`` seconds. Nothing changes then.
     """
     check_session_id(session_id)
@@ -187,7 +187,8 @@ def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
 
 def _restore_point(session_id: str, after: int, live: list[Any], settings: Settings, *,
                    db: Session) -> tuple[int, str | None, int, int]:
-    """(version, summary text, tokens, covers_through) to go back to for ``after``."""
+    """(version, summary text, tokens, covers_through) to go back to for ``after``
+    (version 0: no summary)."""
     if not settings.archive_summarized:
         raise InvalidInput(
             f"message {after} lies inside the summarized history of session {session_id!r} "
@@ -197,10 +198,10 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
             "archive on for new history")
     if after and not _exists(session_id, after, db=db):
         raise InvalidInput(f"message {after} is not a message of session {session_id!r}")
-    if min(r.first_message_id for r in live) > after:
-        return 0, None, 0, 0  # back before the first summary
     # The newest kept version covering only messages up to the point, never one
-    # whose run an earlier rewind undid (its text holds messages deleted since).
+    # whose run an earlier rewind undid (its text holds messages deleted since);
+    # none (pruned, or the point precedes the first summary): start from no
+    # summary, everything up to the point comes back from the archive.
     undone = select(SummaryRun.id).where(SummaryRun.session_id == session_id,
                                          SummaryRun.undone_by.isnot(None))
     found = db.execute(
@@ -211,10 +212,7 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
                SummaryVersion.run_id.is_(None) | SummaryVersion.run_id.not_in(undone))
         .order_by(SummaryVersion.version.desc()).limit(1)).one_or_none()
     if found is None:
-        raise InvalidInput(
-            f"no kept summary version of session {session_id!r} covers only messages up to "
-            f"{after} (RECAP_SUMMARY_VERSIONS_KEEP={settings.summary_versions_keep}); rewind "
-            "to a later point (recap history lists the kept versions)")
+        return 0, None, 0, 0
     return found.version, found.text, found.tokens, int(found.covers_through)
 
 
