@@ -6,12 +6,15 @@ summarizer sees compact text, never binary data."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
 
 from tests.fake_anthropic import FakeAnthropic, validate_messages_request
 from tests.helpers import LOW, assert_invariants, session_row
 from tests.sdk_request import sdk_problem
-from tests.transcripts import png, scripted
+from tests.transcripts import Message, png, scripted, transcripts
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message
 from worker.jobs.outcome import Job
@@ -85,4 +88,19 @@ def test_rewind_into_summarized_tool_calls_restores_their_blocks(
     body = accepted(sid)
     assert [b["tool_use_id"] for b in body["messages"][2]["content"][:2]] == [
         "toolu_r0_01", "toolu_r0_02"]
+    assert_invariants({sid: written})
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(transcripts(max_steps=10))
+def test_random_transcripts_through_the_database_are_always_accepted(
+        fake_api: FakeAnthropic, settings_env, transcript: list[Message]) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**LOW)
+    sid = f"prop-{uuid.uuid4().hex[:12]}"
+    written = [add_message(sid, role, content) for role, content in transcript]
+    accepted(sid)
+    while summarize(sid, job=Job(task_id=sid), res=get_resources(),
+                    force=True).status == "applied":
+        accepted(sid)
     assert_invariants({sid: written})
