@@ -55,7 +55,6 @@ from worker.api.ingest import (
     _decide,
     decide_in_savepoint,
     hook_failed,
-    message_tokens,
     prepare,
     send_after_commit,
     send_jobs,
@@ -65,6 +64,7 @@ from worker.api.validate import check_session_id
 from worker.core.assemble import Context, as_request
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
+from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
