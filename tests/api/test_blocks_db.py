@@ -74,3 +74,14 @@ def test_json_escapes_survive_jsonb_exactly() -> None:
     assert stored("escapes")[0].blocks == [call("toolu_e", **tricky)]
     ctx = json.loads(render_json("escapes"))
     assert ctx["messages"][1]["content"] == [call("toolu_e", **tricky)]
+
+
+def test_recap_ingest_takes_content_arrays(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from worker.cli import main
+
+    lines = [{"session_id": "cli-blocks", "role": role, "content": content}
+             for role, content in scripted()[:3]]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    assert main(["ingest", "--strict", str(path)]) == 0
+    assert [r.blocks for r in stored("cli-blocks")] == [c for _, c in scripted()[:3]]
