@@ -118,6 +118,12 @@ def test_rewind_deep_inside_summarized_history_with_archive(
     fold("deep", fake_api, 2)
     assert runs("deep")[-2].first_message_id == ids[10]  # the restored ones, condensed anew
     assert_invariants({"deep": ids})
+    # Rewinding there again restores the same state: the versions of the runs the
+    # first rewind undid (v3-v5) are never restore points.
+    again = rewind("deep", ids[12])
+    assert again.restored == 3 and message_ids("deep") == ids[10:13]
+    assert session_row("deep").rolling_summary == summary_at("deep", 2).text  # type: ignore[union-attr]
+    assert_invariants({"deep": ids})  # the 10 messages after the point: rewound, not lost
     # Edit a summarized (archived) message: the error says how to rewind.
     with pytest.raises(InvalidInput, match=rf"rewind\(session_id, {ids[2]}\)"):
         edit_message("deep", ids[3], "edited")

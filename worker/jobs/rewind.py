@@ -199,16 +199,21 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
     if after and not _exists(session_id, after, db=db):
         raise InvalidInput(f"message {after} is not a message of session {session_id!r}")
     # The newest kept version covering only messages up to the point, never one
-    # whose run an earlier rewind undid (its text holds messages deleted since);
-    # none (pruned, or the point precedes the first summary): start from no
-    # summary, everything up to the point comes back from the archive.
+    # an earlier rewind made stale (its run undone, or a later rewind went back
+    # below its coverage: its text holds messages deleted since); none (pruned, or
+    # the point precedes the first summary): start from no summary, everything up
+    # to the point comes back from the archive.
     undone = select(SummaryRun.id).where(SummaryRun.session_id == session_id,
                                          SummaryRun.undone_by.isnot(None))
+    went_below = select(SummaryRun.id).where(
+        SummaryRun.session_id == session_id,
+        SummaryRun.rewound_after < SummaryVersion.covers_through,
+        SummaryRun.id > func.coalesce(SummaryVersion.run_id, 0)).exists()
     found = db.execute(
         select(SummaryVersion.version, SummaryVersion.text, SummaryVersion.tokens,
                SummaryVersion.covers_through)
         .where(SummaryVersion.session_id == session_id,
-               SummaryVersion.covers_through <= after,
+               SummaryVersion.covers_through <= after, ~went_below,
                SummaryVersion.run_id.is_(None) | SummaryVersion.run_id.not_in(undone))
         .order_by(SummaryVersion.version.desc()).limit(1)).one_or_none()
     if found is None:
