@@ -199,3 +199,20 @@ def test_edit_an_active_message(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rewind", "edit", "--after", str(ids[1])]) == 0
     assert message_ids("edit") == ids[:2]
     assert_invariants({"edit": ids})
+
+
+def test_the_checker_still_catches_a_loss_after_a_rewind() -> None:
+    from sqlalchemy import delete
+
+    from worker.checks import check_invariants
+
+    ids = seed("caught", 10)
+    rewind("caught", ids[5])
+    with transaction() as s:  # a bug deletes a message the rewind kept
+        s.execute(delete(ChatMessage).where(ChatMessage.id == ids[2]))
+        s.execute(update(ChatSession).where(ChatSession.id == "caught").values(
+            message_count=ChatSession.message_count - 1,
+            active_tokens=ChatSession.active_tokens - 1))
+    with transaction() as s:
+        problems = check_invariants(s, written={"caught": ids})
+    assert f"caught: message {ids[2]} is gone and inside 0 applied runs (lost)" in problems
