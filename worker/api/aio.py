@@ -48,7 +48,10 @@ from worker.api.context import (
     _snapshot_query,
     assemble_window,
     check_system_prompt,
+    memories_query,
+    recall_on,
     window_of,
+    with_memories,
 )
 from worker.api.ingest import (
     _add,
@@ -124,9 +127,12 @@ async def build_context(session_id: str, *, system_prompt: str) -> Context:
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     async with _engine().connect() as conn:
-        result = (await conn.execute(_snapshot_query(session_id))).all()
-    return await asyncio.to_thread(assemble_window, system_prompt,
-                                   window_of(session_id, result))
+        window = window_of(session_id, (await conn.execute(_snapshot_query(session_id))).all())
+        if recall_on():  # a second statement, as in the sync read_window (see there)
+            query, terms = memories_query(window, dialect="postgresql")
+            window = with_memories(window, (await conn.execute(query)).all(), terms,
+                                   dialect="postgresql")
+    return await asyncio.to_thread(assemble_window, system_prompt, window)
 
 
 async def close() -> None:
