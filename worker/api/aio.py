@@ -62,7 +62,7 @@ from worker.api.ingest import (
     send_jobs,
     send_now,
 )
-from worker.api.validate import check_message, check_session_id
+from worker.api.validate import check_message, check_session_id, check_user_id
 from worker.core.assemble import Context, as_request
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
@@ -79,19 +79,22 @@ PUBLISH_THREADS = 4
 
 
 async def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
-                      db: AsyncSession | None = None) -> int:
+                      user_id: str | None = None, db: AsyncSession | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
-    With ``db``, writes inside the caller's transaction (the caller commits);
-    otherwise in a transaction of its own. Raises InvalidInput, writing nothing.
+    ``user_id`` as in the sync :func:`worker.api.ingest.add_message` (set once;
+    another user's id raises InvalidInput naming both). With ``db``, writes inside
+    the caller's transaction (the caller commits); otherwise in a transaction of
+    its own. Raises InvalidInput, writing nothing.
     """
     check_session_id(session_id)
     check_message(role, content, pinned)
+    check_user_id(user_id)
     tokens = await asyncio.to_thread(count_tokens, content)
     if db is not None:
-        return await db.run_sync(_add, session_id, role, content, pinned, tokens)
+        return await db.run_sync(_add, session_id, role, content, pinned, tokens, user_id)
     async with _engine().begin() as conn:
-        return await conn.run_sync(_add, session_id, role, content, pinned, tokens)
+        return await conn.run_sync(_add, session_id, role, content, pinned, tokens, user_id)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:

@@ -16,7 +16,7 @@ from worker.core.recall import Candidate, query_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
-from worker.jobs.recall import candidates_query, scope_key, to_candidates
+from worker.jobs.recall import candidates_query, scopes, to_candidates
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
 
@@ -30,7 +30,7 @@ class Window(NamedTuple):
     summary_tokens: int
     rows: list[Row]
     budget: int
-    scope: str  # whose memories (worker.jobs.recall.scope_key)
+    scopes: tuple[str, ...]  # whose memories (worker.jobs.recall.scopes)
     memories: tuple[Candidate, ...] = ()
 
 
@@ -85,7 +85,7 @@ def window_of(session_id: str, result: Sequence[Any]) -> Window:
                                    get_settings().context_budget_tokens)
     return Window(head.content, int(head.tokens or 0),
                   [Row(r.role, r.content, int(r.tokens)) for r in rows], int(budget),
-                  scope_key(session_id, head.user_id))
+                  scopes(session_id, head.user_id))
 
 
 def recall_on() -> bool:
@@ -98,7 +98,7 @@ def memories_query(window: Window, *, dialect: str) -> tuple[Select[Any], list[s
     newest user turn, and that turn's query terms (for :func:`with_memories`)."""
     newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
     terms = query_terms(newest)
-    return candidates_query(window.scope, terms, dialect=dialect), terms
+    return candidates_query(window.scopes, terms, dialect=dialect), terms
 
 
 def with_memories(window: Window, rows: Sequence[Any], terms: list[str], *,

@@ -2,7 +2,8 @@
 to a query, for ``build_context`` and for the extraction call.
 
 A memory's scope is ``u:<user_id>`` when its session names a user, else
-``s:<session_id>`` (models.Memory). Superseded memories are never returned.
+``s:<session_id>`` (models.Memory); a session reads its user's scope and its own
+(memories it mined before it named its user). Superseded memories are never returned.
 Relevance is PostgreSQL's ``ts_rank`` over ``to_tsvector('simple', fact)``
 against an OR of the query's words; SQLite (the demo) has no full-text ranking
 here, so its candidates are scored by word overlap in Python
@@ -12,6 +13,7 @@ hundreds of memories, read through the (scope, fact_hash) unique index.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Float, Select, func, literal, select
@@ -26,13 +28,25 @@ MAX_CANDIDATES = 200
 
 
 def scope_key(session_id: str, user_id: str | None) -> str:
-    """The scope of the memories of a session (of its user, when it names one)."""
+    """Where a session's new memories go: its user's scope when it names one."""
     return f"u:{user_id}" if user_id is not None else f"s:{session_id}"
 
 
-def candidates_query(scope: str, terms: list[str], *, dialect: str,
+def scopes(session_id: str, user_id: str | None) -> tuple[str, ...]:
+    """The scopes a session's memories are read from: its user's, and its own (what
+    it mined before it named its user)."""
+    return (scope_key(session_id, user_id), *((f"s:{session_id}",) if user_id else ()))
+
+
+def session_scopes(session_id: str, *, db: Session) -> tuple[str, ...]:
+    """:func:`scopes` of a stored session (its own scope only if it is unknown)."""
+    user_id = db.scalar(select(ChatSession.user_id).where(ChatSession.id == session_id))
+    return scopes(session_id, user_id)
+
+
+def candidates_query(scope: Sequence[str], terms: list[str], *, dialect: str,
                      limit: int = MAX_CANDIDATES) -> Select[Any]:
-    """Live memories of ``scope`` as (id, fact, importance, rank), best first; rank
+    """Live memories of the ``scope`` list as (id, fact, importance, rank), best first; rank
     is ts_rank on PostgreSQL and 0 elsewhere (see :func:`candidates`)."""
     if dialect == "postgresql" and terms:
         rank: Any = func.ts_rank(func.to_tsvector("simple", Memory.fact),
@@ -40,7 +54,7 @@ def candidates_query(scope: str, terms: list[str], *, dialect: str,
     else:
         rank = literal(0.0, Float())
     return (select(Memory.id, Memory.fact, Memory.importance, rank.label("rank"))
-            .where(Memory.scope == scope, Memory.superseded_by.is_(None))
+            .where(Memory.scope.in_(scope), Memory.superseded_by.is_(None))
             .order_by(rank.desc(), Memory.importance.desc(), Memory.id.desc())
             .limit(limit))
 
@@ -55,9 +69,9 @@ def to_candidates(rows: Any, terms: list[str], *, dialect: str) -> list[Candidat
     return sorted(found, key=rank_key)
 
 
-def candidates(scope: str, *, db: Session, query: str,
+def candidates(scope: Sequence[str], *, db: Session, query: str,
                limit: int = MAX_CANDIDATES) -> list[Candidate]:
-    """The live memories of ``scope`` most relevant to ``query``, best first."""
+    """The live memories of the ``scope`` list most relevant to ``query``, best first."""
     terms = query_terms(query)
     dialect = db.get_bind().dialect.name
     rows = db.execute(candidates_query(scope, terms, dialect=dialect, limit=limit))
@@ -68,7 +82,6 @@ def memories_for_prompt(session_id: str, *, db: Session, query: str,
                         limit: int) -> list[tuple[int, str]]:
     """(id, fact) of the session's (or its user's) most relevant live memories, for
     the extraction call: the model may answer that a new fact replaces one of them."""
-    user_id = db.scalar(select(ChatSession.user_id).where(ChatSession.id == session_id))
-    found = candidates(scope_key(session_id, user_id), db=db, query=query,
+    found = candidates(session_scopes(session_id, db=db), db=db, query=query,
                        limit=max(limit, MAX_CANDIDATES))
     return [(c.id, c.fact) for c in found[:limit]]
