@@ -143,4 +143,5 @@ def insert_or_update(model: Any, row: dict[str, Any], *, db: Session | Connectio
     (one statement; it locks the row either way). With ``where``, an existing row
     not matching it is left alone. Returns the rows written (0 or 1)."""
     return rowcount(db.execute(_insert(db)(model).values(row).on_conflict_do_update(
-        index_elements=list(keys), set_=changes, where=where)))
+        index_elements=list(keys), set_=changes, where=where)
+        .execution_options(preserve_rowcount=True)))
