@@ -193,3 +193,18 @@ def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[...
             add_message("lite", "user", "x", user_id="other")
     finally:
         dbm.reset_engines()
+
+
+def test_the_langchain_history_passes_the_user_on() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from worker.api.langchain import RecapChatMessageHistory
+
+    RecapChatMessageHistory("lc1", user_id="lara").add_messages([HumanMessage("hi"),
+                                                                 AIMessage("hello")])
+    row = session_row("lc1")
+    assert row is not None and row.user_id == "lara"
+    with pytest.raises(InvalidInput, match="belongs to user 'lara', not 'leo'"):
+        RecapChatMessageHistory("lc1", user_id="leo").add_messages([HumanMessage("x")])
+    with pytest.raises(InvalidInput, match="user_id must be a str"):
+        RecapChatMessageHistory("lc2", user_id=3)  # type: ignore[arg-type]
