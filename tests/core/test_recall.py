@@ -16,6 +16,7 @@ def test_query_terms_are_distinct_lowercase_words_safe_for_tsquery() -> None:
     assert query_terms("Where's my flight to LISBON? lisbon, a (b) | c & d:* 2024!") == [
         "where", "my", "flight", "to", "lisbon", "2024"]
     assert query_terms("") == []
+    assert query_terms("e\u0301cole Stra\u00dfe") == ["\u00e9cole", "stra\u00dfe"]  # NFC
     assert len(query_terms(" ".join(f"w{i}" for i in range(500)))) == 32
 
 

@@ -9,6 +9,7 @@ with an OR of :func:`query_terms`); on SQLite the edge scores candidates with
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -30,10 +31,20 @@ class Candidate:
     rank: float = 0.0
 
 
+def _words(text: str) -> list[str]:
+    # NFC: an accent typed as a combining mark must not split its word.
+    return _WORD.findall(unicodedata.normalize("NFC", text).lower())
+
+
 def query_terms(text: str) -> list[str]:
-    """The distinct lower-cased words (2+ characters) of ``text``, first ones first."""
+    """The distinct lower-cased words (2+ characters) of ``text``, first ones first.
+
+    Words are runs of letters and digits: scripts written without spaces
+    (Japanese, Chinese) give long runs that rarely match a fact's, so there
+    relevance mostly falls back to importance and recency.
+    """
     terms: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    for word in _words(text):
         if len(word) > 1:
             terms.setdefault(word, None)
             if len(terms) == MAX_QUERY_TERMS:
@@ -43,7 +54,7 @@ def query_terms(text: str) -> list[str]:
 
 def overlap(terms: Iterable[str], fact: str) -> float:
     """How many of ``terms`` occur as words of ``fact`` (SQLite's stand-in for ts_rank)."""
-    words = set(_WORD.findall(fact.lower()))
+    words = set(_words(fact))
     return float(sum(1 for t in terms if t in words))
 
 
