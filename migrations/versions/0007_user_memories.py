@@ -23,9 +23,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('chat_sessions') as batch:
-        batch.add_column(sa.Column('user_id', sa.String(length=255), nullable=True))
-        batch.create_index('ix_chat_sessions_user_id', ['user_id'], unique=False)
+    # chat_sessions is never altered in batch mode: on SQLite that copies the table and
+    # drops the old one, and with foreign keys on the drop cascades to every message.
+    op.add_column('chat_sessions', sa.Column('user_id', sa.String(length=255), nullable=True))
+    op.create_index('ix_chat_sessions_user_id', 'chat_sessions', ['user_id'], unique=False)
     with op.batch_alter_table('memories') as batch:
         batch.add_column(sa.Column('scope', sa.String(length=257), nullable=True))
         batch.add_column(sa.Column('superseded_by', sa.BigInteger(), nullable=True))
@@ -38,13 +39,16 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # A user's memory is one row per fact already, so (session_id, fact_hash) holds.
+    # A session that named its user late can hold one fact twice (its own scope and
+    # the user's): keep the older row so (session_id, fact_hash) is unique again.
+    op.execute("DELETE FROM memories WHERE id IN (SELECT m.id FROM memories m "
+               "JOIN memories o ON o.session_id = m.session_id "
+               "AND o.fact_hash = m.fact_hash AND o.id < m.id)")
     with op.batch_alter_table('memories', naming_convention=NAMING_CONVENTION) as batch:
         batch.drop_index('ix_memories_session_id')
         batch.drop_constraint('uq_memories_scope', type_='unique')
         batch.create_unique_constraint('uq_memories_session_id', ['session_id', 'fact_hash'])
         batch.drop_column('superseded_by')
         batch.drop_column('scope')
-    with op.batch_alter_table('chat_sessions') as batch:
-        batch.drop_index('ix_chat_sessions_user_id')
-        batch.drop_column('user_id')
+    op.drop_index('ix_chat_sessions_user_id', table_name='chat_sessions')
+    op.drop_column('chat_sessions', 'user_id')
