@@ -9,19 +9,21 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text, update
 
-from models import Base, Memory
+from models import Base, ChatSession, Memory
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import LOW, assert_invariants, message_ids, sentence, statuses
+from tests.helpers import LOW, assert_invariants, message_ids, sentence, statuses, wait_for
 from worker import forget
 from worker.api.context import build_context
 from worker.api.ingest import add_message
 from worker.cli import main as recap
+from worker.core.memories import Fact
 from worker.db import transaction
 from worker.errors import InvalidInput, TransientLLMError
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
+from worker.jobs.store import save_memories
 from worker.jobs.summarize import summarize
 from worker.jobs.titles import title_session
 
@@ -145,6 +147,30 @@ def test_a_title_call_in_flight_records_nothing_after_the_forget(
     gate.release()
     worker.join(30)
     assert traces("tina-") == []
+
+
+def waiting_for_a_lock() -> bool:
+    with transaction() as s:
+        return bool(s.scalar(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'")))
+
+
+def test_an_apply_committing_during_the_forget_is_erased_with_the_rest() -> None:
+    ids = seed_user("ivy-u4", "ivy-s1", n=3)
+    done: list[dict[str, int]] = []
+    forgetting = threading.Thread(target=lambda: done.append(forget(user_id="ivy-u4")))
+    with transaction() as apply:  # stands in for apply_summary's transaction
+        apply.execute(update(ChatSession).where(ChatSession.id == "ivy-s1")
+                      .values(rolling_summary=f"Summary {PLANT.format('ivy-u4')}"))
+        save_memories("ivy-s1", [Fact(f"The user said {PLANT.format('ivy-u4')}.", "fact", 3)],
+                      db=apply, first_id=ids[0], last_id=ids[1])
+        forgetting.start()
+        wait_for(waiting_for_a_lock, what="forget to wait for the apply's row lock")
+    forgetting.join(30)
+    assert not forgetting.is_alive()
+    assert done[0]["memories"] == 1 and done[0]["chat_sessions"] == 1
+    assert traces("ivy-", PLANT.format("ivy-u4")) == []
 
 
 @pytest.mark.parametrize(("kwargs", "problem"), [
