@@ -3,7 +3,7 @@
 The chat app's API, in one place (everything else is internal)::
 
     from worker import add_message, after_reply, build_context, as_request
-    from worker import configure_session, errors
+    from worker import configure_session, forget, errors
 
 ``celery -A worker worker`` finds the Celery app here as ``worker.app``.
 Names load on first access, so ``import worker`` (and ``recap --help``) reads
@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message, after_reply
     from worker.api.sessions import configure_session
+    from worker.jobs.forget import forget
 
     app: Celery
     celery: Celery
 
 __all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "errors"]
+           "errors", "forget"]
 
 _PUBLIC = {
     "add_message": "worker.api.ingest",
@@ -35,6 +36,7 @@ _PUBLIC = {
     "build_context": "worker.api.context",
     "as_request": "worker.api.context",
     "configure_session": "worker.api.sessions",
+    "forget": "worker.jobs.forget",
     # For `celery -A worker`: the app, not part of the chat app's API.
     "app": "worker.celery_app",
     "celery": "worker.celery_app",

@@ -22,6 +22,7 @@ from worker.cli import (
     context,
     demo,
     failures,
+    forget,
     ingest,
     memories,
     metrics,
@@ -47,8 +48,8 @@ class Command(Protocol):
 
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
-                                 sessions, memories, resummarize, configure, tokenizer, demo,
-                                 bench)
+                                 sessions, memories, forget, resummarize, configure, tokenizer,
+                                 demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
