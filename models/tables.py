@@ -40,6 +40,9 @@ class ChatSession(Base):
     __tablename__ = "chat_sessions"
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # The app's user, when it names one: memories are then the user's (shared by
+    # all their sessions) instead of this session's. Set once (worker.api.ingest).
+    user_id: Mapped[str | None] = mapped_column(String(255))
     rolling_summary: Mapped[str | None] = mapped_column(Text)
     # Token estimate of rolling_summary, so the hook and the sweeper can judge
     # context usage from counters alone.
@@ -82,6 +85,8 @@ class ChatSession(Base):
     __table_args__ = (
         # The sweeper's two ways in: the normal trigger and context usage.
         Index("ix_chat_sessions_active_tokens", "active_tokens"),
+        # A user's sessions (worker.forget, memories' scope).
+        Index("ix_chat_sessions_user_id", "user_id"),
         Index("ix_chat_sessions_context_tokens", "summary_tokens", "active_tokens"),
         # The title sweep: untitled sessions only.
         Index("ix_chat_sessions_untitled", "title_requested_at",
@@ -186,24 +191,37 @@ class TitleRun(Base):
 
 
 class Memory(Base):
-    """A durable fact about the user, mined from a batch before it was condensed."""
+    """A durable fact about the user, mined from a batch before it was condensed.
+
+    ``scope`` says whose it is: ``u:<user_id>`` when the session names a user
+    (shared by all the user's sessions), else ``s:<session_id>``. ``session_id``
+    and the message range are its provenance (the first session that said it);
+    deleting that session (worker.forget) deletes the memory. A memory the model
+    marked as replaced keeps its row with ``superseded_by`` (audit) and is never
+    shown in a context.
+    """
 
     __tablename__ = "memories"
 
     id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
     session_id: Mapped[str] = mapped_column(
         String(255), ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False)
+    scope: Mapped[str] = mapped_column(String(257), nullable=False)
     fact: Mapped[str] = mapped_column(Text, nullable=False)
-    # sha256 of the fact: exact duplicates within a session are stored once.
+    # sha256 of the fact: exact duplicates within a scope are stored once.
     fact_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     category: Mapped[str] = mapped_column(String(32), nullable=False)
     importance: Mapped[int] = mapped_column(Integer, nullable=False)
     first_message_id: Mapped[int | None] = mapped_column(BigInteger)
     last_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The memory that replaced this one (same scope); NULL while it is live.
+    superseded_by: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
     __table_args__ = (
-        UniqueConstraint("session_id", "fact_hash"),
+        UniqueConstraint("scope", "fact_hash"),
+        # Provenance lookups (worker.forget of one session).
+        Index("ix_memories_session_id", "session_id"),
         CheckConstraint("importance BETWEEN 1 AND 5", name="importance"),
         CheckConstraint("category IN ('preference', 'personal', 'work', 'plan', 'fact', "
                         "'other')", name="category"),

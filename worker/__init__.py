@@ -3,7 +3,7 @@
 The chat app's API, in one place (everything else is internal)::
 
     from worker import add_message, after_reply, build_context, as_request
-    from worker import configure_session, errors
+    from worker import configure_session, forget, errors
     from worker import rewind, edit_message, summary_at   # edit, regenerate, history
 
 ``celery -A worker worker`` finds the Celery app here as ``worker.app``.
@@ -24,13 +24,14 @@ if TYPE_CHECKING:
     from worker.api.history import summary_at
     from worker.api.ingest import add_message, after_reply
     from worker.api.sessions import configure_session
+    from worker.jobs.forget import forget
     from worker.jobs.rewind import edit_message, rewind
 
     app: Celery
     celery: Celery
 
 __all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "edit_message", "errors", "rewind", "summary_at"]
+           "edit_message", "errors", "forget", "rewind", "summary_at"]
 
 _PUBLIC = {
     "add_message": "worker.api.ingest",
@@ -38,6 +39,7 @@ _PUBLIC = {
     "build_context": "worker.api.context",
     "as_request": "worker.api.context",
     "configure_session": "worker.api.sessions",
+    "forget": "worker.jobs.forget",
     "summary_at": "worker.api.history",
     # Not on the reply path: one transaction under the session's lease.
     "rewind": "worker.jobs.rewind",

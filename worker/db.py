@@ -137,8 +137,11 @@ def insert_ignoring_duplicates(model: Any, rows: Sequence[dict[str, Any]], *,
 
 
 def insert_or_update(model: Any, row: dict[str, Any], *, db: Session | Connection,
-                     keys: Sequence[str], changes: dict[str, Any]) -> None:
+                     keys: Sequence[str], changes: dict[str, Any],
+                     where: Any = None) -> int:
     """INSERT ``row``, or apply ``changes`` to the existing row with the same ``keys``
-    (one statement; it locks the row either way)."""
-    db.execute(_insert(db)(model).values(row)
-               .on_conflict_do_update(index_elements=list(keys), set_=changes))
+    (one statement; it locks the row either way). With ``where``, an existing row
+    not matching it is left alone. Returns the rows written (0 or 1)."""
+    return rowcount(db.execute(_insert(db)(model).values(row).on_conflict_do_update(
+        index_elements=list(keys), set_=changes, where=where)
+        .execution_options(preserve_rowcount=True)))

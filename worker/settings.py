@@ -103,6 +103,11 @@ class Settings(BaseSettings, Tuning):
     # What happens to condensed messages, and what else a job does with them.
     archive_summarized: bool = False
     extract_memories: bool = True
+    # Tokens of the <MEMORIES> block in build_context, inside the context budget:
+    # about 3% of the default 32,000, below the 5% the policy leaves free before
+    # it condenses aggressively, so the block keeps its room in a full context.
+    # 0 turns the block off.
+    memory_budget_tokens: int = Field(1000, ge=0, le=100_000)
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False

@@ -8,7 +8,7 @@ that already has a summary gets its current summary as its first recorded
 version (covering through the newest message its applied runs condensed).
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-23 18:00:00
 """
 from alembic import op
@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql
 
 
 revision = '0008'
-down_revision = '0005'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

@@ -107,6 +107,7 @@ def test_budget_comes_from_settings(settings_env: Any) -> None:
 
 def test_summary_and_messages_are_read_in_one_statement() -> None:
     # One statement sees one snapshot even under READ COMMITTED; two would not.
+    # Memories come in a second one (read_window says why that is safe).
     seed("one", 5)
     statements: list[str] = []
 
@@ -119,7 +120,10 @@ def test_summary_and_messages_are_read_in_one_statement() -> None:
         read_window("one")
     finally:
         event.remove(engine, "before_cursor_execute", record)
-    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 2
+    assert "chat_sessions" in selects[0] and "chat_messages" in selects[0]
+    assert "FROM memories" in selects[1] and "chat_messages" not in selects[1]
 
 
 def test_concurrent_summaries_never_show_a_torn_snapshot() -> None:
@@ -143,7 +147,7 @@ def test_concurrent_summaries_never_show_a_torn_snapshot() -> None:
     thread.start()
     reads = 0
     while not done.is_set() or reads == 0:
-        summary, _, window, _ = read_window("race")
+        summary, _, window, *_ = read_window("race")
         k = int(summary.split()[1]) if summary else 0
         assert len(window) == n - k, (summary, len(window))
         reads += 1

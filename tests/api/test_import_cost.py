@@ -14,7 +14,7 @@ import worker
 from tests.env import ROOT
 
 PUBLIC = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-          "edit_message", "errors", "rewind", "summary_at"]
+          "edit_message", "errors", "forget", "rewind", "summary_at"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.extractor", "worker.llm.client",
              "worker.jobs.summarize", "worker.tasks", "celery.worker"]
@@ -69,6 +69,7 @@ def test_the_public_api_is_exactly_these_names() -> None:
         build_context,
         configure_session,
         errors,
+        forget,
     )
 
     assert sorted(worker.__all__) == PUBLIC
@@ -77,5 +78,6 @@ def test_the_public_api_is_exactly_these_names() -> None:
     assert build_context.__module__ == "worker.api.context"
     assert as_request.__module__ == "worker.core.assemble"  # re-exported by worker.api.context
     assert configure_session.__module__ == "worker.api.sessions"
+    assert forget.__module__ == "worker.jobs.forget"
     assert worker.rewind.__module__ == worker.edit_message.__module__ == "worker.jobs.rewind"
     assert worker.summary_at.__module__ == "worker.api.history"

@@ -64,7 +64,8 @@ def test_memories_explains_its_columns(capsys: pytest.CaptureFixture[str]) -> No
     with db.transaction() as s:
         for fact, category, importance in (("The user prefers dark mode.", "preference", 4),
                                            ("The user lives in Lisbon.", "personal", 2)):
-            s.add(Memory(session_id="mem", fact=fact, category=category, importance=importance,
+            s.add(Memory(session_id="mem", scope="s:mem", fact=fact, category=category,
+                         importance=importance,
                          fact_hash=hashlib.sha256(fact.encode()).hexdigest(),
                          first_message_id=1, last_message_id=5))
     code, out, _ = run(capsys, "memories", "mem")

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from tests.env import ROOT
-from tests.fake_anthropic import FakeAnthropic, validate_messages_request
+from tests.fake_anthropic import FakeAnthropic, Reply, ok, validate_messages_request
 from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
+from worker.api.sessions import memories
 from worker.checks import check_invariants
+from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN
 from worker.db import transaction
-from worker.llm.tokens import split_by_tokens
+from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -59,23 +64,56 @@ def test_thirty_long_messages_end_with_a_summary_and_a_small_context(
         assert check_invariants(s, written={sid: written}) == []
 
 
-def test_a_thousand_message_conversation_stays_within_budget(fake_api: FakeAnthropic) -> None:
+def mine_user_turns(fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answer every extraction call with one fact per user message of its batch
+    (its first words), so memories pile up far beyond what a context can show."""
+    answer = fake_api._next
+
+    def routed(body: dict[str, Any], raw: bytes) -> Reply:
+        if not str(body.get("system", "")).startswith("You extract durable facts"):
+            return answer(body, raw)
+        turns = re.findall(r'<message role="user">\n(.*?)\n</message>',
+                           body["messages"][0]["content"], re.S)
+        return ok(json.dumps([{"fact": "The user wrote: " + " ".join(t.split()[:10]),
+                               "category": "fact", "importance": 1 + i % 5}
+                              for i, t in enumerate(turns)]))
+
+    monkeypatch.setattr(fake_api, "_next", routed)
+
+
+def is_summary_call(request: dict[str, Any]) -> bool:
+    return not str(request.get("system", "")).startswith("You extract durable facts")
+
+
+def test_a_thousand_message_conversation_stays_within_budget(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # With memories on: mined from every batch, shown in every context.
+    settings_env(RECAP_EXTRACT_MEMORIES="true")
+    mine_user_turns(fake_api, monkeypatch)
     sid = "spec-1000"
-    budget = get_settings().context_budget_tokens
+    settings = get_settings()
+    budget = settings.context_budget_tokens
     written, peaks = [], []
     for i, (role, text) in enumerate(conversation(1000)):
-        written.append(add_message(sid, role, text))
+        written.append(add_message(sid, role, text, user_id="spec-user"))
         if role == "assistant":
             after_reply(sid)
         if i % 100 == 99:  # let the worker catch up, then look at the context
             wait_for(lambda: idle(sid), timeout=60, what="worker caught up")
-            tokens = build_context(sid, system_prompt="You are helpful.")["tokens"]
-            peaks.append(tokens)
-            assert tokens <= budget, (i, tokens)
+            ctx = build_context(sid, system_prompt="You are helpful.")
+            peaks.append(ctx["tokens"])
+            assert ctx["tokens"] <= budget, (i, ctx["tokens"])
+            if "applied" in statuses(sid):
+                block = ctx["system"][ctx["system"].index(MEMORIES_OPEN):]
+                block = block[:block.index(MEMORIES_CLOSE) + len(MEMORIES_CLOSE)]
+                assert count_tokens(block) <= settings.memory_budget_tokens, i
     assert statuses(sid).count("applied") >= 10
     assert "dead" not in statuses(sid)
-    # Bounded cost: each message went to the model about once.
-    sent = sum(p.count("<message role=") for p in fake_api.prompts())
+    assert len(memories(sid)) > 100  # far more than one context shows
+    # Bounded cost: each message went to the summarizer about once.
+    summaries = [r for r in fake_api.requests if is_summary_call(r)]
+    sent = sum(r["messages"][0]["content"].count("<message role=") for r in summaries)
     assert sent <= 1.05 * (len(written) - session_row(sid).message_count)  # type: ignore[union-attr]
     with transaction() as s:
         assert check_invariants(s, written={sid: written}) == []

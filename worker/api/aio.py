@@ -48,7 +48,10 @@ from worker.api.context import (
     _snapshot_query,
     assemble_window,
     check_system_prompt,
+    memories_query,
+    recall_on,
     window_of,
+    with_memories,
 )
 from worker.api.ingest import (
     _add,
@@ -60,7 +63,7 @@ from worker.api.ingest import (
     send_jobs,
     send_now,
 )
-from worker.api.validate import check_session_id
+from worker.api.validate import check_session_id, check_user_id
 from worker.core.assemble import Context, as_request
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
@@ -77,18 +80,21 @@ PUBLISH_THREADS = 4
 
 
 async def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
-                      pinned: bool = False, db: AsyncSession | None = None) -> int:
+                      pinned: bool = False, user_id: str | None = None,
+                      db: AsyncSession | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
-    ``content``: a string or a Messages API content array (see the sync
-    :func:`worker.api.ingest.add_message`). With ``db``, writes inside the
-    caller's transaction (the caller commits); otherwise in a transaction of its
-    own. Raises InvalidInput, writing nothing.
+    ``content``: a string or a Messages API content array; ``user_id`` as in the
+    sync :func:`worker.api.ingest.add_message` (set once; another user's id raises
+    InvalidInput naming both). With ``db``, writes inside the caller's transaction
+    (the caller commits); otherwise in a transaction of its own. Raises
+    InvalidInput, writing nothing.
     """
     check_session_id(session_id)
     msg = prepare(role, content, pinned)
+    check_user_id(user_id)
     tokens = await asyncio.to_thread(message_tokens, msg)
-    args = (session_id, role, msg.content, pinned, tokens, msg.blocks, msg.tool_links)
+    args = (session_id, role, msg.content, pinned, tokens, user_id, msg.blocks, msg.tool_links)
     if db is not None:
         return await db.run_sync(_add, *args)
     async with _engine().begin() as conn:
@@ -128,9 +134,12 @@ async def build_context(session_id: str, *, system_prompt: str) -> Context:
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     async with _engine().connect() as conn:
-        result = (await conn.execute(_snapshot_query(session_id))).all()
-    return await asyncio.to_thread(assemble_window, system_prompt,
-                                   window_of(session_id, result))
+        window = window_of(session_id, (await conn.execute(_snapshot_query(session_id))).all())
+        if recall_on():  # a second statement, as in the sync read_window (see there)
+            query, terms = memories_query(window, dialect="postgresql")
+            window = with_memories(window, (await conn.execute(query)).all(), terms,
+                                   dialect="postgresql")
+    return await asyncio.to_thread(assemble_window, system_prompt, window)
 
 
 async def close() -> None:

@@ -6,19 +6,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
 from worker.core.assemble import Context, Row, as_request, assemble
+from worker.core.recall import Candidate, query_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
+from worker.jobs.recall import candidates_query, scopes, to_candidates
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
 
-__all__ = ["Context", "as_request", "build_context", "read_window", "render_json"]
+__all__ = ["Context", "Window", "as_request", "build_context", "read_window", "render_json"]
+
+
+class Window(NamedTuple):
+    """One snapshot of a session: what :func:`assemble_window` needs."""
+
+    summary: str | None
+    summary_tokens: int
+    rows: list[Row]
+    budget: int
+    scopes: tuple[str, ...]  # whose memories (worker.jobs.recall.scopes)
+    memories: tuple[Candidate, ...] = ()
 
 
 def _snapshot_query(session_id: str) -> Select[Any]:
@@ -31,40 +44,71 @@ def _snapshot_query(session_id: str) -> Select[Any]:
                   ChatSession.rolling_summary.label("content"),
                   ChatSession.summary_tokens.label("tokens"),
                   cast(ChatSession.overrides, Text).label("overrides"),
+                  ChatSession.user_id.label("user_id"),
                   null().cast(Text).label("blocks")
                   ).where(ChatSession.id == session_id)
     body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
-                  ChatMessage.token_count, null().cast(Text),
+                  ChatMessage.token_count, null().cast(Text), null().cast(Text),
                   cast(ChatMessage.blocks, Text)
                   ).where(ChatMessage.session_id == session_id)
     return union_all(head, body).order_by("kind", "id")  # type: ignore[return-value]
 
 
-def read_window(session_id: str) -> tuple[str | None, int, list[Row], int]:
-    """(rolling summary, its stored tokens, active rows oldest first, the session's
-    context budget); summary and rows are one snapshot.
+def read_window(session_id: str) -> Window:
+    """The session's rolling summary, active rows (oldest first), context budget and
+    memories; summary and rows are one snapshot.
 
     Raises InvalidInput for a bad id, SessionNotFound for an unknown one.
     """
     check_session_id(session_id)
     with transaction() as s:
-        result = s.execute(_snapshot_query(session_id)).all()
-    return window_of(session_id, result)
+        window = window_of(session_id, s.execute(_snapshot_query(session_id)).all())
+        dialect = s.get_bind().dialect.name
+        if recall_on():
+            # A second statement, so possibly a later snapshot than the first: its
+            # query needs the newest user turn the first one returns. An apply
+            # committed in between adds the memories mined from rows the window
+            # still shows verbatim (a fact shown twice, never one lost) or hides a
+            # memory it superseded (the newer truth): memories are never taken
+            # from the window, so the two reads cannot lose anything between them.
+            query, terms = memories_query(window, dialect=dialect)
+            window = with_memories(window, s.execute(query).all(), terms, dialect=dialect)
+    return window
 
 
-def window_of(session_id: str, result: Sequence[Any]) -> tuple[str | None, int, list[Row], int]:
-    """:func:`read_window`'s answer from the rows of :func:`_snapshot_query` (shared
-    with the asyncio API, worker.api.aio)."""
+def window_of(session_id: str, result: Sequence[Any]) -> Window:
+    """:func:`read_window`'s answer from the rows of :func:`_snapshot_query`, without
+    memories (shared with the asyncio API, worker.api.aio)."""
     if not result or result[0].kind != 0:
         raise SessionNotFound(f"no chat session with id {session_id!r}")
     head, rows = result[0], result[1:]
     overrides = json.loads(head.overrides) if head.overrides else None
     budget = (overrides or {}).get("context_budget_tokens",
                                    get_settings().context_budget_tokens)
-    return (head.content, int(head.tokens or 0),
-            [Row(r.role, r.content, int(r.tokens),
-                 json.loads(r.blocks) if r.blocks is not None else None) for r in rows],
-            int(budget))
+    return Window(head.content, int(head.tokens or 0),
+                  [Row(r.role, r.content, int(r.tokens),
+                       json.loads(r.blocks) if r.blocks is not None else None)
+                   for r in rows], int(budget),
+                  scopes(session_id, head.user_id))
+
+
+def recall_on() -> bool:
+    """Whether contexts carry memories (RECAP_MEMORY_BUDGET_TOKENS > 0)."""
+    return get_settings().memory_budget_tokens > 0
+
+
+def memories_query(window: Window, *, dialect: str) -> tuple[Select[Any], list[str]]:
+    """The statement reading the window's live memories ranked by relevance to its
+    newest user turn, and that turn's query terms (for :func:`with_memories`)."""
+    newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
+    terms = query_terms(newest)
+    return candidates_query(window.scopes, terms, dialect=dialect), terms
+
+
+def with_memories(window: Window, rows: Sequence[Any], terms: list[str], *,
+                  dialect: str) -> Window:
+    """``window`` with the memories read by :func:`memories_query`."""
+    return window._replace(memories=tuple(to_candidates(rows, terms, dialect=dialect)))
 
 
 def build_context(session_id: str, *, system_prompt: str) -> Context:
@@ -85,12 +129,12 @@ def check_system_prompt(system_prompt: object) -> None:
     text_or_raise(system_prompt, "system_prompt")
 
 
-def assemble_window(system_prompt: str,
-                    window: tuple[str | None, int, list[Row], int]) -> Context:
+def assemble_window(system_prompt: str, window: Window) -> Context:
     """The context from the app's prompt and a :func:`read_window` answer."""
-    summary, summary_tokens, rows, budget = window
-    return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
-                    budget=budget, count=count_tokens)
+    return assemble(system_prompt, window.rows, summary=window.summary,
+                    summary_tokens=window.summary_tokens, budget=window.budget,
+                    count=count_tokens, memories=window.memories,
+                    memory_budget=get_settings().memory_budget_tokens)
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

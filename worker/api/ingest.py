@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, event, insert, select
+from sqlalchemy import Connection, Table, event, func, insert, select
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
-from worker.api.validate import Message, check_session_id, prepare_message
+from worker.api.validate import Message, check_session_id, check_user_id, prepare_message
 from worker.core import policy
 from worker.core.titles import needs_title
 from worker.db import get_engine, insert_or_update, utcnow
@@ -41,18 +41,34 @@ MESSAGES = cast(Table, ChatMessage.__table__)
 
 
 def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
-         tokens: int, blocks: list[dict[str, Any]] | None = None,
+         tokens: int, user_id: str | None = None, blocks: list[dict[str, Any]] | None = None,
          tool_links: str | None = None) -> int:
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
-    insert_or_update(SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens},
-                     db=s, keys=["id"], changes={"message_count": SESSIONS.c.message_count + 1,
-                                           "active_tokens": SESSIONS.c.active_tokens + tokens,
-                                           "updated_at": utcnow()})
+    changes = {"message_count": SESSIONS.c.message_count + 1,
+               "active_tokens": SESSIONS.c.active_tokens + tokens, "updated_at": utcnow()}
+    if user_id is None:
+        insert_or_update(SESSIONS, {"id": session_id, "message_count": 1,
+                                    "active_tokens": tokens},
+                         db=s, keys=["id"], changes=changes)
+    elif not insert_or_update(
+            SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens,
+                       "user_id": user_id}, db=s, keys=["id"],
+            changes={**changes, "user_id": func.coalesce(SESSIONS.c.user_id, user_id)},
+            # A session belongs to one user: another user's id writes nothing.
+            where=SESSIONS.c.user_id.is_(None) | (SESSIONS.c.user_id == user_id)):
+        raise_other_user(s, session_id, user_id)
     return int(s.execute(insert(MESSAGES).values(
         session_id=session_id, role=role, content=content, token_count=tokens,
         pinned=pinned, **({"blocks": blocks, "tool_links": tool_links} if blocks else {}))
         .returning(MESSAGES.c.id)).scalar_one())
+
+
+def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> None:
+    """Raise InvalidInput: ``session_id`` belongs to another user than ``user_id``."""
+    owner = s.execute(select(SESSIONS.c.user_id).where(SESSIONS.c.id == session_id)).scalar()
+    raise InvalidInput(f"session {session_id!r} belongs to user {owner!r}, not {user_id!r}; "
+                       "a session's user_id cannot change")
 
 
 def prepare(role: object, content: object, pinned: object) -> Message:
@@ -61,21 +77,26 @@ def prepare(role: object, content: object, pinned: object) -> Message:
                            max_inline_chars=get_settings().max_inline_base64_chars)
 
 
-
 def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
-                pinned: bool = False, db: Session | None = None) -> int:
+                pinned: bool = False, user_id: str | None = None,
+                db: Session | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
     ``content`` is a string or a Messages API content array (text, tool_use,
     tool_result, thinking, redacted_thinking, image, document: see
     worker.core.blocks), stored as given and replayed by ``build_context``.
-    With ``db``, writes inside the caller's transaction (the caller commits);
-    otherwise in a transaction of its own. Raises InvalidInput naming the
-    problem (for an array: the block and field), writing nothing.
+    ``user_id`` names the app's user the session belongs to (set once, on the
+    first message that passes it; later messages may omit it): memories are then
+    the user's, shared by all their sessions. Another ``user_id`` than the
+    session's raises InvalidInput naming both. With ``db``, writes inside the
+    caller's transaction (the caller commits); otherwise in a transaction of its
+    own. Raises InvalidInput naming the problem (for an array: the block and
+    field), writing nothing.
     """
     check_session_id(session_id)
     msg = prepare(role, content, pinned)
-    args = (session_id, role, msg.content, pinned, message_tokens(msg), msg.blocks,
+    check_user_id(user_id)
+    args = (session_id, role, msg.content, pinned, message_tokens(msg), user_id, msg.blocks,
             msg.tool_links)
     if db is not None:
         return _add(db, *args)

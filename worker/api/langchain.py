@@ -63,7 +63,7 @@ from typing import Any
 
 from worker.api.context import build_context
 from worker.api.ingest import add_message, after_reply, prepare
-from worker.api.validate import check_session_id
+from worker.api.validate import check_session_id, check_user_id
 from worker.core.validate import text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -177,17 +177,22 @@ def from_context(ctx: Any) -> list[BaseMessage]:
 class RecapChatMessageHistory(BaseChatMessageHistory):
     """The chat history of one Recap session (see the module's documentation).
 
-    Raises InvalidInput for a bad ``session_id`` or ``system_prompt``.
+    ``user_id``: the app's user the session belongs to (``add_message``'s), so
+    its memories are the user's, shared by all their sessions.
+    Raises InvalidInput for a bad ``session_id``, ``system_prompt`` or ``user_id``.
     """
 
-    def __init__(self, session_id: str, *, system_prompt: str = "") -> None:
+    def __init__(self, session_id: str, *, system_prompt: str = "",
+                 user_id: str | None = None) -> None:
         super().__init__()
         check_session_id(session_id)
+        check_user_id(user_id)
         if not isinstance(system_prompt, str):
             raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
         text_or_raise(system_prompt, "system_prompt")
         self.session_id = session_id
         self.system_prompt = system_prompt
+        self.user_id = user_id  # add_message's: memories are then the user's
         self._snapshot: list[BaseMessage] | None = None
 
     @property
@@ -211,7 +216,7 @@ class RecapChatMessageHistory(BaseChatMessageHistory):
             return
         with transaction() as db:
             for role, content in rows:
-                add_message(self.session_id, role, content, db=db)
+                add_message(self.session_id, role, content, user_id=self.user_id, db=db)
         if any(role == "assistant" for role, _ in rows):
             after_reply(self.session_id)
 

@@ -1,53 +1,77 @@
-"""Per-session administration for the chat app and operators: settings overrides
-and the memories mined from a session."""
+"""Per-session administration for the chat app and operators: settings overrides,
+the session's user, and the memories it can see."""
 
 from __future__ import annotations
 
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from models import ChatSession, Memory
-from worker.api.validate import check_session_id
-from worker.db import insert_ignoring_duplicates, transaction
+from worker.api.ingest import raise_other_user
+from worker.api.validate import check_session_id, check_user_id
+from worker.db import insert_ignoring_duplicates, rowcount, transaction
 from worker.errors import SessionNotFound
+from worker.jobs.recall import session_scopes
 from worker.settings import get_settings, validate_overrides
 
 
-def configure_session(session_id: str, overrides: dict[str, Any] | None, *,
+def configure_session(session_id: str,
+                      overrides: dict[str, Any] | None | EllipsisType = ..., *,
+                      user_id: str | None = None,
                       db: Session | None = None) -> dict[str, Any] | None:
-    """Set (or with None/{} clear) a session's tuning overrides; creates the session.
+    """Set (or with None/{} clear) a session's tuning overrides, and/or its user;
+    creates the session. Returns the overrides stored (None if cleared or unset).
 
     Keys are worker.settings.Tuning fields (thresholds, keep window, budget, model,
     prompt); values are validated with the same limits as RECAP_* settings.
-    Raises InvalidInput naming the bad key, writing nothing. Returns what was stored.
+    ``overrides`` left out (``...``) keeps the stored ones. ``user_id`` sets the
+    session's user (as ``add_message(..., user_id=...)`` does): memories are then
+    the user's. Raises InvalidInput naming the bad key, or both users if the
+    session belongs to another one, writing nothing.
     """
     check_session_id(session_id)
-    stored = validate_overrides(overrides, base=get_settings()) if overrides else None
+    check_user_id(user_id)
+    keep = isinstance(overrides, EllipsisType)
+    stored = (validate_overrides(overrides, base=get_settings())
+              if overrides and not isinstance(overrides, EllipsisType) else None)
 
-    def write(s: Session) -> None:
-        insert_ignoring_duplicates(ChatSession, [{"id": session_id}], db=s, keys=["id"])
+    def write(s: Session) -> dict[str, Any] | None:
+        insert_ignoring_duplicates(ChatSession, [{"id": session_id, "user_id": user_id}],
+                                   db=s, keys=["id"])
+        if user_id is not None and not rowcount(s.execute(
+                update(ChatSession).where(ChatSession.id == session_id,
+                                          ChatSession.user_id.is_(None)
+                                          | (ChatSession.user_id == user_id))
+                .values(user_id=user_id))):
+            raise_other_user(s, session_id, user_id)
+        if keep:
+            return s.scalar(select(ChatSession.overrides).where(ChatSession.id == session_id))
         s.execute(update(ChatSession).where(ChatSession.id == session_id)
                   .values(overrides=stored))
+        return stored
 
     if db is not None:
-        write(db)
-    else:
-        with transaction() as s:
-            write(s)
-    return stored
+        return write(db)
+    with transaction() as s:
+        return write(s)
 
 
 def memories(session_id: str) -> list[dict[str, Any]]:
-    """A session's memories, most important first; SessionNotFound if unknown."""
+    """The live memories a session's context can show (its user's when it names
+    one, and its own), most important first; SessionNotFound if unknown.
+    ``session_id`` of each is its provenance: the session it was mined from."""
     check_session_id(session_id)
     with transaction() as s:
         if s.get(ChatSession, session_id) is None:
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-        rows = s.scalars(select(Memory).where(Memory.session_id == session_id)
+        rows = s.scalars(select(Memory).where(Memory.scope.in_(session_scopes(session_id, db=s)),
+                                              Memory.superseded_by.is_(None))
                          .order_by(Memory.importance.desc(), Memory.id))
-        return [{"fact": m.fact, "category": m.category, "importance": m.importance,
+        return [{"id": m.id, "fact": m.fact, "category": m.category,
+                 "importance": m.importance, "session_id": m.session_id,
                  "first_message_id": m.first_message_id, "last_message_id": m.last_message_id,
                  "created_at": m.created_at.isoformat() if m.created_at else None}
                 for m in rows]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from models import ROLES
 from worker.core.message import MAX_CONTENT_CHARS, Message, prepare_content
-from worker.core.validate import check_session_id, check_str
+from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from worker.errors import InvalidInput
 
 __all__ = ["MAX_CONTENT_CHARS", "Message", "check_message", "check_session_id",
-           "prepare_message"]
+           "check_user_id", "prepare_message"]
 
 
 def check_message(role: object, content: object, pinned: object) -> None:
@@ -36,3 +36,9 @@ def _check_role(role: object) -> None:
 def _check_pinned(pinned: object) -> None:
     if not isinstance(pinned, bool):
         raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")
+
+
+def check_user_id(user_id: object) -> str | None:
+    """Return ``user_id`` if it is None or a usable id (validated like session ids),
+    else raise InvalidInput."""
+    return None if user_id is None else check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)

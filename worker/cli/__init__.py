@@ -23,6 +23,7 @@ from worker.cli import (
     demo,
     edit,
     failures,
+    forget,
     history,
     ingest,
     memories,
@@ -50,7 +51,7 @@ class Command(Protocol):
 
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
-                                 sessions, memories, history, rewind, edit, resummarize,
+                                 sessions, memories, forget, history, rewind, edit, resummarize,
                                  configure, tokenizer, demo, bench)
 
 

@@ -1,4 +1,6 @@
-"""``recap memories SESSION_ID [--json]``: the durable facts mined from a session.
+"""``recap memories SESSION_ID [--json]``: the durable facts a session's context can
+show: its own and, when the session names a user, the user's (mined from any of
+the user's sessions). Superseded facts are not listed.
 
 Facts are mined from each batch just before it is condensed, so a session has
 none until its first summary. One line per fact, most important first::
@@ -8,7 +10,7 @@ none until its first summary. One line per fact, most important first::
 IMPORTANCE is 1-5 (5: most important, as the model rated it); CATEGORY is one of
 preference, personal, work, plan, fact, other; FIRST-LAST are the ids of the
 condensed batch the fact came from. ``--json`` has the same fields by name, plus
-``created_at``.
+``id``, ``session_id`` (the session it was mined from) and ``created_at``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ for the app only and must NOT be sent to the SDK: pass ``**as_request(ctx)``
 How the stored window becomes a valid request (see :func:`assemble`):
 
 - ``system`` = the app's prompt, then the window's ``system`` rows, then the
+  user's memories in a ``<MEMORIES>`` block (see :func:`system_layout`), then the
   rolling summary in a ``<SUMMARY_OF_PRIOR_CONTEXT>`` block. The summary is the
   start of the conversation, so it sits last, right before the messages it leads
   into; ``system`` rows are instructions, so they join the app's instructions
@@ -31,9 +32,11 @@ How the stored window becomes a valid request (see :func:`assemble`):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
+from worker.core.recall import Candidate, choose
 from worker.core.replay import SEPARATOR, TOOL_PREFIX, replay  # noqa: F401 (TOOL_PREFIX: public)
 from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
@@ -41,6 +44,9 @@ from worker.errors import InvalidInput
 SUMMARY_TAG = "SUMMARY_OF_PRIOR_CONTEXT"
 SUMMARY_OPEN = f"<{SUMMARY_TAG}>\n"
 SUMMARY_CLOSE = f"\n</{SUMMARY_TAG}>"
+MEMORIES_TAG = "MEMORIES"
+MEMORIES_OPEN = f"<{MEMORIES_TAG}>\nWhat you know about the user from earlier conversations:\n"
+MEMORIES_CLOSE = f"\n</{MEMORIES_TAG}>"
 # A tool result stored as plain text (without the tool_use id of its call)
 # cannot form a real ``tool_result`` block: it is replayed as a labelled user
 # turn right after the assistant turn that called the tool (TOOL_PREFIX).
@@ -51,8 +57,8 @@ SUMMARY_CLOSE = f"\n</{SUMMARY_TAG}>"
 PLACEHOLDER_SUMMARIZED = "(earlier conversation summarized above)"
 PLACEHOLDER_START = "(conversation start)"
 
-# Anything that could open or close the summary block, in any case or spacing.
-_SUMMARY_TAG_RE = tag_opener([SUMMARY_TAG])
+# Anything that could open or close the summary or memories block, in any case or spacing.
+_BLOCK_TAG_RE = tag_opener([SUMMARY_TAG, MEMORIES_TAG])
 
 
 class Row(NamedTuple):
@@ -73,18 +79,41 @@ class Context(TypedDict):
 
 
 def neutralize(text: str) -> str:
-    """``text`` with every summary-block tag defused, so it cannot end the block early."""
-    return defuse(_SUMMARY_TAG_RE, text)
+    """``text`` with every summary- or memories-block tag defused, so it cannot end
+    (or fake) either block."""
+    return defuse(_BLOCK_TAG_RE, text)
+
+
+def system_layout(instructions: list[str], *, memories: str | None,
+                  summary: str | None) -> list[str]:
+    """The order of ``system``'s parts, decided here only: the app's instructions,
+    then the memories block, then the summary block (which leads into the messages)."""
+    return [*instructions, *([memories] if memories else []), *([summary] if summary else [])]
+
+
+def memories_block(memories: Sequence[Candidate], *, room: int,
+                   count: Callable[[str], int]) -> tuple[str | None, int]:
+    """(the ``<MEMORIES>`` block, its tokens) holding the best-ranked memories that
+    fit ``room`` tokens with the block's wrappers; (None, 0) if none fits."""
+    wrappers = count(MEMORIES_OPEN) + count(MEMORIES_CLOSE)
+    safe = [dataclasses.replace(c, fact=neutralize(c.fact)) for c in memories]
+    lines, used = choose(safe, budget=room - wrappers, count=count)
+    if not lines:
+        return None, 0
+    return MEMORIES_OPEN + "\n".join(lines) + MEMORIES_CLOSE, used + wrappers
 
 
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
-             summary_tokens: int, budget: int,
-             count: Callable[[str], int]) -> Context:
+             summary_tokens: int, budget: int, count: Callable[[str], int],
+             memories: Sequence[Candidate] = (), memory_budget: int = 0) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``tokens`` adds the stored counts (``summary_tokens``, each row's
     ``token_count``) to ``count`` of the app's prompt and of our own wrappers;
-    stored text is never re-tokenized. Raises InvalidInput on an unknown role.
+    stored text is never re-tokenized. ``memories`` (live candidates, ranked
+    here) fill at most ``memory_budget`` tokens and only what the rest leaves of
+    ``budget``: they never push the context over it. Raises InvalidInput on an
+    unknown role.
     """
     tokens = 0
     system_parts: list[str] = []
@@ -108,18 +137,28 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     tokens += wrappers
 
     has_summary = bool(summary and summary.strip())
+    summary_block = None
     if has_summary:
         assert summary is not None
-        system_parts.append(SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE)
+        summary_block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
         tokens += summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
-    tokens += count(SEPARATOR) * max(0, len(system_parts) - 1)
 
     if messages and messages[0]["role"] == "assistant":
         placeholder = PLACEHOLDER_SUMMARIZED if has_summary else PLACEHOLDER_START
         messages.insert(0, {"role": "user", "content": placeholder})
         tokens += count(placeholder)
 
-    return Context(system=SEPARATOR.join(system_parts), messages=messages, tokens=tokens,
+    others = len(system_parts) + (1 if summary_block else 0)
+    tokens += count(SEPARATOR) * max(0, others - 1)
+    block = None
+    if memories and memory_budget > 0:
+        gap = count(SEPARATOR) if others else 0
+        block, used = memories_block(memories, count=count,
+                                     room=min(memory_budget, budget - tokens - gap))
+        tokens += used + (gap if block else 0)
+
+    return Context(system=SEPARATOR.join(system_layout(
+        system_parts, memories=block, summary=summary_block)), messages=messages, tokens=tokens,
                    budget=budget)
 
 

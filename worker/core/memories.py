@@ -20,6 +20,9 @@ class Fact:
     fact: str
     category: str
     importance: int
+    # The id of an existing memory (of the same user or session) this fact replaces,
+    # as the model answered it; checked against the scope when saved, never trusted.
+    replaces: int | None = None
 
     @property
     def digest(self) -> str:
@@ -48,8 +51,9 @@ def parse_facts(text: str) -> list[Fact]:
 
 
 def normalize(item: Any) -> Fact | None:
-    """One fact with category from the fixed set (fallback ``other``) and importance
-    clamped to 1..5; None if it has no usable text."""
+    """One fact with category from the fixed set (fallback ``other``), importance
+    clamped to 1..5 and ``replaces`` (an int memory id, else None); None if it has
+    no usable text."""
     if not isinstance(item, dict) or not isinstance(item.get("fact"), str):
         raise InvalidExtraction("each memory must be an object with a string \"fact\"")
     text = " ".join(sanitize(item["fact"]).split())
@@ -62,4 +66,7 @@ def normalize(item: Any) -> Fact | None:
         importance = int(float(item.get("importance", 3)))
     except (TypeError, ValueError):
         importance = 3
-    return Fact(text, category, min(5, max(1, importance)))
+    replaces = item.get("replaces")
+    if isinstance(replaces, bool) or not isinstance(replaces, int):
+        replaces = None  # absent, or anything but an id: ignored
+    return Fact(text, category, min(5, max(1, importance)), replaces)

@@ -19,7 +19,8 @@ from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
 from models import versions_table as VERSIONS
 from worker.core.memories import Fact
-from worker.db import insert_ignoring_duplicates, rowcount
+from worker.db import insert_or_update, rowcount
+from worker.jobs.recall import session_scopes
 
 
 def lease_free(now: datetime) -> ColumnElement[bool]:
@@ -37,9 +38,25 @@ def lease_update(session_id: str, *, token: str, now: datetime, lease_s: int,
                     **values))
 
 
+def session_exists(session_id: str, *, db: Session) -> bool:
+    """Whether the session is stored, holding a key-share lock on its row until the
+    transaction ends: worker.forget (which locks the row for update first) then
+    cannot erase the session between this check and what the caller writes."""
+    return db.execute(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id)
+                      .with_for_update(key_share=True)).first() is not None
+
+
 def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: int,
                status: str, reason: str, **fields: object) -> int:
-    """Insert one summary_runs row; returns its id."""
+    """Insert one summary_runs row; returns its id.
+
+    Only ``skipped`` runs are recorded for a session that is not stored (an unknown
+    id); any other outcome is of a job that held the session, and if the session
+    is gone it was forgotten (worker.forget) meanwhile: nothing is recorded and 0
+    is returned, so the audit cannot bring back its id or its text.
+    """
+    if status != "skipped" and not session_exists(session_id, db=db):
+        return 0
     return int(db.execute(insert(RUNS).values(
         session_id=session_id[:255], task_id=task_id, attempt=attempt, status=status,
         reason=reason, **fields).returning(RUNS.c.id)).scalar_one())
@@ -58,13 +75,35 @@ def release(session_id: str, *, db: Session, token: str,
 
 
 def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_id: int,
-                  last_id: int) -> None:
-    """Store facts mined from messages first_id..last_id; exact duplicates are kept once."""
-    insert_ignoring_duplicates(Memory, [
-        {"session_id": session_id, "fact": f.fact, "fact_hash": f.digest,
-         "category": f.category, "importance": f.importance,
-         "first_message_id": first_id, "last_message_id": last_id} for f in facts],
-        db=db, keys=("session_id", "fact_hash"))
+                  last_id: int) -> list[int]:
+    """Store facts mined from messages first_id..last_id; returns their memory ids.
+
+    They go to the session's scope: its user's when the session names one
+    (shared by all the user's sessions), else the session's. A fact already in
+    the scope stays one row with its first provenance (session, message range);
+    said again after it was superseded, it is live again. A fact whose
+    ``replaces`` names a live memory the session can read (its user's, or its
+    own from before it named its user) marks that memory
+    ``superseded_by`` the fact's row (kept for audit, never shown); an id of
+    another scope, or of the fact itself, is ignored: the model is not trusted.
+    """
+    readable = session_scopes(session_id, db=db)
+    scope = readable[0]
+    saved: list[int] = []
+    for f in facts:
+        insert_or_update(Memory, {
+            "session_id": session_id, "scope": scope, "fact": f.fact, "fact_hash": f.digest,
+            "category": f.category, "importance": f.importance,
+            "first_message_id": first_id, "last_message_id": last_id},
+            db=db, keys=("scope", "fact_hash"), changes={"superseded_by": None})
+        new_id = int(db.execute(select(Memory.id).where(
+            Memory.scope == scope, Memory.fact_hash == f.digest)).scalar_one())
+        if f.replaces is not None and f.replaces != new_id:
+            db.execute(update(Memory).where(Memory.id == f.replaces, Memory.scope.in_(readable),
+                                            Memory.superseded_by.is_(None))
+                       .values(superseded_by=new_id))
+        saved.append(new_id)
+    return saved
 
 
 def archive_messages(session_id: str, ids: Sequence[int], *, db: Session, run_id: int) -> int:

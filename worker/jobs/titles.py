@@ -24,6 +24,7 @@ from worker.db import transaction
 from worker.jobs.enqueue import due_for_title, mark_title_requested, send_title, stale_before
 from worker.jobs.outcome import describe_error
 from worker.jobs.resources import Resources
+from worker.jobs.store import session_exists
 from worker.llm.client import classify
 from worker.llm.titler import generate_title
 from worker.settings import Settings
@@ -72,10 +73,13 @@ def _log(session_id: str, status: str, **fields: object) -> None:
 
 
 def _record(session_id: str, status: str, **fields: object) -> None:
-    """One title_runs row; never raises (a lost audit row must not fail the title)."""
+    """One title_runs row, unless the session was forgotten meanwhile; never raises
+    (a lost audit row must not fail the title)."""
     try:
         with transaction() as s:
-            s.execute(insert(TitleRun).values(session_id=session_id, status=status, **fields))
+            if session_exists(session_id, db=s):
+                s.execute(insert(TitleRun).values(session_id=session_id, status=status,
+                                                  **fields))
     except Exception as exc:
         log.warning("could not record the title run of session %r (%s: %s)", session_id,
                     type(exc).__name__, exc)

@@ -1,0 +1,38 @@
+"""``recap forget (--session ID | --user ID)``: erase everything stored about one
+session or one user, in one transaction (``worker.forget``).
+
+Deletes the messages (active and archived), the session rows (summary, title,
+settings), the memories and the audit rows (summary_runs, title_runs) of the
+session, or of every session of the user, and prints the rows erased per table.
+A job running on the session finds it gone and changes nothing. Safe to repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from worker.cli.base import Subparsers, command, emit_json
+
+
+def register(sub: Subparsers) -> None:
+    p = command(sub, "forget", "Erase everything stored about a session or a user.", run)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--session", metavar="ID", help="one session (the app's id)")
+    target.add_argument("--user", metavar="ID",
+                        help="a user: every session that names it (add_message's user_id) "
+                             "and the user's memories")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from worker.jobs.forget import forget
+
+    counts = forget(session_id=args.session, user_id=args.user)
+    if args.json:
+        emit_json(counts)
+        return 0
+    who = f"session {args.session!r}" if args.session is not None else f"user {args.user!r}"
+    print(f"forgot {who}: {sum(counts.values())} rows erased")
+    for table, n in counts.items():
+        print(f"  {table:<18} {n}")
+    return 0

@@ -1,0 +1,79 @@
+"""Which memories go into a context (pure): ranked by relevance to the newest user
+turn, then importance, then recency, within a token budget.
+
+The database ranks on PostgreSQL (``ts_rank`` over ``to_tsvector('simple', fact)``
+with an OR of :func:`query_terms`); on SQLite the edge scores candidates with
+:func:`overlap`. Either way the choice below is the same.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+# Words of the newest user turn used as the query. Letters and digits only, so a
+# term is always a valid to_tsquery operand; capped, so a pasted log cannot turn
+# the ranking query into thousands of terms.
+_WORD = re.compile(r"[^\W_]+")
+MAX_QUERY_TERMS = 32
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A live memory with what ranks it: ``rank`` is its relevance to the query
+    (0: none), ``id`` grows with time (the recency tie-break)."""
+
+    id: int
+    fact: str
+    importance: int
+    rank: float = 0.0
+
+
+def _words(text: str) -> list[str]:
+    # NFC: an accent typed as a combining mark must not split its word.
+    return _WORD.findall(unicodedata.normalize("NFC", text).lower())
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct lower-cased words (2+ characters) of ``text``, first ones first.
+
+    Words are runs of letters and digits: scripts written without spaces
+    (Japanese, Chinese) give long runs that rarely match a fact's, so there
+    relevance mostly falls back to importance and recency.
+    """
+    terms: dict[str, None] = {}
+    for word in _words(text):
+        if len(word) > 1:
+            terms.setdefault(word, None)
+            if len(terms) == MAX_QUERY_TERMS:
+                break
+    return list(terms)
+
+
+def overlap(terms: Iterable[str], fact: str) -> float:
+    """How many of ``terms`` occur as words of ``fact`` (SQLite's stand-in for ts_rank)."""
+    words = set(_words(fact))
+    return float(sum(1 for t in terms if t in words))
+
+
+def rank_key(c: Candidate) -> tuple[float, int, int]:
+    """Sort key: most relevant, then most important, then newest first."""
+    return (-c.rank, -c.importance, -c.id)
+
+
+def choose(candidates: Sequence[Candidate], *, budget: int,
+           count: Callable[[str], int]) -> tuple[list[str], int]:
+    """(the lines to show, their tokens): the best-ranked facts whose lines fit
+    ``budget`` tokens together; a fact too long for what is left is skipped so a
+    shorter one further down may still fit."""
+    lines: list[str] = []
+    used = 0
+    for c in sorted(candidates, key=rank_key):
+        line = f"- {c.fact}"
+        cost = count(line) + (count("\n") if lines else 0)
+        if used + cost <= budget:
+            lines.append(line)
+            used += cost
+    return lines, used
