@@ -216,3 +216,28 @@ def test_the_checker_still_catches_a_loss_after_a_rewind() -> None:
     with transaction() as s:
         problems = check_invariants(s, written={"caught": ids})
     assert f"caught: message {ids[2]} is gone and inside 0 applied runs (lost)" in problems
+
+
+def test_a_memory_superseded_from_an_undone_batch_is_live_again(
+        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import insert
+
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    ids = seed("moved", 14)
+    fold("moved", fake_api, 2)  # ids[0..9]
+    with transaction() as s:
+        old = s.execute(insert(Memory).values(
+            session_id="moved", scope="s:moved", fact="lives in Lisbon", fact_hash="a" * 64,
+            category="personal", importance=3, first_message_id=ids[0],
+            last_message_id=ids[4]).returning(Memory.id)).scalar_one()
+        new = s.execute(insert(Memory).values(
+            session_id="moved", scope="s:moved", fact="moved to Porto", fact_hash="b" * 64,
+            category="personal", importance=3, first_message_id=ids[5],
+            last_message_id=ids[9]).returning(Memory.id)).scalar_one()
+        s.execute(update(Memory).where(Memory.id == old).values(superseded_by=new))
+    done = rewind("moved", ids[6])  # undoes the batch that said "moved to Porto"
+    assert done.memories_deleted == 1
+    with transaction() as s:
+        assert [(m.fact, m.superseded_by) for m in s.scalars(
+            select(Memory).where(Memory.session_id == "moved"))] == [("lives in Lisbon", None)]
+    assert_invariants({"moved": ids})

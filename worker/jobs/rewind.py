@@ -153,8 +153,7 @@ def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
             restored_version, summary, tokens, covers = point
             undone = [r for r in live if r.last_message_id > covers]
             restored = _unarchive(session_id, covers, after, undone, db=s)
-            memories = _count(s.execute(delete(Memory).where(
-                Memory.session_id == session_id, Memory.last_message_id > covers)))
+            memories = _forget_undone_memories(session_id, covers, db=s)
         gone = [i for (i,) in s.execute(delete(MESSAGES).where(
             MESSAGES.c.session_id == session_id, MESSAGES.c.id > after)
             .returning(MESSAGES.c.id))]
@@ -219,6 +218,17 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
     if found is None:
         return 0, None, 0, 0
     return found.version, found.text, found.tokens, int(found.covers_through)
+
+
+def _forget_undone_memories(session_id: str, covers: int, *, db: Session) -> int:
+    """Delete the memories mined from the undone batches (this session's, after
+    ``covers``); a memory one of them had superseded is live again."""
+    undone = select(Memory.id).where(Memory.session_id == session_id,
+                                     Memory.last_message_id > covers)
+    db.execute(update(Memory).where(Memory.superseded_by.in_(undone))
+               .values(superseded_by=None))
+    return _count(db.execute(delete(Memory).where(Memory.session_id == session_id,
+                                                  Memory.last_message_id > covers)))
 
 
 def _unarchive(session_id: str, covers: int, after: int, undone: list[Any], *,
