@@ -10,12 +10,14 @@ from models.tables import (
     Heartbeat,
     Memory,
     SummaryRun,
+    SummaryVersion,
     TitleRun,
     messages_table,
     runs_table,
     sessions_table,
+    versions_table,
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "TitleRun", "MEMORY_CATEGORIES", "ROLES", "messages_table", "runs_table",
-           "sessions_table"]
+           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+           "messages_table", "runs_table", "sessions_table", "versions_table"]

@@ -20,6 +20,7 @@ from sqlalchemy import (
     func,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base, BigId
@@ -28,6 +29,9 @@ ROLES = ("user", "assistant", "system", "tool")
 MEMORY_CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
 
 Timestamp = DateTime(timezone=True)
+# A message's Messages API content array (worker.core.blocks), NULL for a plain
+# string message (``content`` is then the message). JSONB on PostgreSQL.
+Blocks = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
 class ChatSession(Base):
@@ -107,6 +111,12 @@ class ChatMessage(Base):
     token_count: Mapped[int] = mapped_column(Integer, nullable=False)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    # The content array as the app gave it; ``content`` is then its rendering
+    # (worker.core.render), used for token counts, summaries and search.
+    blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Blocks)
+    # "call:ID result:ID ...": the tool ids of ``blocks``, so the policy's unit
+    # rule reads them without loading the blocks (worker.core.render.links_text).
+    tool_links: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         Index("ix_chat_messages_session_id_id", "session_id", "id"),
@@ -140,6 +150,12 @@ class SummaryRun(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    # A rewind's run (worker.jobs.rewind): it deleted the messages after this id,
+    # up to last_message_id. NULL for every other run.
+    rewound_after: Mapped[int | None] = mapped_column(BigInteger)
+    # Set on an applied run whose summary a rewind undid: the rewind's run id. Its
+    # messages are no longer condensed (restored or deleted by that rewind).
+    undone_by: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         Index("ix_summary_runs_session_id_id", "session_id", "id"),
@@ -229,10 +245,30 @@ class ArchivedMessage(Base):
     # The summary_runs row that condensed it.
     run_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     archived_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Blocks)
+    tool_links: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         Index("ix_archived_messages_session_id_id", "session_id", "id"),
     )
+
+
+class SummaryVersion(Base):
+    """The summary one applied run produced (``recap history``, ``worker.summary_at``,
+    ``rewind``); kept per RECAP_SUMMARY_VERSIONS_KEEP."""
+
+    __tablename__ = "summary_versions"
+
+    session_id: Mapped[str] = mapped_column(
+        String(255), ForeignKey("chat_sessions.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    # The newest message id the summary covers (every condensed id is <= it);
+    # NULL when unknown (a version recorded by the migration without runs).
+    covers_through: Mapped[int | None] = mapped_column(BigInteger)
+    run_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
 
 class Heartbeat(Base):
@@ -248,3 +284,4 @@ class Heartbeat(Base):
 sessions_table = cast(Table, ChatSession.__table__)
 messages_table = cast(Table, ChatMessage.__table__)
 runs_table = cast(Table, SummaryRun.__table__)
+versions_table = cast(Table, SummaryVersion.__table__)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fake_blocks import validate_content_blocks
+
 
 class Gate:
     """Holds calls to the fake API until the test releases them (see FakeAnthropic.hold).
@@ -109,6 +111,9 @@ def validate_messages_request(body: Any) -> str | None:
     if (last.get("role") == "assistant" and isinstance(last.get("content"), str)
             and last["content"] != last["content"].rstrip()):
         return "messages: final assistant content cannot end with trailing whitespace"
+    problem = validate_content_blocks(messages)
+    if problem:
+        return problem
     system = body.get("system")
     if system is not None and not isinstance(system, str | list):
         return "system: Input should be a string or a list"

@@ -4,6 +4,7 @@ The chat app's API, in one place (everything else is internal)::
 
     from worker import add_message, after_reply, build_context, as_request
     from worker import configure_session, forget, errors
+    from worker import rewind, edit_message, summary_at   # edit, regenerate, history
 
 ``celery -A worker worker`` finds the Celery app here as ``worker.app``.
 Names load on first access, so ``import worker`` (and ``recap --help``) reads
@@ -20,15 +21,17 @@ if TYPE_CHECKING:
 
     from worker import errors
     from worker.api.context import as_request, build_context
+    from worker.api.history import summary_at
     from worker.api.ingest import add_message, after_reply
     from worker.api.sessions import configure_session
     from worker.jobs.forget import forget
+    from worker.jobs.rewind import edit_message, rewind
 
     app: Celery
     celery: Celery
 
 __all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "errors", "forget"]
+           "edit_message", "errors", "forget", "rewind", "summary_at"]
 
 _PUBLIC = {
     "add_message": "worker.api.ingest",
@@ -37,6 +40,10 @@ _PUBLIC = {
     "as_request": "worker.api.context",
     "configure_session": "worker.api.sessions",
     "forget": "worker.jobs.forget",
+    "summary_at": "worker.api.history",
+    # Not on the reply path: one transaction under the session's lease.
+    "rewind": "worker.jobs.rewind",
+    "edit_message": "worker.jobs.rewind",
     # For `celery -A worker`: the app, not part of the chat app's API.
     "app": "worker.celery_app",
     "celery": "worker.celery_app",

@@ -5,6 +5,11 @@ lies inside the id range of exactly one ``applied`` run of that session. Also:
 no message summarized twice, summary_version equals the number of applied runs
 (it only grows, by one per apply), no lease is held once workers are idle, and
 the counters on chat_sessions equal a recount. Tests and the soak script share it.
+
+Rewinds (worker.jobs.rewind) delete on purpose: a message may also be gone
+because a rewind deleted it (inside the rewind's recorded range and condensed
+by no live run), and a run a rewind undid (``undone_by``) no longer condenses
+anything; every applied run, rewinds included, still counts one version.
 """
 
 from __future__ import annotations
@@ -33,11 +38,16 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
             .group_by(ChatMessage.session_id)):
         counts[sid], tokens[sid] = n, total
     applied: dict[str, list[tuple[int | None, int | None, int]]] = {}
-    for sid, first, last, n in s.execute(
+    versions: dict[str, int] = {}
+    rewinds = _rewinds(s)
+    for sid, first, last, n, undone in s.execute(
             select(SummaryRun.session_id, SummaryRun.first_message_id,
-                   SummaryRun.last_message_id, SummaryRun.messages_condensed)
+                   SummaryRun.last_message_id, SummaryRun.messages_condensed,
+                   SummaryRun.undone_by)
             .where(SummaryRun.status == "applied")):
-        applied.setdefault(sid, []).append((first, last, n))
+        versions[sid] = versions.get(sid, 0) + 1
+        if undone is None:  # a run a rewind undid condenses nothing any more
+            applied.setdefault(sid, []).append((first, last, n))
 
     for sid, row in sessions.items():
         if row.message_count != counts.get(sid, 0):
@@ -47,14 +57,14 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
             problems.append(f"{sid}: active_tokens {row.active_tokens} != recount "
                             f"{tokens.get(sid) or 0}")
         runs = applied.get(sid, [])
-        if row.summary_version != len(runs):
+        if row.summary_version != versions.get(sid, 0):
             problems.append(f"{sid}: summary_version {row.summary_version} != "
-                            f"{len(runs)} applied runs")
+                            f"{versions.get(sid, 0)} applied runs")
         condensed = sum(n for _, _, n in runs)
         if row.summarized_message_count != condensed:
             problems.append(f"{sid}: summarized_message_count {row.summarized_message_count} "
                             f"!= {condensed} condensed by applied runs")
-        if runs and not row.rolling_summary:
+        if condensed and not row.rolling_summary:
             problems.append(f"{sid}: applied runs but no rolling_summary")
         if idle and row.lease_token is not None:
             problems.append(f"{sid}: lease still held after the workers went idle")
@@ -64,6 +74,7 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
         present = set(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == sid)))
         runs = applied.get(sid, [])
         gone = [m for m in ids if m not in present]
+        gone = [m for m in gone if not _rewound(rewinds.get(sid, []), runs, m)]
         for m in gone:
             covering = sum(1 for first, last, _ in runs
                            if first is not None and last is not None and first <= m <= last)
@@ -80,3 +91,22 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
             problems.append(f"{sid}: {len(unknown)} messages present that were never written "
                             "to this session")
     return problems
+
+
+def _rewinds(s: Session) -> dict[str, list[tuple[int, int]]]:
+    """Per session, the (after, through] id ranges rewinds deleted."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for sid, after, last in s.execute(
+            select(SummaryRun.session_id, SummaryRun.rewound_after, SummaryRun.last_message_id)
+            .where(SummaryRun.rewound_after.isnot(None), SummaryRun.last_message_id.isnot(None))):
+        if after is not None and last is not None:
+            out.setdefault(sid, []).append((after, last))
+    return out
+
+
+def _rewound(ranges: list[tuple[int, int]], runs: list[tuple[int | None, int | None, int]],
+             m: int) -> bool:
+    """Message ``m`` is gone because a rewind deleted it: inside a rewind's range and
+    condensed by no live run (a rewound message cannot be condensed later)."""
+    return (any(after < m <= last for after, last in ranges)
+            and not any(f is not None and t is not None and f <= m <= t for f, t, _ in runs))

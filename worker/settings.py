@@ -111,6 +111,14 @@ class Settings(BaseSettings, Tuning):
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False
+    # Inline (base64) image and document data one message may carry, in base64
+    # characters: 5 MiB, the API's own per-image limit; the Messages API caps a
+    # whole request at 32 MB. Larger files go by url or file id.
+    max_inline_base64_chars: int = Field(5 * 1024 * 1024, ge=1024, le=32 * 1024 * 1024)
+    # Summary versions kept per session (summary_versions: recap history,
+    # worker.summary_at, rewind into summarized history): -1 all, 0 none, N the
+    # newest N. Each is one summary's text, so all is cheap next to the archive.
+    summary_versions_keep: int = Field(-1, ge=-1, le=1_000_000)
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.

@@ -14,7 +14,7 @@ import worker
 from tests.env import ROOT
 
 PUBLIC = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-          "errors", "forget"]
+          "edit_message", "errors", "forget", "rewind", "summary_at"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.extractor", "worker.llm.client",
              "worker.jobs.summarize", "worker.tasks", "celery.worker"]
@@ -61,7 +61,7 @@ def test_import_worker_alone_loads_nothing_else() -> None:
     assert not {"sqlalchemy", "celery", "anthropic", "pydantic_settings"} & set(modules)
 
 
-def test_the_public_api_is_exactly_seven_names() -> None:
+def test_the_public_api_is_exactly_these_names() -> None:
     from worker import (
         add_message,
         after_reply,
@@ -79,3 +79,5 @@ def test_the_public_api_is_exactly_seven_names() -> None:
     assert as_request.__module__ == "worker.core.assemble"  # re-exported by worker.api.context
     assert configure_session.__module__ == "worker.api.sessions"
     assert forget.__module__ == "worker.jobs.forget"
+    assert worker.rewind.__module__ == worker.edit_message.__module__ == "worker.jobs.rewind"
+    assert worker.summary_at.__module__ == "worker.api.history"

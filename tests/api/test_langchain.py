@@ -35,7 +35,7 @@ from tests.api.test_import_cost import forbidden, loaded_after
 from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
 from worker.api.context import build_context
 from worker.api.langchain import RecapChatMessageHistory
-from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, TOOL_PREFIX
+from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN
 from worker.db import transaction
 from worker.errors import InvalidInput
 
@@ -160,27 +160,37 @@ def test_messages_render_what_build_context_builds() -> None:
     history.add_messages([
         SystemMessage("Answer in French."),
         HumanMessage(content=["What is ", {"type": "text", "text": "6 x 7?"}]),
-        AIMessage("Let me compute it."),
+        AIMessage("Let me compute it.", tool_calls=[CALC]),
         ToolMessage("42", tool_call_id="call_1"),
         ChatMessage(role="user", content="And in words?"),
         AIMessage(content=[{"type": "text", "text": "Quarante-deux."}]),
     ])
-    assert stored("roles") == [
+    assert [(role, text) for role, text in stored("roles")] == [
         ("system", "Answer in French."), ("user", "What is 6 x 7?"),
-        ("assistant", "Let me compute it."), ("tool", "42"), ("user", "And in words?"),
+        ("assistant", 'Let me compute it.\n[tool call calc (call_1): {"expr": "6*7"}]'),
+        ("tool", "[tool result for call_1: 42]"), ("user", "And in words?"),
         ("assistant", "Quarante-deux.")]
-    # The tool result comes back as build_context renders it: a labelled user turn
-    # (Recap keeps no tool_call_id, so it cannot be a ToolMessage).
-    expected = [
-        SystemMessage("You are terse.\n\nAnswer in French."),
-        HumanMessage("What is 6 x 7?"), AIMessage("Let me compute it."),
-        HumanMessage(TOOL_PREFIX + "42\n\nAnd in words?"), AIMessage("Quarante-deux.")]
+    # The call and its result come back as a tool call and a ToolMessage.
     fresh = RecapChatMessageHistory("roles", system_prompt="You are terse.")
-    assert pairs(fresh.messages) == pairs(expected)
+    got = fresh.messages
+    assert pairs(got) == [("system", "You are terse.\n\nAnswer in French."),
+                          ("human", "What is 6 x 7?"),
+                          ("ai", [{"type": "text", "text": "Let me compute it."}]),
+                          ("tool", "42"), ("human", [{"type": "text", "text": "And in words?"}]),
+                          ("ai", "Quarante-deux.")]
+    assert isinstance(got[2], AIMessage) and got[2].tool_calls[0]["id"] == "call_1"
+    assert isinstance(got[3], ToolMessage) and got[3].tool_call_id == "call_1"
     ctx = build_context("roles", system_prompt="You are terse.")
-    assert fresh.messages[0].content == ctx["system"]
-    assert [m.content for m in fresh.messages[1:]] == [m["content"] for m in ctx["messages"]]
+    assert got[0].content == ctx["system"]
     assert RecapChatMessageHistory("roles").messages[0].content == "Answer in French."
+
+
+def test_a_tool_result_without_its_call_comes_back_labelled() -> None:
+    history = RecapChatMessageHistory("orphan")
+    history.add_messages([HumanMessage("6 x 7?"), AIMessage("Computing."),
+                          ToolMessage("42", tool_call_id="call_9", status="error")])
+    assert pairs(RecapChatMessageHistory("orphan").messages)[-1] == (
+        "human", [{"type": "text", "text": "[tool result for call_9, error: 42]"}])
 
 
 def test_the_hook_runs_after_ai_messages_only(settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -195,15 +205,18 @@ def test_the_hook_runs_after_ai_messages_only(settings_env, published: list[str]
 
 
 TOOL_CALL = {"name": "weather", "args": {"city": "Lisbon"}, "id": "call_1"}
+CALC = {"name": "calc", "args": {"expr": "6*7"}, "id": "call_1"}
 
 
 @pytest.mark.parametrize(("message", "problem"), [
     (HumanMessage(content=[{"type": "image_url", "image_url": {"url": "data:,"}}]),
-     r"message 1 \(HumanMessage\): content block of type 'image_url'"),
+     r"message 1 \(HumanMessage\): content\[0\] \(image_url\): unknown type 'image_url'"),
     (AIMessage(content=[{"type": "text", "text": "Checking."},
-                        {"type": "tool_use", "id": "t", "name": "weather", "input": {}}]),
-     "content block of type 'tool_use'"),
-    (AIMessage(content="Checking.", tool_calls=[TOOL_CALL]), "tool_calls cannot be stored"),
+                        {"type": "tool_use", "id": "t t", "name": "weather", "input": {}}]),
+     r"content\[1\] \(tool_use\): id: String should match pattern"),
+    (AIMessage(content="", invalid_tool_calls=[{"name": "w", "args": "{", "id": "c",
+                                                "error": "bad json", "type": "invalid_tool_call"}]),
+     "invalid_tool_calls cannot be stored"),
     (HumanMessage(""), r"message 1 \(HumanMessage\): content is empty"),
     (HumanMessage("a\x00b"), "NUL"),
     (ChatMessage(role="robot", content="beep"), "unknown role 'robot'"),
@@ -245,13 +258,25 @@ def test_a_refused_turn_inside_a_chain_is_logged_by_langchain_and_not_stored(
         caplog: pytest.LogCaptureFixture) -> None:
     # LangChain runs add_messages in a callback and logs its errors instead of
     # raising: the reply still comes back, and nothing of the turn is stored.
-    model = GenericFakeChatModel(messages=iter([AIMessage("", tool_calls=[TOOL_CALL])]))
+    bad = {**TOOL_CALL, "id": "not a valid id"}
+    model = GenericFakeChatModel(messages=iter([AIMessage("", tool_calls=[bad])]))
     chat = RunnableWithMessageHistory(model, lambda sid: RecapChatMessageHistory(sid))
     with caplog.at_level(logging.WARNING):
         reply = chat.invoke("Weather in Lisbon?", config={"configurable": {"session_id": "t"}})
     assert reply.tool_calls
-    assert "tool_calls cannot be stored" in caplog.text
+    assert "id: String should match pattern" in caplog.text
     assert stored("t") == []
+
+
+def test_a_tool_turn_inside_a_chain_is_stored_as_blocks() -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("", tool_calls=[TOOL_CALL])]))
+    chat = RunnableWithMessageHistory(model, lambda sid: RecapChatMessageHistory(sid))
+    reply = chat.invoke("Weather in Lisbon?", config={"configurable": {"session_id": "t2"}})
+    assert reply.tool_calls
+    RecapChatMessageHistory("t2").add_messages([ToolMessage("18C", tool_call_id="call_1")])
+    got = RecapChatMessageHistory("t2").messages
+    assert [type(m).__name__ for m in got] == ["HumanMessage", "AIMessage", "ToolMessage"]
+    assert got[1].tool_calls[0]["args"] == {"city": "Lisbon"}  # type: ignore[attr-defined]
 
 
 def test_async_chain_uses_the_same_history() -> None:

@@ -251,3 +251,34 @@ def test_tokens_to_capacity_is_exact() -> None:
             need = tokens_to_capacity(0, used, budget)
             assert usage(0, used + need, budget) >= CAPACITY_USAGE
             assert need == 0 or usage(0, used + need - 1, budget) < CAPACITY_USAGE
+
+
+def _info(i: int, role: str, *, calls: tuple[str, ...] = (), answers: tuple[str, ...] = (),
+          pinned: bool = False) -> MessageInfo:
+    return MessageInfo(i, role, 50, pinned, calls, answers)
+
+
+def test_a_call_and_its_results_are_one_unit_by_id_whatever_rows_they_arrive_in() -> None:
+    t = Thresholds(3, 10, 4, 1, 100000)
+    ms = [_info(1, "user"), _info(2, "assistant", calls=("a", "b")),
+          _info(3, "tool", answers=("b",)), _info(4, "user"),  # the user spoke in between
+          _info(5, "tool", answers=("a",)), _info(6, "assistant"), _info(7, "user")]
+    # 2..5 is one unit (a is answered in 5): a batch of 4 stops before it ...
+    assert plan(ms, summary_tokens=0, t=t, force=True).batch_ids == (1,)
+    # ... and a batch of 5 takes it whole.
+    t5 = Thresholds(3, 10, 5, 1, 100000)
+    assert plan(ms, summary_tokens=0, t=t5, force=True).batch_ids == (1, 2, 3, 4, 5)
+
+
+def test_results_by_id_pin_their_call_and_unanswered_calls_stand_alone() -> None:
+    t = Thresholds(3, 10, 50, 1, 100000)
+    ms = [_info(1, "assistant", calls=("a",)), _info(2, "user", answers=("a",), pinned=True),
+          _info(3, "assistant", calls=("x",)), _info(4, "user"), _info(5, "assistant")]
+    # 1+2 pinned together; 3's call was never answered (the user moved on): alone.
+    assert plan(ms, summary_tokens=0, t=t, force=True).batch_ids == (3, 4)
+
+
+def test_a_result_whose_call_was_condensed_is_its_own_unit() -> None:
+    t = Thresholds(3, 10, 1, 1, 100000)
+    ms = [_info(7, "tool", answers=("gone",)), _info(8, "assistant"), _info(9, "user")]
+    assert plan(ms, summary_tokens=0, t=t, force=True).batch_ids == (7,)

@@ -83,7 +83,7 @@ BAD_CONTENT = [
     ("lone \ud800 surrogate", "surrogate"),
     (b"raw bytes", "content must be a str, got bytes"),
     (None, "content must be a str, got NoneType"),
-    (["a list"], "content must be a str, got list"),
+    (["a list"], r"content\[0\]: Input should be a valid dictionary"),  # a content array
 ]
 
 

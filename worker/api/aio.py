@@ -58,15 +58,16 @@ from worker.api.ingest import (
     _decide,
     decide_in_savepoint,
     hook_failed,
+    prepare,
     send_after_commit,
     send_jobs,
     send_now,
 )
-from worker.api.validate import check_message, check_session_id, check_user_id
+from worker.api.validate import check_session_id, check_user_id
 from worker.core.assemble import Context, as_request
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
-from worker.llm.tokens import count_tokens
+from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
@@ -78,23 +79,26 @@ T = TypeVar("T")
 PUBLISH_THREADS = 4
 
 
-async def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
-                      user_id: str | None = None, db: AsyncSession | None = None) -> int:
+async def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
+                      pinned: bool = False, user_id: str | None = None,
+                      db: AsyncSession | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
-    ``user_id`` as in the sync :func:`worker.api.ingest.add_message` (set once;
-    another user's id raises InvalidInput naming both). With ``db``, writes inside
-    the caller's transaction (the caller commits); otherwise in a transaction of
-    its own. Raises InvalidInput, writing nothing.
+    ``content``: a string or a Messages API content array; ``user_id`` as in the
+    sync :func:`worker.api.ingest.add_message` (set once; another user's id raises
+    InvalidInput naming both). With ``db``, writes inside the caller's transaction
+    (the caller commits); otherwise in a transaction of its own. Raises
+    InvalidInput, writing nothing.
     """
     check_session_id(session_id)
-    check_message(role, content, pinned)
+    msg = prepare(role, content, pinned)
     check_user_id(user_id)
-    tokens = await asyncio.to_thread(count_tokens, content)
+    tokens = await asyncio.to_thread(message_tokens, msg)
+    args = (session_id, role, msg.content, pinned, tokens, user_id, msg.blocks, msg.tool_links)
     if db is not None:
-        return await db.run_sync(_add, session_id, role, content, pinned, tokens, user_id)
+        return await db.run_sync(_add, *args)
     async with _engine().begin() as conn:
-        return await conn.run_sync(_add, session_id, role, content, pinned, tokens, user_id)
+        return await conn.run_sync(_add, *args)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:

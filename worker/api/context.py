@@ -44,10 +44,12 @@ def _snapshot_query(session_id: str) -> Select[Any]:
                   ChatSession.rolling_summary.label("content"),
                   ChatSession.summary_tokens.label("tokens"),
                   cast(ChatSession.overrides, Text).label("overrides"),
-                  ChatSession.user_id.label("user_id")
+                  ChatSession.user_id.label("user_id"),
+                  null().cast(Text).label("blocks")
                   ).where(ChatSession.id == session_id)
     body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
-                  ChatMessage.token_count, null().cast(Text), null().cast(Text)
+                  ChatMessage.token_count, null().cast(Text), null().cast(Text),
+                  cast(ChatMessage.blocks, Text)
                   ).where(ChatMessage.session_id == session_id)
     return union_all(head, body).order_by("kind", "id")  # type: ignore[return-value]
 
@@ -84,7 +86,9 @@ def window_of(session_id: str, result: Sequence[Any]) -> Window:
     budget = (overrides or {}).get("context_budget_tokens",
                                    get_settings().context_budget_tokens)
     return Window(head.content, int(head.tokens or 0),
-                  [Row(r.role, r.content, int(r.tokens)) for r in rows], int(budget),
+                  [Row(r.role, r.content, int(r.tokens),
+                       json.loads(r.blocks) if r.blocks is not None else None)
+                   for r in rows], int(budget),
                   scopes(session_id, head.user_id))
 
 

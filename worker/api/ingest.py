@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Table, event, func, insert, select
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
-from worker.api.validate import check_message, check_session_id, check_user_id
+from worker.api.validate import Message, check_session_id, check_user_id, prepare_message
 from worker.core import policy
 from worker.core.titles import needs_title
 from worker.db import get_engine, insert_or_update, utcnow
@@ -30,7 +30,7 @@ from worker.jobs.enqueue import (
     send_title,
     stale_before,
 )
-from worker.llm.tokens import count_tokens
+from worker.llm.tokens import message_tokens
 from worker.settings import effective, get_settings
 
 log = logging.getLogger("recap.ingest")
@@ -41,7 +41,8 @@ MESSAGES = cast(Table, ChatMessage.__table__)
 
 
 def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
-         tokens: int, user_id: str | None = None) -> int:
+         tokens: int, user_id: str | None = None, blocks: list[dict[str, Any]] | None = None,
+         tool_links: str | None = None) -> int:
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
     changes = {"message_count": SESSIONS.c.message_count + 1,
@@ -59,7 +60,8 @@ def _add(s: Session | Connection, session_id: str, role: str, content: str, pinn
         raise_other_user(s, session_id, user_id)
     return int(s.execute(insert(MESSAGES).values(
         session_id=session_id, role=role, content=content, token_count=tokens,
-        pinned=pinned).returning(MESSAGES.c.id)).scalar_one())
+        pinned=pinned, **({"blocks": blocks, "tool_links": tool_links} if blocks else {}))
+        .returning(MESSAGES.c.id)).scalar_one())
 
 
 def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> None:
@@ -69,25 +71,37 @@ def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> 
                        "a session's user_id cannot change")
 
 
-def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
-                user_id: str | None = None, db: Session | None = None) -> int:
+def prepare(role: object, content: object, pinned: object) -> Message:
+    """:func:`worker.api.validate.prepare_message` under the settings' inline cap."""
+    return prepare_message(role, content, pinned,
+                           max_inline_chars=get_settings().max_inline_base64_chars)
+
+
+def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
+                pinned: bool = False, user_id: str | None = None,
+                db: Session | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
+    ``content`` is a string or a Messages API content array (text, tool_use,
+    tool_result, thinking, redacted_thinking, image, document: see
+    worker.core.blocks), stored as given and replayed by ``build_context``.
     ``user_id`` names the app's user the session belongs to (set once, on the
     first message that passes it; later messages may omit it): memories are then
     the user's, shared by all their sessions. Another ``user_id`` than the
     session's raises InvalidInput naming both. With ``db``, writes inside the
     caller's transaction (the caller commits); otherwise in a transaction of its
-    own. Raises InvalidInput, writing nothing.
+    own. Raises InvalidInput naming the problem (for an array: the block and
+    field), writing nothing.
     """
     check_session_id(session_id)
-    check_message(role, content, pinned)
+    msg = prepare(role, content, pinned)
     check_user_id(user_id)
-    tokens = count_tokens(content)
+    args = (session_id, role, msg.content, pinned, message_tokens(msg), user_id, msg.blocks,
+            msg.tool_links)
     if db is not None:
-        return _add(db, session_id, role, content, pinned, tokens, user_id)
+        return _add(db, *args)
     with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
-        return _add(conn, session_id, role, content, pinned, tokens, user_id)
+        return _add(conn, *args)
 
 
 def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:

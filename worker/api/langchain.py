@@ -28,16 +28,19 @@ changing its ``get_session_history`` factory, nothing else::
   a list Recap can empty behind its own back. Start a new session id for a fresh
   conversation. ``RunnableWithMessageHistory`` never calls ``clear``.
 
-Limitations, as Recap stores messages today (plain text per message):
+Tools and blocks, as Recap stores them (Messages API content arrays):
 
-- Content blocks are joined as LangChain's ``message.text`` joins them; a block
-  that is not text (image, ``tool_use``, thinking, ...) and an AI message with
-  ``tool_calls`` are refused with InvalidInput naming it, writing nothing.
-- A tool result is stored as a ``tool`` row with its text only: the
-  ``tool_call_id`` is dropped, so it cannot come back as a ``ToolMessage`` (a
-  ``ToolMessage`` must answer a tool call of the AI message before it, which
-  Recap does not keep). It comes back as ``build_context`` renders it: a
-  ``HumanMessage`` labelled ``[tool result]`` after the AI turn that asked for it.
+- Text-only content is stored as text (blocks joined as LangChain's
+  ``message.text`` joins them). Other content is stored as blocks and must be
+  Anthropic-shaped (``image`` with a ``source``, ``document``, ``thinking``...,
+  as ChatAnthropic produces them); anything else (``image_url``...) is refused
+  with InvalidInput naming the message, block and field, writing nothing.
+- An ``AIMessage``'s ``tool_calls`` become ``tool_use`` blocks and a
+  ``ToolMessage`` a ``tool_result`` block answering its ``tool_call_id`` (an
+  error status sets ``is_error``); they come back as ``AIMessage.tool_calls`` and
+  ``ToolMessage``, each result right after the AI turn that called it.
+  ``invalid_tool_calls`` are refused. A result whose call is not in the window
+  (condensed, or never stored) comes back as a labelled human turn.
 - ``RunnableWithMessageHistory`` runs ``add_messages`` in a callback whose errors
   LangChain logs ("Error in RootListenersTracer.on_llm_end callback: ...")
   instead of raising: a refused turn is not stored, and the reply still returns.
@@ -59,8 +62,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from worker.api.context import build_context
-from worker.api.ingest import add_message, after_reply
-from worker.api.validate import check_message, check_session_id, check_user_id
+from worker.api.ingest import add_message, after_reply, prepare
+from worker.api.validate import check_session_id, check_user_id
 from worker.core.validate import text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -87,30 +90,43 @@ _ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
     (ToolMessage, "tool"))
 
 
-def _text(content: object, what: str) -> str:
-    """The message's text: a str as is, a list of blocks joined like LangChain's
-    ``message.text``; InvalidInput for a block that is not text."""
+def _content(content: object, what: str) -> str | list[Any]:
+    """The message's content to store: text-only content joined like LangChain's
+    ``message.text``, anything else as a list of blocks (strings as text blocks)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise InvalidInput(f"{what}: content must be a str or a list of blocks, "
                            f"got {type(content).__name__}")
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            if not isinstance(block.get("text"), str):
-                raise InvalidInput(f"{what}: a text block without a str 'text'")
-            parts.append(block["text"])
-        else:
-            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
-            raise InvalidInput(f"{what}: content block of type {kind!r}; Recap stores "
-                               "text only (join or drop other blocks before storing)")
-    return "".join(parts)
+    if all(isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"
+                                  and isinstance(b.get("text"), str)) for b in content):
+        return "".join(b if isinstance(b, str) else b["text"] for b in content)
+    return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content
+            if not (isinstance(b, str) and not b.strip())]
 
 
-def to_row(message: object, what: str = "message") -> tuple[str, str]:
+def _tool_blocks(message: BaseMessage, content: str | list[Any], what: str) -> str | list[Any]:
+    """``content`` with the message's tool calls or tool result as blocks."""
+    if isinstance(message, AIMessage) and message.invalid_tool_calls:
+        raise InvalidInput(f"{what}: invalid_tool_calls cannot be stored")
+    if isinstance(message, AIMessage) and message.tool_calls:
+        blocks = ([{"type": "text", "text": content}] if content.strip() else []) \
+            if isinstance(content, str) else list(content)
+        present = {b.get("id") for b in blocks if isinstance(b, dict)
+                   and b.get("type") == "tool_use"}
+        return blocks + [{"type": "tool_use", "id": c["id"], "name": c["name"],
+                          "input": c["args"]} for c in message.tool_calls
+                         if c["id"] not in present]
+    if isinstance(message, ToolMessage):
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id,
+                                 "content": content}
+        if message.status == "error":
+            block["is_error"] = True
+        return [block]
+    return content
+
+
+def to_row(message: object, what: str = "message") -> tuple[str, str | list[Any]]:
     """(role, content) to store for one LangChain message; InvalidInput names the
     problem (``what`` says which message)."""
     if not isinstance(message, BaseMessage):
@@ -125,23 +141,36 @@ def to_row(message: object, what: str = "message") -> tuple[str, str]:
     if role is None:
         raise InvalidInput(f"{what}: Recap stores human, ai, system and tool messages, "
                            f"not {message.type!r}")
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        raise InvalidInput(f"{what}: tool_calls cannot be stored yet (Recap keeps the text "
-                           "of each message only)")
-    content = _text(message.content, what)
+    content = _tool_blocks(message, _content(message.content, what), what)
     try:
-        check_message(role, content, False)
+        prepare(role, content, False)
     except InvalidInput as exc:
         raise InvalidInput(f"{what}: {exc}") from None
     return role, content
 
 
 def from_context(ctx: Any) -> list[BaseMessage]:
-    """``build_context``'s output as LangChain messages (system first, if any)."""
+    """``build_context``'s output as LangChain messages (system first, if any):
+    tool_use blocks as ``AIMessage.tool_calls``, tool_result blocks as
+    ``ToolMessage``s."""
     out: list[BaseMessage] = [SystemMessage(content=ctx["system"])] if ctx["system"] else []
     for m in ctx["messages"]:
-        cls = HumanMessage if m["role"] == "user" else AIMessage
-        out.append(cls(content=m["content"]))
+        content = m["content"]
+        if m["role"] == "assistant":
+            calls = [b for b in content if b["type"] == "tool_use"] \
+                if isinstance(content, list) else []
+            rest = [b for b in content if b["type"] != "tool_use"] if calls else content
+            out.append(AIMessage(content=rest, tool_calls=[
+                {"name": b["name"], "args": b["input"], "id": b["id"]} for b in calls]))
+            continue
+        results = [b for b in content if b["type"] == "tool_result"] \
+            if isinstance(content, list) else []
+        out.extend(ToolMessage(content=b.get("content", ""), tool_call_id=b["tool_use_id"],
+                               status="error" if b.get("is_error") else "success")
+                   for b in results)
+        rest = [b for b in content if b["type"] != "tool_result"] if results else content
+        if rest:
+            out.append(HumanMessage(content=rest))
     return out
 
 

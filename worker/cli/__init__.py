@@ -21,13 +21,16 @@ from worker.cli import (
     configure,
     context,
     demo,
+    edit,
     failures,
     forget,
+    history,
     ingest,
     memories,
     metrics,
     resummarize,
     retry,
+    rewind,
     sessions,
     stats,
     summarize,
@@ -48,8 +51,8 @@ class Command(Protocol):
 
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
-                                 sessions, memories, forget, resummarize, configure, tokenizer,
-                                 demo, bench)
+                                 sessions, memories, forget, history, rewind, edit, resummarize,
+                                 configure, tokenizer, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """``recap ingest [--strict] [FILE]``: add messages from JSON lines, in order.
 
-Each line is ``{"session_id", "role", "content", "pinned"}`` (``pinned`` optional).
+Each line is ``{"session_id", "role", "content", "pinned"}`` (``pinned`` optional;
+``content`` a string or a Messages API content array, as ``add_message`` takes).
 A bad line is reported on stderr with its number and skipped; ``--strict`` stops
 at the first one with exit 1. After each assistant message the reply hook runs
 (``after_reply``, as a chat app calls it after its reply): it may queue a
@@ -14,7 +15,7 @@ import argparse
 import io
 import json
 import sys
-from typing import IO
+from typing import IO, Any
 
 from worker.cli.base import Subparsers, command, err
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def parse_line(line: str) -> tuple[str, str, str, bool]:
+def parse_line(line: str) -> tuple[str, str, Any, bool]:
     """One JSON line -> (session_id, role, content, pinned); InvalidInput names the problem."""
     from worker.errors import InvalidInput
 

@@ -19,7 +19,10 @@ How the stored window becomes a valid request (see :func:`assemble`):
   (their position among the turns is lost, as the API has no mid-conversation
   system turn). Parts are separated by a blank line.
 - ``messages`` holds only user/assistant turns that alternate, starting with a
-  user turn; nothing is empty. ``tool`` rows become user turns (see TOOL_PREFIX).
+  user turn; nothing is empty. ``tool`` rows become user turns. Rows stored as
+  content arrays come back as blocks, tool results paired with their calls and
+  thinking passed back where the API requires it (see worker.core.replay);
+  string rows come back as strings.
 - The last turn may be the assistant's: the API then treats it as a prefill and
   continues it, and some models refuse prefills. The app normally appends its
   new user turn: ``as_request(ctx, user_message=...)`` does that.
@@ -34,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from worker.core.recall import Candidate, choose
+from worker.core.replay import SEPARATOR, TOOL_PREFIX, replay  # noqa: F401 (TOOL_PREFIX: public)
 from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
 
@@ -43,12 +47,9 @@ SUMMARY_CLOSE = f"\n</{SUMMARY_TAG}>"
 MEMORIES_TAG = "MEMORIES"
 MEMORIES_OPEN = f"<{MEMORIES_TAG}>\nWhat you know about the user from earlier conversations:\n"
 MEMORIES_CLOSE = f"\n</{MEMORIES_TAG}>"
-SEPARATOR = "\n\n"
-# We store tool results as plain text without the tool_use id of the call, so a
-# real ``tool_result`` block (which must name a ``tool_use`` block of the
-# previous assistant turn) cannot be formed. A labelled user turn right after
-# the assistant turn that called the tool keeps both the order and the meaning.
-TOOL_PREFIX = "[tool result]\n"
+# A tool result stored as plain text (without the tool_use id of its call)
+# cannot form a real ``tool_result`` block: it is replayed as a labelled user
+# turn right after the assistant turn that called the tool (TOOL_PREFIX).
 # The API requires the first turn to be the user's. When the window starts with
 # an assistant turn (its user turn was summarized, or the app greets first) we
 # add a minimal user turn instead of dropping the assistant's words or moving
@@ -61,16 +62,18 @@ _BLOCK_TAG_RE = tag_opener([SUMMARY_TAG, MEMORIES_TAG])
 
 
 class Row(NamedTuple):
-    """One stored message of the active window, with its stored token count."""
+    """One stored message of the active window, with its stored token count and,
+    for a content-array message, its blocks."""
 
     role: str
     content: str
     token_count: int
+    blocks: list[dict[str, Any]] | None = None
 
 
 class Context(TypedDict):
     system: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     tokens: int
     budget: int
 
@@ -118,7 +121,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
         system_parts.append(system_prompt)
         tokens += count(system_prompt)
 
-    turns: list[tuple[str, list[str]]] = []
+    turn_rows: list[tuple[str, str, list[dict[str, Any]] | None]] = []
     for row in rows:
         if not row.content.strip():
             continue  # ingest refuses blank text; a row written otherwise must not break the call
@@ -126,19 +129,12 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
             system_parts.append(neutralize(row.content))
             tokens += row.token_count
             continue
-        if row.role in ("user", "assistant"):
-            role, text = row.role, row.content
-        elif row.role == "tool":
-            role, text = "user", TOOL_PREFIX + row.content
-            tokens += count(TOOL_PREFIX)
-        else:
+        if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(f"message with unknown role {row.role!r}")
         tokens += row.token_count
-        if turns and turns[-1][0] == role:
-            turns[-1][1].append(text)  # the API wants alternating roles
-        else:
-            turns.append((role, [text]))
-    tokens += count(SEPARATOR) * sum(len(parts) - 1 for _, parts in turns)
+        turn_rows.append((row.role, row.content, row.blocks))
+    messages, wrappers = replay(turn_rows, count=count)
+    tokens += wrappers
 
     has_summary = bool(summary and summary.strip())
     summary_block = None
@@ -147,9 +143,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
         summary_block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
         tokens += summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
 
-    if turns and turns[0][0] == "assistant":
+    if messages and messages[0]["role"] == "assistant":
         placeholder = PLACEHOLDER_SUMMARIZED if has_summary else PLACEHOLDER_START
-        turns.insert(0, ("user", [placeholder]))
+        messages.insert(0, {"role": "user", "content": placeholder})
         tokens += count(placeholder)
 
     others = len(system_parts) + (1 if summary_block else 0)
@@ -161,10 +157,6 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                      room=min(memory_budget, budget - tokens - gap))
         tokens += used + (gap if block else 0)
 
-    messages = [{"role": role, "content": SEPARATOR.join(parts)} for role, parts in turns]
-    if messages and messages[-1]["role"] == "assistant":
-        # The API refuses a final assistant turn that ends in whitespace.
-        messages[-1]["content"] = messages[-1]["content"].rstrip()
     return Context(system=SEPARATOR.join(system_layout(
         system_parts, memories=block, summary=summary_block)), messages=messages, tokens=tokens,
                    budget=budget)
@@ -182,7 +174,9 @@ def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, An
         if not isinstance(user_message, str) or not user_message.strip():
             raise InvalidInput("user_message is empty or not a str")
         if messages and messages[-1]["role"] == "user":
-            messages[-1]["content"] += SEPARATOR + user_message
+            last = messages[-1]["content"]
+            messages[-1]["content"] = (last + SEPARATOR + user_message if isinstance(last, str)
+                                       else [*last, {"type": "text", "text": user_message}])
         else:
             messages.append({"role": "user", "content": user_message})
     request: dict[str, Any] = {"messages": messages}

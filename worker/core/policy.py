@@ -13,7 +13,9 @@ Rules, in order:
 - usage 80-95%: summarize the candidate batch (*capacity*).
 - below 80%: summarize it only when active messages > ``trigger_messages`` and
   batch tokens > ``trigger_tokens`` (*normal*; equality does not trigger).
-- an assistant turn and the ``tool`` results that follow it form one unit: a
+- a ``tool_use`` and the ``tool_result`` blocks answering it (matched by id,
+  whatever rows they arrive in) form one unit with every message between them;
+  legacy ``tool`` rows without ids join the assistant turn right before them. A
   batch takes or leaves the whole unit, and a pinned member pins the unit.
 - ``force`` (``recap summarize ID --force``): when none of the rules above fires,
   summarize the candidate batch anyway (*forced*).
@@ -57,6 +59,8 @@ class MessageInfo:
     role: str
     token_count: int
     pinned: bool = False
+    calls: tuple[str, ...] = ()  # ids of the tool_use blocks this message makes
+    answers: tuple[str, ...] = ()  # tool_use ids its tool_result blocks answer
 
 
 @dataclass(frozen=True)
@@ -96,10 +100,27 @@ def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int
 
 
 def _units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
-    """Group an assistant turn with the tool results right after it."""
+    """Consecutive messages that must be condensed together: each tool_use with the
+    messages up to the last tool_result answering it (by id), and an assistant turn
+    with the legacy ``tool`` rows (no ids) right after it."""
+    joins = [False] * len(messages)  # joins[i]: message i belongs to the unit of i - 1
+    called_at: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        for ident in m.answers:
+            j = called_at.get(ident)
+            if j is not None:
+                for k in range(j + 1, i + 1):
+                    joins[k] = True
+        if m.role == "tool" and not m.answers and i:
+            start = i - 1
+            while start and joins[start]:
+                start -= 1
+            joins[i] = messages[start].role == "assistant"
+        for ident in m.calls:
+            called_at[ident] = i
     units: list[list[MessageInfo]] = []
-    for m in messages:
-        if m.role == "tool" and units and units[-1][0].role == "assistant":
+    for m, joined in zip(messages, joins, strict=True):
+        if joined and units:
             units[-1].append(m)
         else:
             units.append([m])

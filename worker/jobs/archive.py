@@ -18,7 +18,7 @@ from worker.db import rowcount, transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
 from worker.jobs.outcome import Job, Outcome, log_outcome
 from worker.jobs.resources import Resources
-from worker.jobs.store import lease_update, record_run, release
+from worker.jobs.store import lease_update, record_run, release, save_summary_version
 from worker.llm.tokens import count_tokens
 from worker.settings import effective
 
@@ -82,11 +82,15 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
         else:
             # An applied run that condenses nothing: it bumps the version, and the
             # archived messages stay covered by the runs that condensed them.
-            record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt,
-                       status="applied", reason=reason, messages_condensed=0,
-                       input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-                       summary_tokens=summary_tokens, latency_ms=latency_ms,
-                       model=result.model)
+            run_id = record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt,
+                                status="applied", reason=reason, messages_condensed=0,
+                                input_tokens=result.input_tokens,
+                                output_tokens=result.output_tokens,
+                                summary_tokens=summary_tokens, latency_ms=latency_ms,
+                                model=result.model)
+            save_summary_version(session_id, db=s, version=version + 1, text=result.text,
+                                 tokens=summary_tokens, covers_through=turns[-1].id,
+                                 run_id=run_id, keep=tuned.summary_versions_keep)
     if not applied:
         raise Superseded(f"session {session_id!r} changed during resummarize; try again")
     return log_outcome(Outcome(session_id, "applied", reason, summary_tokens=summary_tokens,

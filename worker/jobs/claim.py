@@ -19,6 +19,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
+from worker.core.render import parse_links
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
@@ -122,10 +123,13 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
 
 
 def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
-    """What the policy needs of the active messages, oldest first (no content)."""
-    return [policy.MessageInfo(*r) for r in db.execute(
-        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count, MESSAGES.c.pinned)
-        .where(MESSAGES.c.session_id == session_id).order_by(MESSAGES.c.id))]
+    """What the policy needs of the active messages, oldest first (no content, no
+    blocks: the tool ids come from the small ``tool_links`` column)."""
+    return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
+            for i, role, tokens, pinned, links in db.execute(
+                select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
+                       MESSAGES.c.pinned, MESSAGES.c.tool_links)
+                .where(MESSAGES.c.session_id == session_id).order_by(MESSAGES.c.id))]
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:

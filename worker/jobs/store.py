@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Update, insert, literal, select, update
+from sqlalchemy import BigInteger, ColumnElement, Update, delete, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from models import ArchivedMessage, Memory
 from models import messages_table as MESSAGES
 from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
+from models import versions_table as VERSIONS
 from worker.core.memories import Fact
 from worker.db import insert_or_update, rowcount
 from worker.jobs.recall import session_scopes
@@ -108,9 +109,24 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
 def archive_messages(session_id: str, ids: Sequence[int], *, db: Session, run_id: int) -> int:
     """Copy the batch into archived_messages (same transaction as its delete)."""
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
-            MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at)
+            MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
+            MESSAGES.c.blocks, MESSAGES.c.tool_links)
     source = select(*cols, literal(run_id, BigInteger())).where(
         MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))
     return rowcount(db.execute(insert(ArchivedMessage).from_select(
         ["id", "session_id", "role", "content", "token_count", "pinned", "created_at",
-         "run_id"], source)))
+         "blocks", "tool_links", "run_id"], source)))
+
+
+def save_summary_version(session_id: str, *, db: Session, version: int, text: str | None,
+                         tokens: int, covers_through: int | None, run_id: int | None,
+                         keep: int) -> None:
+    """Keep the summary of ``version`` (summary_versions) and prune to the newest
+    ``keep`` (RECAP_SUMMARY_VERSIONS_KEEP: -1 all, 0 none). No summary, no row."""
+    if keep != 0 and text:
+        db.execute(insert(VERSIONS).values(session_id=session_id, version=version, text=text,
+                                           tokens=tokens, covers_through=covers_through,
+                                           run_id=run_id))
+    if keep >= 0:
+        db.execute(delete(VERSIONS).where(VERSIONS.c.session_id == session_id,
+                                          VERSIONS.c.version <= version - keep))

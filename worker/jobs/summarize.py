@@ -31,7 +31,7 @@ from worker.jobs.outcome import (
     log_outcome,
 )
 from worker.jobs.resources import Resources
-from worker.jobs.store import archive_messages, release, save_memories
+from worker.jobs.store import archive_messages, release, save_memories, save_summary_version
 from worker.llm.client import Usage, classify
 from worker.llm.extractor import Extraction
 from worker.llm.summarizer import SummaryResult
@@ -83,6 +83,9 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                         input_tokens=spent_in, output_tokens=spent_out,
                         summary_tokens=summary_tokens, latency_ms=latency_ms,
                         model=result.model)
+        save_summary_version(claim.session_id, db=s, version=row.summary_version,
+                             text=result.text, tokens=summary_tokens, covers_through=ids[-1],
+                             run_id=run_id, keep=claim.settings.summary_versions_keep)
         if extraction is not None:
             save_memories(claim.session_id, extraction.facts, db=s, first_id=ids[0],
                           last_id=ids[-1])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 
+from worker.core.message import Message
 from worker.errors import ConfigError
 
 ENCODING = "cl100k_base"
@@ -37,6 +38,14 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(_encoding().encode(text, disallowed_special=()))
+
+
+def message_tokens(msg: Message) -> int:
+    """The stored token estimate of a prepared message: its text, or for a content
+    array everything a request can carry plus the image/document estimates."""
+    if msg.blocks is None:
+        return count_tokens(msg.content)
+    return count_tokens(msg.countable) + msg.media_tokens
 
 
 def split_by_tokens(text: str, max_tokens: int) -> list[str]:

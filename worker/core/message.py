@@ -1,0 +1,48 @@
+"""A message's content made ready to store: a string, or a Messages API content
+array validated, rendered and measured (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from worker.core import media
+from worker.core.blocks import validate_blocks
+from worker.core.render import digest, links_text
+from worker.core.validate import check_str
+from worker.errors import InvalidInput
+
+# Far above any real chat message (a bigger one is almost surely a bug upstream),
+# and small enough that one message is summarized within a job's time limit.
+MAX_CONTENT_CHARS = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message ready to store: ``content`` is the text (a block message's
+    rendering), ``blocks`` the content array (None for a string message)."""
+
+    content: str
+    blocks: list[dict[str, Any]] | None = None
+    countable: str = ""  # what token counting reads (blocks only)
+    media_tokens: int = 0  # images and documents, by the API's estimates
+    tool_links: str | None = None
+
+
+def prepare_content(role: str, content: object, *, max_inline_chars: int) -> Message:
+    """``content`` (a string or a content array) for a message of ``role``.
+
+    Raises InvalidInput naming the problem: for an array, the block (index and
+    type) and its field (see worker.core.blocks), and inline base64 data above
+    ``max_inline_chars`` (RECAP_MAX_INLINE_BASE64_CHARS) in one message.
+    """
+    if not isinstance(content, list):
+        return Message(check_str(content, "content", max_chars=MAX_CONTENT_CHARS))
+    blocks = validate_blocks(role, content)
+    media.check_inline_size(blocks, cap=max_inline_chars)
+    d = digest(blocks)
+    if len(d.countable) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"content holds {len(d.countable)} characters of text; at most "
+                           f"{MAX_CONTENT_CHARS} are allowed")
+    return Message(d.text, blocks, d.countable, d.media_tokens,
+                   links_text(d.calls, d.answers))
