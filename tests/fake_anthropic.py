@@ -8,6 +8,8 @@ content) and recorded for assertions.
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
 import re
 import socket
@@ -123,11 +125,46 @@ def default_summary(prompt: str, max_chars: int = 100_000) -> str:
     previous = prev.group(1).strip() if prev else ""
     lines = [] if previous in ("", "(none yet)") else [previous]
     for role, content in re.findall(r'<message role="(\w+)">\n(.*?)\n</message>', prompt, re.S):
-        words = content.split()
-        lines.append(f"The {role} said: {' '.join(words[:12])}")
+        lines.append(digest_line(role, content))
     text = "\n".join(lines) or "The conversation was empty."
     while len(text) > max_chars and "\n" in text:
         text = text.split("\n", 1)[1]
+    return text
+
+
+def digest_line(role: str, content: str) -> str:
+    """One message's digest: its first 12 words, then the specifics (numbers, ids,
+    paths...) they leave out, as a careful model keeps them."""
+    from worker.core.specifics import absent, extract_specifics
+
+    line = f"The {role} said: {' '.join(content.split()[:12])}"
+    rest = sorted(absent(extract_specifics(content), [line]))
+    return f"{line} ({'; '.join(rest)})" if rest else line
+
+
+def default_repair(prompt: str, max_chars: int = 100_000) -> str:
+    """The retention guard's repair call: the summary with each listed item added,
+    as many as fit ``max_chars`` (as a model stays under max_tokens)."""
+    summary = re.search(r"<summary>\n(.*?)\n</summary>", prompt, re.S)
+    items = re.findall(r"^- (.+)$", prompt.split("<summary>", 1)[0], re.M)
+    text = html.unescape(summary.group(1)) if summary else ""
+    for item in items:
+        if len(text) + len(item) + 1 > max_chars:
+            break
+        text += "\n" + item
+    return text.strip()
+
+
+def drop_specifics(text: str, fraction: float, *, seed: int, kind: str) -> str:
+    """``text`` without a ``fraction`` of its specifics: each one is dropped or kept
+    by a hash of (seed, kind, specific), so the same answer loses the same ones and
+    a repair answer (another kind) loses others."""
+    from worker.core.specifics import extract_specifics
+
+    for specific in sorted(extract_specifics(text), key=len, reverse=True):
+        digest = hashlib.sha256(f"{seed}:{kind}:{specific}".encode()).digest()
+        if int.from_bytes(digest[:4], "big") / 2**32 < fraction:
+            text = re.sub(re.escape(specific), "(…)", text, flags=re.I)
     return text
 
 
@@ -148,6 +185,9 @@ class FakeAnthropic:
         self.delay = 0.0
         self.calls_started = threading.Event()
         self._gate: Gate | None = None
+        # lose_specifics(): the share of specifics dropped from default answers.
+        self.lossy_fraction = 0.0
+        self.lossy_seed = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -173,6 +213,7 @@ class FakeAnthropic:
             self._script.clear()
             self._always = None
             self.delay = 0.0
+            self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             gate, self._gate = self._gate, None
         if gate is not None:
@@ -185,6 +226,12 @@ class FakeAnthropic:
     def always(self, reply: Reply | None) -> None:
         with self._lock:
             self._always = reply
+
+    def lose_specifics(self, fraction: float, *, seed: int = 0) -> None:
+        """Lossy mode: default answers (summaries, facts, repairs) drop ``fraction`` of
+        their specifics, deterministically by ``seed`` (see drop_specifics)."""
+        with self._lock:
+            self.lossy_fraction, self.lossy_seed = fraction, seed
 
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
@@ -281,12 +328,19 @@ class FakeAnthropic:
                                       reply.headers)
                 prompt = body["messages"][0]["content"]
                 prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt)
+                kind = "summary"
                 if reply.text is not None:
-                    text = reply.text
+                    text, kind = reply.text, "scripted"
                 elif str(body.get("system", "")).startswith("You extract durable facts"):
-                    text = default_facts(prompt_text)
+                    text, kind = default_facts(prompt_text), "facts"
+                elif "omits these specifics" in prompt_text:
+                    text = default_repair(prompt_text, 3 * int(body["max_tokens"]))
+                    kind = "repair"
                 else:
                     text = default_summary(prompt_text, 3 * int(body["max_tokens"]))
+                if fake.lossy_fraction and kind != "scripted":
+                    text = drop_specifics(text, fake.lossy_fraction, seed=fake.lossy_seed,
+                                          kind=kind)
                 content = [{"type": "text", "text": text}] if text != "" else []
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",

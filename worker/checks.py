@@ -5,6 +5,14 @@ lies inside the id range of exactly one ``applied`` run of that session. Also:
 no message summarized twice, summary_version equals the number of applied runs
 (it only grows, by one per apply), no lease is held once workers are idle, and
 the counters on chat_sessions equal a recount. Tests and the soak script share it.
+
+Retention (issue 12): every specific (worker.core.specifics) of every condensed
+message is in the session's summary or in its memories (:func:`session_memories`)
+or the message is still stored. The retention guard holds messages back by
+shrinking a batch to the prefix before the first held unit, so every run still
+condenses exactly the messages of its first..last range (pinned ones aside, which
+stay): the range rule above stays exact, and a held message lies only in the
+range of the later run that condenses it.
 """
 
 from __future__ import annotations
@@ -14,15 +22,25 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession, SummaryRun
+from models import ChatMessage, ChatSession, Memory, SummaryRun
+from worker.core.specifics import absent, extract_specifics
+
+
+def session_memories(s: Session, session_id: str) -> list[str]:
+    """The text of every memory that belongs to ``session_id`` (what the retention
+    invariant may count as kept besides the summary)."""
+    return list(s.scalars(select(Memory.fact).where(Memory.session_id == session_id)))
 
 
 def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None = None,
-                     idle: bool = True) -> list[str]:
+                     idle: bool = True,
+                     written_texts: Mapping[str, Mapping[int, str]] | None = None) -> list[str]:
     """Return every violated invariant as a readable line (empty list: all good).
 
     ``written`` maps session id -> ids of every message written to it (when the
     caller knows); ``idle`` means no job may be running, so no lease may be held.
+    ``written_texts`` maps session id -> {message id: the text written}, for the
+    retention check (the checker cannot read deleted rows).
     """
     problems: list[str] = []
     sessions = {r.id: r for r in s.scalars(select(ChatSession))}
@@ -79,4 +97,23 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
         if unknown:
             problems.append(f"{sid}: {len(unknown)} messages present that were never written "
                             "to this session")
+    for sid, texts in (written_texts or {}).items():
+        problems += _lost_specifics(s, sid, texts, sessions.get(sid))
+    return problems
+
+
+def _lost_specifics(s: Session, sid: str, texts: Mapping[int, str],
+                    row: ChatSession | None) -> list[str]:
+    """One line per condensed message with a specific in neither the summary nor
+    the memories of its session."""
+    present = set(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == sid)))
+    kept = [row.rolling_summary or "" if row else "", *session_memories(s, sid)]
+    problems = []
+    for m, text in sorted(texts.items()):
+        if m in present:
+            continue
+        lost = absent(extract_specifics(text), kept)
+        if lost:
+            problems.append(f"{sid}: message {m} was condensed and {len(lost)} of its "
+                            f"specifics are lost: {', '.join(sorted(lost)[:5])}")
     return problems

@@ -103,6 +103,12 @@ class Settings(BaseSettings, Tuning):
     # What happens to condensed messages, and what else a job does with them.
     archive_summarized: bool = False
     extract_memories: bool = True
+    # The retention guard (worker/core/guard.py): no message is deleted before its
+    # specifics are in the summary or the memories. Off only to measure without it.
+    retention_guard: bool = True
+    # The guard's details section may take this share of max_summary_tokens; what
+    # does not fit stays in the window or goes to memories.
+    details_share: float = Field(0.25, ge=0.05, le=1.0)
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False

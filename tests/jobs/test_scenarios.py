@@ -18,6 +18,11 @@ from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
+
+@pytest.fixture(autouse=True)
+def guarded(settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(RECAP_RETENTION_GUARD="true")
+
 CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
 
 
@@ -43,28 +48,31 @@ def long_messages(n: int, *, target: int) -> list[tuple[str, str]]:
 def test_thirty_long_messages_end_with_a_summary_and_a_small_context(
         fake_api: FakeAnthropic) -> None:
     sid = "spec-30"
-    written = []
+    written, texts = [], {}
     # 30 x ~870 tokens reaches 80% of the 32,000-token budget at the 30th message.
     for role, text in long_messages(30, target=875):
         written.append(add_message(sid, role, text))
+        texts[written[-1]] = text
         if role == "assistant":
             after_reply(sid)
     wait_for(lambda: "applied" in statuses(sid) and idle(sid), timeout=60, what="summary")
     ctx = build_context(sid, system_prompt="You are a helpful SRE assistant.")
     assert "<SUMMARY_OF_PRIOR_CONTEXT>" in ctx["system"]
-    assert ctx["tokens"] < 10_000
+    # The summary carries the specifics of what it condensed (retention guard).
+    assert ctx["tokens"] < 12_000
     assert validate_messages_request({"model": "m", "max_tokens": 10, **as_request(
         ctx, user_message="What next?")}) is None
     with transaction() as s:
-        assert check_invariants(s, written={sid: written}) == []
+        assert check_invariants(s, written={sid: written}, written_texts={sid: texts}) == []
 
 
 def test_a_thousand_message_conversation_stays_within_budget(fake_api: FakeAnthropic) -> None:
     sid = "spec-1000"
     budget = get_settings().context_budget_tokens
-    written, peaks = [], []
+    written, peaks, texts = [], [], {}
     for i, (role, text) in enumerate(conversation(1000)):
         written.append(add_message(sid, role, text))
+        texts[written[-1]] = text
         if role == "assistant":
             after_reply(sid)
         if i % 100 == 99:  # let the worker catch up, then look at the context
@@ -74,8 +82,10 @@ def test_a_thousand_message_conversation_stays_within_budget(fake_api: FakeAnthr
             assert tokens <= budget, (i, tokens)
     assert statuses(sid).count("applied") >= 10
     assert "dead" not in statuses(sid)
-    # Bounded cost: each message went to the model about once.
+    # Bounded cost: each message went to the model about once; a message the
+    # retention guard held back goes again, at most once (1.19-1.54x measured with
+    # the fake, whose summaries are capped at 3 x max_tokens characters).
     sent = sum(p.count("<message role=") for p in fake_api.prompts())
-    assert sent <= 1.05 * (len(written) - session_row(sid).message_count)  # type: ignore[union-attr]
+    assert sent <= 2 * (len(written) - session_row(sid).message_count)  # type: ignore[union-attr]
     with transaction() as s:
-        assert check_invariants(s, written={sid: written}) == []
+        assert check_invariants(s, written={sid: written}, written_texts={sid: texts}) == []

@@ -95,8 +95,9 @@ def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int
     return usage(summary_tokens, active_tokens, t.context_budget_tokens) >= CAPACITY_USAGE
 
 
-def _units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
-    """Group an assistant turn with the tool results right after it."""
+def units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
+    """Group an assistant turn with the tool results right after it: a batch takes
+    or leaves each group whole."""
     units: list[list[MessageInfo]] = []
     for m in messages:
         if m.role == "tool" and units and units[-1][0].role == "assistant":
@@ -116,7 +117,7 @@ def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,
     cutoff = len(messages) - keep  # messages[:cutoff] are outside the keep window
     chosen: list[MessageInfo] = []
     seen = tokens = 0
-    for unit in _units(messages):
+    for unit in units(messages):
         if seen + len(unit) > cutoff:
             break  # this unit reaches into the keep window: keep all of it
         seen += len(unit)

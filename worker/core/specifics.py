@@ -5,8 +5,9 @@ or fact, each *normalized* (below). What counts, exactly:
 
 - **Prose and bulk.** Bulk content is: a fenced block (``` or ~~~ up to its
   closing fence, or the end of the text), and any run of two or more
-  consecutive "bulk lines": table rows (starting with ``|``), indented code (4
-  spaces or a tab), log lines (starting, after an optional ``[``, with an ISO
+  consecutive "bulk lines": table rows (starting with ``|``, or aligned columns:
+  two gaps of 2+ spaces), indented code (4 spaces or a tab), JSON log lines
+  (starting with ``{"``), log lines (starting, after an optional ``[``, with an ISO
   date ``2024-03-14``, a time ``09:41:07`` or a level such as ``ERROR``) and
   stack frames (``at ...``, ``File "...", line N``). A single such line is
   prose. From bulk only its first non-empty line counts (the error line of a
@@ -49,7 +50,7 @@ MAX_CODE_SPAN_CHARS = 60
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _BULK_LINE = re.compile(
-    r"^(?:\s*\||(?: {4}|\t)\S"
+    r"^(?:\s*\||(?: {4}|\t)\S|\s*\{\"|\S+ {2,}\S+.* {2,}\S"
     r"|\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]?\d|\d{1,2}:\d{2}:\d{2}"
     r"|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE|CRITICAL)\b)"
     r"|\s+at\s|\s*File \".*\", line \d+)")
@@ -68,10 +69,15 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SPACE = re.compile(r"\s+")
 
 
-def extract_specifics(text: str) -> frozenset[str]:
-    """The normalized specifics of ``text`` (see the module docstring for what counts)."""
+def extract_specifics(text: str, *, whole: bool = False) -> frozenset[str]:
+    """The normalized specifics of ``text`` (see the module docstring for what counts).
+
+    ``whole``: read every line as prose, with no bulk rule; for Recap's own text (a
+    summary), where every detail was kept on purpose and must stay kept.
+    """
     found: set[str] = set()
-    for piece in prose(unicodedata.normalize("NFKC", text)):
+    text = unicodedata.normalize("NFKC", text)
+    for piece in (text.split("\n") if whole else prose(text)):
         found |= _from_prose(piece)
     return frozenset(found)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from worker.core import guard
 from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete
@@ -42,6 +43,8 @@ class Summarizer(Protocol):
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
                   usage: Usage | None = None) -> SummaryResult: ...
 
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None: ...
+
 
 @dataclass
 class ClaudeSummarizer:
@@ -66,6 +69,18 @@ class ClaudeSummarizer:
                    self.config.max_input_tokens - fixed - count(previous or ""))
         text = self._fold(previous or "", list(turns), room, usage)
         return SummaryResult.of(text, usage)
+
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
+        """The retention guard's one repair call: ``summary`` revised to include the
+        specifics of ``items`` (guard.entry lines); None when the answer is unusable
+        (empty, or cut off at max_tokens), so the caller settles with ``summary``."""
+        answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
+                          prompt=guard.repair_prompt(summary, items),
+                          operation="repair_summary")
+        answer.add_to(usage)
+        if answer.stop_reason == "max_tokens" or not answer.text:
+            return None
+        return answer.text
 
     def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage) -> str:
         for chunk in chunk_turns(turns, max_tokens=room, count=self.config.count,
@@ -123,3 +138,7 @@ class OfflineSummarizer:
         if usage is not None:
             usage.calls += 1
         return SummaryResult(text=text, model=self.model, calls=1)
+
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
+        """No model to ask: the retention guard settles what is missing by itself."""
+        return None
