@@ -4,6 +4,8 @@ in the summary or the memories; the audit row says how."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, ok
@@ -11,7 +13,10 @@ from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_f
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
-from worker.db import transaction
+from worker.cli.stats import format_stats
+from worker.db import transaction, utcnow
+from worker.jobs.stats import collect_stats
+from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -54,6 +59,14 @@ def test_many_lossy_folds_lose_no_specific(fake_api: FakeAnthropic, settings_env
     row = session_row(sid)
     assert row is not None and row.summarized_message_count == sum(
         r.messages_condensed for r in applied)
+    # recap stats: the retention and repair rates over these runs.
+    with transaction() as s:
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    assert stats.guarded_runs == len(applied)
+    assert stats.repair_rate is not None and 0 < stats.repair_rate <= 1
+    assert stats.retention_rate is not None and 0 < stats.retention_rate < 1
+    shown = format_stats(asdict(stats))
+    assert "specifics kept by summaries (retention)" in shown and "%" in shown
 
 
 def test_without_the_guard_the_checker_sees_the_loss(fake_api: FakeAnthropic,
