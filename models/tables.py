@@ -135,7 +135,7 @@ class SummaryRun(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
     # The retention guard (worker/core/guard.py) on an applied run: specifics of the
-    # condensed messages and the previous summary; missing before and after the one
+    # batch as claimed and of the previous summary; missing before and after the one
     # repair call; settled in the details section or as memories; batch messages
     # left in the window (they follow the condensed prefix, outside first..last).
     specifics_total: Mapped[int | None] = mapped_column(Integer)

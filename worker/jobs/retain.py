@@ -69,7 +69,7 @@ def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence
                                    batch_tokens=sum(m.token_count for m in infos
                                                     if m.id in kept))
     return Retained(settled.summary, plan, settled.memories, {
-        "specifics_total": settled.specifics_total,
+        "specifics_total": len(needed),
         "specifics_missing_before_repair": len(before),
         "specifics_missing_after": len(after),
         "specifics_in_details": settled.specifics_in_details,
