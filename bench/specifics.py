@@ -26,9 +26,9 @@ def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:
     from worker.core.prompt import Turn
     from worker.llm.summarizer import OfflineSummarizer
     from worker.llm.tokens import count_tokens
-    from worker.settings import Settings
+    from worker.settings import get_settings
 
-    settings = Settings()
+    settings = get_settings()
     t = settings.thresholds()
     cap = int(settings.details_share * settings.max_summary_tokens)
     texts = json.loads(CONVERSATION.read_text(encoding="utf-8"))[:n]
