@@ -133,12 +133,12 @@ def default_summary(prompt: str, max_chars: int = 100_000) -> str:
 
 
 def digest_line(role: str, content: str) -> str:
-    """One message's digest: its first 12 words, then the specifics (numbers, ids,
-    paths...) they leave out, as a careful model keeps them."""
+    """One message's digest: its first 12 words, then up to 20 of the specifics
+    (numbers, ids, paths...) they leave out, as a careful model keeps them."""
     from worker.core.specifics import absent, extract_specifics
 
     line = f"The {role} said: {' '.join(content.split()[:12])}"
-    rest = sorted(absent(extract_specifics(content), [line]))
+    rest = sorted(absent(extract_specifics(content), [line]))[:20]
     return f"{line} ({'; '.join(rest)})" if rest else line
 
 
@@ -166,6 +166,29 @@ def drop_specifics(text: str, fraction: float, *, seed: int, kind: str) -> str:
         if int.from_bytes(digest[:4], "big") / 2**32 < fraction:
             text = re.sub(re.escape(specific), "(…)", text, flags=re.I)
     return text
+
+
+def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fraction: float,
+               seed: int) -> dict[str, Any]:
+    """The input of the tool a request forces (Recap's record_summary: summary and
+    facts). A scripted text is the input if it is a JSON object, else the summary;
+    otherwise the default summary (within the cap the tool's description states) and
+    the FACT: lines as facts, each losing ``fraction`` of its specifics."""
+    if scripted is not None:
+        try:
+            data = json.loads(scripted)
+        except ValueError:
+            data = None
+        return data if isinstance(data, dict) else {"summary": scripted, "facts": []}
+    described = json.dumps(body["tools"][0].get("input_schema", {}))
+    cap = re.search(r"at most (\d+) tokens", described)
+    summary = default_summary(prompt, 3 * int(cap.group(1) if cap else body["max_tokens"]))
+    facts = json.loads(default_facts(prompt))
+    if fraction:
+        summary = drop_specifics(summary, fraction, seed=seed, kind="summary")
+        for f in facts:
+            f["fact"] = drop_specifics(f["fact"], fraction, seed=seed, kind="facts")
+    return {"summary": summary, "facts": facts}
 
 
 def default_facts(prompt: str) -> str:
@@ -341,11 +364,20 @@ class FakeAnthropic:
                 if fake.lossy_fraction and kind != "scripted":
                     text = drop_specifics(text, fake.lossy_fraction, seed=fake.lossy_seed,
                                           kind=kind)
-                content = [{"type": "text", "text": text}] if text != "" else []
+                content: list[dict[str, Any]] = (
+                    [{"type": "text", "text": text}] if text != "" else [])
+                stop = reply.stop_reason
+                if body.get("tools"):  # a forced tool: answer with its input
+                    data = tool_input(body, prompt_text, reply.text,
+                                      fraction=fake.lossy_fraction, seed=fake.lossy_seed)
+                    content = [{"type": "tool_use", "id": f"toolu_{len(fake.requests)}",
+                                "name": body["tools"][0]["name"], "input": data}]
+                    text = json.dumps(data)
+                    stop = "tool_use" if stop == "end_turn" else stop
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
                     "model": body["model"], "content": content,
-                    "stop_reason": reply.stop_reason, "stop_sequence": None,
+                    "stop_reason": stop, "stop_sequence": None,
                     "usage": {"input_tokens": max(1, len(prompt_text) // 4),
                               "output_tokens": max(1, len(text) // 4)},
                 }, reply.headers)
