@@ -54,7 +54,9 @@ def report(cfg: SoakConfig, r: SoakResult) -> str:
              f"messages written      {r.messages_written}",
              f"messages lost         {r.messages_lost}",
              *([f"specifics planted     {r.specifics_planted}",
-                f"specifics lost        {r.specifics_lost}"] if cfg.lossy_specifics else []),
+                f"specifics lost        {r.specifics_lost}",
+                f"retention guard       {json.dumps(r.guard, sort_keys=True)}"]
+               if cfg.lossy_specifics else []),
              f"duplicate applies     {r.duplicate_applies}",
              f"summaries applied     {r.summaries_applied}",
              f"retries (failed runs) {r.retries}",

@@ -62,6 +62,7 @@ class SoakResult:
     messages_lost: int = 0
     specifics_planted: int = 0  # lossy_specifics only
     specifics_lost: int = 0
+    guard: dict[str, int] = field(default_factory=dict)  # summed summary_runs counts
     duplicate_applies: int = 0
     summaries_applied: int = 0
     retries: int = 0
@@ -301,6 +302,14 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
                                     written_texts=texts if cfg.lossy_specifics else None)
         result.runs_by_status = {st: int(n) for st, n in s.execute(
             select(SummaryRun.status, func.count()).group_by(SummaryRun.status))}
+        names = ("specifics_missing_before_repair", "specifics_missing_after",
+                 "specifics_in_details", "specifics_to_memories", "messages_held_back")
+        sums = s.execute(select(*(func.coalesce(func.sum(getattr(SummaryRun, n)), 0)
+                                  for n in names),
+                                func.count().filter(SummaryRun.repaired.is_(True)))
+                         .where(SummaryRun.status == "applied")).one()
+        result.guard = {**dict(zip(names, map(int, sums[:-1]), strict=True)),
+                        "repair_calls": int(sums[-1])}
         for (error,) in s.execute(select(SummaryRun.error).where(SummaryRun.error.isnot(None))):
             kind = str(error).split(":", 1)[0][:60]
             result.errors_by_kind[kind] = result.errors_by_kind.get(kind, 0) + 1

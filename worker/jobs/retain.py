@@ -39,8 +39,9 @@ class Retained:
 def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence[Turn],
            summarizer: Summarizer, usage: Usage) -> Retained:
     """Guard one fold. ``turns`` are the batch as stored (not clipped for the call);
-    the repair call's usage is added to ``usage``. A failed repair call raises (the
-    job fails and is retried; nothing was written)."""
+    the repair call's usage is added to ``usage``; its answer replaces the summary
+    only if it misses fewer specifics. A failed repair call raises (the job fails
+    and is retried; nothing was written)."""
     settings = claim.settings
     needed = guard.required(turns, claim.previous_summary)
     before = guard.missing(needed, summary=summary, facts=facts)
@@ -51,8 +52,9 @@ def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence
         revised = summarizer.repair(guard.strip_details(summary), items, usage=usage)
         repaired = usage.calls > calls
         if revised is not None:
-            summary = revised
-            after = guard.missing(needed, summary=summary, facts=facts)
+            still = guard.missing(needed, summary=revised, facts=facts)
+            if len(still) < len(before):  # a repair that loses more is not taken
+                summary, after = revised, still
     taken = set(claim.plan.batch_ids)
     infos = [m for m in claim.messages if m.id in taken]
     units = ([[m.id for m in unit] for unit in policy.units(infos)] if infos
