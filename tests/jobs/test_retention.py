@@ -9,7 +9,7 @@ from dataclasses import asdict
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
+from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
@@ -111,4 +111,24 @@ def test_a_fault_on_the_summary_call_mid_run_changes_nothing(
             after_reply(sid)
     wait_for(lambda: idle(sid) and "failed" in statuses(sid), timeout=60, what="retries")
     assert "dead" not in statuses(sid)
+    assert problems(sid, texts) == []
+
+
+def test_a_message_is_held_back_at_most_once(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+    # A tiny details section and a model that keeps no specific at all: the first job
+    # condenses a prefix and holds the rest back; the next job may not hold those again.
+    settings_env(**{**GUARDED, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false"})
+    fake_api.lose_specifics(1.0, seed=1)
+    sid = "held-once"
+    texts = {add_message(sid, role, text): text for role, text in conversation(14)}
+    run_and_wait(sid)
+    first = runs(sid)[0]
+    assert first.status == "applied" and first.messages_held_back
+    assert first.messages_condensed < 5 and first.repaired
+    held = [m for m in sorted(texts) if m > (first.last_message_id or 0)][
+        :first.messages_held_back]
+    run_and_wait(sid, n=2, final={"applied"})  # a follow-up may already have run
+    second = [r for r in runs(sid) if r.status == "applied"][1]
+    assert second.specifics_to_memories
+    assert not set(message_ids(sid)) & set(held)  # condensed now, their specifics in memories
     assert problems(sid, texts) == []
