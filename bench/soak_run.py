@@ -12,9 +12,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Both this process (hook, sweeper) and the workers read these. Small batches and
-# short limits so many jobs, retries and lease expiries happen in minutes; the
-# lease/visibility/time-limit relations still satisfy Settings' checks.
 from bench.soak_faults import (  # noqa: F401
     SOAK_SETTINGS,
     WORDS,
@@ -23,6 +20,11 @@ from bench.soak_faults import (  # noqa: F401
     forget_broker_connections,
     forget_queue,
 )
+
+# Both this process (hook, sweeper) and the workers read these. Small batches and
+# short limits so many jobs, retries and lease expiries happen in minutes; the
+# lease/visibility/time-limit relations still satisfy Settings' checks.
+from bench.soak_guard import guard_counts, planted, specifics_figures
 from tests.helpers import wait_for
 from tests.reliability.procs import (
     WorkerProcess,
@@ -85,14 +87,6 @@ class SoakResult:
 
 def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)) + f" ({rng.randrange(10**6)})."
-
-
-def _planted(rng: random.Random) -> str:
-    """Specifics a summary must keep: a version, a time, an amount, a ticket."""
-    return (f" Release v{rng.randrange(10)}.{rng.randrange(40)}.{rng.randrange(9)} at "
-            f"{rng.randrange(24):02d}:{rng.randrange(60):02d}, budget "
-            f"${rng.randrange(1, 90)},{rng.randrange(1000):03d}, ticket "
-            f"INC-{rng.randrange(10**5)}.")
 
 
 def _guard(errors: list[BaseException], target: object) -> threading.Thread:
@@ -218,7 +212,7 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
                 role = "user" if m % 2 == 0 else "assistant"
                 text = _text(rng, rng.randint(8, 40))
                 if cfg.lossy_specifics:
-                    text += _planted(plant)
+                    text += planted(plant)
                 written[sid].append(add_message(sid, role, text))
                 texts[sid][written[sid][-1]] = text
                 if role == "assistant":
@@ -302,14 +296,7 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
                                     written_texts=texts if cfg.lossy_specifics else None)
         result.runs_by_status = {st: int(n) for st, n in s.execute(
             select(SummaryRun.status, func.count()).group_by(SummaryRun.status))}
-        names = ("specifics_missing_before_repair", "specifics_missing_after",
-                 "specifics_in_details", "specifics_to_memories", "messages_held_back")
-        sums = s.execute(select(*(func.coalesce(func.sum(getattr(SummaryRun, n)), 0)
-                                  for n in names),
-                                func.count().filter(SummaryRun.repaired.is_(True)))
-                         .where(SummaryRun.status == "applied")).one()
-        result.guard = {**dict(zip(names, map(int, sums[:-1]), strict=True)),
-                        "repair_calls": int(sums[-1])}
+        result.guard = guard_counts(s)
         for (error,) in s.execute(select(SummaryRun.error).where(SummaryRun.error.isnot(None))):
             kind = str(error).split(":", 1)[0][:60]
             result.errors_by_kind[kind] = result.errors_by_kind.get(kind, 0) + 1
@@ -322,14 +309,6 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     result.messages_lost = sum("(lost)" in p for p in problems)
     result.duplicate_applies = sum("(summarized twice)" in p for p in problems)
     if cfg.lossy_specifics:
-        from worker.core.specifics import extract_specifics
-
-        result.specifics_planted = sum(len(extract_specifics(t)) for by_id in texts.values()
-                                       for t in by_id.values())
-        result.specifics_lost = sum(int(p.split(" and ", 1)[1].split(" of its", 1)[0])
-                                    for p in problems if "specifics are lost" in p)
-    result.summaries_applied = result.runs_by_status.get("applied", 0)
-    result.retries = result.runs_by_status.get("failed", 0)
-    result.dead_runs = result.runs_by_status.get("dead", 0)
+        result.specifics_planted, result.specifics_lost = specifics_figures(texts, problems)
     return result
 
