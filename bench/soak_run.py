@@ -12,6 +12,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Both this process (hook, sweeper) and the workers read these. Small batches and
+# short limits so many jobs, retries and lease expiries happen in minutes; the
+# lease/visibility/time-limit relations still satisfy Settings' checks.
 from bench.soak_faults import (  # noqa: F401
     SOAK_SETTINGS,
     WORDS,
@@ -20,10 +23,6 @@ from bench.soak_faults import (  # noqa: F401
     forget_broker_connections,
     forget_queue,
 )
-
-# Both this process (hook, sweeper) and the workers read these. Small batches and
-# short limits so many jobs, retries and lease expiries happen in minutes; the
-# lease/visibility/time-limit relations still satisfy Settings' checks.
 from bench.soak_guard import guard_counts, planted, specifics_figures
 from tests.helpers import wait_for
 from tests.reliability.procs import (
@@ -310,5 +309,8 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     result.duplicate_applies = sum("(summarized twice)" in p for p in problems)
     if cfg.lossy_specifics:
         result.specifics_planted, result.specifics_lost = specifics_figures(texts, problems)
+    result.summaries_applied = result.runs_by_status.get("applied", 0)
+    result.retries = result.runs_by_status.get("failed", 0)
+    result.dead_runs = result.runs_by_status.get("dead", 0)
     return result
 
