@@ -50,9 +50,13 @@ def report(cfg: SoakConfig, r: SoakResult) -> str:
              f"{cfg.pool} workers x {cfg.concurrency}, fail rate {cfg.fail_rate}, "
              f"permanent {cfg.permanent_rate}, kill every {cfg.kill_every}s, "
              f"redis restart every {cfg.redis_restart_every or '-'} messages, "
-             f"lossy rate {cfg.lossy_rate}",
+             f"lossy rate {cfg.lossy_rate}, lossy specifics {cfg.lossy_specifics}",
              f"messages written      {r.messages_written}",
              f"messages lost         {r.messages_lost}",
+             *([f"specifics planted     {r.specifics_planted}",
+                f"specifics lost        {r.specifics_lost}",
+                f"retention guard       {json.dumps(r.guard, sort_keys=True)}"]
+               if cfg.lossy_specifics else []),
              f"duplicate applies     {r.duplicate_applies}",
              f"summaries applied     {r.summaries_applied}",
              f"retries (failed runs) {r.retries}",
@@ -90,6 +94,10 @@ def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
                    help="the fake API answers with NULs, lone surrogates and over-long "
                         "(max_tokens) answers at --lossy-rate")
     p.add_argument("--lossy-rate", type=float, default=0.25, metavar="SHARE")
+    p.add_argument("--lossy-specifics", type=float, default=0.0, metavar="SHARE",
+                   help="the fake drops this share of specifics from summaries, facts and "
+                        "repair answers; messages carry planted specifics and the retention "
+                        "guard must keep every one (specifics lost must be 0)")
     p.add_argument("--quick", action="store_true", help="20 sessions x 60 messages")
     p.add_argument("--pg-admin", default=os.environ.get(
         "RECAP_SOAK_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
@@ -104,8 +112,8 @@ def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
             p.error(f"--{name} must be at least 1")
     if a.redis_restart_every < 0:
         p.error("--redis-restart-every must be >= 0")
-    if not 0 <= a.lossy_rate <= 1:
-        p.error("--lossy-rate must be between 0 and 1")
+    if not 0 <= a.lossy_rate <= 1 or not 0 <= a.lossy_specifics <= 1:
+        p.error("--lossy-rate and --lossy-specifics must be between 0 and 1")
     if a.kill_every < 0 or a.api_latency < 0:
         p.error("--kill-every and --api-latency must be >= 0")
     if not (0 <= a.fail_rate + a.permanent_rate <= 1) or a.fail_rate < 0 or a.permanent_rate < 0:
@@ -115,7 +123,8 @@ def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
                       permanent_rate=a.permanent_rate, kill_every=a.kill_every,
                       api_latency=a.api_latency, seed=a.seed,
                       redis_restart_every=a.redis_restart_every,
-                      lossy_rate=a.lossy_rate if a.lossy else 0.0), a
+                      lossy_rate=a.lossy_rate if a.lossy else 0.0,
+                      lossy_specifics=a.lossy_specifics), a
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@ and a redis-server of the soak's own that it kills and restarts (SoakRedis)."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -69,15 +70,15 @@ class ChaosFake(FakeAnthropic):
             return None
         system = str(body.get("system", ""))
         cut_off = kind == 2
-        if system.startswith("You extract durable facts"):
+        if body.get("tools"):  # summary + facts in one tool call (memories on)
             name = ("extraction_nul_escape", "extraction_surrogate_escape",
                     "extraction_cut_off")[kind]
-            if cut_off:  # an array cut off mid-way, as a model at its cap leaves it
-                text = '[{"fact": "The user ' + "really " * (4 * cap) + "likes"
-            else:  # JSON escapes: after parsing, a real NUL / a lone surrogate
-                escape = r"\u0000" if kind == 0 else r"\udc80"
-                text = (f'[{{"fact": "The user{escape} likes tea ({n})", '
-                        '"category": "preference", "importance": 3}]')
+            escape = r"\u0000" if kind == 0 else r"\udc80"
+            # JSON escapes: after parsing, a real NUL / a lone surrogate in a fact; the
+            # cut-off answer is marked max_tokens and never applied.
+            text = json.dumps({"summary": default_summary(prompt, 3 * cap), "facts": []})
+            text = text[:-3] + (f'[{{"fact": "The user{escape} likes tea ({n})", '
+                                '"category": "preference", "importance": 3}]}')
         elif system.startswith(("You maintain a rolling summary", "You write short titles")):
             what = "summary" if system.startswith("You maintain") else "title"
             name = f"{what}_" + ("nul", "surrogate", "cut_off")[kind]

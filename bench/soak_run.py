@@ -23,6 +23,7 @@ from bench.soak_faults import (  # noqa: F401
     forget_broker_connections,
     forget_queue,
 )
+from bench.soak_guard import guard_counts, planted, specifics_figures
 from tests.helpers import wait_for
 from tests.reliability.procs import (
     WorkerProcess,
@@ -50,12 +51,19 @@ class SoakConfig:
     seed: int = 1
     redis_restart_every: int = 0  # kill and restart the soak's own redis-server (0: never)
     lossy_rate: float = 0.0  # share of answers the database cannot store, or cut off
+    # Share of specifics the fake drops from summaries, facts and repairs (the
+    # retention guard's soak: messages carry planted specifics, and the invariant
+    # checks every one of them); 0: off.
+    lossy_specifics: float = 0.0
 
 
 @dataclass
 class SoakResult:
     messages_written: int = 0
     messages_lost: int = 0
+    specifics_planted: int = 0  # lossy_specifics only
+    specifics_lost: int = 0
+    guard: dict[str, int] = field(default_factory=dict)  # summed summary_runs counts
     duplicate_applies: int = 0
     summaries_applied: int = 0
     retries: int = 0
@@ -148,10 +156,15 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     fake.start()
     fake.delay = cfg.api_latency
     env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url}
+    plant = random.Random(cfg.seed + 2)
+    if cfg.lossy_specifics:
+        fake.lose_specifics(cfg.lossy_specifics, seed=cfg.seed)
+        env["RECAP_RETENTION_GUARD"] = "true"
     workers = [WorkerProcess(f"soak{k}", queue=queue, env=env, log_dir=log_dir, pool=cfg.pool,
                              concurrency=cfg.concurrency) for k in range(cfg.workers)]
     sids = [f"soak-{uuid.uuid4().hex[:8]}-{i}" for i in range(cfg.sessions)]
     written: dict[str, list[int]] = {sid: [] for sid in sids}
+    texts: dict[str, dict[int, str]] = {sid: {} for sid in sids}
     result, errors, sweeps = SoakResult(), list[BaseException](), _Sweeps()
     produced, done = threading.Event(), threading.Event()
     lifecycle = threading.Lock()  # the killer and the watcher: one (re)start at a time
@@ -196,7 +209,11 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
         for m in range(cfg.messages):
             for sid in sids:
                 role = "user" if m % 2 == 0 else "assistant"
-                written[sid].append(add_message(sid, role, _text(rng, rng.randint(8, 40))))
+                text = _text(rng, rng.randint(8, 40))
+                if cfg.lossy_specifics:
+                    text += planted(plant)
+                written[sid].append(add_message(sid, role, text))
+                texts[sid][written[sid][-1]] = text
                 if role == "assistant":
                     after_reply(sid)  # never raises, Redis down or not
                 count += 1
@@ -274,9 +291,11 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     result.injected_faults = dict(fake.injected)
     result.messages_written = sum(map(len, written.values()))
     with transaction() as s:
-        problems = check_invariants(s, written=written, idle=True)
+        problems = check_invariants(s, written=written, idle=True,
+                                    written_texts=texts if cfg.lossy_specifics else None)
         result.runs_by_status = {st: int(n) for st, n in s.execute(
             select(SummaryRun.status, func.count()).group_by(SummaryRun.status))}
+        result.guard = guard_counts(s)
         for (error,) in s.execute(select(SummaryRun.error).where(SummaryRun.error.isnot(None))):
             kind = str(error).split(":", 1)[0][:60]
             result.errors_by_kind[kind] = result.errors_by_kind.get(kind, 0) + 1
@@ -288,6 +307,8 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     result.problems += problems
     result.messages_lost = sum("(lost)" in p for p in problems)
     result.duplicate_applies = sum("(summarized twice)" in p for p in problems)
+    if cfg.lossy_specifics:
+        result.specifics_planted, result.specifics_lost = specifics_figures(texts, problems)
     result.summaries_applied = result.runs_by_status.get("applied", 0)
     result.retries = result.runs_by_status.get("failed", 0)
     result.dead_runs = result.runs_by_status.get("dead", 0)

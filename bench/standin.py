@@ -73,16 +73,18 @@ def request_tokens(body: dict[str, Any], count: Any) -> int:
 
 
 def recap_kind(body: dict[str, Any]) -> str | None:
-    """"summary", "memories" or "title" for Recap's own requests (by system prompt); else None."""
+    """"summary" (with memories on, the same call mines them), "repair" or "title" for
+    Recap's own requests (by system prompt); else None."""
     from worker.core import prompt, titles
-    from worker.llm import extractor
 
     system = "".join(_texts(body.get("system") or ""))
-    for kind, known in (("summary", prompt.SYSTEM_PROMPT), ("memories", extractor.SYSTEM_PROMPT),
-                        ("title", titles.TITLE_SYSTEM)):
+    msgs = body.get("messages") or []
+    if system.startswith(prompt.SYSTEM_PROMPT[:40]) and msgs and any(
+            "omits these specifics" in t for t in _texts(msgs[0].get("content", ""))):
+        return "repair"  # the retention guard's repair call
+    for kind, known in (("summary", prompt.SYSTEM_PROMPT), ("title", titles.TITLE_SYSTEM)):
         if system.startswith(known[:40]):
             return kind
-    msgs = body.get("messages") or []
     if len(msgs) == 1 and any(_RECAP_MARK in t for t in _texts(msgs[0].get("content", ""))):
         return "summary"
     return None

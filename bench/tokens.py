@@ -8,7 +8,9 @@
   each of Recap's calls must carry.
 
 Tokens are counted from each request's text with Recap's tokenizer (system +
-every text block), the same way for every system. Target: Recap within 1.3x of the floor.
+every text block), the same way for every system. Target: Recap within 1.3x of the floor;
+with memories on (the default: the summary call mines them too, one tool call per
+chunk) within 1.15x. The retention guard's repair calls are listed on their own row.
 """
 
 from __future__ import annotations
@@ -112,17 +114,22 @@ def run(quick: bool = False) -> str:
     plot(bars)
     recap_condensed = sum(1 for first, last in recap.runs for i in recap.token_of
                           if first <= i <= last)
-    rows = [["floor: condensed messages once + summaries carried", floor,
+    extra: list[list[object]] = [
+        [f"Recap extra: {kind} calls (default on; peers have none)", sum(v), len(v), "",
+         f"{sum(v) / floor:.2f}x",
+         "retention guard" if kind == "repair" else "not in the comparison"]
+        for kind, v in sorted(by_kind.items()) if kind != "summary"]
+    rows: list[list[object]] = [
+            ["floor: condensed messages once + summaries carried", floor,
              len(recap.runs), recap_condensed, "1.00x", f"{condensed} + {carried}"],
-            ["Recap (summary calls)", recap_tokens, len(summary_calls), recap_condensed,
-             f"{recap_tokens / floor:.2f}x", ""],
-            *[[f"Recap extra: {kind} calls (default on; peers have none)", sum(v), len(v), "",
-               "", "not in the comparison"] for kind, v in sorted(by_kind.items())
-              if kind != "summary"],
+            ["Recap (summary calls; with memories on they mine the facts too)", recap_tokens,
+             len(summary_calls), recap_condensed, f"{recap_tokens / floor:.2f}x",
+             "target <= 1.15x with memories on"],
+            *extra,
             ["naive full re-summarization (at Recap's trip points)", naive, naive_calls,
              recap_condensed, f"{naive / floor:.1f}x", "whole history each time"]] + peer_rows
     return report(f"tokens: summarization input tokens over a {n}-message conversation "
-                  f"(target: Recap within 1.3x of the floor)",
+                  f"(target: Recap within 1.3x of the floor, 1.15x with memories on)",
                   table(["system", "input tokens", "calls", "messages condensed", "vs floor",
                          "notes"], rows)
                   + f"\n\nPlot: {PLOT}")

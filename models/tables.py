@@ -149,6 +149,17 @@ class SummaryRun(Base):
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
+    # The retention guard (worker/core/guard.py) on an applied run: specifics of the
+    # batch as claimed and of the previous summary; missing before and after the one
+    # repair call; settled in the details section or as memories; batch messages
+    # left in the window (they follow the condensed prefix, outside first..last).
+    specifics_total: Mapped[int | None] = mapped_column(Integer)
+    specifics_missing_before_repair: Mapped[int | None] = mapped_column(Integer)
+    specifics_missing_after: Mapped[int | None] = mapped_column(Integer)
+    specifics_in_details: Mapped[int | None] = mapped_column(Integer)
+    specifics_to_memories: Mapped[int | None] = mapped_column(Integer)
+    messages_held_back: Mapped[int | None] = mapped_column(Integer)
+    repaired: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # A rewind's run (worker.jobs.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.

@@ -99,6 +99,9 @@ TEST_ENV = {
     # about summaries; tests/test_memories.py turns it on (it is on in production).
     "RECAP_EXTRACT_MEMORIES": "false",
     "RECAP_TITLES_ENABLED": "false",  # likewise; tests/test_titles.py turns it on
+    # Likewise: scripted summaries here lose specifics on purpose; the scenarios,
+    # tests/jobs/test_retention.py and the soak turn the guard on (on in production).
+    "RECAP_RETENTION_GUARD": "false",
 }
 os.environ.update(TEST_ENV)
 

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.fake_blocks import validate_content_blocks
+from tests.fake_lossy import default_repair, digest_line, drop_specifics, tool_input
 
 
 class Gate:
@@ -128,8 +129,7 @@ def default_summary(prompt: str, max_chars: int = 100_000) -> str:
     previous = prev.group(1).strip() if prev else ""
     lines = [] if previous in ("", "(none yet)") else [previous]
     for role, content in re.findall(r'<message role="(\w+)">\n(.*?)\n</message>', prompt, re.S):
-        words = content.split()
-        lines.append(f"The {role} said: {' '.join(words[:12])}")
+        lines.append(digest_line(role, content))
     text = "\n".join(lines) or "The conversation was empty."
     while len(text) > max_chars and "\n" in text:
         text = text.split("\n", 1)[1]
@@ -153,6 +153,9 @@ class FakeAnthropic:
         self.delay = 0.0
         self.calls_started = threading.Event()
         self._gate: Gate | None = None
+        # lose_specifics(): the share of specifics dropped from default answers.
+        self.lossy_fraction = 0.0
+        self.lossy_seed = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -178,6 +181,7 @@ class FakeAnthropic:
             self._script.clear()
             self._always = None
             self.delay = 0.0
+            self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             gate, self._gate = self._gate, None
         if gate is not None:
@@ -190,6 +194,12 @@ class FakeAnthropic:
     def always(self, reply: Reply | None) -> None:
         with self._lock:
             self._always = reply
+
+    def lose_specifics(self, fraction: float, *, seed: int = 0) -> None:
+        """Lossy mode: default answers (summaries, facts, repairs) drop ``fraction`` of
+        their specifics, deterministically by ``seed`` (see drop_specifics)."""
+        with self._lock:
+            self.lossy_fraction, self.lossy_seed = fraction, seed
 
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
@@ -286,17 +296,33 @@ class FakeAnthropic:
                                       reply.headers)
                 prompt = body["messages"][0]["content"]
                 prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt)
+                kind = "summary"
                 if reply.text is not None:
-                    text = reply.text
+                    text, kind = reply.text, "scripted"
                 elif str(body.get("system", "")).startswith("You extract durable facts"):
-                    text = default_facts(prompt_text)
+                    text, kind = default_facts(prompt_text), "facts"
+                elif "omits these specifics" in prompt_text:
+                    text = default_repair(prompt_text, 3 * int(body["max_tokens"]))
+                    kind = "repair"
                 else:
                     text = default_summary(prompt_text, 3 * int(body["max_tokens"]))
-                content = [{"type": "text", "text": text}] if text != "" else []
+                if fake.lossy_fraction and kind != "scripted":
+                    text = drop_specifics(text, fake.lossy_fraction, seed=fake.lossy_seed,
+                                          kind=kind)
+                content: list[dict[str, Any]] = (
+                    [{"type": "text", "text": text}] if text != "" else [])
+                stop = reply.stop_reason
+                if body.get("tools"):  # a forced tool: answer with its input
+                    data = tool_input(body, prompt_text, reply.text,
+                                      fraction=fake.lossy_fraction, seed=fake.lossy_seed)
+                    content = [{"type": "tool_use", "id": f"toolu_{len(fake.requests)}",
+                                "name": body["tools"][0]["name"], "input": data}]
+                    text = json.dumps(data)
+                    stop = "tool_use" if stop == "end_turn" else stop
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
                     "model": body["model"], "content": content,
-                    "stop_reason": reply.stop_reason, "stop_sequence": None,
+                    "stop_reason": stop, "stop_sequence": None,
                     "usage": {"input_tokens": max(1, len(prompt_text) // 4),
                               "output_tokens": max(1, len(text) // 4)},
                 }, reply.headers)

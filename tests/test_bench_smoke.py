@@ -57,12 +57,12 @@ def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
     from bench.standin import recap_kind
     from worker.core.prompt import SYSTEM_PROMPT
     from worker.core.titles import TITLE_SYSTEM
-    from worker.llm import extractor
 
     user = [{"role": "user", "content": "one two three"}]
+    repair = [{"role": "user", "content": "The summary below omits these specifics: 42"}]
     assert [recap_kind({"system": system, "messages": user})
-            for system in (SYSTEM_PROMPT, extractor.SYSTEM_PROMPT, TITLE_SYSTEM)] == [
-        "summary", "memories", "title"]
+            for system in (SYSTEM_PROMPT, TITLE_SYSTEM)] == ["summary", "title"]
+    assert recap_kind({"system": SYSTEM_PROMPT, "messages": repair}) == "repair"
     assert recap_kind({"system": "You are a helpful assistant.", "messages": user}) is None
 
 

@@ -10,6 +10,13 @@ Rewinds (worker.jobs.rewind) delete on purpose: a message may also be gone
 because a rewind deleted it (inside the rewind's recorded range and condensed
 by no live run), and a run a rewind undid (``undone_by``) no longer condenses
 anything; every applied run, rewinds included, still counts one version.
+Retention (issue 12): every specific (worker.core.specifics) of every condensed
+message is in the session's summary or in its memories (:func:`session_memories`)
+or the message is still stored. The retention guard holds messages back by
+shrinking a batch to the prefix before the first held unit, so every run still
+condenses exactly the messages of its first..last range (pinned ones aside, which
+stay): the range rule above stays exact, and a held message lies only in the
+range of the later run that condenses it.
 """
 
 from __future__ import annotations
@@ -19,15 +26,30 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession, SummaryRun
+from models import ChatMessage, ChatSession, Memory, SummaryRun
+from worker.core.specifics import absent, extract_specifics
+
+
+def session_memories(s: Session, session_id: str) -> list[str]:
+    """The text of every memory the session keeps: its own and, when it names a user,
+    the user's (what the retention invariant may count as kept besides the summary).
+    Superseded memories count: they are kept, for audit, though never shown."""
+    from worker.jobs.recall import session_scopes
+
+    scopes = session_scopes(session_id, db=s)
+    return list(s.scalars(select(Memory.fact).where(
+        Memory.scope.in_(scopes) | (Memory.session_id == session_id))))
 
 
 def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None = None,
-                     idle: bool = True) -> list[str]:
+                     idle: bool = True,
+                     written_texts: Mapping[str, Mapping[int, str]] | None = None) -> list[str]:
     """Return every violated invariant as a readable line (empty list: all good).
 
     ``written`` maps session id -> ids of every message written to it (when the
     caller knows); ``idle`` means no job may be running, so no lease may be held.
+    ``written_texts`` maps session id -> {message id: the text written}, for the
+    retention check (the checker cannot read deleted rows).
     """
     problems: list[str] = []
     sessions = {r.id: r for r in s.scalars(select(ChatSession))}
@@ -90,6 +112,25 @@ def check_invariants(s: Session, *, written: Mapping[str, Iterable[int]] | None 
         if unknown:
             problems.append(f"{sid}: {len(unknown)} messages present that were never written "
                             "to this session")
+    for sid, texts in (written_texts or {}).items():
+        problems += _lost_specifics(s, sid, texts, sessions.get(sid))
+    return problems
+
+
+def _lost_specifics(s: Session, sid: str, texts: Mapping[int, str],
+                    row: ChatSession | None) -> list[str]:
+    """One line per condensed message with a specific in neither the summary nor
+    the memories of its session."""
+    present = set(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == sid)))
+    kept = [row.rolling_summary or "" if row else "", *session_memories(s, sid)]
+    problems = []
+    for m, text in sorted(texts.items()):
+        if m in present:
+            continue
+        lost = absent(extract_specifics(text), kept)
+        if lost:
+            problems.append(f"{sid}: message {m} was condensed and {len(lost)} of its "
+                            f"specifics are lost: {', '.join(sorted(lost)[:5])}")
     return problems
 
 

@@ -108,6 +108,12 @@ class Settings(BaseSettings, Tuning):
     # it condenses aggressively, so the block keeps its room in a full context.
     # 0 turns the block off.
     memory_budget_tokens: int = Field(1000, ge=0, le=100_000)
+    # The retention guard (worker/core/guard.py): no message is deleted before its
+    # specifics are in the summary or the memories. Off only to measure without it.
+    retention_guard: bool = True
+    # The guard's details section may take this share of max_summary_tokens; what
+    # does not fit stays in the window or goes to memories.
+    details_share: float = Field(0.25, ge=0.05, le=1.0)
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False

@@ -7,7 +7,7 @@ provenance (first session that said it). Existing memories keep their session
 scope. superseded_by marks a memory replaced by a newer one (kept for audit).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-23 18:00:00
 """
 from alembic import op
@@ -17,7 +17,7 @@ from models.base import NAMING_CONVENTION
 
 
 revision = '0007'
-down_revision = '0005'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

@@ -35,8 +35,10 @@ def mining_and_archive(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_EXTRACT_MEMORIES="true", RECAP_ARCHIVE_SUMMARIZED="true")
 
 
-def facts(*texts: str) -> str:
-    return json.dumps([{"fact": t, "category": "personal", "importance": 4} for t in texts])
+def answer(summary: str, *facts: str) -> str:
+    """A record_summary tool input (summary and facts in one call), as the fake takes it."""
+    return json.dumps({"summary": summary, "facts": [
+        {"fact": t, "category": "personal", "importance": 4} for t in facts]})
 
 
 def seed_user(user: str, sid: str, n: int = 12) -> list[int]:
@@ -73,8 +75,8 @@ def history(fake_api: FakeAnthropic, user: str, sid: str) -> list[int]:
     with pytest.raises(TransientLLMError):
         job(sid, final=False)
     assert statuses(sid) == ["failed"]
-    fake_api.script(ok(f"Summary of {PLANT.format(user)}."),
-                    ok(facts(f"The user said {PLANT.format(user)}.")))
+    fake_api.script(ok(answer(f"Summary of {PLANT.format(user)}.",
+                              f"The user said {PLANT.format(user)}.")))
     assert job(sid).status == "applied"
     fake_api.script(ok(f"Title {PLANT.format(user)}"))
     assert title_session(sid, res=get_resources())
@@ -103,7 +105,7 @@ def test_forgetting_one_session_keeps_the_users_other_sessions(
         fake_api: FakeAnthropic) -> None:
     history(fake_api, "carol-u1", "carol-s1")
     ids = seed_user("carol-u1", "carol-s2")
-    fake_api.script(ok("Summary two."), ok(facts("The user keeps bees.")))
+    fake_api.script(ok(answer("Summary two.", "The user keeps bees.")))
     assert job("carol-s2").status == "applied"
     counts = forget(session_id="carol-s1")
     assert counts["chat_sessions"] == 1 and counts["memories"] == 1
@@ -116,8 +118,8 @@ def test_forgetting_one_session_keeps_the_users_other_sessions(
 
 def test_a_job_held_mid_call_cannot_bring_the_session_back(fake_api: FakeAnthropic) -> None:
     seed_user("hank-u3", "hank-s1")
-    fake_api.script(ok(f"Summary {PLANT.format('hank-u3')}"),
-                    ok(facts(f"The user said {PLANT.format('hank-u3')}.")))
+    fake_api.script(ok(answer(f"Summary {PLANT.format('hank-u3')}",
+                              f"The user said {PLANT.format('hank-u3')}.")))
     gate = fake_api.hold()
     outcome: list[Outcome] = []
     worker = threading.Thread(target=lambda: outcome.append(job("hank-s1")))

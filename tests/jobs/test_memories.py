@@ -1,4 +1,5 @@
-"""Memory extraction: mined in the same job before the rows go; JSON handling."""
+"""Memory extraction: mined by the summary call itself (one tool call per chunk,
+issue 12 §4) before the rows go; parsing trusts nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, ok
-from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, statuses
+from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import add_message
 from worker.api.sessions import memories
 from worker.checks import check_invariants
@@ -28,6 +29,11 @@ def extraction_on(settings_env) -> None:  # type: ignore[no-untyped-def]
 
 def facts_json(*facts: tuple[str, str, object]) -> str:
     return json.dumps([{"fact": f, "category": c, "importance": i} for f, c, i in facts])
+
+
+def answer(summary: str, *facts: tuple[str, str, object]) -> str:
+    """A record_summary tool input, as the fake answers a scripted text that is JSON."""
+    return json.dumps({"summary": summary, "facts": json.loads(facts_json(*facts))})
 
 
 def run(sid: str) -> None:
@@ -58,48 +64,54 @@ def test_parse_rejects_what_is_not_a_list_of_facts(bad: str) -> None:
         parse_facts(bad)
 
 
-def test_valid_json_is_stored_with_the_batch_range(fake_api: FakeAnthropic) -> None:
+def test_one_call_per_chunk_stores_summary_and_facts_with_the_batch_range(
+        fake_api: FakeAnthropic) -> None:
     ids = seed("mem", 12)
-    fake_api.script(ok("The user planned a trip."),
-                    ok(facts_json(("The user is vegetarian.", "preference", 4))))
+    fake_api.script(ok(answer("The user planned a trip.",
+                              ("The user is vegetarian.", "preference", 4))))
     run("mem")
     assert statuses("mem") == ["applied"]
     [m] = memories("mem")
     assert (m["fact"], m["category"], m["importance"]) == ("The user is vegetarian.",
                                                            "preference", 4)
     assert (m["first_message_id"], m["last_message_id"]) == (ids[0], ids[4])
-    assert "extract durable facts" in fake_api.requests[1]["system"]
-    assert "<conversation>" in fake_api.requests[1]["messages"][0]["content"]
+    [request] = fake_api.requests  # no second call resends the batch
+    assert request["tool_choice"] == {"type": "tool", "name": "record_summary"}
+    assert request["tools"][0]["input_schema"]["required"] == ["summary", "facts"]
+    assert "<conversation>" in request["messages"][0]["content"]
+    assert session_row("mem").rolling_summary == "The user planned a trip."  # type: ignore[union-attr]
     invariants("mem", ids)
 
 
-def test_invalid_then_valid_json_is_retried_once_with_a_stricter_instruction(
-        fake_api: FakeAnthropic) -> None:
+def test_malformed_facts_are_skipped_and_model_text_is_sanitized(fake_api: FakeAnthropic) -> None:
     ids = seed("strict", 12)
-    fake_api.script(ok("Summary."), ok("Here you go: the user likes tea"),
-                    ok(facts_json(("The user likes tea.", "preference", 2))))
+    fake_api.script(ok(json.dumps({"summary": "Sum\u0000mary.", "facts": [
+        "not an object", {"f": 1}, {"fact": "The user likes tea\u0000.", "category": "x",
+                                    "importance": 9}]})))
     run("strict")
     assert statuses("strict") == ["applied"]
-    assert "ONLY the JSON array" in fake_api.requests[2]["messages"][0]["content"]
-    assert [m["fact"] for m in memories("strict")] == ["The user likes tea."]
+    assert [(m["fact"], m["category"], m["importance"]) for m in memories("strict")] == [
+        ("The user likes tea.", "other", 5)]
+    assert session_row("strict").rolling_summary == "Summary."  # type: ignore[union-attr]
     invariants("strict", ids)
 
 
-def test_always_invalid_json_fails_the_job_and_loses_nothing(fake_api: FakeAnthropic) -> None:
+def test_an_answer_without_a_summary_fails_the_job_and_loses_nothing(
+        fake_api: FakeAnthropic) -> None:
     ids = seed("nojson", 12)
-    fake_api.always(ok("not json at all"))
+    fake_api.always(ok('{"facts": []}'))
     run("nojson")
     assert statuses("nojson") == ["failed", "failed", "failed", "dead"]
-    assert "InvalidExtraction" in (runs("nojson")[0].error or "")
-    assert message_ids("nojson") == ids  # nothing deleted before extraction succeeded
+    assert "UnusableSummary" in (runs("nojson")[0].error or "")
+    assert message_ids("nojson") == ids  # nothing deleted
     assert memories("nojson") == []
     invariants("nojson", ids)
 
 
-def test_extraction_failure_is_retried_and_later_applied(fake_api: FakeAnthropic) -> None:
+def test_a_failed_call_is_retried_and_later_applied(fake_api: FakeAnthropic) -> None:
     ids = seed("later", 12)
-    fake_api.script(ok("Summary."), error(529, "Overloaded"), ok("Summary."),
-                    ok(facts_json(("The user's budget is $2,400.", "fact", 3))))
+    fake_api.script(error(529, "Overloaded"),
+                    ok(answer("Summary.", ("The user's budget is $2,400.", "fact", 3))))
     run("later")
     assert statuses("later") == ["failed", "applied"]
     assert len(memories("later")) == 1
@@ -108,22 +120,23 @@ def test_extraction_failure_is_retried_and_later_applied(fake_api: FakeAnthropic
 
 def test_duplicates_across_jobs_are_stored_once(fake_api: FakeAnthropic) -> None:
     ids = seed("dedupe", 12)
-    same = facts_json(("The user is called Ana.", "personal", 3))
-    fake_api.script(ok("S1."), ok(same))
+    same = ("The user is called Ana.", "personal", 3)
+    fake_api.script(ok(answer("S1.", same)))
     run("dedupe")
     ids += seed("dedupe", 5)
-    fake_api.script(ok("S2."), ok(same))
+    fake_api.script(ok(answer("S2.", same)))
     run_and_wait("dedupe", n=2, final={"applied"})
     assert [m["fact"] for m in memories("dedupe")] == ["The user is called Ana."]
     invariants("dedupe", ids)
 
 
-def test_disabled_extraction_never_blocks_the_summary(fake_api: FakeAnthropic,
-                                                      settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_disabled_extraction_asks_for_text_only(fake_api: FakeAnthropic,
+                                                settings_env) -> None:  # type: ignore[no-untyped-def]
     settings_env(**LOW, RECAP_EXTRACT_MEMORIES="false")
     ids = seed("off", 12)
     run("off")
     assert statuses("off") == ["applied"] and len(fake_api.requests) == 1
+    assert "tools" not in fake_api.requests[0]
     invariants("off", ids)
 
 
@@ -136,34 +149,32 @@ def test_recap_memories_prints_them(fake_api: FakeAnthropic, capsys) -> None:  #
     assert recap(["memories", "nobody"]) == 1
 
 
-# -- issue 11, item 8: the answer cap follows the chunk; a cut-off answer splits it --
+# -- the answer cap follows the chunk; a cut-off answer splits it --
 
 def test_the_answer_cap_grows_with_the_chunk(fake_api: FakeAnthropic) -> None:
-    from worker.llm.extractor import MIN_ANSWER_TOKENS
+    from worker.llm.structured import MIN_FACT_TOKENS
+    from worker.settings import get_settings
 
     ids = seed("rich", 12, words=1000)  # a 5-message batch of ~6,500 tokens
     run("rich")
     assert statuses("rich") == ["applied"]
-    extract = fake_api.requests[1]
-    assert "extract durable facts" in extract["system"]
-    assert extract["max_tokens"] > MIN_ANSWER_TOKENS  # a quarter of the chunk
+    [request] = fake_api.requests
+    assert request["max_tokens"] > get_settings().max_summary_tokens + MIN_FACT_TOKENS
     invariants("rich", ids)
 
 
 def test_a_cut_off_answer_splits_the_chunk_instead_of_failing(fake_api: FakeAnthropic) -> None:
     ids = seed("cut", 12, words=120)  # a 5-message batch of ~800 tokens
-    fake_api.script(ok("Summary."),
-                    ok('[{"fact": "The user is vegetarian.", "category": "pref',
+    fake_api.script(ok(answer("Half", ("The user is vegetarian.", "preference", 4)),
                        stop_reason="max_tokens"),
-                    ok(facts_json(("The user is vegetarian.", "preference", 4))),
-                    ok(facts_json(("The user lives in Lisbon.", "personal", 3))))
+                    ok(answer("First half.", ("The user is vegetarian.", "preference", 4))),
+                    ok(answer("Then more.", ("The user lives in Lisbon.", "personal", 3))))
     run("cut")
     assert statuses("cut") == ["applied"]
     assert sorted(m["fact"] for m in memories("cut")) == ["The user is vegetarian.",
                                                           "The user lives in Lisbon."]
-    whole, first, second = (r["messages"][0]["content"] for r in fake_api.requests[1:4])
-    assert "ONLY the JSON array" not in first + second  # split, not retried as bad JSON
-    assert first.count("<message role=") + second.count("<message role=") \
-        == whole.count("<message role=") == 5
-    assert len(fake_api.requests) == 4
+    whole, *parts = (r["messages"][0]["content"] for r in fake_api.requests)
+    assert len(parts) >= 2  # split, each part summarized once, in order
+    assert sum(p.count("<message role=") for p in parts) == whole.count("<message role=") == 5
+    assert "First half." in parts[1]
     invariants("cut", ids)

@@ -67,10 +67,11 @@ def test_a_mined_fact_with_an_escaped_nul_is_stored(
     ids = seed("facts", 12)
     # JSON escapes inside the answer text: real NUL / lone surrogate only once
     # Recap parses the facts.
-    answer = ('[{"fact": "The user likes \\u0000 tea \\ud800 with milk.", '
-              '"category": "preference", "importance": 4}]')
-    assert "\\u0000" in json.dumps(answer)  # sent as text, escapes and all
-    fake_api.script(ok("The user talked about drinks."), ok(answer))
+    answer = ('{"summary": "The user talked about drinks.", "facts": [{"fact": '
+              '"The user likes \\u0000 tea \\ud800 with milk.", "category": "preference", '
+              '"importance": 4}]}')
+    assert "\\u0000" in json.dumps(answer)  # the tool input carries the escapes
+    fake_api.script(ok(answer))
     run_and_wait("facts", final={"applied", "dead"})
     assert statuses("facts") == ["applied"], runs("facts")[0].error
     assert [m["fact"] for m in memories("facts")] == ["The user likes tea \ufffd with milk."]

@@ -28,6 +28,20 @@ def test_quick_soak_loses_nothing(settings_env: Callable[..., None], tmp_path: P
     assert result.summaries_applied > 0
 
 
+def test_quick_soak_with_a_lossy_model_keeps_every_specific(
+        settings_env: Callable[..., None], tmp_path: Path) -> None:
+    """Issue 12: the fake drops half the specifics of every summary, fact and repair
+    answer; with faults and a SIGKILL, the retention guard still keeps them all."""
+    settings_env(**SOAK_SETTINGS)
+    cfg = SoakConfig(sessions=3, messages=40, workers=2, concurrency=2, kill_every=1.0,
+                     min_kills=1, max_kills=1, api_latency=0.1, drain_timeout=180,
+                     lossy_specifics=0.5)
+    result = run_soak(cfg, queue=_queue(), log_dir=tmp_path)
+    assert result.problems == []
+    assert result.specifics_planted >= 4 * 120 and result.specifics_lost == 0
+    assert result.summaries_applied > 0
+
+
 @pytest.fixture
 def soak_redis(settings_env: Callable[..., None], tmp_path: Path) -> Iterator[SoakRedis]:
     """A redis-server of this test's own, as this process's and the workers' broker."""

@@ -35,11 +35,17 @@ STATS_LABELS = {
     "title_failures": "title calls failed",
     "title_input_tokens": "API input tokens (titles)",
     "title_output_tokens": "API output tokens (titles)",
+    "retention_rate": "specifics kept by summaries (retention)",
+    "repair_rate": "guarded runs needing a repair call",
+    "specifics_in_details": "specifics Recap put in details",
+    "specifics_to_memories": "specifics Recap moved to memories",
+    "messages_held_back": "messages held back in the window",
     "sessions_needing_escalation": "sessions needing escalation",
     "sessions_leased": "sessions with a live lease",
     "sessions_pending": "sessions with a job pending",
     "sessions_blocked": "sessions dead-lettered (cooling down)",
 }
+PERCENT = {"retention_rate", "repair_rate"}
 
 
 def register(sub: Subparsers) -> None:
@@ -86,6 +92,8 @@ def format_stats(data: dict[str, Any]) -> str:
         value = data[key]
         if value is None:
             value = "n/a"
+        elif key in PERCENT:
+            value = f"{value:.1%}"
         lines.append(f"{label:<{width}}  {value}")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(data["runs_by_status"].items()))
     lines.append(f"{'runs by status':<{width}}  {statuses or 'none'}")

@@ -99,7 +99,7 @@ def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int
     return usage(summary_tokens, active_tokens, t.context_budget_tokens) >= CAPACITY_USAGE
 
 
-def _units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
+def units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
     """Consecutive messages that must be condensed together: each tool_use with the
     messages up to the last tool_result answering it (by id), and an assistant turn
     with the legacy ``tool`` rows (no ids) right after it."""
@@ -137,7 +137,7 @@ def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,
     cutoff = len(messages) - keep  # messages[:cutoff] are outside the keep window
     chosen: list[MessageInfo] = []
     seen = tokens = 0
-    for unit in _units(messages):
+    for unit in units(messages):
         if seen + len(unit) > cutoff:
             break  # this unit reaches into the keep window: keep all of it
         seen += len(unit)

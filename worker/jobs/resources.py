@@ -18,15 +18,12 @@ from worker.core.text import redact
 from worker.errors import ConfigError
 from worker.jobs.enqueue import BREAKER
 from worker.llm.client import ClientConfig
-from worker.llm.extractor import ClaudeExtractor, OfflineExtractor
 from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
 from worker.llm.templates import load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import Settings, get_settings
 
 log = logging.getLogger("recap.worker")
-
-Extractor = ClaudeExtractor | OfflineExtractor
 
 
 @dataclass(frozen=True)
@@ -58,12 +55,6 @@ class Resources:
         return dataclasses.replace(base, config=base.config.with_model(tuned.model),
                                    max_tokens=tuned.max_summary_tokens,
                                    template=load_template(tuned.prompt_file, tuned.prompt))
-
-    def extractor_for(self, tuned: Settings) -> Extractor:
-        """The memory extractor sharing the summarizer's client and the session's model."""
-        if self.client is None or not isinstance(self.summarizer, ClaudeSummarizer):
-            return OfflineExtractor()
-        return ClaudeExtractor(self.client.with_model(tuned.model))
 
     def with_summarizer(self, summarizer: Summarizer) -> Resources:
         """These resources with ``summarizer``; the client is the summarizer's own

@@ -48,6 +48,18 @@ class Stats:
     title_failures: int = 0
     title_input_tokens: int = 0
     title_output_tokens: int = 0
+    # The retention guard over applied runs that ran it (summary_runs.specifics_*).
+    guarded_runs: int = 0
+    specifics_total: int = 0
+    specifics_missing_after: int = 0
+    specifics_in_details: int = 0
+    specifics_to_memories: int = 0
+    messages_held_back: int = 0
+    repair_calls: int = 0
+    # Share of specifics the model's summaries kept (after any repair); Recap kept the
+    # rest itself (details, held back, memories). None: no guarded run yet.
+    retention_rate: float | None = None
+    repair_rate: float | None = None  # guarded runs that needed a repair call
 
 
 def count_where(condition: ColumnElement[bool]) -> Any:
@@ -161,11 +173,32 @@ def title_counts(stats: Stats, *, db: Session) -> None:
         stats.title_output_tokens += int(tokens_out or 0)
 
 
+GUARD_SUMS = ("specifics_total", "specifics_missing_after", "specifics_in_details",
+              "specifics_to_memories", "messages_held_back")
+
+
+def guard_counts(stats: Stats, *, db: Session) -> None:
+    """Fill the retention guard's counters and rates from applied summary_runs."""
+    row = db.execute(
+        select(func.count(), count_where(SummaryRun.repaired.is_(True)),
+               *(func.coalesce(func.sum(getattr(SummaryRun, c)), 0) for c in GUARD_SUMS))
+        .where(SummaryRun.status == "applied", SummaryRun.specifics_total.isnot(None))).one()
+    stats.guarded_runs, stats.repair_calls = int(row[0]), int(row[1])
+    for name, value in zip(GUARD_SUMS, row[2:], strict=True):
+        setattr(stats, name, int(value))
+    if stats.guarded_runs:
+        stats.repair_rate = round(stats.repair_calls / stats.guarded_runs, 4)
+        total = max(stats.specifics_total, stats.specifics_missing_after)
+        stats.retention_rate = round(1 - stats.specifics_missing_after / total, 4) \
+            if total else 1.0
+
+
 def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     stats = Stats()
     session_counts(stats, db=db, settings=settings, now=now)
     run_counts(stats, db=db)
     title_counts(stats, db=db)
+    guard_counts(stats, db=db)
     stats.tokens_saved = tokens_saved(db=db)
     pct = latency_percentiles(db=db)
     stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]

@@ -31,9 +31,9 @@ from worker.jobs.outcome import (
     log_outcome,
 )
 from worker.jobs.resources import Resources
+from worker.jobs.retain import Retained, retain
 from worker.jobs.store import archive_messages, release, save_memories, save_summary_version
 from worker.llm.client import Usage, classify
-from worker.llm.extractor import Extraction
 from worker.llm.summarizer import SummaryResult
 from worker.llm.tokens import count_tokens, split_by_tokens
 
@@ -41,17 +41,23 @@ log = logging.getLogger("recap.jobs")
 
 
 def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: int,
-                  extraction: Extraction | None = None) -> Outcome:
-    """In one transaction: write the summary, store the mined memories, delete (or
-    archive) exactly the batch, record the run.
+                  retained: Retained | None = None) -> Outcome:
+    """In one transaction: write the summary, store the mined memories (``result``'s
+    facts), delete (or archive) exactly the batch, record the run.
 
+    With ``retained`` (the retention guard's verdict) its summary, its narrowed
+    batch (held-back messages stay) and its memories are what is written.
     Raises Superseded (and changes nothing) when the claim no longer holds.
     """
     now = utcnow()
+    facts = list(result.facts)
+    if retained is not None:
+        claim = dataclasses.replace(claim, plan=retained.plan)
+        result = dataclasses.replace(result, text=retained.summary)
+        facts += retained.memories
     ids = claim.plan.batch_ids
     summary_tokens = count_tokens(result.text)
-    spent_in = result.input_tokens + (extraction.usage.input_tokens if extraction else 0)
-    spent_out = result.output_tokens + (extraction.usage.output_tokens if extraction else 0)
+    spent_in, spent_out = result.input_tokens, result.output_tokens
     # Plan again on what will be left, to queue a follow-up only for real work and
     # to record whether the normal rule can fire before the next summary.
     taken = set(ids)
@@ -82,13 +88,12 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                         first_message_id=ids[0], last_message_id=ids[-1],
                         input_tokens=spent_in, output_tokens=spent_out,
                         summary_tokens=summary_tokens, latency_ms=latency_ms,
-                        model=result.model)
+                        model=result.model, **(retained.counts if retained else {}))
         save_summary_version(claim.session_id, db=s, version=row.summary_version,
                              text=result.text, tokens=summary_tokens, covers_through=ids[-1],
                              run_id=run_id, keep=claim.settings.summary_versions_keep)
-        if extraction is not None:
-            save_memories(claim.session_id, extraction.facts, db=s, first_id=ids[0],
-                          last_id=ids[-1])
+        if facts:
+            save_memories(claim.session_id, facts, db=s, first_id=ids[0], last_id=ids[-1])
         if claim.settings.archive_summarized:
             archive_messages(claim.session_id, ids, db=s, run_id=run_id)
         deleted = s.execute(delete(MESSAGES)
@@ -111,7 +116,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
             claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
             summary_tokens=summary_tokens, summary_version=version, more_work=more,
             model=result.model, input_tokens=spent_in, output_tokens=spent_out,
-            latency_ms=latency_ms, memories=len(extraction.facts) if extraction else None)
+            latency_ms=latency_ms,
+            memories=len(facts) if claim.settings.extract_memories or facts else None)
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status,
@@ -160,6 +166,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
     if isinstance(claimed, Outcome):
         return log_outcome(claimed, job)
     tuned = claimed.settings
+    stored = claimed.turns
     turns, clipped = clip_turns(claimed.turns, max_tokens=tuned.job_token_budget(),
                                 count=count_tokens, split=split_by_tokens)
     if clipped:
@@ -169,13 +176,17 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
     spent = Usage(summarizer.model)
     started = time.monotonic()
     try:
-        result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent)
-        # Mine the batch before its rows go; a failure here fails the job (retried).
-        extraction = (res.extractor_for(tuned).extract(claimed.turns)
-                      if tuned.extract_memories else None)
+        # With memories on, the same calls mine the batch before its rows go.
+        result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent,
+                                      facts=tuned.extract_memories)
+        retained = None
+        if tuned.retention_guard:
+            retained = retain(claimed, result.text, result.facts, turns=stored,
+                              summarizer=summarizer, usage=spent)
+            result = SummaryResult.of(retained.summary, spent, result.facts)
         latency_ms = int((time.monotonic() - started) * 1000)
         return log_outcome(apply_summary(claimed, result, job=job, latency_ms=latency_ms,
-                                         extraction=extraction), job)
+                                         retained=retained), job)
     except Superseded as exc:
         return log_outcome(record_failure(claimed, exc, job=job, status="superseded",
                                           model=summarizer.model, latency_ms=None), job)

@@ -1,2 +1,2 @@
-"""The Claude edge: one client configuration, the summarizer, the memory extractor,
+"""The Claude edge: one client configuration, the summarizer (which also mines memories),
 the title call, token counting and the prompt templates."""

@@ -56,6 +56,8 @@ class Answer:
     stop_reason: str | None
     input_tokens: int
     output_tokens: int
+    # The input of the first tool_use block (a call made with ``tool``), unsanitized.
+    tool_input: Any = None
 
     def add_to(self, usage: Usage) -> None:
         usage.calls += 1
@@ -157,17 +159,23 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 
 
 def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
-             operation: str) -> Answer:
+             operation: str, tool: dict[str, Any] | None = None) -> Answer:
     """One non-streaming Messages API call; SDK errors come out classified.
+
+    ``tool`` (a tool definition with a JSON input schema): the call must answer by
+    using it (``tool_choice``), and the answer's ``tool_input`` is what it passed.
 
     No temperature: API version 2026-10-21 (sent by SDK 2.x) rejects every
     sampling parameter with a 400, even at its default value.
     """
     with tracing.llm_span(operation, config.model) as span:
         try:
+            extra: dict[str, Any] = {} if tool is None else {
+                "tools": [tool], "tool_choice": {"type": "tool", "name": tool["name"]}}
             response = config.client.messages.create(
                 model=config.model, max_tokens=max_tokens, system=system,
-                messages=[{"role": "user", "content": prompt}], timeout=config.timeout_s)
+                messages=[{"role": "user", "content": prompt}], timeout=config.timeout_s,
+                **extra)
         except Exception as exc:
             limit = _time_limit(exc)
             if limit is not None:
@@ -195,6 +203,8 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
                                   if getattr(b, "type", None) == "text")).strip(),
             stop_reason=response.stop_reason,
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
-            output_tokens=getattr(usage, "output_tokens", 0) or 0)
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            tool_input=next((getattr(b, "input", None) for b in response.content or []
+                             if getattr(b, "type", None) == "tool_use"), None))
         span.record_usage(answer.input_tokens, answer.output_tokens)
     return answer

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from worker.core import guard
+from worker.core.memories import Fact
 from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete
+from worker.llm.structured import FACTS_INSTRUCTION, fact_room, parse_answer, summary_tool
 
 OFFLINE_MODEL = "offline-extractive"
 # A chunk smaller than this that is still "too long" means the limit is not ours
 # to fix by splitting further.
 MIN_CHUNK_TOKENS = 500
+# A chunk this small whose summary-and-facts answer is still cut off is not ours to
+# fix by splitting.
+MIN_SPLIT_TOKENS = 200
 
 
 @dataclass
@@ -29,10 +35,16 @@ class SummaryResult:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    facts: list[Fact] = field(default_factory=list)  # mined in the same calls (facts=True)
 
     @classmethod
-    def of(cls, text: str, usage: Usage) -> SummaryResult:
-        return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls)
+    def of(cls, text: str, usage: Usage, facts: Sequence[Fact] = ()) -> SummaryResult:
+        return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
+                   list(facts))
+
+
+class CutOff(UnusableSummary):
+    """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
 
 
 class Summarizer(Protocol):
@@ -40,12 +52,18 @@ class Summarizer(Protocol):
     def model(self) -> str: ...
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None) -> SummaryResult: ...
+                  usage: Usage | None = None, facts: bool = False) -> SummaryResult: ...
+
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None: ...
 
 
 @dataclass
 class ClaudeSummarizer:
-    """Folds turns into the running summary with the Messages API, chunk by chunk."""
+    """Folds turns into the running summary with the Messages API, chunk by chunk.
+
+    With ``facts``, each call also mines the chunk's durable facts (one tool call,
+    worker.llm.structured); an answer cut off at max_tokens then splits its chunk.
+    """
 
     config: ClientConfig
     max_tokens: int
@@ -56,7 +74,7 @@ class ClaudeSummarizer:
         return self.config.model
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None) -> SummaryResult:
+                  usage: Usage | None = None, facts: bool = False) -> SummaryResult:
         usage = usage if usage is not None else Usage(self.model)
         count = self.config.count
         # Room for the turns: the input limit minus the prompt, the summary so far
@@ -64,32 +82,60 @@ class ClaudeSummarizer:
         fixed = count(self.template) + count(SYSTEM_PROMPT) + 2 * self.max_tokens
         room = max(MIN_CHUNK_TOKENS,
                    self.config.max_input_tokens - fixed - count(previous or ""))
-        text = self._fold(previous or "", list(turns), room, usage)
-        return SummaryResult.of(text, usage)
+        mined: dict[str, Fact] | None = {} if facts else None
+        text = self._fold(previous or "", list(turns), room, usage, mined)
+        return SummaryResult.of(text, usage, list((mined or {}).values()))
 
-    def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage) -> str:
-        for chunk in chunk_turns(turns, max_tokens=room, count=self.config.count,
-                                 split=self.config.split):
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
+        """The retention guard's one repair call: ``summary`` revised to include the
+        specifics of ``items`` (guard.entry lines); None when the answer is unusable
+        (empty, or cut off at max_tokens), so the caller settles with ``summary``."""
+        answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
+                          prompt=guard.repair_prompt(summary, items),
+                          operation="repair_summary")
+        answer.add_to(usage)
+        if answer.stop_reason == "max_tokens" or not answer.text:
+            return None
+        return answer.text
+
+    def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage,
+              mined: dict[str, Fact] | None) -> str:
+        count = self.config.count
+        for chunk in chunk_turns(turns, max_tokens=room, count=count, split=self.config.split):
             try:
-                text = self._call(text, chunk, usage)
-            except PromptTooLong:
-                # Our estimate was low for this text: halve the chunk and go on.
-                if room // 2 < MIN_CHUNK_TOKENS:
+                text = self._call(text, chunk, usage, mined)
+            except (PromptTooLong, CutOff) as exc:
+                # Our estimate was low for this text, or its facts did not fit the
+                # answer: halve the chunk and go on.
+                half = min(room, sum(count(t.content) + 12 for t in chunk)) // 2
+                if half < (MIN_CHUNK_TOKENS if isinstance(exc, PromptTooLong)
+                           else MIN_SPLIT_TOKENS):
                     raise
-                text = self._fold(text, chunk, room // 2, usage)
+                text = self._fold(text, chunk, half, usage, mined)
         return text
 
-    def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage) -> str:
+    def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage,
+              mined: dict[str, Fact] | None) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
-        answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
-                          prompt=prompt, operation="summarize")
+        cap = self.max_tokens
+        if mined is not None:
+            prompt += FACTS_INSTRUCTION
+            cap += fact_room(sum(self.config.count(t.content) for t in chunk))
+        answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
+                          operation="summarize",
+                          tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
-            raise UnusableSummary(f"summary cut off at max_tokens={self.max_tokens}; "
-                                  "not applied")
-        if not answer.text:
+            cut = CutOff if mined is not None else UnusableSummary
+            raise cut(f"summary cut off at max_tokens={cap}; not applied")
+        text = answer.text
+        if mined is not None:
+            text, facts = parse_answer(answer.tool_input)
+            for fact in facts:
+                mined.setdefault(fact.fact, fact)
+        if not text:
             raise UnusableSummary("the model returned an empty summary; not applied")
-        return answer.text
+        return text
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -107,7 +153,8 @@ class OfflineSummarizer:
     max_words: int = 400
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None) -> SummaryResult:
+                  usage: Usage | None = None, facts: bool = False) -> SummaryResult:
+        """``facts`` is accepted and ignored: the stand-in mines nothing."""
         lines = [ln for ln in (previous or "").splitlines() if ln.strip()]
         for t in turns:
             first = _SENTENCE.split(" ".join(t.content.split()), maxsplit=1)[0]
@@ -123,3 +170,7 @@ class OfflineSummarizer:
         if usage is not None:
             usage.calls += 1
         return SummaryResult(text=text, model=self.model, calls=1)
+
+    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
+        """No model to ask: the retention guard settles what is missing by itself."""
+        return None

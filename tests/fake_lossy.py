@@ -1,0 +1,76 @@
+"""The fake Messages API's answers for issue 12 (tests/fake_anthropic.py uses them):
+digests that keep specifics, the retention guard's repair answer, the forced
+``record_summary`` tool's input, and the lossy mode that drops specifics."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from typing import Any
+
+
+def digest_line(role: str, content: str) -> str:
+    """One message's digest: its first 12 words, then up to 20 of the specifics
+    (numbers, ids, paths...) they leave out, as a careful model keeps them."""
+    from worker.core.specifics import absent, extract_specifics
+
+    line = f"The {role} said: {' '.join(content.split()[:12])}"
+    rest = sorted(absent(extract_specifics(content), [line]))[:20]
+    return f"{line} ({'; '.join(rest)})" if rest else line
+
+
+def default_repair(prompt: str, max_chars: int = 100_000) -> str:
+    """The retention guard's repair call: the summary with each listed item added,
+    as many as fit ``max_chars`` (as a model stays under max_tokens)."""
+    summary = re.search(r"<summary>\n(.*?)\n</summary>", prompt, re.S)
+    items = re.findall(r"^- (.+)$", prompt.split("<summary>", 1)[0], re.M)
+    text = html.unescape(summary.group(1)) if summary else ""
+    for item in items:
+        if len(text) + len(item) + 1 > max_chars:
+            break
+        text += "\n" + item
+    return text.strip()
+
+
+def drop_specifics(text: str, fraction: float, *, seed: int, kind: str) -> str:
+    """``text`` without a ``fraction`` of its specifics: each one is dropped or kept
+    by a hash of (seed, kind, specific), so the same answer loses the same ones and
+    a repair answer (another kind) loses others."""
+    from worker.core.specifics import extract_specifics
+
+    for specific in sorted(extract_specifics(text), key=len, reverse=True):
+        digest = hashlib.sha256(f"{seed}:{kind}:{specific}".encode()).digest()
+        if int.from_bytes(digest[:4], "big") / 2**32 < fraction:
+            text = re.sub(re.escape(specific), "(…)", text, flags=re.I)
+    return text
+
+
+def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fraction: float,
+               seed: int) -> dict[str, Any]:
+    """The input of the tool a request forces (Recap's record_summary: summary and
+    facts). A scripted text is the input if it is a JSON object, else the summary
+    (with the FACT: lines as facts);
+    otherwise the default summary (within the cap the tool's description states) and
+    the FACT: lines as facts, each losing ``fraction`` of its specifics."""
+    from tests.fake_anthropic import default_facts, default_summary
+
+    if scripted is not None:
+        try:
+            data = json.loads(scripted)
+        except ValueError:
+            data = None
+        # A scripted plain text is the summary; the facts are still the FACT: lines,
+        # as when mining was a call of its own that the test left unscripted.
+        return data if isinstance(data, dict) else {
+            "summary": scripted, "facts": json.loads(default_facts(prompt))}
+    described = json.dumps(body["tools"][0].get("input_schema", {}))
+    cap = re.search(r"at most (\d+) tokens", described)
+    summary = default_summary(prompt, 3 * int(cap.group(1) if cap else body["max_tokens"]))
+    facts = json.loads(default_facts(prompt))
+    if fraction:
+        summary = drop_specifics(summary, fraction, seed=seed, kind="summary")
+        for f in facts:
+            f["fact"] = drop_specifics(f["fact"], fraction, seed=seed, kind="facts")
+    return {"summary": summary, "facts": facts}

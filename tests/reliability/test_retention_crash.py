@@ -1,0 +1,43 @@
+"""The retention guard under a worker crash: a worker killed while its repair call
+is in flight changes nothing; the next worker's apply keeps every specific."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fake_anthropic import ok
+from tests.helpers import session_row, statuses, wait_for
+from tests.jobs.test_scenarios import conversation
+from tests.reliability.procs import publish, settle, sweep_into
+from worker.api.ingest import add_message
+from worker.checks import check_invariants
+from worker.db import transaction
+
+pytestmark = pytest.mark.usefixtures("low_settings")
+
+
+def test_sigkill_during_the_repair_call_loses_nothing(api, spawn, queue,  # type: ignore[no-untyped-def]
+                                                       settings_env) -> None:
+    settings_env(RECAP_RETENTION_GUARD="true")
+    api.lose_specifics(0.7, seed=9)
+    texts = {add_message("guard-crash", role, text): text
+             for role, text in conversation(12)}
+    repair = "omits these specifics"
+    api.routes[repair] = ok(delay=60)  # the repair call is answered after the kill
+    first = spawn(RECAP_RETENTION_GUARD="true")
+    publish("guard-crash", queue)
+    wait_for(lambda: any(repair in p for p in api.prompts()), timeout=30,
+             what="the repair call")
+    first.kill()  # mid-job: the repair call is in flight, the apply has not run
+    assert statuses("guard-crash") == []
+    assert session_row("guard-crash").lease_token is not None  # type: ignore[union-attr]
+    api.routes.clear()
+    spawn(RECAP_RETENTION_GUARD="true")
+    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("guard-crash"),
+             timeout=60, interval=0.5, what="the apply after the crash")
+    settle(queue)
+    row = session_row("guard-crash")
+    assert row is not None and row.summary_version == statuses("guard-crash").count("applied")
+    with transaction() as s:
+        assert check_invariants(s, written={"guard-crash": list(texts)},
+                                written_texts={"guard-crash": texts}) == []

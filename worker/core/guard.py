@@ -1,0 +1,235 @@
+"""The retention guard: nothing is deleted until its specifics are kept (pure).
+
+A fold must keep every specific (worker.core.specifics) of the messages it
+condenses and of the previous summary. *Kept* means present in the new summary
+or in the facts mined from this batch. The job asks the model once to repair a
+summary that omits some (:func:`repair_prompt`); what is still missing is then
+settled by :func:`settle`, in this order:
+
+1. Batch specifics, unit by unit (a unit is policy's: an assistant turn and its
+   tool results, which leave a batch whole), oldest first: into Recap's own
+   *details* section (a line each, with a few words of context), while it stays
+   within its cap. A unit whose lines do not fit **stays in the window** with
+   every unit after it: the batch becomes the prefix before it, so a run still
+   condenses a contiguous stretch of ids (pinned messages aside) and the
+   audit's first..last range covers exactly what it condensed. Three exceptions
+   send the lines that do not fit to memories instead: the first unit of the
+   batch (so every job condenses something), a unit held back once already
+   (``held_before``: a message is held at most once, so a session never spends
+   call after call on the same overflow) and aggressive mode (the context is
+   nearly full: holding back would not help).
+2. Specifics of the previous summary, in order of appearance: into the details
+   section while it fits, else to memories.
+
+A memory made here is an ordinary fact (category ``fact``) whose text carries
+the specific with its context. The details section is always rebuilt by Recap:
+a section the model copied from the previous summary is cut off first
+(:func:`strip_details`), so the cap holds across folds.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from worker.core.memories import Fact
+from worker.core.prompt import Turn, escape
+from worker.core.specifics import absent, contains, extract_specifics
+from worker.core.text import defuse, tag_opener
+
+DETAILS_HEADER = "Details (kept verbatim by Recap):"
+CONTEXT_WORDS = 12
+CONTEXT_CHARS = 40  # for text without spaces (Japanese, Chinese)
+# A repair prompt names at most this many specifics; the rest are settled by Recap.
+MAX_REPAIR_ITEMS = 200
+MEMORY_IMPORTANCE = 3
+
+REPAIR_PROMPT = """The summary below omits these specifics from the conversation (each with a
+few words of its context):
+{items}
+
+Revise the summary to include each of them, concisely, saying what it refers to. Keep
+everything else it says. Answer with the revised summary only.
+
+<summary>
+{summary}
+</summary>"""
+
+_SUMMARY_TAG = tag_opener(["summary"])
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What a guarded apply writes: the summary with its details section, the ids it
+    condenses (a prefix of the batch), those it holds back, and guard-made memories."""
+
+    summary: str
+    condensed_ids: tuple[int, ...]
+    held_ids: tuple[int, ...]
+    memories: tuple[Fact, ...]
+    specifics_total: int
+    specifics_in_details: int
+    specifics_to_memories: int
+
+
+def strip_details(summary: str) -> str:
+    """``summary`` without a details section (Recap's, copied back by the model): the
+    header line and the ``- `` lines right after it; any text after them stays."""
+    lines = summary.split("\n")
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.strip() == DETAILS_HEADER:
+            inside = True
+            continue
+        if inside and line.startswith("- "):
+            continue
+        inside = False
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
+    """The specifics a fold of ``turns`` onto ``previous`` must keep."""
+    found: set[str] = set(extract_specifics(previous or "", whole=True))
+    for t in turns:
+        found |= extract_specifics(t.content)
+    return frozenset(found)
+
+
+def missing(specifics: frozenset[str], *, summary: str,
+            facts: Sequence[Fact] = ()) -> frozenset[str]:
+    """The ``specifics`` present neither in ``summary`` nor in ``facts``."""
+    return absent(specifics, [summary, *(f.fact for f in facts)])
+
+
+def context(text: str, specific: str) -> str:
+    """A few words around ``specific`` in ``text``: its sentence, clipped to about
+    CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces)."""
+    text = unicodedata.normalize("NFKC", text)
+    found = re.search(r"(?<![0-9A-Za-z])" + re.escape(specific) + r"(?![0-9A-Za-z])", text,
+                      re.I) or re.search(re.escape(specific), text, re.I)
+    if found is None:
+        return specific
+    at = found.start()
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start:end if end >= 0 else len(text)]
+    pos = at - start
+    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if a <= pos < b:
+            line, pos = line[a:b], pos - a
+            break
+    words = line.split()
+    if len(words) <= 1:  # no spaces to cut at
+        lo = max(0, pos - CONTEXT_CHARS // 2)
+        clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
+    else:
+        index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
+        lo = max(0, index - CONTEXT_WORDS // 2 + 1)
+        clip = " ".join(words[lo:lo + CONTEXT_WORDS])
+    return clip if contains(clip, specific) else specific
+
+
+def entry(text: str, specific: str) -> str:
+    """One line of the details section (and the text of a guard-made memory)."""
+    around = context(text, specific)
+    return specific if around == specific else f"{specific}: {around}"
+
+
+def repair_prompt(summary: str, items: Sequence[str]) -> str:
+    """The prompt of the one repair call; ``items`` are :func:`entry` lines."""
+    shown = list(items)[:MAX_REPAIR_ITEMS]
+    def safe(text: str) -> str:
+        return defuse(_SUMMARY_TAG, escape(" ".join(text.split()) if "\n" in text else text))
+
+    return REPAIR_PROMPT.format(items="\n".join(f"- {safe(i)}" for i in shown),
+                                summary=defuse(_SUMMARY_TAG, escape(summary)))
+
+
+def repair_items(turns: Sequence[Turn], previous: str | None,
+                 lost: frozenset[str]) -> list[str]:
+    """Entry lines for the ``lost`` specifics, from the text each first appears in."""
+    sources = [extract_specifics(t.content) for t in turns]
+    texts = [t.content for t in turns] + [previous or ""]
+    sources.append(extract_specifics(previous or "", whole=True))
+    out = []
+    for s in sorted(lost):
+        source = next((x for x, found in zip(texts, sources, strict=True) if s in found), "")
+        out.append(entry(source, s))
+    return out
+
+
+def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
+           summary: str, facts: Sequence[Fact], details_cap: int,
+           count: Callable[[str], int], aggressive: bool,
+           held_before: frozenset[int] = frozenset()) -> Settlement:
+    """Settle what ``summary`` (after any repair) and ``facts`` still miss.
+
+    ``units`` are the batch's ids grouped in policy units, oldest first;
+    ``details_cap`` is the details section's most tokens (by ``count``).
+    """
+    summary = strip_details(summary)
+    kept = [summary, *(f.fact for f in facts)]
+    by_id = {t.id: t.content for t in turns}
+    room = details_cap - count(DETAILS_HEADER)
+    details: list[str] = []
+    memories: list[str] = []
+    covered: set[str] = set()
+    condensed: list[int] = []
+    held: list[int] = []
+    total: set[str] = set()
+
+    def place(lines: Sequence[str], *, overflow: bool) -> bool:
+        """Put ``lines`` in the details section if they all fit; else, with
+        ``overflow``, those that fit and the rest to memories; else nothing."""
+        nonlocal room
+        costs = [count("\n- " + line) for line in lines]
+        if sum(costs) <= room:
+            details.extend(lines)
+            room -= sum(costs)
+            return True
+        if not overflow:
+            return False
+        for line, cost in zip(lines, costs, strict=True):
+            if cost <= room:
+                details.append(line)
+                room -= cost
+            else:
+                memories.append(line)
+        return True
+
+    for i, unit in enumerate(units):
+        found = frozenset().union(*(extract_specifics(by_id[m]) for m in unit))
+        lost = sorted(absent(found - covered, kept))
+        lines = [entry(next(by_id[m] for m in unit if s in extract_specifics(by_id[m])), s)
+                 for s in lost]
+        if not place(lines, overflow=i == 0 or aggressive or bool(held_before & set(unit))):
+            held = [m for u in units[i:] for m in u]
+            break
+        covered.update(lost)
+        total |= found
+        condensed.extend(unit)
+
+    before = extract_specifics(previous or "", whole=True)
+    total |= before
+    order = _appearance(previous or "", absent(before - covered, kept))
+    place([entry(previous or "", s) for s in order], overflow=True)
+    text = summary
+    if details:
+        text = f"{summary}\n\n{DETAILS_HEADER}\n" + "\n".join(f"- {d}" for d in details)
+    return Settlement(
+        summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
+        memories=tuple(Fact(m, "fact", MEMORY_IMPORTANCE) for m in memories),
+        specifics_total=len(total), specifics_in_details=len(details),
+        specifics_to_memories=len(memories))
+
+
+def _appearance(text: str, specifics: frozenset[str]) -> list[str]:
+    """``specifics`` in the order they first appear in ``text`` (ties by name)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return sorted(specifics, key=lambda s: (folded.find(s.casefold()), s))

@@ -1,0 +1,94 @@
+"""The retention guard inside a job, between the summary call and the apply.
+
+Checks the new summary against the specifics of the batch and of the previous
+summary (worker.core.guard), makes at most ONE repair call when some are
+missing, and settles the rest: the details section, messages held back in the
+window (the plan's batch shrinks to the condensed prefix, so the apply's
+counters stay exact), memories. Runs outside any transaction, like every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from models import runs_table as RUNS
+from worker.core import guard, policy
+from worker.core.memories import Fact
+from worker.core.prompt import Turn
+from worker.db import transaction
+from worker.jobs.claim import Claim
+from worker.llm.client import Usage
+from worker.llm.summarizer import Summarizer
+from worker.llm.tokens import count_tokens
+
+
+@dataclass(frozen=True)
+class Retained:
+    """What the apply writes instead of the model's answer alone."""
+
+    summary: str
+    plan: policy.Plan  # the claim's plan, its batch narrowed to the condensed prefix
+    memories: tuple[Fact, ...]
+    counts: dict[str, object] = field(default_factory=dict)  # summary_runs columns
+
+
+def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence[Turn],
+           summarizer: Summarizer, usage: Usage) -> Retained:
+    """Guard one fold. ``turns`` are the batch as stored (not clipped for the call);
+    the repair call's usage is added to ``usage``; its answer replaces the summary
+    only if it misses fewer specifics. A failed repair call raises (the job fails
+    and is retried; nothing was written)."""
+    settings = claim.settings
+    needed = guard.required(turns, claim.previous_summary)
+    before = guard.missing(needed, summary=summary, facts=facts)
+    after, repaired = before, False
+    if before:
+        items = guard.repair_items(turns, claim.previous_summary, before)
+        calls = usage.calls
+        revised = summarizer.repair(guard.strip_details(summary), items, usage=usage)
+        repaired = usage.calls > calls
+        if revised is not None:
+            still = guard.missing(needed, summary=revised, facts=facts)
+            if len(still) < len(before):  # a repair that loses more is not taken
+                summary, after = revised, still
+    taken = set(claim.plan.batch_ids)
+    infos = [m for m in claim.messages if m.id in taken]
+    units = ([[m.id for m in unit] for unit in policy.units(infos)] if infos
+             else [[t.id] for t in turns])
+    settled = guard.settle(
+        turns=turns, units=units, previous=claim.previous_summary, summary=summary,
+        facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
+        count=count_tokens, aggressive=claim.plan.mode == "aggressive",
+        held_before=held_before(claim.session_id, [m.id for m in infos]))
+    plan = claim.plan
+    if settled.held_ids:
+        kept = set(settled.condensed_ids)
+        plan = dataclasses.replace(plan, batch_ids=settled.condensed_ids,
+                                   batch_tokens=sum(m.token_count for m in infos
+                                                    if m.id in kept))
+    return Retained(settled.summary, plan, settled.memories, {
+        "specifics_total": len(needed),
+        "specifics_missing_before_repair": len(before),
+        "specifics_missing_after": len(after),
+        "specifics_in_details": settled.specifics_in_details,
+        "specifics_to_memories": settled.specifics_to_memories,
+        "messages_held_back": len(settled.held_ids),
+        "repaired": repaired})
+
+
+def held_before(session_id: str, batch: Sequence[int]) -> frozenset[int]:
+    """The messages of ``batch`` (ids, oldest first) that the last applied run held
+    back: it condensed a prefix ending at its last id and left the next ones, which
+    are still the oldest candidates, so they lead this batch."""
+    with transaction() as s:
+        last = s.execute(select(RUNS.c.last_message_id, RUNS.c.messages_held_back)
+                         .where(RUNS.c.session_id == session_id, RUNS.c.status == "applied")
+                         .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
+    if last is None or not last.messages_held_back or last.last_message_id is None:
+        return frozenset()
+    after = [m for m in batch if m > last.last_message_id]
+    return frozenset(after[:last.messages_held_back])

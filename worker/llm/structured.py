@@ -1,0 +1,82 @@
+"""Summary and memories in one call: the ``record_summary`` tool (issue 12, cost).
+
+With memories on, each summary call also asks for the durable facts of its
+chunk, as the input of a tool with a JSON schema that the call must use
+(``tool_choice``). Each message then goes to the model once, not twice (a
+separate mining call used to resend the whole batch). Parsing trusts nothing:
+facts go through worker.core.memories.normalize, text through sanitize.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.core.memories import CATEGORIES, Fact, normalize
+from worker.core.text import sanitize
+from worker.errors import InvalidExtraction, UnusableSummary
+
+TOOL_NAME = "record_summary"
+
+
+def summary_tool(max_tokens: int) -> dict[str, Any]:
+    """The tool definition; the summary keeps its own cap (``max_tokens``), the
+    answer's max_tokens adds room for the facts."""
+    fact = {"type": "object",
+            "properties": {"fact": {"type": "string"},
+                           "category": {"type": "string", "enum": list(CATEGORIES)},
+                           "importance": {"type": "integer", "minimum": 1, "maximum": 5}},
+            "required": ["fact", "category", "importance"]}
+    return {
+        "name": TOOL_NAME,
+        "description": "Record the updated rolling summary and the durable facts about the "
+                       "user found in the new messages.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string", "description": "The updated summary text, at "
+                                                             f"most {max_tokens} tokens."},
+                "facts": {"type": "array", "items": fact,
+                          "description": "Durable facts about the user from the new "
+                                         "messages ([] if none)."},
+            },
+            "required": ["summary", "facts"],
+        },
+    }
+
+
+FACTS_INSTRUCTION = """
+
+Answer by calling the record_summary tool. "summary" is the updated summary, as asked
+above. "facts" lists the facts about the user in the new messages that will still matter in
+future conversations (preferences, personal details, work context, plans and commitments):
+each self-contained and in the conversation's language, with a category and an importance
+from 1 to 5; [] when nothing is worth keeping."""
+
+# Room for the facts on top of the summary's max_tokens: a quarter of the chunk,
+# within these bounds (a fact-rich chunk needs room; a cut-off answer is split).
+MIN_FACT_TOKENS = 1024
+MAX_FACT_TOKENS = 8192
+
+
+def fact_room(chunk_tokens: int) -> int:
+    """Extra answer tokens for the facts of a chunk of ``chunk_tokens``."""
+    return max(MIN_FACT_TOKENS, min(MAX_FACT_TOKENS, chunk_tokens // 4))
+
+
+def parse_answer(data: Any) -> tuple[str, list[Fact]]:
+    """(summary, facts) from the tool's input. UnusableSummary without a summary
+    string; a malformed fact is skipped (it never costs the summary: the retention
+    guard checks what the facts were needed for)."""
+    if not isinstance(data, dict) or not isinstance(data.get("summary"), str):
+        raise UnusableSummary(f"the {TOOL_NAME} answer has no summary text; not applied")
+    summary = sanitize(data["summary"]).strip()
+    raw = data.get("facts")
+    facts: dict[str, Fact] = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            fact = normalize(item)
+        except InvalidExtraction:
+            continue
+        if fact is not None:
+            facts.setdefault(fact.fact, fact)
+    return summary, list(facts.values())
