@@ -22,7 +22,7 @@ class StubSummarizer:
     model = "bench-stub"
 
     def summarize(self, previous: str | None, turns: Sequence[Any], *,
-                  usage: Any = None) -> Any:
+                  usage: Any = None, **_: Any) -> Any:
         from worker.llm.summarizer import SummaryResult
 
         text = (previous or "") + "\n" + " ".join(t.content.split()[0] for t in turns)

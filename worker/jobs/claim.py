@@ -23,8 +23,14 @@ from worker.core.render import parse_links
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
+from worker.jobs.recall import memories_for_prompt
 from worker.jobs.store import lease_update, record_run, release
 from worker.settings import Settings, effective
+
+# Memories offered to the mining call: enough for the facts a batch can update,
+# few enough to cost little next to the batch. Ranked against its newest turns.
+KNOWN_MEMORIES = 20
+KNOWN_QUERY_TURNS = 8
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class Claim:
     # The active messages the plan saw; what is left after the apply is these
     # minus the batch, unless more arrived during the call.
     messages: tuple[policy.MessageInfo, ...] = ()
+    # (id, fact) of the live memories most relevant to the batch, offered to the
+    # mining call so it can say a new fact replaces one (worker.llm.structured).
+    known: tuple[tuple[int, str], ...] = ()
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
@@ -112,8 +121,11 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
             return Outcome(session_id, "skipped", plan.reason)
         turns = _load_turns(session_id, plan.batch_ids, db=s)
+        known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
+                                     query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
+                 if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages))
+                     settings, tuple(messages), tuple(known))
 
 
 def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:

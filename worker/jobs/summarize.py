@@ -178,7 +178,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
     try:
         # With memories on, the same calls mine the batch before its rows go.
         result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent,
-                                      facts=tuned.extract_memories)
+                                      facts=tuned.extract_memories, known=claimed.known)
         retained = None
         if tuned.retention_guard:
             retained = retain(claimed, result.text, result.facts, turns=stored,

@@ -9,9 +9,12 @@ facts go through worker.core.memories.normalize, text through sanitize.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from worker.core.memories import CATEGORIES, Fact, normalize
+from worker.core.prompt import escape
 from worker.core.text import sanitize
 from worker.errors import InvalidExtraction, UnusableSummary
 
@@ -24,7 +27,11 @@ def summary_tool(max_tokens: int) -> dict[str, Any]:
     fact = {"type": "object",
             "properties": {"fact": {"type": "string"},
                            "category": {"type": "string", "enum": list(CATEGORIES)},
-                           "importance": {"type": "integer", "minimum": 1, "maximum": 5}},
+                           "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                           "replaces": {"type": "integer",
+                                        "description": "The id of a known fact this one "
+                                                       "replaces (it changed); omit "
+                                                       "otherwise."}},
             "required": ["fact", "category", "importance"]}
     return {
         "name": TOOL_NAME,
@@ -52,6 +59,23 @@ future conversations (preferences, personal details, work context, plans and com
 each self-contained and in the conversation's language, with a category and an importance
 from 1 to 5; [] when nothing is worth keeping."""
 
+KNOWN_INSTRUCTION = """
+These facts about the user are already stored (id: fact). Do not list them again. When a
+new fact replaces one of them (the user moved, changed a preference or a plan), give that
+fact's id as "replaces".
+<known_facts>
+{known}
+</known_facts>"""
+
+
+def known_block(known: Sequence[tuple[int, str]]) -> str:
+    """The instruction offering ``known`` memories, or "" when there are none."""
+    if not known:
+        return ""
+    return KNOWN_INSTRUCTION.format(known="\n".join(f"{i}: {escape(' '.join(f.split()))}"
+                                                    for i, f in known))
+
+
 # Room for the facts on top of the summary's max_tokens: a quarter of the chunk,
 # within these bounds (a fact-rich chunk needs room; a cut-off answer is split).
 MIN_FACT_TOKENS = 1024
@@ -63,10 +87,11 @@ def fact_room(chunk_tokens: int) -> int:
     return max(MIN_FACT_TOKENS, min(MAX_FACT_TOKENS, chunk_tokens // 4))
 
 
-def parse_answer(data: Any) -> tuple[str, list[Fact]]:
+def parse_answer(data: Any, *, known: Collection[int] = ()) -> tuple[str, list[Fact]]:
     """(summary, facts) from the tool's input. UnusableSummary without a summary
     string; a malformed fact is skipped (it never costs the summary: the retention
-    guard checks what the facts were needed for)."""
+    guard checks what the facts were needed for); a ``replaces`` naming an id that
+    was not offered (``known``) is dropped."""
     if not isinstance(data, dict) or not isinstance(data.get("summary"), str):
         raise UnusableSummary(f"the {TOOL_NAME} answer has no summary text; not applied")
     summary = sanitize(data["summary"]).strip()
@@ -78,5 +103,7 @@ def parse_answer(data: Any) -> tuple[str, list[Fact]]:
         except InvalidExtraction:
             continue
         if fact is not None:
+            if fact.replaces is not None and fact.replaces not in known:
+                fact = dataclasses.replace(fact, replaces=None)
             facts.setdefault(fact.fact, fact)
     return summary, list(facts.values())

@@ -17,7 +17,13 @@ from worker.core.memories import Fact
 from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete
-from worker.llm.structured import FACTS_INSTRUCTION, fact_room, parse_answer, summary_tool
+from worker.llm.structured import (
+    FACTS_INSTRUCTION,
+    fact_room,
+    known_block,
+    parse_answer,
+    summary_tool,
+)
 
 OFFLINE_MODEL = "offline-extractive"
 # A chunk smaller than this that is still "too long" means the limit is not ours
@@ -52,7 +58,8 @@ class Summarizer(Protocol):
     def model(self) -> str: ...
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None, facts: bool = False) -> SummaryResult: ...
+                  usage: Usage | None = None, facts: bool = False,
+                  known: Sequence[tuple[int, str]] = ()) -> SummaryResult: ...
 
     def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None: ...
 
@@ -74,7 +81,9 @@ class ClaudeSummarizer:
         return self.config.model
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None, facts: bool = False) -> SummaryResult:
+                  usage: Usage | None = None, facts: bool = False,
+                  known: Sequence[tuple[int, str]] = ()) -> SummaryResult:
+        """``known``: (id, fact) of stored memories the mining may mark as replaced."""
         usage = usage if usage is not None else Usage(self.model)
         count = self.config.count
         # Room for the turns: the input limit minus the prompt, the summary so far
@@ -83,7 +92,7 @@ class ClaudeSummarizer:
         room = max(MIN_CHUNK_TOKENS,
                    self.config.max_input_tokens - fixed - count(previous or ""))
         mined: dict[str, Fact] | None = {} if facts else None
-        text = self._fold(previous or "", list(turns), room, usage, mined)
+        text = self._fold(previous or "", list(turns), room, usage, mined, tuple(known))
         return SummaryResult.of(text, usage, list((mined or {}).values()))
 
     def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
@@ -99,11 +108,11 @@ class ClaudeSummarizer:
         return answer.text
 
     def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage,
-              mined: dict[str, Fact] | None) -> str:
+              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
         count = self.config.count
         for chunk in chunk_turns(turns, max_tokens=room, count=count, split=self.config.split):
             try:
-                text = self._call(text, chunk, usage, mined)
+                text = self._call(text, chunk, usage, mined, known)
             except (PromptTooLong, CutOff) as exc:
                 # Our estimate was low for this text, or its facts did not fit the
                 # answer: halve the chunk and go on.
@@ -111,15 +120,15 @@ class ClaudeSummarizer:
                 if half < (MIN_CHUNK_TOKENS if isinstance(exc, PromptTooLong)
                            else MIN_SPLIT_TOKENS):
                     raise
-                text = self._fold(text, chunk, half, usage, mined)
+                text = self._fold(text, chunk, half, usage, mined, known)
         return text
 
     def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage,
-              mined: dict[str, Fact] | None) -> str:
+              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
         cap = self.max_tokens
         if mined is not None:
-            prompt += FACTS_INSTRUCTION
+            prompt += FACTS_INSTRUCTION + known_block(known)
             cap += fact_room(sum(self.config.count(t.content) for t in chunk))
         answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
                           operation="summarize",
@@ -130,7 +139,7 @@ class ClaudeSummarizer:
             raise cut(f"summary cut off at max_tokens={cap}; not applied")
         text = answer.text
         if mined is not None:
-            text, facts = parse_answer(answer.tool_input)
+            text, facts = parse_answer(answer.tool_input, known={i for i, _ in known})
             for fact in facts:
                 mined.setdefault(fact.fact, fact)
         if not text:
@@ -153,8 +162,9 @@ class OfflineSummarizer:
     max_words: int = 400
 
     def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None, facts: bool = False) -> SummaryResult:
-        """``facts`` is accepted and ignored: the stand-in mines nothing."""
+                  usage: Usage | None = None, facts: bool = False,
+                  known: Sequence[tuple[int, str]] = ()) -> SummaryResult:
+        """``facts`` and ``known`` are accepted and ignored: the stand-in mines nothing."""
         lines = [ln for ln in (previous or "").splitlines() if ln.strip()]
         for t in turns:
             first = _SENTENCE.split(" ".join(t.content.split()), maxsplit=1)[0]
