@@ -106,6 +106,9 @@ class Settings(BaseSettings, Tuning):
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False
+    # build_context marks the stable prefix and the last turn with cache_control
+    # breakpoints: replies then pay 0.1x for the history Claude has cached.
+    prompt_caching: bool = True
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.

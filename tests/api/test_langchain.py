@@ -35,7 +35,7 @@ from tests.api.test_import_cost import forbidden, loaded_after
 from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
 from worker.api.context import build_context
 from worker.api.langchain import RecapChatMessageHistory
-from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, TOOL_PREFIX
+from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, TOOL_PREFIX, content_text, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput
 
@@ -177,9 +177,10 @@ def test_messages_render_what_build_context_builds() -> None:
         HumanMessage(TOOL_PREFIX + "42\n\nAnd in words?"), AIMessage("Quarante-deux.")]
     fresh = RecapChatMessageHistory("roles", system_prompt="You are terse.")
     assert pairs(fresh.messages) == pairs(expected)
-    ctx = build_context("roles", system_prompt="You are terse.")
-    assert fresh.messages[0].content == ctx["system"]
-    assert [m.content for m in fresh.messages[1:]] == [m["content"] for m in ctx["messages"]]
+    ctx = build_context("roles", system_prompt="You are terse.")  # with its cache breakpoints
+    assert fresh.messages[0].content == system_text(ctx["system"])
+    assert [m.content for m in fresh.messages[1:]] == [content_text(m["content"])
+                                                       for m in ctx["messages"]]
     assert RecapChatMessageHistory("roles").messages[0].content == "Answer in French."
 
 

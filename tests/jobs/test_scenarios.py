@@ -12,6 +12,7 @@ from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
+from worker.core.assemble import system_text
 from worker.db import transaction
 from worker.llm.tokens import split_by_tokens
 from worker.settings import get_settings
@@ -51,7 +52,7 @@ def test_thirty_long_messages_end_with_a_summary_and_a_small_context(
             after_reply(sid)
     wait_for(lambda: "applied" in statuses(sid) and idle(sid), timeout=60, what="summary")
     ctx = build_context(sid, system_prompt="You are a helpful SRE assistant.")
-    assert "<SUMMARY_OF_PRIOR_CONTEXT>" in ctx["system"]
+    assert "<SUMMARY_OF_PRIOR_CONTEXT>" in system_text(ctx["system"])
     assert ctx["tokens"] < 10_000
     assert validate_messages_request({"model": "m", "max_tokens": 10, **as_request(
         ctx, user_message="What next?")}) is None

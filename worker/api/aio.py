@@ -116,9 +116,11 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
                              dispatch=_publish_in_background)
 
 
-async def build_context(session_id: str, *, system_prompt: str) -> Context:
+async def build_context(session_id: str, *, system_prompt: str,
+                        prompt_caching: bool | None = None) -> Context:
     """The system prompt and messages for the session's next Claude call, from one
-    snapshot. Pass ``**as_request(ctx)`` to the SDK. Raises InvalidInput for a bad
+    snapshot. Pass ``**as_request(ctx)`` to the SDK. ``prompt_caching`` as in the
+    sync :func:`worker.api.context.build_context`. Raises InvalidInput for a bad
     id or a non-str ``system_prompt``, SessionNotFound for an unknown session.
     """
     check_system_prompt(system_prompt)
@@ -126,7 +128,7 @@ async def build_context(session_id: str, *, system_prompt: str) -> Context:
     async with _engine().connect() as conn:
         result = (await conn.execute(_snapshot_query(session_id))).all()
     return await asyncio.to_thread(assemble_window, system_prompt,
-                                   window_of(session_id, result))
+                                   window_of(session_id, result), prompt_caching)
 
 
 async def close() -> None:

@@ -11,14 +11,15 @@ from typing import Any
 from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
-from worker.core.assemble import Context, Row, as_request, assemble
+from worker.core.assemble import Context, Row, as_request, assemble, system_text
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
 
-__all__ = ["Context", "as_request", "build_context", "read_window", "render_json"]
+__all__ = ["Context", "as_request", "build_context", "read_window", "render_json",
+           "system_text"]
 
 
 def _snapshot_query(session_id: str) -> Select[Any]:
@@ -63,15 +64,20 @@ def window_of(session_id: str, result: Sequence[Any]) -> tuple[str | None, int, 
             [Row(r.role, r.content, int(r.tokens)) for r in rows], int(budget))
 
 
-def build_context(session_id: str, *, system_prompt: str) -> Context:
+def build_context(session_id: str, *, system_prompt: str,
+                  prompt_caching: bool | None = None) -> Context:
     """The system prompt and messages for the session's next Claude call.
 
     Pass ``**as_request(ctx)`` to the SDK, never ``**ctx`` (``tokens`` and
-    ``budget`` are not API fields). Raises InvalidInput for a bad id or a
-    non-str ``system_prompt``, SessionNotFound for an unknown session.
+    ``budget`` are not API fields). ``prompt_caching`` (default
+    RECAP_PROMPT_CACHING) returns ``system`` and the last turn as content blocks
+    with ``cache_control`` breakpoints; False gives plain strings
+    (:func:`worker.core.assemble.mark_cache_breakpoints`). Raises InvalidInput
+    for a bad id or a non-str ``system_prompt``, SessionNotFound for an unknown
+    session.
     """
     check_system_prompt(system_prompt)
-    return assemble_window(system_prompt, read_window(session_id))
+    return assemble_window(system_prompt, read_window(session_id), prompt_caching)
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -81,12 +87,14 @@ def check_system_prompt(system_prompt: object) -> None:
     text_or_raise(system_prompt, "system_prompt")
 
 
-def assemble_window(system_prompt: str,
-                    window: tuple[str | None, int, list[Row], int]) -> Context:
-    """The context from the app's prompt and a :func:`read_window` answer."""
+def assemble_window(system_prompt: str, window: tuple[str | None, int, list[Row], int],
+                    prompt_caching: bool | None = None) -> Context:
+    """The context from the app's prompt and a :func:`read_window` answer
+    (``prompt_caching``: None means RECAP_PROMPT_CACHING)."""
     summary, summary_tokens, rows, budget = window
+    caching = get_settings().prompt_caching if prompt_caching is None else prompt_caching
     return assemble(system_prompt, rows, summary=summary, summary_tokens=summary_tokens,
-                    budget=budget, count=count_tokens)
+                    budget=budget, count=count_tokens, caching=bool(caching))
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

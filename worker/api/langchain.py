@@ -61,6 +61,7 @@ from typing import Any
 from worker.api.context import build_context
 from worker.api.ingest import add_message, after_reply
 from worker.api.validate import check_message, check_session_id
+from worker.core.assemble import content_text, system_text
 from worker.core.validate import text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -137,11 +138,14 @@ def to_row(message: object, what: str = "message") -> tuple[str, str]:
 
 
 def from_context(ctx: Any) -> list[BaseMessage]:
-    """``build_context``'s output as LangChain messages (system first, if any)."""
-    out: list[BaseMessage] = [SystemMessage(content=ctx["system"])] if ctx["system"] else []
+    """``build_context``'s output as LangChain messages (system first, if any), as
+    plain text: prompt-caching breakpoints are dropped, as LangChain's models
+    differ in whether and how they take them."""
+    system = system_text(ctx["system"])
+    out: list[BaseMessage] = [SystemMessage(content=system)] if system else []
     for m in ctx["messages"]:
         cls = HumanMessage if m["role"] == "user" else AIMessage
-        out.append(cls(content=m["content"]))
+        out.append(cls(content=content_text(m["content"])))
     return out
 
 
@@ -166,7 +170,8 @@ class RecapChatMessageHistory(BaseChatMessageHistory):
         """The context for the next model call (read once; see the module's docs)."""
         if self._snapshot is None:
             try:
-                ctx = build_context(self.session_id, system_prompt=self.system_prompt)
+                ctx = build_context(self.session_id, system_prompt=self.system_prompt,
+                                    prompt_caching=False)
             except SessionNotFound:
                 return []  # nothing stored yet: not a snapshot to keep
             self._snapshot = from_context(ctx)

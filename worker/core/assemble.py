@@ -2,7 +2,7 @@
 
 ``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
 
-    {"system": str, "messages": [...], "tokens": int, "budget": int}
+    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int}
 
 ``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
 estimate of system + messages) and ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) are
@@ -24,6 +24,12 @@ How the stored window becomes a valid request (see :func:`assemble`):
   new user turn: ``as_request(ctx, user_message=...)`` does that.
 - An empty window gives ``messages == []``, which the API refuses on its own;
   again the app's new user turn makes it valid.
+
+Prompt caching (``caching=True``, see :func:`mark_cache_breakpoints`): ``system``
+becomes text blocks and the last turn's content a list of blocks, with
+``cache_control`` breakpoints where Claude may cache the prefix. Without it,
+``system`` is one str and every ``content`` a str. :func:`system_text` and
+:func:`content_text` read either shape as plain text.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from typing import Any, NamedTuple, TypedDict
 
 from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
+
+Block = dict[str, Any]
 
 SUMMARY_TAG = "SUMMARY_OF_PRIOR_CONTEXT"
 SUMMARY_OPEN = f"<{SUMMARY_TAG}>\n"
@@ -62,9 +70,14 @@ class Row(NamedTuple):
     token_count: int
 
 
+# The breakpoint Recap places: the API's default 5-minute cache, refreshed on every
+# hit, which fits a conversation's pace; an app wanting 1h sets its own blocks.
+EPHEMERAL: Block = {"type": "ephemeral"}
+
+
 class Context(TypedDict):
-    system: str
-    messages: list[dict[str, str]]
+    system: str | list[Block]
+    messages: list[dict[str, Any]]
     tokens: int
     budget: int
 
@@ -76,10 +89,12 @@ def neutralize(text: str) -> str:
 
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int,
-             count: Callable[[str], int]) -> Context:
+             count: Callable[[str], int], caching: bool = False) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
-    ``tokens`` adds the stored counts (``summary_tokens``, each row's
+    ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
+    they change the shape of ``system`` and of the last turn, never the text or
+    ``tokens``. ``tokens`` adds the stored counts (``summary_tokens``, each row's
     ``token_count``) to ``count`` of the app's prompt and of our own wrappers;
     stored text is never re-tokenized. Raises InvalidInput on an unknown role.
     """
@@ -127,26 +142,103 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     if messages and messages[-1]["role"] == "assistant":
         # The API refuses a final assistant turn that ends in whitespace.
         messages[-1]["content"] = messages[-1]["content"].rstrip()
+    if caching:
+        # The app's prompt is stable for the session's life, what follows it only
+        # between folds: one block (and breakpoint) each.
+        stable = 1 if system_prompt.strip() else 0
+        groups = [SEPARATOR.join(system_parts[:stable]), SEPARATOR.join(system_parts[stable:])]
+        system, messages = mark_cache_breakpoints(groups, messages)
+        return Context(system=system, messages=messages, tokens=tokens, budget=budget)
     return Context(system=SEPARATOR.join(system_parts), messages=messages, tokens=tokens,
                    budget=budget)
+
+
+def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]
+                           ) -> tuple[list[Block], list[dict[str, Any]]]:
+    """``system`` as text blocks, one per non-empty part, each with a breakpoint, and
+    ``messages`` with a breakpoint on the last block of the last turn (pure).
+
+    Claude caches the longest prefix (tools, then system, then messages) that an
+    earlier request wrote up to one of its breakpoints, and looks for one up to
+    20 blocks before each breakpoint. So the next reply, whose request repeats
+    this one and adds turns, reads all of this one from cache; a fold changes
+    the summary part and only the app's prompt before it is read. Breakpoints:
+    at most 2 in ``system`` + 1 in ``messages`` = 3 of the API's 4, leaving one
+    for the app (its tools, say). Text and token counts are unchanged.
+
+    Where dynamic content must go: anything that changes on every reply (e.g.
+    memories ranked by the newest user turn) placed in ``system`` or in an
+    earlier turn changes the prefix and turns every reply into a cache write.
+    Either choose it once per summary version (then it may join the summary's
+    part) or append it as an extra text block *after* the breakpointed block of
+    the last user turn, where it is sent but never part of a cached prefix.
+    """
+    system = [{"type": "text", "text": part, "cache_control": dict(EPHEMERAL)}
+              for part in system_parts if part.strip()]
+    if not messages:
+        return system, messages
+    return system, [*messages[:-1], with_breakpoint_last(messages[-1])]
+
+
+def with_breakpoint_last(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``message`` whose content is blocks, the last one with a breakpoint."""
+    blocks = [dict(b) for b in _blocks(message["content"])]
+    for b in blocks:
+        b.pop("cache_control", None)
+    blocks[-1]["cache_control"] = dict(EPHEMERAL)
+    return {**message, "content": blocks}
+
+
+def _blocks(content: str | list[Block]) -> list[Block]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def system_text(system: str | list[Block]) -> str:
+    """``system`` in either shape (str or text blocks) as one plain text."""
+    return system if isinstance(system, str) else SEPARATOR.join(b["text"] for b in system)
+
+
+def content_text(content: str | list[Block]) -> str:
+    """A message's ``content`` in either shape as plain text (its text blocks joined)."""
+    if isinstance(content, str):
+        return content
+    return SEPARATOR.join(b["text"] for b in content if b.get("type") == "text")
 
 
 def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, Any]:
     """Only the Messages API fields of ``ctx``, for ``client.messages.create(**...)``.
 
     With ``user_message``, it is appended as the new user turn (merged into a
-    trailing user turn, e.g. a tool result). An empty ``system`` is left out.
+    trailing user turn, e.g. a tool result). With caching on, the last turn's
+    breakpoint moves to the new message, so the next reply reads all of this
+    request from cache. An empty ``system`` is left out. ``ctx`` is not changed.
     Raises InvalidInput if ``user_message`` is blank.
     """
     messages = [dict(m) for m in ctx["messages"]]
     if user_message is not None:
         if not isinstance(user_message, str) or not user_message.strip():
             raise InvalidInput("user_message is empty or not a str")
-        if messages and messages[-1]["role"] == "user":
-            messages[-1]["content"] += SEPARATOR + user_message
+        cached = isinstance(ctx["system"], list)
+        last = (messages.pop() if messages and messages[-1]["role"] == "user"
+                else {"role": "user", "content": ""})
+        if cached:
+            messages = [_without_breakpoint(m) for m in messages]
+            earlier = _blocks(last["content"]) if last["content"] else []
+            last = with_breakpoint_last(
+                {**last, "content": [*earlier, {"type": "text", "text": user_message}]})
         else:
-            messages.append({"role": "user", "content": user_message})
+            last["content"] = SEPARATOR.join(filter(None, [last["content"], user_message]))
+        messages.append(last)
     request: dict[str, Any] = {"messages": messages}
     if ctx["system"]:
-        request["system"] = ctx["system"]
+        request["system"] = ([dict(b) for b in ctx["system"]] if isinstance(ctx["system"], list)
+                             else ctx["system"])
     return request
+
+
+def _without_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(message["content"], str) or not any(
+            "cache_control" in b for b in message["content"]):
+        return message
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"}
+                                   for b in message["content"]]}
