@@ -8,19 +8,34 @@ could trigger marks the session pending and queues one job.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, event, insert, select
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    DateTime,
+    Executable,
+    Integer,
+    String,
+    Table,
+    Text,
+    bindparam,
+    event,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
 from worker.api.validate import check_message, check_session_id
 from worker.core import policy
 from worker.core.titles import needs_title
-from worker.db import get_engine, insert_or_update, utcnow
+from worker.db import autocommit_connection, get_engine, insert_or_update, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.enqueue import (
     BREAKER,
@@ -42,6 +57,10 @@ MESSAGES = cast(Table, ChatMessage.__table__)
 
 def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
          tokens: int) -> int:
+    if _dialect(s) == "postgresql":
+        return int(s.execute(_add_statement(), {
+            "session_id": session_id, "role": role, "content": content, "pinned": pinned,
+            "tokens": tokens, "now": utcnow()}).scalar_one())
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
     insert_or_update(SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens},
@@ -51,6 +70,37 @@ def _add(s: Session | Connection, session_id: str, role: str, content: str, pinn
     return int(s.execute(insert(MESSAGES).values(
         session_id=session_id, role=role, content=content, token_count=tokens,
         pinned=pinned).returning(MESSAGES.c.id)).scalar_one())
+
+
+@functools.cache
+def _add_statement() -> Executable:
+    """PostgreSQL: :func:`_add`'s two writes as one statement (one round trip), built
+    once with bound parameters so each call skips building and cache-keying it.
+
+    The session upsert (which locks the session row) runs in a CTE that the
+    message INSERT selects from, so the message's id is drawn after the lock is
+    held: concurrent writers of one session still commit in id order.
+    """
+    upserted = (pg_insert(SESSIONS)
+                .values(id=bindparam("session_id", type_=String), message_count=1,
+                        active_tokens=bindparam("tokens", type_=Integer))
+                .on_conflict_do_update(index_elements=["id"], set_={
+                    "message_count": SESSIONS.c.message_count + 1,
+                    "active_tokens": SESSIONS.c.active_tokens
+                    + bindparam("tokens", type_=Integer),
+                    "updated_at": bindparam("now", type_=DateTime(timezone=True))})
+                .returning(SESSIONS.c.id).cte("upserted"))
+    return (insert(MESSAGES)
+            .from_select(["session_id", "role", "content", "token_count", "pinned"],
+                         select(upserted.c.id, bindparam("role", type_=String),
+                                bindparam("content", type_=Text),
+                                bindparam("tokens", type_=Integer),
+                                bindparam("pinned", type_=Boolean)))
+            .returning(MESSAGES.c.id))
+
+
+def _dialect(s: Session | Connection) -> str:
+    return (s.get_bind() if isinstance(s, Session) else s).dialect.name
 
 
 def add_message(session_id: str, role: str, content: str, *, pinned: bool = False,
@@ -65,7 +115,7 @@ def add_message(session_id: str, role: str, content: str, *, pinned: bool = Fals
     tokens = count_tokens(content)
     if db is not None:
         return _add(db, session_id, role, content, pinned, tokens)
-    with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
+    with autocommit_connection() as conn:  # Core: no ORM session needed on the reply path
         return _add(conn, session_id, role, content, pinned, tokens)
 
 
