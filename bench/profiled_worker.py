@@ -3,8 +3,8 @@
 py-spy samples wall time: in a worker most threads wait on sockets (PostgreSQL,
 the Claude stand-in, Redis), and its samples say little about CPU. yappi with
 ``clock_type="cpu"`` charges each function only the CPU time of the thread
-running it, across every thread. The profile (pstats format) is written to
-RECAP_BENCH_PROFILE when the worker shuts down. yappi slows Python code down, so
+running it, across every thread. The profile (pstats format), from the worker's
+"ready" to its shutdown, is written to RECAP_BENCH_PROFILE. yappi slows Python code down, so
 compare shares and before/after, not absolute milliseconds. Usage::
 
     RECAP_BENCH_PROFILE=/tmp/w.pstat \
@@ -21,10 +21,14 @@ import sys
 
 def main() -> None:
     import yappi
-    from celery.signals import worker_shutdown
+    from celery.signals import worker_ready, worker_shutdown
 
     out = os.environ["RECAP_BENCH_PROFILE"]
     yappi.set_clock_type("cpu")
+
+    @worker_ready.connect(weak=False)
+    def _forget_start_up(**_: object) -> None:
+        yappi.clear_stats()  # imports and set-up are not per-job costs
 
     @worker_shutdown.connect(weak=False)
     def _save(**_: object) -> None:
