@@ -52,6 +52,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
     summary_tokens = count_tokens(result.text)
     spent_in = result.input_tokens + (extraction.usage.input_tokens if extraction else 0)
     spent_out = result.output_tokens + (extraction.usage.output_tokens if extraction else 0)
+    estimated_in = result.estimated_input_tokens + (
+        extraction.usage.estimated_input_tokens if extraction else 0)
     # Plan again on what will be left, to queue a follow-up only for real work and
     # to record whether the normal rule can fire before the next summary.
     taken = set(ids)
@@ -81,6 +83,7 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                         condensed_tokens=claim.plan.batch_tokens,
                         first_message_id=ids[0], last_message_id=ids[-1],
                         input_tokens=spent_in, output_tokens=spent_out,
+                        estimated_input_tokens=estimated_in,
                         summary_tokens=summary_tokens, latency_ms=latency_ms,
                         model=result.model)
         if extraction is not None:
@@ -130,7 +133,8 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                model=model,
              latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
              input_tokens=spent.input_tokens if spent else None,
-             output_tokens=spent.output_tokens if spent else None)
+             output_tokens=spent.output_tokens if spent else None,
+             estimated_input_tokens=spent.estimated_input_tokens if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 

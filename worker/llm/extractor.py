@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from worker.core.memories import Fact, parse_facts
 from worker.core.prompt import Turn, chunk_turns, render_conversation
 from worker.errors import InvalidExtraction
-from worker.llm.client import ClientConfig, Usage, complete
+from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 from worker.llm.summarizer import OFFLINE_MODEL
 
 SYSTEM_PROMPT = (
@@ -74,12 +74,15 @@ class ClaudeExtractor:
         return max(MIN_ANSWER_TOKENS, min(self.max_tokens, chunk_tokens // 4))
 
     def _chunk(self, chunk: Sequence[Turn], usage: Usage) -> list[Fact]:
-        tokens = sum(self.config.count(t.content) for t in chunk)
+        count = self.config.count
+        tokens = sum(count(t.content) for t in chunk)
         prompt = PROMPT.format(conversation=render_conversation(chunk))
+        estimate = count(SYSTEM_PROMPT) + count(PROMPT) + estimate_turns(chunk, count)
         error: InvalidExtraction | None = None
-        for attempt in (prompt, prompt + STRICT):
+        for attempt, extra in ((prompt, 0), (prompt + STRICT, count(STRICT))):
             answer = complete(self.config, max_tokens=self.answer_cap(tokens),
-                              system=SYSTEM_PROMPT, prompt=attempt, operation="extract_memory")
+                              system=SYSTEM_PROMPT, prompt=attempt, operation="extract_memory",
+                              estimate=estimate + extra)
             answer.add_to(usage)
             if answer.stop_reason == "max_tokens":
                 # Too many facts for one answer: mine the halves separately, as

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
-from worker.llm.client import ClientConfig, Usage, complete
+from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 
 OFFLINE_MODEL = "offline-extractive"
 # A chunk smaller than this that is still "too long" means the limit is not ours
@@ -29,10 +29,12 @@ class SummaryResult:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    estimated_input_tokens: int = 0
 
     @classmethod
     def of(cls, text: str, usage: Usage) -> SummaryResult:
-        return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls)
+        return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
+                   usage.estimated_input_tokens)
 
 
 class Summarizer(Protocol):
@@ -81,8 +83,11 @@ class ClaudeSummarizer:
 
     def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
+        count = self.config.count
         answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
-                          prompt=prompt, operation="summarize")
+                          prompt=prompt, operation="summarize",
+                          estimate=count(SYSTEM_PROMPT) + count(self.template)
+                          + count(previous) + estimate_turns(chunk, count))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
             raise UnusableSummary(f"summary cut off at max_tokens={self.max_tokens}; "
