@@ -20,7 +20,8 @@ from pathlib import Path
 
 from bench import env as benv
 
-NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory")
+NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory",
+         "cost")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

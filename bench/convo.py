@@ -27,6 +27,8 @@ class ConvoRun:
     context: list[int] = field(default_factory=list)  # tokens per model call
     trips: list[int] = field(default_factory=list)  # message index when each job applied
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # as_request(build_context(...)) with prompt caching, per model call
+    bodies: list[dict[str, Any]] = field(default_factory=list)
     token_of: dict[int, int] = field(default_factory=dict)  # message id -> tokens
     runs: list[tuple[int, int]] = field(default_factory=list)  # (first id, last id)
     rss_start: int = 0
@@ -59,7 +61,7 @@ def conversation_run(n: int) -> ConvoRun:
     from bench.seed import demo_script
     from bench.workers import count_runs, subprocess_worker, wait_idle
     from models import SummaryRun
-    from worker.api.context import build_context
+    from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message, after_reply
     from worker.db import transaction
     from worker.llm.tokens import count_tokens
@@ -79,8 +81,10 @@ def conversation_run(n: int) -> ConvoRun:
         for i, (role, content) in enumerate(demo_script(n)):
             run.token_of[add_message(SESSION, role, content)] = count_tokens(content)
             if role == "user":
-                run.context.append(build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT)
-                                   ["tokens"])
+                ctx = build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT,
+                                    prompt_caching=True)
+                run.context.append(ctx["tokens"])
+                run.bodies.append(as_request(ctx))
             elif after_reply(SESSION):
                 wait_idle(SESSION)
                 now = count_runs("applied")

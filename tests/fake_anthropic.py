@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -193,28 +194,39 @@ def _units(body: dict[str, Any]) -> list[tuple[str, bool]]:
     return units
 
 
-def request_usage(body: dict[str, Any], cache: set[bytes] | None = None) -> dict[str, int]:
+def request_usage(body: dict[str, Any], cache: set[bytes] | None = None, *,
+                  count: Callable[[str], int] | None = None) -> dict[str, int]:
     """The ``usage`` input fields of one request, counted as the API counts them:
     ``input_tokens`` after the last breakpoint, ``cache_read_input_tokens`` for the
     longest prefix an earlier request wrote (ended at one of its breakpoints),
     ``cache_creation_input_tokens`` from there to this request's last breakpoint.
     The three add up to the request's tokens. ``cache`` (the prefixes written so
-    far) is updated; None counts everything as uncached."""
+    far) is updated; None counts everything as uncached. Tokens are the fake's
+    characters / 3.5, or with ``count`` the sum of ``count`` over the request's
+    blocks (bench/cost.py counts with tiktoken)."""
     units = _units(body)
     chars, digests, last_bp = [0], [], -1
     h = hashlib.sha256()
     for i, (text, bp) in enumerate(units):
         h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
         digests.append(h.digest())
-        chars.append(chars[-1] + len(text))
+        chars.append(chars[-1] + (len(text) if count is None else count(text)))
         last_bp = i if bp else last_bp
-    total = fake_tokens(chars[-1])
+    if count is not None:  # chars holds token sums already
+        return _split_usage(chars, digests, units, last_bp, cache, lambda n: n)
+    return _split_usage(chars, digests, units, last_bp, cache, fake_tokens)
+
+
+def _split_usage(chars: list[int], digests: list[bytes], units: list[tuple[str, bool]],
+                 last_bp: int, cache: set[bytes] | None,
+                 tokens: Callable[[int], int]) -> dict[str, int]:
+    total = tokens(chars[-1])
     if cache is None or last_bp < 0:
         return {"input_tokens": total, "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": 0}
     hit = max((i for i in range(last_bp + 1) if digests[i] in cache), default=-1)
     cache.update(digests[i] for i, (_, bp) in enumerate(units) if bp)
-    read, upto = fake_tokens(chars[hit + 1]), fake_tokens(chars[last_bp + 1])
+    read, upto = tokens(chars[hit + 1]), tokens(chars[last_bp + 1])
     return {"input_tokens": total - upto, "cache_creation_input_tokens": upto - read,
             "cache_read_input_tokens": read}
 

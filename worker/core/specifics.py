@@ -1,0 +1,195 @@
+"""The specifics of a text: the details a summary must not lose (pure).
+
+:func:`extract_specifics` returns the set of specifics of one message, summary
+or fact, each *normalized* (below). What counts, exactly:
+
+- **Prose and bulk.** Bulk content is: a fenced block (``` or ~~~ up to its
+  closing fence, or the end of the text), and any run of two or more
+  consecutive "bulk lines": table rows (starting with ``|``, or aligned columns:
+  two gaps of 2+ spaces), indented code (4 spaces or a tab), JSON log lines
+  (starting with ``{"``), log lines (starting, after an optional ``[``, with an ISO
+  date ``2024-03-14``, a time ``09:41:07`` or a level such as ``ERROR``) and
+  stack frames (``at ...``, ``File "...", line N``). A single such line is
+  prose. From bulk only its first non-empty line counts (the error line of a
+  trace, the path comment of a config); anything else in it counts only if the
+  surrounding prose mentions it too, which it then does as prose. Everything
+  else is prose.
+- **In prose**, in this order (a matched piece is removed before the next rule):
+  1. ``code spans`` of 1 to 60 characters: the span's text, whitespace collapsed;
+     a longer span is read as prose.
+  2. URLs (``http://``, ``https://``, ``ftp://``, ``www.``): casefolded.
+  3. e-mail addresses: casefolded.
+  4. The rest is cut at white space, at ``=``, at ``、。「」`` and other CJK
+     punctuation, and at every CJK/kana/Hangul character except the units
+     ``年月日時分秒円万億兆元件個回人歳号番`` (so ``2026年3月15日に`` gives
+     ``2026年3月15日`` and ``価格は3,500円`` gives ``3,500円``); each piece loses
+     leading ``([{<"'¿¡«“‘`` and trailing ``.,;:!?)]}>"'»”’…``. A piece that is a
+     file path (``/a/b``, ``./a``, ``~/a``, ``C:\\a``, or ``dir/file.ext``) or
+     carries a digit is a specific, kept as written.
+- Pieces longer than 100 characters (hashes of blobs, base64) do not count.
+- Normalization: NFKC first (full-width ``３,５００`` is ``3,500``), then the
+  above. Numbers keep their separators as written.
+
+:func:`contains` says whether a specific is present in a text (a summary, a
+fact): after NFKC, casefolding, collapsing white space and dropping thousands
+commas (a comma between digits followed by exactly three digits, so ``3,500``
+and ``3500`` match each other; ``3.500`` matches only ``3.500``, a dot being a
+decimal point in half the world), the specific must occur where it does not run
+on into more letters or digits (``15`` is not present in ``150``; it is in
+``2026-03-15``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+MAX_SPECIFIC_CHARS = 100
+MAX_CODE_SPAN_CHARS = 60
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_BULK_LINE = re.compile(
+    r"^(?:\s*\||(?: {4}|\t)\S|\s*\{\"|\S+ {2,}\S+.* {2,}\S"
+    r"|\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]?\d|\d{1,2}:\d{2}:\d{2}"
+    r"|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE|CRITICAL)\b)"
+    r"|\s+at\s|\s*File \".*\", line \d+)")
+_CODE_SPAN = re.compile(rf"`([^`\n]{{1,{MAX_CODE_SPAN_CHARS}}})`")
+_URL = re.compile(r"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]+", re.I)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_UNITS = "年月日時分秒円万億兆元件個回人歳号番"
+_CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                  r"\uff61-\uff65]")
+_CUT = re.compile(r"[\s=]+")
+_LEAD = "([{<\"'¿¡«“‘„"
+_TRAIL = ".,;:!?)]}>\"'»”’…"
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.\-/~@+]*\w|[A-Za-z]:\\\S+|[\w.-]+(?:/[\w.-]+)+\.\w{1,8}")
+_DIGIT = re.compile(r"\d")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_SPACE = re.compile(r"\s+")
+
+
+def extract_specifics(text: str, *, whole: bool = False) -> frozenset[str]:
+    """The normalized specifics of ``text`` (see the module docstring for what counts).
+
+    ``whole``: read every line as prose, with no bulk rule; for Recap's own text (a
+    summary), where every detail was kept on purpose and must stay kept.
+    """
+    found: set[str] = set()
+    text = unicodedata.normalize("NFKC", text)
+    for piece in (text.split("\n") if whole else prose(text)):
+        found |= _from_prose(piece)
+    return frozenset(found)
+
+
+def prose(text: str) -> list[str]:
+    """``text`` split into what the extractor reads: prose, and the first line of each
+    bulk block (fenced code, pasted logs, stack traces, tables)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= 2:
+            out.append(run[0])  # bulk: its first line only
+        else:
+            out.extend(run)
+        run.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(fence.group(1)):
+                j += 1
+            body = [ln for ln in lines[i + 1:j] if ln.strip()]
+            if body:
+                out.append(body[0])
+            i = j + 1
+            continue
+        if _BULK_LINE.match(line):
+            run.append(line)
+        else:
+            flush()
+            out.append(line)
+        i += 1
+    flush()
+    return out
+
+
+def _from_prose(text: str) -> set[str]:
+    found: set[str] = set()
+
+    def take(pattern: re.Pattern[str], fold: bool, src: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            value = m.group(1) if pattern.groups else m.group(0)
+            value = _SPACE.sub(" ", value).strip()
+            if pattern is not _CODE_SPAN:
+                value = value.rstrip(_TRAIL)
+            if fold:
+                value = value.casefold()
+            if value and len(value) <= MAX_SPECIFIC_CHARS:
+                found.add(value)
+            return " "
+        return pattern.sub(one, src)
+
+    text = take(_CODE_SPAN, False, text)
+    text = take(_URL, True, text)
+    text = take(_EMAIL, True, text)
+    for chunk in _CUT.split(text):
+        for piece in _cjk_split(chunk):
+            piece = _strip(piece)
+            if (piece and len(piece) <= MAX_SPECIFIC_CHARS
+                    and (_DIGIT.search(piece) or _PATH.fullmatch(piece))):
+                found.add(piece)
+    return found
+
+
+def _cjk_split(chunk: str) -> list[str]:
+    if not _CJK.search(chunk):
+        return [chunk]
+    pieces: list[str] = []
+    current: list[str] = []
+    for ch in chunk:
+        if _CJK.match(ch) and ch not in _UNITS:
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    pieces.append("".join(current))
+    # A unit character only belongs to a piece that carries a number.
+    return [p for p in pieces if p and not all(c in _UNITS for c in p)]
+
+
+def _strip(piece: str) -> str:
+    while piece and (piece[0] in _LEAD or piece[-1] in _TRAIL):
+        piece = piece.lstrip(_LEAD).rstrip(_TRAIL)
+    return piece
+
+
+def canonical(text: str) -> str:
+    """``text`` as :func:`contains` compares it: NFKC, casefolded, single spaces,
+    no thousands commas."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return _THOUSANDS.sub("", _SPACE.sub(" ", text))
+
+
+def _pattern(specific: str) -> re.Pattern[str]:
+    key = canonical(specific).strip()
+    head = r"(?<![0-9a-z])" if key[:1].isascii() and key[:1].isalnum() else ""
+    tail = r"(?![0-9a-z])" if key[-1:].isascii() and key[-1:].isalnum() else ""
+    return re.compile(head + re.escape(key) + tail)
+
+
+def contains(text: str, specific: str) -> bool:
+    """Whether ``specific`` is present in ``text`` (see the module docstring)."""
+    return bool(_pattern(specific).search(canonical(text)))
+
+
+def absent(specifics: Iterable[str], texts: Iterable[str]) -> frozenset[str]:
+    """The specifics present in none of ``texts`` (each text canonicalized once)."""
+    haystack = "\n".join(canonical(t) for t in texts)
+    return frozenset(s for s in specifics if not _pattern(s).search(haystack))
