@@ -36,7 +36,7 @@ class ConvoRun:
     seconds: float = 0.0
 
 
-_CACHE: dict[int, ConvoRun] = {}
+_CACHE: dict[tuple[int, tuple[tuple[str, object], ...]], ConvoRun] = {}
 
 
 def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
@@ -52,10 +52,12 @@ def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
         stop.wait(0.05)
 
 
-def conversation_run(n: int) -> ConvoRun:
-    """Feed ``n`` demo messages through Recap once; cached per ``n``."""
-    if n in _CACHE:
-        return _CACHE[n]
+def conversation_run(n: int, **settings: object) -> ConvoRun:
+    """Feed ``n`` demo messages through Recap once; cached per ``n`` and ``settings``
+    (``RECAP_*`` variables for this run, e.g. ``RECAP_BATCH_SIZE=40``)."""
+    key = (n, tuple(sorted(settings.items())))
+    if key in _CACHE:
+        return _CACHE[key]
     from sqlalchemy import select
 
     from bench.seed import demo_script
@@ -67,7 +69,8 @@ def conversation_run(n: int) -> ConvoRun:
     from worker.llm.tokens import count_tokens
 
     env = benv.setup()
-    benv.reset_state()
+    benv.reset_state(*settings)
+    benv.configure(**settings)
     run = ConvoRun(messages=n)
     started = time.monotonic()
     with subprocess_worker(4) as proc:
@@ -103,7 +106,7 @@ def conversation_run(n: int) -> ConvoRun:
         from bench.throughput import _errors
 
         raise RuntimeError(f"no summary was applied in the conversation run: {_errors()}")
-    _CACHE[n] = run
+    _CACHE[key] = run
     return run
 
 

@@ -28,8 +28,9 @@ written), and the share of the conversation's specifics (numbers, ids, paths...,
 Variant: a 30% chance (seeded) that a reply comes after a pause longer than the
 cache's 5 minutes, which empties it. Figures come from the stand-in's summaries,
 not a model's: they measure the mechanism (what is resent, what is cached).
-Not done yet: the second, short-message conversation, the sweep of Recap's
-settings and the frontier plot (see docs/BENCHMARKS.md).
+Recap's settings are swept (:data:`SWEEP`: budget, batch, memories) and the
+cost-vs-kept points are plotted with the peers (``docs/bench/cost.png``). Not
+done yet: the second, short-message conversation (see docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -48,6 +49,20 @@ PRICE_READ = 0.1
 PAUSE_SHARE = 0.3
 SAMPLES = 25  # replies whose specifics are checked (extraction is the slow part)
 EPHEMERAL = {"type": "ephemeral"}
+
+PLOT = "docs/bench/cost.png"
+# Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).
+SWEEP: tuple[tuple[str, dict[str, object]], ...] = (
+    ("memories off", {"RECAP_EXTRACT_MEMORIES": "false"}),
+    ("batch 40, memories off", {"RECAP_BATCH_SIZE": 40, "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 20k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 20000,
+                                  "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 16k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
+                                  "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 16k, batch 40, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
+                                            "RECAP_BATCH_SIZE": 40,
+                                            "RECAP_EXTRACT_MEMORIES": "false"}),
+)
 
 Specifics = Callable[[str], frozenset[str]]
 
@@ -143,6 +158,30 @@ def full_history(script: Sequence[tuple[str, str]], budget: int,
     return bodies
 
 
+def with_dynamic_block(bodies: Sequence[dict[str, Any]], *,
+                       before_history: bool) -> list[dict[str, Any]]:
+    """Recap's requests plus a block that changes on every reply (memories ranked by
+    the newest user turn, say): in ``system`` before the summary part, or as the
+    last turn's final block, after its breakpoint. Where such a block may go."""
+    out = []
+    for i, body in enumerate(bodies):
+        block = {"type": "text", "text": f"<MEMORIES>\n(reply {i}) " + DYNAMIC_TEXT}
+        body = dict(body, messages=list(body["messages"]))
+        if before_history:
+            system = list(body.get("system") or [])
+            body["system"] = [*system[:1], block, *system[1:]]
+        else:
+            last = body["messages"][-1]
+            body["messages"][-1] = dict(last, content=[*last["content"], block])
+        out.append(body)
+    return out
+
+
+# About 150 tokens of memories-like text for with_dynamic_block.
+DYNAMIC_TEXT = " ".join(["The user runs the Larkspur analytics cluster; prefers terse answers;"
+                         " on-call rotation weekly; region eu-west-1;"] * 6)
+
+
 def texts(body: dict[str, Any]) -> list[str]:
     """Every text block of a request: its system parts and its turns."""
     def of(content: Any) -> list[str]:
@@ -176,26 +215,38 @@ def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
     return Priced(name, len(bodies), w, r, x, summarization, cost, paused, verbatim, kept)
 
 
+def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
+    """Input tokens of Recap's summary and memory calls among a run's requests."""
+    from bench.standin import recap_kind, request_tokens
+
+    return sum(request_tokens(b, count) for b in requests
+               if recap_kind(b) in ("summary", "memories"))
+
+
 def systems(count: Callable[[str], int], specifics: Specifics,
             quick: bool) -> list[Priced]:
-    from bench.convo import demo_runs
+    from bench.convo import conversation_run, demo_runs
     from bench.peers import BUDGET, PEERS
-    from bench.standin import recap_kind, request_tokens
+    from bench.standin import request_tokens
     from bench.tokens import messages_for
 
-    env, recap, script = demo_runs(messages_for(quick))
+    n = messages_for(quick)
+    env, recap, script = demo_runs(n)
     replies = sum(1 for role, _ in script if role == "user")
     rng = random.Random(14)
     pauses = [rng.random() < PAUSE_SHARE for _ in range(replies)]
     one = functools.partial(priced, script=script, pauses=pauses, count=count,
                             specifics=specifics)
-    spent = sum(request_tokens(b, count) for b in recap.requests
-                if recap_kind(b) in ("summary", "memories"))
+    spent = recap_spent(recap.requests, count)
     full = full_history(script, BUDGET, count)
     out = [one("full history, no caching", [without_breakpoints(b) for b in full], 0),
            one("full history, caching", full, 0),
            one("Recap, no caching", [without_breakpoints(b) for b in recap.bodies], spent),
-           one("Recap, caching (default)", recap.bodies, spent)]
+           one("Recap, caching (default)", recap.bodies, spent),
+           one("Recap, caching, per-reply block in system (avoid)",
+               with_dynamic_block(recap.bodies, before_history=True), spent),
+           one("Recap, caching, per-reply block after the last breakpoint",
+               with_dynamic_block(recap.bodies, before_history=False), spent)]
     latency, env.fake.delay = env.fake.delay, 0.0
     try:
         for peer in PEERS:
@@ -207,7 +258,33 @@ def systems(count: Callable[[str], int], specifics: Specifics,
             out.append(one(result.name, [peer_body(m) for m in result.sent], calls))
     finally:
         env.fake.delay = latency
+    for name, settings in SWEEP:
+        swept = conversation_run(n, **settings)
+        out.append(one(f"Recap, caching, {name}", swept.bodies,
+                       recap_spent(swept.requests, count)))
     return out
+
+
+def plot(rows: Sequence[Priced], base: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for p in rows:
+        recap = p.name.startswith("Recap")
+        ax.scatter((p.cost + p.summarization) / base, 100 * p.kept,
+                   marker="o" if recap else "s", color="C0" if recap else "C3")
+        ax.annotate(p.name.replace("Recap, caching, ", "").replace("summarize_messages", "")
+                    .replace(" (+ user-first fix)", ""), ((p.cost + p.summarization) / base,
+                                                           100 * p.kept),
+                    fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xlabel("modeled input cost per conversation (full history, no caching = 1.00)")
+    ax.set_ylabel("specifics of the conversation still sent (%)")
+    ax.set_title("Cost vs what is kept (Recap settings in blue, others in red)")
+    ax.grid(alpha=0.3)
+    benv.save_plot(fig, PLOT)
 
 
 def run(quick: bool = False, specifics: Specifics | None = None) -> str:
@@ -222,6 +299,7 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     specifics = functools.lru_cache(maxsize=4096)(specifics)
     rows = systems(count_tokens, specifics, quick)
     base = rows[0].cost
+    plot(rows, base)
     return report(
         "cost: modeled input cost per conversation (replies after each user message; "
         "write 1.25x, read 0.1x; full history, no caching = 1.00; stand-in summaries)",
@@ -232,7 +310,8 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
                 f"{p.read / max(1, p.input):.0%}", f"{p.cost / base:.2f}",
                 f"{p.cost_paused / base:.2f}", f"{p.summarization:,}",
                 f"{(p.cost + p.summarization) / base:.2f}", f"{p.verbatim:,.0f}",
-                f"{p.kept:.0%}"] for p in rows]))
+                f"{p.kept:.0%}"] for p in rows])
+        + f"\n\nPlot: {PLOT}")
 
 
 if __name__ == "__main__":
