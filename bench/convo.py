@@ -52,15 +52,16 @@ def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
         stop.wait(0.05)
 
 
-def conversation_run(n: int, **settings: object) -> ConvoRun:
-    """Feed ``n`` demo messages through Recap once; cached per ``n`` and ``settings``
-    (``RECAP_*`` variables for this run, e.g. ``RECAP_BATCH_SIZE=40``)."""
-    key = (n, tuple(sorted(settings.items())))
+def conversation_run(n: int, script: str = "demo", **settings: object) -> ConvoRun:
+    """Feed ``n`` messages of ``script`` ("demo": the demo's conversation; "short":
+    bench.seed.short_script) through Recap once; cached per ``n``, script and
+    ``settings`` (``RECAP_*`` variables for this run, e.g. ``RECAP_BATCH_SIZE=40``)."""
+    key = (n, (("script", script), *sorted(settings.items())))
     if key in _CACHE:
         return _CACHE[key]
     from sqlalchemy import select
 
-    from bench.seed import demo_script
+    from bench.seed import demo_script, short_script
     from bench.workers import count_runs, subprocess_worker, wait_idle
     from models import SummaryRun
     from worker.api.context import as_request, build_context
@@ -81,7 +82,8 @@ def conversation_run(n: int, **settings: object) -> ConvoRun:
         sampler = threading.Thread(target=_rss_sampler, args=(proc.pid, run, stop), daemon=True)
         sampler.start()
         applied = 0
-        for i, (role, content) in enumerate(demo_script(n)):
+        messages = demo_script(n) if script == "demo" else short_script(n)
+        for i, (role, content) in enumerate(messages):
             run.token_of[add_message(SESSION, role, content)] = count_tokens(content)
             if role == "user":
                 ctx = build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT,

@@ -223,15 +223,18 @@ def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int])
                if recap_kind(b) in ("summary", "memories"))
 
 
-def systems(count: Callable[[str], int], specifics: Specifics,
-            quick: bool) -> list[Priced]:
-    from bench.convo import conversation_run, demo_runs
+def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: str,
+            n: int) -> list[Priced]:
+    """Every system priced over the first ``n`` messages of ``conversation``
+    ("demo" or "short", see bench.convo.conversation_run)."""
+    from bench.convo import conversation_run
     from bench.peers import BUDGET, PEERS
+    from bench.seed import demo_script, short_script
     from bench.standin import request_tokens
-    from bench.tokens import messages_for
 
-    n = messages_for(quick)
-    env, recap, script = demo_runs(n)
+    env = benv.setup()
+    recap = conversation_run(n, conversation)
+    script = demo_script(n) if conversation == "demo" else short_script(n)
     replies = sum(1 for role, _ in script if role == "user")
     rng = random.Random(14)
     pauses = [rng.random() < PAUSE_SHARE for _ in range(replies)]
@@ -259,7 +262,7 @@ def systems(count: Callable[[str], int], specifics: Specifics,
     finally:
         env.fake.delay = latency
     for name, settings in SWEEP:
-        swept = conversation_run(n, **settings)
+        swept = conversation_run(n, conversation, **settings)
         out.append(one(f"Recap, caching, {name}", swept.bodies,
                        recap_spent(swept.requests, count)))
     return out
@@ -290,19 +293,32 @@ def plot(rows: Sequence[Priced], base: float) -> None:
 def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     """The cost table. ``specifics``: the retention guard's extractor (default
     ``worker.core.specifics.extract_specifics``)."""
+    from bench.tokens import messages_for
     from worker.llm.tokens import count_tokens
 
     if specifics is None:
         from worker.core.specifics import extract_specifics
 
         specifics = extract_specifics
-    specifics = functools.lru_cache(maxsize=4096)(specifics)
-    rows = systems(count_tokens, specifics, quick)
+    specifics = functools.lru_cache(maxsize=None)(specifics)
+    count = functools.lru_cache(maxsize=None)(count_tokens)  # every block, many times
+    out = []
+    for conversation, n in (("demo", messages_for(quick)), ("short", 1600 if quick else 3000)):
+        rows = systems(count, specifics, conversation=conversation, n=n)
+        out.append(_table(rows, conversation, n))
+        if conversation == "demo":
+            plot(rows, rows[0].cost)
+    return "".join(out) + f"\nPlot (the demo conversation): {PLOT}\n"
+
+
+def _table(rows: Sequence[Priced], conversation: str, n: int) -> str:
     base = rows[0].cost
-    plot(rows, base)
+    shape = ("the demo conversation (pasted logs, configs)" if conversation == "demo"
+             else "short messages, many turns (bench.seed.short_script)")
     return report(
-        "cost: modeled input cost per conversation (replies after each user message; "
-        "write 1.25x, read 0.1x; full history, no caching = 1.00; stand-in summaries)",
+        f"cost: modeled input cost over {n} messages of {shape} (a reply after each user "
+        "message; write 1.25x, read 0.1x; full history, no caching = 1.00; stand-in "
+        "summaries)",
         table(["system", "replies", "input tokens / reply", "cache-hit share",
                "cost (replies)", "cost, 30% pauses > 5 min", "summarization tokens",
                "total cost", "verbatim tokens / reply", "specifics kept"],
@@ -310,8 +326,7 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
                 f"{p.read / max(1, p.input):.0%}", f"{p.cost / base:.2f}",
                 f"{p.cost_paused / base:.2f}", f"{p.summarization:,}",
                 f"{(p.cost + p.summarization) / base:.2f}", f"{p.verbatim:,.0f}",
-                f"{p.kept:.0%}"] for p in rows])
-        + f"\n\nPlot: {PLOT}")
+                f"{p.kept:.0%}"] for p in rows]))
 
 
 if __name__ == "__main__":
