@@ -46,8 +46,9 @@ def _refuse_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None
     # the server ends it (pg_terminate_backend, a restart, idle timeouts send a
     # FATAL notice and close the socket), so a readable socket means a dead
     # connection. DisconnectionError makes the pool discard it and connect anew.
-    # A connection lost without a word (a cable cut) fails its first statement,
-    # as it would pass pre-ping only to hang on the next one.
+    # A connection lost without a word (a cable cut) fails its first statement
+    # after the TCP timeout; pre-ping's SELECT 1 would hang on it just the same.
+    # A false alarm (unexpected bytes on a live connection) only costs a reconnect.
     if closed_by_server(dbapi_conn):
         raise DisconnectionError("the server closed this pooled connection")
 
