@@ -303,7 +303,7 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     specifics = functools.lru_cache(maxsize=None)(specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)  # every block, many times
     out = []
-    for conversation, n in (("demo", messages_for(quick)), ("short", 1600 if quick else 3000)):
+    for conversation, n in (("demo", messages_for(quick)), ("short", 1400 if quick else 2000)):
         rows = systems(count, specifics, conversation=conversation, n=n)
         out.append(_table(rows, conversation, n))
         if conversation == "demo":

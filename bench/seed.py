@@ -28,7 +28,7 @@ def demo_script(n: int) -> list[tuple[str, str]]:
 
 def short_script(n: int, seed: int = 14) -> list[tuple[str, str]]:
     """``n`` short alternating user/assistant messages (a chat of many quick turns,
-    about 20 tokens each), a third of them carrying a specific (an amount, an id,
+    about 25 tokens each), a third of them carrying a specific (an amount, an id,
     a time, a path), deterministic for ``seed``."""
     import random
 
@@ -39,6 +39,10 @@ def short_script(n: int, seed: int = 14) -> list[tuple[str, str]]:
                "I found {x} in the last report.", "Yes, {x} is scheduled.")
     things = ("the invoice", "the deploy", "the refund", "the rollout", "the canary",
               "the ledger", "the alert", "the replica")
+    tails = ("We talked about this with the team yesterday and nobody was sure.",
+             "It matters for the weekly review, so please be careful with it.",
+             "Let me know if anything looks off compared to last week.",
+             "No rush, but I would like to close this today if we can.")
     out = []
     for i in range(n):
         thing = rng.choice(things)
@@ -47,7 +51,9 @@ def short_script(n: int, seed: int = 14) -> list[tuple[str, str]]:
                                        f"at {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
                                        f"/srv/app/{rng.choice(things).split()[1]}.yml"))
         role = "user" if i % 2 == 0 else "assistant"
-        out.append((role, rng.choice(asks if role == "user" else answers).format(x=thing)))
+        tail = rng.choice(tails)
+        out.append((role, rng.choice(asks if role == "user" else answers).format(x=thing)
+                    + " " + tail))
     return out
 
 
