@@ -27,6 +27,8 @@ class ConvoRun:
     context: list[int] = field(default_factory=list)  # tokens per model call
     trips: list[int] = field(default_factory=list)  # message index when each job applied
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # as_request(build_context(...)) with prompt caching, per model call
+    bodies: list[dict[str, Any]] = field(default_factory=list)
     token_of: dict[int, int] = field(default_factory=dict)  # message id -> tokens
     runs: list[tuple[int, int]] = field(default_factory=list)  # (first id, last id)
     rss_start: int = 0
@@ -34,7 +36,7 @@ class ConvoRun:
     seconds: float = 0.0
 
 
-_CACHE: dict[int, ConvoRun] = {}
+_CACHE: dict[tuple[int, tuple[tuple[str, object], ...]], ConvoRun] = {}
 
 
 def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
@@ -50,22 +52,26 @@ def _rss_sampler(pid: int, run: ConvoRun, stop: threading.Event) -> None:
         stop.wait(0.05)
 
 
-def conversation_run(n: int) -> ConvoRun:
-    """Feed ``n`` demo messages through Recap once; cached per ``n``."""
-    if n in _CACHE:
-        return _CACHE[n]
+def conversation_run(n: int, script: str = "demo", **settings: object) -> ConvoRun:
+    """Feed ``n`` messages of ``script`` ("demo": the demo's conversation; "short":
+    bench.seed.short_script) through Recap once; cached per ``n``, script and
+    ``settings`` (``RECAP_*`` variables for this run, e.g. ``RECAP_BATCH_SIZE=40``)."""
+    key = (n, (("script", script), *sorted(settings.items())))
+    if key in _CACHE:
+        return _CACHE[key]
     from sqlalchemy import select
 
-    from bench.seed import demo_script
+    from bench.seed import demo_script, short_script
     from bench.workers import count_runs, subprocess_worker, wait_idle
     from models import SummaryRun
-    from worker.api.context import build_context
+    from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message, after_reply
     from worker.db import transaction
     from worker.llm.tokens import count_tokens
 
     env = benv.setup()
-    benv.reset_state()
+    benv.reset_state(*settings)
+    benv.configure(**settings)
     run = ConvoRun(messages=n)
     started = time.monotonic()
     with subprocess_worker(4) as proc:
@@ -76,11 +82,14 @@ def conversation_run(n: int) -> ConvoRun:
         sampler = threading.Thread(target=_rss_sampler, args=(proc.pid, run, stop), daemon=True)
         sampler.start()
         applied = 0
-        for i, (role, content) in enumerate(demo_script(n)):
+        messages = demo_script(n) if script == "demo" else short_script(n)
+        for i, (role, content) in enumerate(messages):
             run.token_of[add_message(SESSION, role, content)] = count_tokens(content)
             if role == "user":
-                run.context.append(build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT)
-                                   ["tokens"])
+                ctx = build_context(SESSION, system_prompt=benv.SYSTEM_PROMPT,
+                                    prompt_caching=True)
+                run.context.append(ctx["tokens"])
+                run.bodies.append(as_request(ctx))
             elif after_reply(SESSION):
                 wait_idle(SESSION)
                 now = count_runs("applied")
@@ -99,7 +108,7 @@ def conversation_run(n: int) -> ConvoRun:
         from bench.throughput import _errors
 
         raise RuntimeError(f"no summary was applied in the conversation run: {_errors()}")
-    _CACHE[n] = run
+    _CACHE[key] = run
     return run
 
 

@@ -30,6 +30,7 @@ class PeerRun:
     name: str
     waits: list[float] = field(default_factory=list)  # seconds per model call
     context: list[int] = field(default_factory=list)  # tokens sent per model call
+    sent: list[list[Any]] = field(default_factory=list)  # the messages of each model call
     calls: int = 0  # summarization calls
     condensed: int = 0  # messages replaced by a summary
     error: str | None = None
@@ -112,6 +113,7 @@ def run_langmem(script: Sequence[tuple[str, str]], base_url: str, *,
             summary = result.running_summary
             run.condensed = len(summary.summarized_message_ids) if summary else 0
             run.context.append(count(result.messages))
+            run.sent.append(list(result.messages))
     except Exception as exc:  # report the peer's failure, keep the other figures
         run.error = f"{type(exc).__name__}: {exc}"
     return run
@@ -141,6 +143,7 @@ def run_langchain(script: Sequence[tuple[str, str]], base_url: str) -> PeerRun:
                 run.condensed += len(state) - (len(new) - 1)  # minus the summary message
                 state = new
             run.context.append(count(state))
+            run.sent.append(list(state))
     except Exception as exc:  # report the peer's failure, keep the other figures
         run.error = f"{type(exc).__name__}: {exc}"
     return run

@@ -26,6 +26,37 @@ def demo_script(n: int) -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for m in messages[:n]]
 
 
+def short_script(n: int, seed: int = 14) -> list[tuple[str, str]]:
+    """``n`` short alternating user/assistant messages (a chat of many quick turns,
+    about 25 tokens each), a third of them carrying a specific (an amount, an id,
+    a time, a path), deterministic for ``seed``."""
+    import random
+
+    rng = random.Random(seed)
+    asks = ("can you check {x}?", "what about {x}", "ok, and {x}?", "{x} again please",
+            "remind me of {x}", "is {x} still open?", "thanks. next: {x}")
+    answers = ("Done, {x} is updated.", "Checked: {x} looks fine.", "Noted {x}; anything else?",
+               "I found {x} in the last report.", "Yes, {x} is scheduled.")
+    things = ("the invoice", "the deploy", "the refund", "the rollout", "the canary",
+              "the ledger", "the alert", "the replica")
+    tails = ("We talked about this with the team yesterday and nobody was sure.",
+             "It matters for the weekly review, so please be careful with it.",
+             "Let me know if anything looks off compared to last week.",
+             "No rush, but I would like to close this today if we can.")
+    out = []
+    for i in range(n):
+        thing = rng.choice(things)
+        if rng.random() < 1 / 3:
+            thing += " " + rng.choice((f"#{rng.randint(100, 9999)}", f"{rng.randint(2, 90)}.50 EUR",
+                                       f"at {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
+                                       f"/srv/app/{rng.choice(things).split()[1]}.yml"))
+        role = "user" if i % 2 == 0 else "assistant"
+        tail = rng.choice(tails)
+        out.append((role, rng.choice(asks if role == "user" else answers).format(x=thing)
+                    + " " + tail))
+    return out
+
+
 def filler(i: int, words: int) -> str:
     """A deterministic message of about ``words`` words (~1.3 tokens each)."""
     vocab = ("latency deploy postgres invoice refund timeout pool replica index vacuum "

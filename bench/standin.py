@@ -5,8 +5,9 @@ summary + the first 12 words of each message, cut to 3 * max_tokens characters,
 as a model stays under max_tokens). It cannot parse the peers' prompts, so it
 would answer them with a one-line summary and flatter them. Here every request
 that is not Recap-shaped gets the same digest of its own messages, so all
-systems carry summaries of the same size. Token accounting is ours too: the
-fake's ``usage`` looks at the first message only, which undercounts LangMem.
+systems carry summaries of the same size. Token accounting is ours too (tiktoken
+over every text block), so all systems are counted by the tokenizer Recap uses;
+the fake's own ``usage`` counts characters / 3.5.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def _pool_settings() -> tuple[int, int]:
 
 
 def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None = None,
-            processes: int = 1) -> dict[str, Any]:
+            processes: int = 1, profile: str | None = None) -> dict[str, Any]:
     """Seed ``jobs`` sessions needing one job each, start a worker, publish, time to done."""
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
     from bench.workers import count_runs, subprocess_worker
@@ -46,7 +46,7 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
     bulk_load(ids, JOB_MESSAGES)
     with contextlib.ExitStack() as stack:
         procs = [stack.enter_context(subprocess_worker(concurrency // processes,
-                                                       pool_size=pool_size))
+                                                       pool_size=pool_size, profile=profile))
                  for _ in range(processes)]
         proc = procs[0]
         cpu0 = _cpu(procs)

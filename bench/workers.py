@@ -29,18 +29,23 @@ def inprocess_worker(concurrency: int = 4) -> Iterator[Any]:
 
 @contextmanager
 def subprocess_worker(concurrency: int, *, env: dict[str, str] | None = None,
-                      pool_size: int | None = None,
+                      pool_size: int | None = None, profile: str | None = None,
                       ready_timeout: float = 60.0) -> Iterator[subprocess.Popen[str]]:
     """``celery -A worker worker -P threads -c N`` as a child process; yields it once ready.
 
     With ``pool_size``, the worker's SQLAlchemy pool has that many connections
-    (bench/pooled_worker.py) instead of the default 5 + 10 overflow.
+    (bench/pooled_worker.py) instead of the default 5 + 10 overflow. With
+    ``profile``, the worker runs under yappi's CPU clock and writes its profile
+    there at shutdown (bench/profiled_worker.py).
     """
     env = dict(env or {})
     launcher = "celery"
     if pool_size is not None:
         launcher = "bench.pooled_worker"
         env["RECAP_BENCH_POOL_SIZE"] = str(pool_size)
+    if profile is not None:
+        launcher = "bench.profiled_worker"
+        env["RECAP_BENCH_PROFILE"] = profile
     cmd = [sys.executable, "-m", launcher, "-A", "worker", "worker", "-P", "threads",
            "-c", str(concurrency), "-Q", os.environ["RECAP_QUEUE"], "--loglevel", "INFO",
            "--without-gossip", "--without-mingle", "--without-heartbeat",

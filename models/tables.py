@@ -144,6 +144,9 @@ class SummaryRun(Base):
     first_message_id: Mapped[int | None] = mapped_column(BigInteger)
     last_message_id: Mapped[int | None] = mapped_column(BigInteger)
     input_tokens: Mapped[int | None] = mapped_column(Integer)
+    # Recap's tiktoken estimate of the same requests' input (input_tokens is the
+    # API's count): their ratio says what Recap's token budgets mean to the API.
+    estimated_input_tokens: Mapped[int | None] = mapped_column(Integer)
     output_tokens: Mapped[int | None] = mapped_column(Integer)
     summary_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[int | None] = mapped_column(Integer)

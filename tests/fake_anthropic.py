@@ -8,12 +8,14 @@ content) and recorded for assertions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -118,7 +120,121 @@ def validate_messages_request(body: Any) -> str | None:
     system = body.get("system")
     if system is not None and not isinstance(system, str | list):
         return "system: Input should be a string or a list"
+    return validate_cache_control(body)
+
+
+# -- prompt caching -------------------------------------------------------------------
+
+MAX_CACHE_BREAKPOINTS = 4
+# The fake's tokenizer: deterministic and independent of Recap's (tiktoken), so a
+# test can compare Recap's estimate with "the API's" count: ceil(chars / 3.5).
+CHARS_PER_TOKEN = 3.5
+
+
+def _cacheable(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(location, block) for every block that may carry ``cache_control``, in the
+    API's prefix order: tools, system, messages."""
+    out = [(f"tools.{i}", t) for i, t in enumerate(body.get("tools") or [])
+           if isinstance(t, dict)]
+    if isinstance(body.get("system"), list):
+        out += [(f"system.{i}", b) for i, b in enumerate(body["system"]) if isinstance(b, dict)]
+    for i, m in enumerate(body.get("messages") or []):
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            out += [(f"messages.{i}.content.{j}", b) for j, b in enumerate(m["content"])
+                    if isinstance(b, dict)]
+    return out
+
+
+def validate_cache_control(body: dict[str, Any]) -> str | None:
+    """The API's checks of ``cache_control``: at most 4 breakpoints across tools,
+    system and messages; ``{"type": "ephemeral"}`` with an optional ``ttl`` of
+    "5m" or "1h", no 1h breakpoint after a 5m one; never on an empty text block
+    or a thinking block. None when valid."""
+    marked = [(where, b) for where, b in _cacheable(body) if "cache_control" in b]
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        return (f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
+                f"provided. Found {len(marked)}.")
+    seen_5m = False
+    for where, block in marked:
+        cc = block["cache_control"]
+        if not isinstance(cc, dict) or cc.get("type") != "ephemeral":
+            return f"{where}.cache_control.type: Input should be 'ephemeral'"
+        extra = set(cc) - {"type", "ttl"}
+        if extra:
+            return f"{where}.cache_control.{sorted(extra)[0]}: Extra inputs are not permitted"
+        ttl = cc.get("ttl", "5m")
+        if ttl not in ("5m", "1h"):
+            return f"{where}.cache_control.ttl: Input should be '5m' or '1h'"
+        if ttl == "1h" and seen_5m:
+            return ("a ttl='1h' cache_control block must not come after a ttl='5m' "
+                    f"cache_control block ({where})")
+        seen_5m = seen_5m or ttl == "5m"
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            return f"{where}.{block['type']}.cache_control: Extra inputs are not permitted"
+        if block.get("type") == "text" and not str(block.get("text", "")).strip():
+            return f"{where}: cache_control cannot be set for empty text blocks"
     return None
+
+
+def fake_tokens(chars: int) -> int:
+    """The fake's token count of ``chars`` characters of request text."""
+    return -(-2 * chars // 7)  # ceil(chars / 3.5) in integers
+
+
+def _units(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request as (text, carries a breakpoint) units in prefix order; the text
+    of a unit is what the fake counts, its serialization what a prefix matches."""
+    units = [(json.dumps(t, sort_keys=True), "cache_control" in t)
+             for t in body.get("tools") or []]
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        units.append((system, False))
+    elif isinstance(system, list):
+        units += [(str(b.get("text", "")), "cache_control" in b) for b in system]
+    for m in body["messages"]:
+        content = m["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        units += [(m["role"] + ":" + (b["text"] if b.get("type") == "text"
+                                      else json.dumps(b, sort_keys=True)),
+                   "cache_control" in b) for b in blocks]
+    return units
+
+
+def request_usage(body: dict[str, Any], cache: set[bytes] | None = None, *,
+                  count: Callable[[str], int] | None = None) -> dict[str, int]:
+    """The ``usage`` input fields of one request, counted as the API counts them:
+    ``input_tokens`` after the last breakpoint, ``cache_read_input_tokens`` for the
+    longest prefix an earlier request wrote (ended at one of its breakpoints),
+    ``cache_creation_input_tokens`` from there to this request's last breakpoint.
+    The three add up to the request's tokens. ``cache`` (the prefixes written so
+    far) is updated; None counts everything as uncached. Tokens are the fake's
+    characters / 3.5, or with ``count`` the sum of ``count`` over the request's
+    blocks (bench/cost.py counts with tiktoken)."""
+    units = _units(body)
+    chars, digests, last_bp = [0], [], -1
+    h = hashlib.sha256()
+    for i, (text, bp) in enumerate(units):
+        h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+        digests.append(h.digest())
+        chars.append(chars[-1] + (len(text) if count is None else count(text)))
+        last_bp = i if bp else last_bp
+    if count is not None:  # chars holds token sums already
+        return _split_usage(chars, digests, units, last_bp, cache, lambda n: n)
+    return _split_usage(chars, digests, units, last_bp, cache, fake_tokens)
+
+
+def _split_usage(chars: list[int], digests: list[bytes], units: list[tuple[str, bool]],
+                 last_bp: int, cache: set[bytes] | None,
+                 tokens: Callable[[int], int]) -> dict[str, int]:
+    total = tokens(chars[-1])
+    if cache is None or last_bp < 0:
+        return {"input_tokens": total, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0}
+    hit = max((i for i in range(last_bp + 1) if digests[i] in cache), default=-1)
+    cache.update(digests[i] for i, (_, bp) in enumerate(units) if bp)
+    read, upto = tokens(chars[hit + 1]), tokens(chars[last_bp + 1])
+    return {"input_tokens": total - upto, "cache_creation_input_tokens": upto - read,
+            "cache_read_input_tokens": read}
 
 
 def default_summary(prompt: str, max_chars: int = 100_000) -> str:
@@ -156,6 +272,7 @@ class FakeAnthropic:
         # lose_specifics(): the share of specifics dropped from default answers.
         self.lossy_fraction = 0.0
         self.lossy_seed = 0
+        self._cache: set[bytes] = set()  # request prefixes written to the "prompt cache"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -183,6 +300,7 @@ class FakeAnthropic:
             self.delay = 0.0
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
+            self._cache.clear()
             gate, self._gate = self._gate, None
         if gate is not None:
             gate.release()  # never leave a handler thread parked across tests
@@ -319,12 +437,13 @@ class FakeAnthropic:
                                 "name": body["tools"][0]["name"], "input": data}]
                     text = json.dumps(data)
                     stop = "tool_use" if stop == "end_turn" else stop
+                with fake._lock:
+                    usage = request_usage(body, fake._cache)
                 return self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
                     "model": body["model"], "content": content,
                     "stop_reason": stop, "stop_sequence": None,
-                    "usage": {"input_tokens": max(1, len(prompt_text) // 4),
-                              "output_tokens": max(1, len(text) // 4)},
+                    "usage": {**usage, "output_tokens": max(1, len(text) // 4)},
                 }, reply.headers)
 
         return Handler

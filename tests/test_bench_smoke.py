@@ -23,7 +23,7 @@ def test_bench_cli_runs_overhead_quick() -> None:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "### overhead" in proc.stdout
-    assert "| as shipped (pool_pre_ping) | total" in proc.stdout
+    assert "| as shipped (socket check) | total" in proc.stdout
 
 
 def test_bench_rejects_unknown_names() -> None:

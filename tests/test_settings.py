@@ -29,6 +29,7 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
         30, 15000, 20, 10, 1024, 32000, 30.0)
     assert (s.max_retries, s.task_time_limit_s, s.lease_s) == (5, 300, 360)
     assert s.model == DEFAULT_MODEL
+    assert s.prompt_caching is True
 
 
 def test_default_model_is_in_the_installed_sdk_model_list() -> None:

@@ -8,6 +8,7 @@ logs, Celery events or Flower.
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -34,7 +35,35 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
                                **kwargs)
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, hide_parameters=True, **kwargs)
+    engine = create_engine(url, hide_parameters=True, **kwargs)
+    event.listen(engine, "checkout", _refuse_closed_by_server)
+    return engine
+
+
+def _refuse_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+    # Instead of pool_pre_ping's SELECT 1 (a round trip on every checkout, a third
+    # of add_message's time): an idle PostgreSQL connection receives nothing unless
+    # the server ends it (pg_terminate_backend, a restart, idle timeouts send a
+    # FATAL notice and close the socket), so a readable socket means a dead
+    # connection. DisconnectionError makes the pool discard it and connect anew.
+    # A connection lost without a word (a cable cut) fails its first statement
+    # after the TCP timeout; pre-ping's SELECT 1 would hang on it just the same.
+    # A false alarm (unexpected bytes on a live connection) only costs a reconnect.
+    if closed_by_server(dbapi_conn):
+        raise DisconnectionError("the server closed this pooled connection")
+
+
+def closed_by_server(dbapi_conn: Any) -> bool:
+    """True if an idle pooled connection is closed or has data waiting (which, idle,
+    only a server ending the connection sends). One poll(2), no round trip."""
+    if getattr(dbapi_conn, "closed", False) or getattr(dbapi_conn, "broken", False):
+        return True
+    try:
+        poller = select.poll()
+        poller.register(dbapi_conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no socket any more
+        return True
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -90,6 +119,20 @@ def reset_engines(*, close: bool = True) -> None:
     for factory in _FACTORIES.values():
         factory.kw["bind"].dispose(close=close)
     _FACTORIES.clear()
+
+
+@contextmanager
+def autocommit_connection() -> Iterator[Connection]:
+    """A connection whose every statement commits on its own, for a write that is one
+    statement on PostgreSQL (no BEGIN and COMMIT round trips). SQLite, whose writes
+    need BEGIN IMMEDIATE, gets a normal transaction committed at the end."""
+    engine = get_engine()
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            yield conn
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        yield conn
 
 
 @contextmanager

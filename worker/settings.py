@@ -125,6 +125,9 @@ class Settings(BaseSettings, Tuning):
     # worker.summary_at, rewind into summarized history): -1 all, 0 none, N the
     # newest N. Each is one summary's text, so all is cheap next to the archive.
     summary_versions_keep: int = Field(-1, ge=-1, le=1_000_000)
+    # build_context marks the stable prefix and the last turn with cache_control
+    # breakpoints: replies then pay 0.1x for the history Claude has cached.
+    prompt_caching: bool = True
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.

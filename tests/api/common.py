@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.fake_anthropic import validate_messages_request
 from worker.api import aio, context, ingest
-from worker.core.assemble import Context, as_request
+from worker.core.assemble import Context, as_request, content_text
 
 PROMPT = "You are a helpful travel assistant."
 
@@ -17,9 +17,10 @@ def assert_valid(ctx: Context, **extra: Any) -> None:
     assert validate_messages_request(body) is None, body
     msgs = body["messages"]
     assert all(a["role"] != b["role"] for a, b in zip(msgs, msgs[1:], strict=False))
-    assert all(m["content"].strip() for m in msgs)
+    texts = [content_text(m["content"]) for m in msgs]
+    assert all(t.strip() for t in texts)
     if msgs[-1]["role"] == "assistant":
-        assert msgs[-1]["content"] == msgs[-1]["content"].rstrip()
+        assert texts[-1] == texts[-1].rstrip()
 
 
 class SyncApi:

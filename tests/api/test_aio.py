@@ -17,6 +17,7 @@ from tests.api.test_ingest import count_rows
 from tests.fake_anthropic import validate_messages_request
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api import aio, context
+from worker.core.assemble import content_text, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.jobs.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
@@ -74,8 +75,9 @@ def test_the_context_is_the_stored_window_and_a_valid_request(api: Api) -> None:
     ctx = api.build_context("ctx", system_prompt="You plan trips.")
     # The same answer as the sync API's, read back independently.
     assert ctx == context.build_context("ctx", system_prompt="You plan trips.")
-    assert "They planned Lisbon." in ctx["system"] and "Reply in Portuguese." in ctx["system"]
-    assert ctx["messages"][-1]["content"].endswith("18C sunny\n\nand tomorrow?")
+    system = system_text(ctx["system"])
+    assert "They planned Lisbon." in system and "Reply in Portuguese." in system
+    assert content_text(ctx["messages"][-1]["content"]).endswith("18C sunny\n\nand tomorrow?")
     body = {"model": "claude-test", "max_tokens": 64, **aio.as_request(ctx)}
     assert validate_messages_request(body) is None
 

@@ -23,6 +23,8 @@ from worker.core.assemble import (
     SUMMARY_OPEN,
     TOOL_PREFIX,
     as_request,
+    content_text,
+    system_text,
 )
 from worker.db import get_engine, transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -41,8 +43,8 @@ def test_build_context_from_the_database_with_summary_and_pinned() -> None:
     seed("db1", 4, words=10, pinned={1})
     set_summary("db1", "The user is planning a trip to Lisbon.")
     ctx = build_context("db1", system_prompt=PROMPT)
-    assert ctx["system"].startswith(PROMPT + "\n\n" + SUMMARY_OPEN)
-    assert "Lisbon." + SUMMARY_CLOSE in ctx["system"]
+    assert system_text(ctx["system"]).startswith(PROMPT + "\n\n" + SUMMARY_OPEN)
+    assert "Lisbon." + SUMMARY_CLOSE in system_text(ctx["system"])
     assert [m["role"] for m in ctx["messages"]] == ["user", "assistant", "user", "assistant"]
     assert ctx["messages"][1]["content"].endswith("(msg 1).")  # the pinned one is there
     assert_valid(ctx)
@@ -54,7 +56,7 @@ def test_system_and_tool_rows_from_the_database() -> None:
     add_message("db2", "tool", "flight TP123 departs 09:40")
     add_message("db2", "system", "The user prefers morning flights.")
     add_message("db2", "user", "Book it.")
-    ctx = build_context("db2", system_prompt=PROMPT)
+    ctx = build_context("db2", system_prompt=PROMPT, prompt_caching=False)
     assert ctx["system"] == PROMPT + "\n\nThe user prefers morning flights."
     assert ctx["messages"] == [
         {"role": "user", "content": PLACEHOLDER_START},
@@ -69,7 +71,7 @@ def test_session_without_messages_is_found_and_empty() -> None:
         s.execute(delete(ChatMessage).where(ChatMessage.session_id == "db3"))
     set_summary("db3", "Everything so far.")
     ctx = build_context("db3", system_prompt=PROMPT)
-    assert ctx["messages"] == [] and "Everything so far." in ctx["system"]
+    assert ctx["messages"] == [] and "Everything so far." in system_text(ctx["system"])
 
 
 def test_unknown_and_invalid_session_ids() -> None:
@@ -87,8 +89,8 @@ def test_token_estimate_uses_stored_counts_not_retokenization() -> None:
     set_summary("tok", "A summary of what came before, with some detail about hotels.")
     ctx = build_context("tok", system_prompt=PROMPT)
     # Close to tokenizing the whole rendered request at once (boundaries differ slightly).
-    whole = count_tokens(ctx["system"]) + sum(count_tokens(m["content"])
-                                              for m in ctx["messages"])
+    whole = count_tokens(system_text(ctx["system"])) + sum(count_tokens(content_text(m["content"]))
+                                                           for m in ctx["messages"])
     assert abs(ctx["tokens"] - whole) <= 10, (ctx["tokens"], whole)
     # The stored counts are what is summed: change them and the estimate follows.
     with transaction() as s:
@@ -168,7 +170,8 @@ def test_the_real_sdk_accepts_the_context(fake_api: Any) -> None:
     assert sent["system"] == ctx["system"]
     assert sent["messages"][:-1] == ctx["messages"][:-1]
     # The bare fields work too, exactly as the brief's call shape.
-    client.messages.create(model="claude-test", max_tokens=64, system=ctx["system"],
+    client.messages.create(model="claude-test", max_tokens=64,
+                           system=ctx["system"],  # type: ignore[arg-type]
                            messages=ctx["messages"])  # type: ignore[arg-type]
     assert fake_api.requests[-1]["messages"] == ctx["messages"]
 
@@ -176,9 +179,10 @@ def test_the_real_sdk_accepts_the_context(fake_api: Any) -> None:
 def test_render_json_is_pretty_and_round_trips() -> None:
     seed("js", 2)
     out = render_json("js", "Ünïcode prompt")
-    assert out.startswith("{\n  \"system\": \"Ünïcode prompt\"")
+    assert out.startswith("{\n  \"system\": [") and "Ünïcode prompt" in out
     data = json.loads(out)
     assert set(data) == {"system", "messages", "tokens", "budget"}
+    assert system_text(data["system"]) == "Ünïcode prompt"
 
 
 def test_pg_read_committed_is_the_default_here() -> None:
@@ -186,3 +190,32 @@ def test_pg_read_committed_is_the_default_here() -> None:
     with transaction() as s:
         level = s.execute(text("SHOW transaction_isolation")).scalar_one()
     assert level == "read committed"
+
+
+def test_each_reply_reads_the_previous_request_from_the_prompt_cache(fake_api: Any) -> None:
+    # The chat app's loop (README): store the user turn, build, call, store the reply.
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=fake_api.url, max_retries=0)
+    seed("cache", 6, words=40)
+    set_summary("cache", "Earlier: the user asked about budgets.")
+    usages = []
+    for turn in range(3):
+        add_message("cache", "user", f"Question {turn}: what about the hotel budget?")
+        reply = client.messages.create(model="claude-test", max_tokens=64,
+                                       **as_request(build_context("cache", system_prompt=PROMPT)))
+        usages.append(reply.usage)
+        add_message("cache", "assistant", f"Answer {turn}: about 120 EUR a night.")
+    first, second, third = usages
+    assert first.cache_read_input_tokens == 0 and first.cache_creation_input_tokens
+    # Everything the previous request wrote up to its last breakpoint is read back;
+    # only the new turns are written.
+    for before, after in ((first, second), (second, third)):
+        assert after.cache_read_input_tokens == (before.cache_read_input_tokens
+                                                 + before.cache_creation_input_tokens)
+        assert 0 < after.cache_creation_input_tokens < after.cache_read_input_tokens
+        assert after.input_tokens == 0  # the breakpoint is on the last block
+    # Off: plain strings, nothing cached.
+    ctx = build_context("cache", system_prompt=PROMPT, prompt_caching=False)
+    assert isinstance(ctx["system"], str)
+    reply = client.messages.create(model="claude-test", max_tokens=64,
+                                   **as_request(ctx, user_message="And now?"))
+    assert (reply.usage.cache_read_input_tokens, reply.usage.cache_creation_input_tokens) == (0, 0)

@@ -35,7 +35,7 @@ from tests.api.test_import_cost import forbidden, loaded_after
 from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
 from worker.api.context import build_context
 from worker.api.langchain import RecapChatMessageHistory
-from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN
+from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput
 
@@ -181,7 +181,7 @@ def test_messages_render_what_build_context_builds() -> None:
     assert isinstance(got[2], AIMessage) and got[2].tool_calls[0]["id"] == "call_1"
     assert isinstance(got[3], ToolMessage) and got[3].tool_call_id == "call_1"
     ctx = build_context("roles", system_prompt="You are terse.")
-    assert got[0].content == ctx["system"]
+    assert got[0].content == system_text(ctx["system"])
     assert RecapChatMessageHistory("roles").messages[0].content == "Answer in French."
 
 

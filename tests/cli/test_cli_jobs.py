@@ -16,6 +16,7 @@ from tests.env import FAKE
 from tests.fake_anthropic import error
 from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import db
+from worker.core.assemble import system_text
 from worker.db import utcnow
 from worker.jobs import ops
 
@@ -206,7 +207,7 @@ def test_context_prints_the_assembled_json(tmp_path: Path,
     code, out, err = run(capsys, "context", "ctx", "--system", str(system))
     assert code == 0, err
     ctx = json.loads(out)
-    assert ctx["system"].startswith("You are terse.")
+    assert system_text(ctx["system"]).startswith("You are terse.")
     assert [m["role"] for m in ctx["messages"]] == ["user", "assistant"]
     code, _, err = run(capsys, "context", "ghost")
     assert code == 1 and err.startswith("recap: error:") and "ghost" in err

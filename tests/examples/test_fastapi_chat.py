@@ -13,7 +13,7 @@ import pytest
 from examples import fastapi_chat
 from tests.fake_anthropic import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, statuses, wait_for
-from worker.core.assemble import SUMMARY_OPEN
+from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
 
 
 def post(*turns: tuple[str, str]) -> list[httpx.Response]:
@@ -33,7 +33,7 @@ def post(*turns: tuple[str, str]) -> list[httpx.Response]:
 def chat_requests(fake: FakeAnthropic) -> list[dict[str, Any]]:
     """The app's own calls to the Messages API (not the worker's summaries)."""
     return [r for r in fake.requests
-            if str(r.get("system", "")).startswith(fastapi_chat.SYSTEM_PROMPT)]
+            if system_text(r.get("system", "")).startswith(fastapi_chat.SYSTEM_PROMPT)]
 
 
 @pytest.mark.usefixtures("celery_worker_thread")
@@ -49,8 +49,8 @@ def test_the_chat_endpoint_stores_replies_and_its_context_shrinks_once_summarize
     # with the new question (the fake answers 400 to an invalid request).
     sent = chat_requests(fake_api)
     assert len(sent) == 6 and sent[0]["model"] == fastapi_chat.MODEL
-    assert sent[0]["messages"] == [{"role": "user", "content": questions[0]}]
-    assert sent[2]["messages"][-1] == {"role": "user", "content": questions[2]}
+    assert [content_text(m["content"]) for m in sent[0]["messages"]] == [questions[0]]
+    assert content_text(sent[2]["messages"][-1]["content"]) == questions[2]
     assert [m["role"] for m in sent[2]["messages"]] == ["user", "assistant"] * 2 + ["user"]
 
     # The hook queued a summary: the worker condenses the session in the background.
@@ -60,9 +60,9 @@ def test_the_chat_endpoint_stores_replies_and_its_context_shrinks_once_summarize
     (reply,) = post(("trip", "And what about day 7?"))
     assert reply.status_code == 200
     last = chat_requests(fake_api)[-1]
-    assert SUMMARY_OPEN in last["system"]  # the summary stands in for the old turns
+    assert SUMMARY_OPEN in system_text(last["system"])  # the summary stands in for old turns
     assert len(last["messages"]) <= stored + 2
-    assert last["messages"][-1]["content"].endswith("And what about day 7?")
+    assert content_text(last["messages"][-1]["content"]).endswith("And what about day 7?")
 
 
 def test_bad_input_is_a_422_naming_the_problem_and_stores_nothing(

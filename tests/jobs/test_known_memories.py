@@ -61,9 +61,8 @@ def test_the_call_offers_known_memories_and_a_replacement_supersedes_the_old_one
     porto = facts["The user lives in Porto"]
     assert porto is None  # live
     assert facts["The user lives in Lisbon"] is not None  # kept for audit, superseded
-    system = build_context("s", system_prompt="")["system"]
-    shown = system if isinstance(system, str) else json.dumps(system)
-    assert "Porto" in shown and "lives in Lisbon" not in shown
+    shown = json.dumps(build_context("s", system_prompt=""))  # system and the last turn
+    assert "lives in Porto" in shown and "lives in Lisbon" not in shown
 
 
 def test_a_replaces_id_that_was_not_offered_is_ignored(fake_api: FakeAnthropic) -> None:

@@ -17,7 +17,7 @@ from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
 from worker.api.sessions import memories
 from worker.checks import check_invariants
-from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN
+from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
 from worker.db import transaction
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import get_settings
@@ -63,7 +63,7 @@ def test_thirty_long_messages_end_with_a_summary_and_a_small_context(
             after_reply(sid)
     wait_for(lambda: "applied" in statuses(sid) and idle(sid), timeout=60, what="summary")
     ctx = build_context(sid, system_prompt="You are a helpful SRE assistant.")
-    assert "<SUMMARY_OF_PRIOR_CONTEXT>" in ctx["system"]
+    assert "<SUMMARY_OF_PRIOR_CONTEXT>" in system_text(ctx["system"])
     # The summary carries the specifics of what it condensed (retention guard).
     assert ctx["tokens"] < 12_000
     assert validate_messages_request({"model": "m", "max_tokens": 10, **as_request(
@@ -113,7 +113,9 @@ def test_a_thousand_message_conversation_stays_within_budget(
             peaks.append(ctx["tokens"])
             assert ctx["tokens"] <= budget, (i, ctx["tokens"])
             if "applied" in statuses(sid):
-                block = ctx["system"][ctx["system"].index(MEMORIES_OPEN):]
+                shown = "\n".join([system_text(ctx["system"]),
+                                   *(content_text(m["content"]) for m in ctx["messages"])])
+                block = shown[shown.index(MEMORIES_OPEN):]
                 block = block[:block.index(MEMORIES_CLOSE) + len(MEMORIES_CLOSE)]
                 assert count_tokens(block) <= settings.memory_budget_tokens, i
     assert statuses(sid).count("applied") >= 10

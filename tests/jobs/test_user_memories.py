@@ -18,6 +18,7 @@ from worker.api import aio
 from worker.api.context import Context, build_context
 from worker.api.ingest import add_message
 from worker.api.sessions import configure_session, memories
+from worker.core.assemble import system_text
 from worker.core.memories import Fact, normalize
 from worker.db import transaction
 from worker.errors import InvalidInput
@@ -94,9 +95,9 @@ def test_a_users_memories_are_shared_by_their_sessions_and_merged() -> None:
     assert {m["fact"] for m in memories("a1")} == {"The user is vegetarian.",
                                                     "The user lives in Lisbon."}
     assert [m["fact"] for m in memories("anon")] == ["The user likes tea."]
-    ctx = build_context("a2", system_prompt="")
-    assert "- The user lives in Lisbon." in ctx["system"]
-    assert "tea" not in ctx["system"]
+    ctx = build_context("a2", system_prompt="", prompt_caching=False)
+    assert "- The user lives in Lisbon." in system_text(ctx["system"])
+    assert "tea" not in system_text(ctx["system"])
 
 
 def test_a_replaced_memory_is_kept_for_audit_and_never_shown() -> None:
@@ -111,7 +112,7 @@ def test_a_replaced_memory_is_kept_for_audit_and_never_shown() -> None:
     superseded = {m.fact: m.superseded_by for m in rows()}
     assert superseded == {"The user lives in Lisbon.": new, "The user lives in Berlin.": None,
                           "The user moved to Porto.": None, "The user likes Berlin.": None}
-    system = build_context("a1", system_prompt="")["system"]
+    system = system_text(build_context("a1", system_prompt="", prompt_caching=False)["system"])
     assert "Porto" in system and "Lisbon" not in system
     assert "Lisbon" not in str(memories("a1"))
     with transaction() as s:
@@ -119,7 +120,8 @@ def test_a_replaced_memory_is_kept_for_audit_and_never_shown() -> None:
     assert "The user lives in Lisbon." not in [f for _, f in found]
     # Said again, a superseded fact is live again (one row).
     save("a1", fact("The user lives in Lisbon."))
-    assert "Lisbon" in build_context("a1", system_prompt="")["system"]
+    assert "Lisbon" in system_text(
+        build_context("a1", system_prompt="", prompt_caching=False)["system"])
     assert sum(1 for m in rows() if m.fact == "The user lives in Lisbon.") == 1
 
 
@@ -141,13 +143,14 @@ def test_context_ranks_by_the_newest_user_turn_within_the_memory_budget(
                  for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
     add_message("k1", "user", "Can you suggest a snack with peanuts?")
     settings_env(RECAP_MEMORY_BUDGET_TOKENS=60)
-    ctx = build_context("k1", system_prompt="")
-    block = ctx["system"]
+    ctx = build_context("k1", system_prompt="", prompt_caching=False)
+    block = system_text(ctx["system"])
     assert block.index("allergic to peanuts") < block.index("Filler")  # relevance first
     assert ctx["tokens"] <= ctx["budget"]
     assert block.count("\n- ") < 10  # bounded by the 60-token memory budget
     settings_env(RECAP_MEMORY_BUDGET_TOKENS=0)
-    assert "<MEMORIES>" not in build_context("k1", system_prompt="")["system"]
+    assert "<MEMORIES>" not in system_text(
+        build_context("k1", system_prompt="", prompt_caching=False)["system"])
 
 
 def test_memories_mined_before_the_session_named_its_user_still_show() -> None:
@@ -155,7 +158,7 @@ def test_memories_mined_before_the_session_named_its_user_still_show() -> None:
     save("late", fact("The user likes jazz."))
     add_message("late", "user", "now with a user", user_id="lee")
     save("late", fact("The user plays piano."))
-    system = build_context("late", system_prompt="")["system"]
+    system = system_text(build_context("late", system_prompt="", prompt_caching=False)["system"])
     assert "jazz" in system and "piano" in system
     assert {m.scope for m in rows()} == {"s:late", "u:lee"}
 
@@ -167,13 +170,13 @@ def test_the_asyncio_api_shows_the_same_memories() -> None:
             save("as1", fact("The user is allergic to peanuts."))
             with pytest.raises(InvalidInput, match="belongs to user 'ann', not 'bo'"):
                 await aio.add_message("as1", "user", "x", user_id="bo")
-            return await aio.build_context("as1", system_prompt="")
+            return await aio.build_context("as1", system_prompt="", prompt_caching=False)
         finally:
             await aio.close()
 
     ctx = asyncio.run(scenario())
-    assert ctx == build_context("as1", system_prompt="")
-    assert "allergic to peanuts" in ctx["system"]
+    assert ctx == build_context("as1", system_prompt="", prompt_caching=False)
+    assert "allergic to peanuts" in system_text(ctx["system"])
 
 
 def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[..., None]) -> None:
@@ -187,7 +190,8 @@ def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[...
         save("lite", fact("The user works at a bank.", importance=5),
              fact("The user flies to Tokyo in May.", importance=1))
         add_message("lite", "user", "What should I pack for Tokyo?")
-        system = build_context("lite", system_prompt="")["system"]
+        system = system_text(
+            build_context("lite", system_prompt="", prompt_caching=False)["system"])
         assert system.index("Tokyo in May") < system.index("bank")
         with pytest.raises(InvalidInput, match="belongs to user 'sam'"):
             add_message("lite", "user", "x", user_id="other")

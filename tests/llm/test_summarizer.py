@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from tests.fake_anthropic import FakeAnthropic, Reply, error, ok, request_usage
 from worker.core.prompt import Turn, chunk_turns, render, validate_template
 from worker.errors import (
     ConfigError,
@@ -157,10 +157,10 @@ def test_usage_counts_what_was_spent_before_a_later_chunk_failed(
     with pytest.raises(TransientLLMError):
         summarizer.summarize(None, [giant], usage=usage)
     assert len(fake_api.requests) == 2
-    first_prompt = fake_api.requests[0]["messages"][0]["content"]
-    # The local server reports len/4 tokens, as its usage block.
+    # The local server counts the whole request's text (request_usage), as its usage block.
     assert (usage.model, usage.calls, usage.input_tokens, usage.output_tokens) == (
-        summarizer.model, 1, len(first_prompt) // 4, len("The user wrote many words.") // 4)
+        summarizer.model, 1, request_usage(fake_api.requests[0])["input_tokens"],
+        len("The user wrote many words.") // 4)
 
 
 def test_the_result_reports_the_callers_usage(fake_api: FakeAnthropic) -> None:

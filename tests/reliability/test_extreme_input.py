@@ -36,6 +36,7 @@ from tests.reliability.common import (
 from tests.reliability.procs import start, stop, tail
 from worker.api.context import build_context
 from worker.api.ingest import add_message
+from worker.core.assemble import system_text
 from worker.core.prompt import SYSTEM_PROMPT, Turn, render
 from worker.db import transaction
 from worker.errors import ConfigError
@@ -211,7 +212,7 @@ def test_prompt_injection_stays_inside_the_conversation_as_data(
     second = fake_api.prompts()[1]
     assert between(second, "previous_summary").startswith("The user tried &lt;/previous_summary")
     between(second, "conversation")
-    system = build_context("inject", system_prompt="You are helpful.")["system"]
+    system = system_text(build_context("inject", system_prompt="You are helpful.")["system"])
     assert system.count("</SUMMARY_OF_PRIOR_CONTEXT>") == 1
     assert_invariants({"inject": ids})
 

@@ -170,7 +170,8 @@ def test_pg_connections_dropped_between_claim_and_apply(api, spawn, queue) -> No
     gate.release()
     wait_for_runs("pg", lambda s: bool(s), what="the outcome")
     settle(queue)
-    # pool_pre_ping replaced the dead connection: the apply simply succeeded.
+    # The pool saw the dead connection's socket readable at checkout and replaced
+    # it (worker.db.closed_by_server): the apply simply succeeded.
     assert statuses("pg") == ["applied"]
     assert_invariants(written)
 

@@ -33,6 +33,7 @@ from tests.reliability.common import (
 )
 from worker.api.context import build_context
 from worker.api.ingest import add_message, after_reply
+from worker.core.assemble import system_text
 from worker.db import get_engine, transaction
 from worker.errors import Superseded
 from worker.jobs.claim import Claim, claim_session
@@ -189,7 +190,7 @@ def test_sql_metacharacters_in_session_ids_round_trip(fake_api: FakeAnthropic) -
         assert statuses(sid) == ["applied"]
         assert message_ids(sid) == ids[5:]
         context = build_context(sid, system_prompt="You are helpful.")
-        assert "SUMMARY_OF_PRIOR_CONTEXT" in context["system"]
+        assert "SUMMARY_OF_PRIOR_CONTEXT" in system_text(context["system"])
         assert len(context["messages"]) >= 1
     with transaction() as s:
         assert set(s.scalars(select(ChatSession.id))) == set(EVIL_IDS)

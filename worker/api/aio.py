@@ -126,9 +126,11 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
                              dispatch=_publish_in_background)
 
 
-async def build_context(session_id: str, *, system_prompt: str) -> Context:
+async def build_context(session_id: str, *, system_prompt: str,
+                        prompt_caching: bool | None = None) -> Context:
     """The system prompt and messages for the session's next Claude call, from one
-    snapshot. Pass ``**as_request(ctx)`` to the SDK. Raises InvalidInput for a bad
+    snapshot. Pass ``**as_request(ctx)`` to the SDK. ``prompt_caching`` as in the
+    sync :func:`worker.api.context.build_context`. Raises InvalidInput for a bad
     id or a non-str ``system_prompt``, SessionNotFound for an unknown session.
     """
     check_system_prompt(system_prompt)
@@ -139,7 +141,7 @@ async def build_context(session_id: str, *, system_prompt: str) -> Context:
             query, terms = memories_query(window, dialect="postgresql")
             window = with_memories(window, (await conn.execute(query)).all(), terms,
                                    dialect="postgresql")
-    return await asyncio.to_thread(assemble_window, system_prompt, window)
+    return await asyncio.to_thread(assemble_window, system_prompt, window, prompt_caching)
 
 
 async def close() -> None:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
-from worker.core.assemble import Context, Row, as_request, assemble
+from worker.core.assemble import Context, Row, as_request, assemble, system_text
 from worker.core.recall import Candidate, query_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
@@ -20,7 +20,8 @@ from worker.jobs.recall import candidates_query, scopes, to_candidates
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
 
-__all__ = ["Context", "Window", "as_request", "build_context", "read_window", "render_json"]
+__all__ = ["Context", "Window", "as_request", "build_context", "read_window", "render_json",
+           "system_text"]
 
 
 class Window(NamedTuple):
@@ -111,15 +112,20 @@ def with_memories(window: Window, rows: Sequence[Any], terms: list[str], *,
     return window._replace(memories=tuple(to_candidates(rows, terms, dialect=dialect)))
 
 
-def build_context(session_id: str, *, system_prompt: str) -> Context:
+def build_context(session_id: str, *, system_prompt: str,
+                  prompt_caching: bool | None = None) -> Context:
     """The system prompt and messages for the session's next Claude call.
 
     Pass ``**as_request(ctx)`` to the SDK, never ``**ctx`` (``tokens`` and
-    ``budget`` are not API fields). Raises InvalidInput for a bad id or a
-    non-str ``system_prompt``, SessionNotFound for an unknown session.
+    ``budget`` are not API fields). ``prompt_caching`` (default
+    RECAP_PROMPT_CACHING) returns ``system`` and the last turn as content blocks
+    with ``cache_control`` breakpoints; False gives plain strings
+    (:func:`worker.core.assemble.mark_cache_breakpoints`). Raises InvalidInput
+    for a bad id or a non-str ``system_prompt``, SessionNotFound for an unknown
+    session.
     """
     check_system_prompt(system_prompt)
-    return assemble_window(system_prompt, read_window(session_id))
+    return assemble_window(system_prompt, read_window(session_id), prompt_caching)
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -129,12 +135,16 @@ def check_system_prompt(system_prompt: object) -> None:
     text_or_raise(system_prompt, "system_prompt")
 
 
-def assemble_window(system_prompt: str, window: Window) -> Context:
-    """The context from the app's prompt and a :func:`read_window` answer."""
+def assemble_window(system_prompt: str, window: Window,
+                    prompt_caching: bool | None = None) -> Context:
+    """The context from the app's prompt and a :func:`read_window` answer
+    (``prompt_caching``: None means RECAP_PROMPT_CACHING)."""
+    settings = get_settings()
+    caching = settings.prompt_caching if prompt_caching is None else prompt_caching
     return assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count_tokens, memories=window.memories,
-                    memory_budget=get_settings().memory_budget_tokens)
+                    memory_budget=settings.memory_budget_tokens, caching=bool(caching))
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

@@ -8,19 +8,36 @@ could trigger marks the session pending and queues one job.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
-from sqlalchemy import Connection, Table, event, func, insert, select
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    DateTime,
+    Executable,
+    Integer,
+    String,
+    Table,
+    Text,
+    bindparam,
+    event,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from models import ChatMessage, ChatSession
 from worker.api.validate import Message, check_session_id, check_user_id, prepare_message
 from worker.core import policy
 from worker.core.titles import needs_title
-from worker.db import get_engine, insert_or_update, utcnow
+from worker.db import autocommit_connection, get_engine, insert_or_update, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.enqueue import (
     BREAKER,
@@ -43,6 +60,14 @@ MESSAGES = cast(Table, ChatMessage.__table__)
 def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
          tokens: int, user_id: str | None = None, blocks: list[dict[str, Any]] | None = None,
          tool_links: str | None = None) -> int:
+    if _dialect(s) == "postgresql":
+        added = s.execute(_add_statement(), {
+            "session_id": session_id, "role": role, "content": content, "pinned": pinned,
+            "tokens": tokens, "now": utcnow(), "user_id": user_id, "blocks": blocks,
+            "tool_links": tool_links}).scalar()
+        if added is None:  # the upsert's WHERE refused: another user's session
+            raise_other_user(s, session_id, user_id or "")
+        return int(added)
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
     changes = {"message_count": SESSIONS.c.message_count + 1,
@@ -64,7 +89,7 @@ def _add(s: Session | Connection, session_id: str, role: str, content: str, pinn
         .returning(MESSAGES.c.id)).scalar_one())
 
 
-def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> None:
+def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> NoReturn:
     """Raise InvalidInput: ``session_id`` belongs to another user than ``user_id``."""
     owner = s.execute(select(SESSIONS.c.user_id).where(SESSIONS.c.id == session_id)).scalar()
     raise InvalidInput(f"session {session_id!r} belongs to user {owner!r}, not {user_id!r}; "
@@ -75,6 +100,46 @@ def prepare(role: object, content: object, pinned: object) -> Message:
     """:func:`worker.api.validate.prepare_message` under the settings' inline cap."""
     return prepare_message(role, content, pinned,
                            max_inline_chars=get_settings().max_inline_base64_chars)
+
+
+@functools.cache
+def _add_statement() -> Executable:
+    """PostgreSQL: :func:`_add`'s two writes as one statement (one round trip), built
+    once with bound parameters so each call skips building and cache-keying it.
+
+    The session upsert (which locks the session row) runs in a CTE that the
+    message INSERT selects from, so the message's id is drawn after the lock is
+    held: concurrent writers of one session still commit in id order. A session
+    of another user than ``user_id`` is left alone (the upsert's WHERE): the CTE
+    is then empty, so is the INSERT, and the statement returns no row.
+    """
+    user = sql_cast(bindparam("user_id", type_=String), String)
+    upserted = (pg_insert(SESSIONS)
+                .values(id=bindparam("session_id", type_=String), message_count=1,
+                        active_tokens=bindparam("tokens", type_=Integer), user_id=user)
+                .on_conflict_do_update(index_elements=["id"], set_={
+                    "message_count": SESSIONS.c.message_count + 1,
+                    "active_tokens": SESSIONS.c.active_tokens
+                    + bindparam("tokens", type_=Integer),
+                    "updated_at": bindparam("now", type_=DateTime(timezone=True)),
+                    "user_id": func.coalesce(SESSIONS.c.user_id, user)},
+                    where=user.is_(None) | SESSIONS.c.user_id.is_(None)
+                    | (SESSIONS.c.user_id == user))
+                .returning(SESSIONS.c.id).cte("upserted"))
+    return (insert(MESSAGES)
+            .from_select(["session_id", "role", "content", "token_count", "pinned", "blocks",
+                          "tool_links"],
+                         select(upserted.c.id, bindparam("role", type_=String),
+                                bindparam("content", type_=Text),
+                                bindparam("tokens", type_=Integer),
+                                bindparam("pinned", type_=Boolean),
+                                bindparam("blocks", type_=MESSAGES.c.blocks.type),
+                                bindparam("tool_links", type_=Text)))
+            .returning(MESSAGES.c.id))
+
+
+def _dialect(s: Session | Connection) -> str:
+    return (s.get_bind() if isinstance(s, Session) else s).dialect.name
 
 
 def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
@@ -100,7 +165,7 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
             msg.tool_links)
     if db is not None:
         return _add(db, *args)
-    with get_engine().begin() as conn:  # Core: no ORM session needed on the reply path
+    with autocommit_connection() as conn:  # Core: no ORM session needed on the reply path
         return _add(conn, *args)
 
 

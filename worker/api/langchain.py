@@ -64,6 +64,7 @@ from typing import Any
 from worker.api.context import build_context
 from worker.api.ingest import add_message, after_reply, prepare
 from worker.api.validate import check_session_id, check_user_id
+from worker.core.assemble import system_text
 from worker.core.validate import text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -153,7 +154,8 @@ def from_context(ctx: Any) -> list[BaseMessage]:
     """``build_context``'s output as LangChain messages (system first, if any):
     tool_use blocks as ``AIMessage.tool_calls``, tool_result blocks as
     ``ToolMessage``s."""
-    out: list[BaseMessage] = [SystemMessage(content=ctx["system"])] if ctx["system"] else []
+    system = system_text(ctx["system"])
+    out: list[BaseMessage] = [SystemMessage(content=system)] if system else []
     for m in ctx["messages"]:
         content = m["content"]
         if m["role"] == "assistant":
@@ -200,7 +202,8 @@ class RecapChatMessageHistory(BaseChatMessageHistory):
         """The context for the next model call (read once; see the module's docs)."""
         if self._snapshot is None:
             try:
-                ctx = build_context(self.session_id, system_prompt=self.system_prompt)
+                ctx = build_context(self.session_id, system_prompt=self.system_prompt,
+                                    prompt_caching=False)
             except SessionNotFound:
                 return []  # nothing stored yet: not a snapshot to keep
             self._snapshot = from_context(ctx)

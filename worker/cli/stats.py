@@ -4,7 +4,9 @@ summarized yet and what will trigger it.
 
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
-jobs are counted apart. ``--json`` adds the sessions as ``largest_sessions``.
+jobs are counted apart. "token estimate / API count" compares the two per model
+over its latest summarize runs (worker.jobs.stats.estimate_ratios). ``--json``
+adds the sessions as ``largest_sessions``.
 """
 
 from __future__ import annotations
@@ -97,4 +99,7 @@ def format_stats(data: dict[str, Any]) -> str:
         lines.append(f"{label:<{width}}  {value}")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(data["runs_by_status"].items()))
     lines.append(f"{'runs by status':<{width}}  {statuses or 'none'}")
+    ratios = ", ".join(f"{model} {ratio:.2f}"
+                       for model, ratio in data.get("token_estimate_ratio", {}).items())
+    lines.append(f"{'token estimate / API count':<{width}}  {ratios or 'n/a'}")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 ``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
 
-    {"system": str, "messages": [...], "tokens": int, "budget": int}
+    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int}
 
 ``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
 estimate of system + messages) and ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) are
@@ -28,6 +28,12 @@ How the stored window becomes a valid request (see :func:`assemble`):
   new user turn: ``as_request(ctx, user_message=...)`` does that.
 - An empty window gives ``messages == []``, which the API refuses on its own;
   again the app's new user turn makes it valid.
+
+Prompt caching (``caching=True``, see :func:`mark_cache_breakpoints`): ``system``
+becomes text blocks and the last turn's content a list of blocks, with
+``cache_control`` breakpoints where Claude may cache the prefix. Without it,
+``system`` is one str and every ``content`` a str. :func:`system_text` and
+:func:`content_text` read either shape as plain text.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from worker.core.recall import Candidate, choose
 from worker.core.replay import SEPARATOR, TOOL_PREFIX, replay  # noqa: F401 (TOOL_PREFIX: public)
 from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
+
+Block = dict[str, Any]
 
 SUMMARY_TAG = "SUMMARY_OF_PRIOR_CONTEXT"
 SUMMARY_OPEN = f"<{SUMMARY_TAG}>\n"
@@ -71,8 +79,13 @@ class Row(NamedTuple):
     blocks: list[dict[str, Any]] | None = None
 
 
+# The breakpoint Recap places: the API's default 5-minute cache, refreshed on every
+# hit, which fits a conversation's pace; an app wanting 1h sets its own blocks.
+EPHEMERAL: Block = {"type": "ephemeral"}
+
+
 class Context(TypedDict):
-    system: str
+    system: str | list[Block]
     messages: list[dict[str, Any]]
     tokens: int
     budget: int
@@ -105,10 +118,13 @@ def memories_block(memories: Sequence[Candidate], *, room: int,
 
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
-             memories: Sequence[Candidate] = (), memory_budget: int = 0) -> Context:
+             memories: Sequence[Candidate] = (), memory_budget: int = 0,
+             caching: bool = False) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
-    ``tokens`` adds the stored counts (``summary_tokens``, each row's
+    ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
+    they change the shape of ``system`` and of the last turn, never the text or
+    ``tokens``. ``tokens`` adds the stored counts (``summary_tokens``, each row's
     ``token_count``) to ``count`` of the app's prompt and of our own wrappers;
     stored text is never re-tokenized. ``memories`` (live candidates, ranked
     here) fill at most ``memory_budget`` tokens and only what the rest leaves of
@@ -157,29 +173,138 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                      room=min(memory_budget, budget - tokens - gap))
         tokens += used + (gap if block else 0)
 
-    return Context(system=SEPARATOR.join(system_layout(
-        system_parts, memories=block, summary=summary_block)), messages=messages, tokens=tokens,
+    if not caching:
+        return Context(system=SEPARATOR.join(system_layout(
+            system_parts, memories=block, summary=summary_block)), messages=messages,
+            tokens=tokens, budget=budget)
+    # The app's prompt is stable for the session's life, the system rows and the
+    # summary only between folds: one block (and breakpoint) each.
+    stable = 1 if system_prompt.strip() else 0
+    groups = [SEPARATOR.join(system_parts[:stable]),
+              SEPARATOR.join([*system_parts[stable:], *([summary_block] if summary_block else [])])]
+    system, messages = mark_cache_breakpoints(groups, messages)
+    if block:
+        system, messages = after_history(block, system, messages)
+    return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget)
+
+
+def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]
+                           ) -> tuple[list[Block], list[dict[str, Any]]]:
+    """``system`` as text blocks, one per non-empty part, each with a breakpoint, and
+    ``messages`` with a breakpoint on the last block of the last turn (pure).
+
+    Claude caches the longest prefix (tools, then system, then messages) that an
+    earlier request wrote up to one of its breakpoints, and looks for one up to
+    20 blocks before each breakpoint. So the next reply, whose request repeats
+    this one and adds turns, reads all of this one from cache; a fold changes
+    the summary part and only the app's prompt before it is read. Breakpoints:
+    at most 2 in ``system`` + 1 in ``messages`` = 3 of the API's 4, leaving one
+    for the app (its tools, say). Text and token counts are unchanged.
+
+    Where dynamic content must go: anything that changes on every reply (e.g.
+    memories ranked by the newest user turn) placed in ``system`` or in an
+    earlier turn changes the prefix and turns every reply into a cache write.
+    Either choose it once per summary version (then it may join the summary's
+    part) or append it as an extra text block *after* the breakpointed block of
+    the last user turn, where it is sent but never part of a cached prefix.
+    """
+    system = [{"type": "text", "text": part, "cache_control": dict(EPHEMERAL)}
+              for part in system_parts if part.strip()]
+    if not messages:
+        return system, messages
+    return system, [*messages[:-1], with_breakpoint_last(messages[-1])]
+
+
+def after_history(block: str, system: list[Block], messages: list[dict[str, Any]]
+                  ) -> tuple[list[Block], list[dict[str, Any]]]:
+    """The per-reply ``<MEMORIES>`` block placed where it cannot break the cached
+    prefix: a text block after the breakpointed last block of the last (user) turn.
+    Measured (bench/cost.py, the stand-in): in ``system`` before the summary it made
+    every reply a cache write (0.91 of the full-history cost on the demo
+    conversation); here replies cost 0.17. Only a window ending in an assistant
+    turn (a prefill) or an empty one puts it at the end of ``system`` instead."""
+    memories = {"type": "text", "text": block}
+    if messages and messages[-1]["role"] == "user":
+        last = messages[-1]
+        return system, [*messages[:-1], {**last, "content": [*_blocks(last["content"]),
+                                                             memories]}]
+    return [*system, memories], messages
+
+
+def _is_memories(block: Block) -> bool:
+    return block.get("type") == "text" and str(block.get("text", "")).startswith(MEMORIES_OPEN)
+
+
+def with_breakpoint_last(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``message`` whose content is blocks, the last one with a breakpoint."""
+    blocks = [dict(b) for b in _blocks(message["content"])]
+    for b in blocks:
+        b.pop("cache_control", None)
+    blocks[-1]["cache_control"] = dict(EPHEMERAL)
+    return {**message, "content": blocks}
+
+
+def _blocks(content: str | list[Block]) -> list[Block]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def system_text(system: str | list[Block]) -> str:
+    """``system`` in either shape (str or text blocks) as one plain text."""
+    return system if isinstance(system, str) else SEPARATOR.join(b["text"] for b in system)
+
+
+def content_text(content: str | list[Block]) -> str:
+    """A message's ``content`` in either shape as plain text (its text blocks joined)."""
+    if isinstance(content, str):
+        return content
+    return SEPARATOR.join(b["text"] for b in content if b.get("type") == "text")
 
 
 def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, Any]:
     """Only the Messages API fields of ``ctx``, for ``client.messages.create(**...)``.
 
     With ``user_message``, it is appended as the new user turn (merged into a
-    trailing user turn, e.g. a tool result). An empty ``system`` is left out.
+    trailing user turn, e.g. a tool result). With caching on, the last turn's
+    breakpoint moves to the new message, so the next reply reads all of this
+    request from cache. An empty ``system`` is left out. ``ctx`` is not changed.
     Raises InvalidInput if ``user_message`` is blank.
     """
     messages = [dict(m) for m in ctx["messages"]]
     if user_message is not None:
         if not isinstance(user_message, str) or not user_message.strip():
             raise InvalidInput("user_message is empty or not a str")
-        if messages and messages[-1]["role"] == "user":
-            last = messages[-1]["content"]
-            messages[-1]["content"] = (last + SEPARATOR + user_message if isinstance(last, str)
-                                       else [*last, {"type": "text", "text": user_message}])
+        cached = isinstance(ctx["system"], list) or any(
+            isinstance(m["content"], list) and any("cache_control" in b for b in m["content"])
+            for m in messages[-1:])
+        if cached:
+            last = (messages.pop() if messages and messages[-1]["role"] == "user"
+                    else {"role": "user", "content": ""})
+            messages = [_without_breakpoint(m) for m in messages]
+            earlier = _blocks(last["content"]) if last["content"] else []
+            # The memories block stays last, after the breakpoint (see after_history).
+            trailing = [b for b in earlier if _is_memories(b)]
+            last = with_breakpoint_last({**last, "content": [
+                *(b for b in earlier if not _is_memories(b)),
+                {"type": "text", "text": user_message}]})
+            messages.append({**last, "content": [*last["content"], *trailing]})
+        elif messages and messages[-1]["role"] == "user":
+            last_content = messages[-1]["content"]
+            messages[-1]["content"] = (
+                last_content + SEPARATOR + user_message if isinstance(last_content, str)
+                else [*last_content, {"type": "text", "text": user_message}])
         else:
             messages.append({"role": "user", "content": user_message})
     request: dict[str, Any] = {"messages": messages}
     if ctx["system"]:
-        request["system"] = ctx["system"]
+        request["system"] = ([dict(b) for b in ctx["system"]] if isinstance(ctx["system"], list)
+                             else ctx["system"])
     return request
+
+
+def _without_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(message["content"], str) or not any(
+            "cache_control" in b for b in message["content"]):
+        return message
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"}
+                                   for b in message["content"]]}

@@ -154,6 +154,7 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
     summary was applied."""
     from models import ChatSession
     from worker.api.context import build_context
+    from worker.core.assemble import content_text, system_text
     from worker.db import transaction
 
     with transaction() as db:
@@ -195,9 +196,10 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
     out.line(f"== context for the next Claude call: {ctx['tokens']} tokens of the "
              f"{ctx['budget']}-token budget (summary + {row.message_count} active messages) ==")
     out.line("system:")
-    for text in clip(ctx["system"], lines=6, width=110):
+    for text in clip(system_text(ctx["system"]), lines=6, width=110):
         out.line("  " + text)
-    turns = [f"  {m['role']:>9}: {first_line(m['content'], 90)}" for m in ctx["messages"]]
+    turns = [f"  {m['role']:>9}: {first_line(content_text(m['content']), 90)}"
+             for m in ctx["messages"]]
     out.line(f"messages: {len(turns)} turns; the first and last, one line each:")
     for text in turns if len(turns) <= 6 else [*turns[:3], "  ...", *turns[-3:]]:
         out.line(text)

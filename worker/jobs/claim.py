@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, select, update
+from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.orm import Session
 
 from models import messages_table as MESSAGES
@@ -134,21 +134,27 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
             "normal_blocked_under": settings.thresholds_key() if plan.normal_blocked else None}
 
 
+# Built once, with bound parameters: building a statement and its cache key on
+# every job cost more CPU than running it.
+_MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
+                         MESSAGES.c.pinned, MESSAGES.c.tool_links)
+                  .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
+_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+          .where(MESSAGES.c.session_id == bindparam("sid"),
+                 MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
+          .order_by(MESSAGES.c.id))
+
+
 def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
     """What the policy needs of the active messages, oldest first (no content, no
     blocks: the tool ids come from the small ``tool_links`` column)."""
     return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
-            for i, role, tokens, pinned, links in db.execute(
-                select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
-                       MESSAGES.c.pinned, MESSAGES.c.tool_links)
-                .where(MESSAGES.c.session_id == session_id).order_by(MESSAGES.c.id))]
+            for i, role, tokens, pinned, links in db.execute(_MESSAGE_INFOS,
+                                                             {"sid": session_id})]
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
     wanted = set(ids)
-    rows = db.execute(
-        select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
-        .where(MESSAGES.c.session_id == session_id,
-               MESSAGES.c.id.between(min(wanted), max(wanted)))
-        .order_by(MESSAGES.c.id)).yield_per(500)
+    rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
+                      ).yield_per(500)
     return [Turn(i, role, content) for i, role, content in rows if i in wanted]

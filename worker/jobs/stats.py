@@ -60,6 +60,8 @@ class Stats:
     # rest itself (details, held back, memories). None: no guarded run yet.
     retention_rate: float | None = None
     repair_rate: float | None = None  # guarded runs that needed a repair call
+    # Per model: Recap's token estimate / the API's count of the same requests.
+    token_estimate_ratio: dict[str, float] = field(default_factory=dict)
 
 
 def count_where(condition: ColumnElement[bool]) -> Any:
@@ -191,6 +193,26 @@ def guard_counts(stats: Stats, *, db: Session) -> None:
         total = max(stats.specifics_total, stats.specifics_missing_after)
         stats.retention_rate = round(1 - stats.specifics_missing_after / total, 4) \
             if total else 1.0
+# The latest runs per model that the estimate ratio is taken over: recent enough
+# to follow a model or tokenizer change, enough to average out one odd batch.
+ESTIMATE_RUNS = 200
+
+
+def estimate_ratios(*, db: Session, runs: int = ESTIMATE_RUNS) -> dict[str, float]:
+    """Per model: Recap's tiktoken estimate of its requests' input over the API's
+    ``usage.input_tokens`` for them, summed over the model's latest ``runs`` runs
+    that carry both. Below 1, Recap undercounts: its budgets hold more than they
+    say."""
+    ranked = (select(SummaryRun.model, SummaryRun.estimated_input_tokens.label("est"),
+                     SummaryRun.input_tokens.label("api"),
+                     func.row_number().over(partition_by=SummaryRun.model,
+                                            order_by=SummaryRun.id.desc()).label("n"))
+              .where(SummaryRun.model.isnot(None), SummaryRun.estimated_input_tokens > 0,
+                     SummaryRun.input_tokens > 0).subquery())
+    rows = db.execute(select(ranked.c.model, func.sum(ranked.c.est), func.sum(ranked.c.api))
+                      .where(ranked.c.n <= runs).group_by(ranked.c.model)
+                      .order_by(ranked.c.model))
+    return {model: round(int(est) / int(api), 3) for model, est, api in rows}
 
 
 def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
@@ -200,6 +222,7 @@ def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     title_counts(stats, db=db)
     guard_counts(stats, db=db)
     stats.tokens_saved = tokens_saved(db=db)
+    stats.token_estimate_ratio = estimate_ratios(db=db)
     pct = latency_percentiles(db=db)
     stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]
     return stats

@@ -58,6 +58,7 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
     ids = claim.plan.batch_ids
     summary_tokens = count_tokens(result.text)
     spent_in, spent_out = result.input_tokens, result.output_tokens
+    estimated_in = result.estimated_input_tokens
     # Plan again on what will be left, to queue a follow-up only for real work and
     # to record whether the normal rule can fire before the next summary.
     taken = set(ids)
@@ -87,6 +88,7 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                         condensed_tokens=claim.plan.batch_tokens,
                         first_message_id=ids[0], last_message_id=ids[-1],
                         input_tokens=spent_in, output_tokens=spent_out,
+                        estimated_input_tokens=estimated_in,
                         summary_tokens=summary_tokens, latency_ms=latency_ms,
                         model=result.model, **(retained.counts if retained else {}))
         save_summary_version(claim.session_id, db=s, version=row.summary_version,
@@ -139,7 +141,8 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                model=model,
              latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
              input_tokens=spent.input_tokens if spent else None,
-             output_tokens=spent.output_tokens if spent else None)
+             output_tokens=spent.output_tokens if spent else None,
+             estimated_input_tokens=spent.estimated_input_tokens if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 

@@ -14,7 +14,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -48,6 +48,8 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    # Recap's own (tiktoken) estimate of the input the API counted as input_tokens.
+    estimated_input_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,23 @@ class Answer:
     output_tokens: int
     # The input of the first tool_use block (a call made with ``tool``), unsanitized.
     tool_input: Any = None
+    estimated_input_tokens: int = 0
 
     def add_to(self, usage: Usage) -> None:
         usage.calls += 1
         usage.input_tokens += self.input_tokens
         usage.output_tokens += self.output_tokens
+        usage.estimated_input_tokens += self.estimated_input_tokens
+
+
+# What a prompt adds around each message (its <message role="..."> tags), counted once.
+MESSAGE_WRAPPER = '<message role="assistant">\n\n</message>\n'
+
+
+def estimate_turns(turns: Sequence[Any], count: Callable[[str], int]) -> int:
+    """Recap's estimate of ``turns`` inside a prompt: each message's count (counted
+    before, so remembered) plus its wrapper, the arithmetic of Recap's budgets."""
+    return sum(count(t.content) for t in turns) + len(turns) * count(MESSAGE_WRAPPER)
 
 
 def retry_after(headers: Any, *, now: float | None = None) -> float | None:
@@ -159,15 +173,21 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 
 
 def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
-             operation: str, tool: dict[str, Any] | None = None) -> Answer:
+             operation: str, tool: dict[str, Any] | None = None,
+             estimate: int | None = None) -> Answer:
     """One non-streaming Messages API call; SDK errors come out classified.
 
     ``tool`` (a tool definition with a JSON input schema): the call must answer by
     using it (``tool_choice``), and the answer's ``tool_input`` is what it passed.
-
-    No temperature: API version 2026-10-21 (sent by SDK 2.x) rejects every
-    sampling parameter with a 400, even at its default value.
+    ``estimate``: Recap's token estimate of ``system`` + ``prompt``, carried into
+    the answer next to the API's count; None counts them here (callers that
+    already hold the counts of the parts pass their sum: a long prompt costs
+    milliseconds to tokenize again). No temperature: API version 2026-10-21
+    (sent by SDK 2.x) rejects every sampling parameter with a 400, even at its
+    default value.
     """
+    if estimate is None:
+        estimate = config.count(system) + config.count(prompt)
     with tracing.llm_span(operation, config.model) as span:
         try:
             extra: dict[str, Any] = {} if tool is None else {
@@ -205,6 +225,7 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
             tool_input=next((getattr(b, "input", None) for b in response.content or []
-                             if getattr(b, "type", None) == "tool_use"), None))
+                             if getattr(b, "type", None) == "tool_use"), None),
+            estimated_input_tokens=estimate)
         span.record_usage(answer.input_tokens, answer.output_tokens)
     return answer

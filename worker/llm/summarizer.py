@@ -16,7 +16,7 @@ from worker.core import guard
 from worker.core.memories import Fact
 from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
-from worker.llm.client import ClientConfig, Usage, complete
+from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 from worker.llm.structured import (
     FACTS_INSTRUCTION,
     fact_room,
@@ -41,12 +41,13 @@ class SummaryResult:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    estimated_input_tokens: int = 0
     facts: list[Fact] = field(default_factory=list)  # mined in the same calls (facts=True)
 
     @classmethod
     def of(cls, text: str, usage: Usage, facts: Sequence[Fact] = ()) -> SummaryResult:
         return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
-                   list(facts))
+                   usage.estimated_input_tokens, list(facts))
 
 
 class CutOff(UnusableSummary):
@@ -126,12 +127,17 @@ class ClaudeSummarizer:
     def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage,
               mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
+        count = self.config.count
         cap = self.max_tokens
+        estimate = (count(SYSTEM_PROMPT) + count(self.template) + count(previous)
+                    + estimate_turns(chunk, count))
         if mined is not None:
-            prompt += FACTS_INSTRUCTION + known_block(known)
-            cap += fact_room(sum(self.config.count(t.content) for t in chunk))
+            instruction = FACTS_INSTRUCTION + known_block(known)
+            prompt += instruction
+            estimate += count(instruction)
+            cap += fact_room(sum(count(t.content) for t in chunk))
         answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
-                          operation="summarize",
+                          operation="summarize", estimate=estimate,
                           tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":

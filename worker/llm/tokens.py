@@ -33,10 +33,24 @@ def _encoding():  # type: ignore[no-untyped-def]
             f"`recap tokenizer export DIR` writes that file to DIR") from exc
 
 
+# A job counts the same texts more than once (its batch against the job's token
+# budget, then again when chunking it into requests; the prompt template on
+# every call), so recent counts of texts up to this size are kept: at most
+# _MEMO_ENTRIES x _MEMO_MAX_CHARS characters held.
+_MEMO_MAX_CHARS = 16_000
+_MEMO_ENTRIES = 256
+
+
 def count_tokens(text: str) -> int:
     """Estimated tokens in ``text`` (special-token markers count as plain text)."""
     if not text:
         return 0
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _count_remembered(text)
+    return _count(text)
+
+
+def _count(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
@@ -46,6 +60,11 @@ def message_tokens(msg: Message) -> int:
     if msg.blocks is None:
         return count_tokens(msg.content)
     return count_tokens(msg.countable) + msg.media_tokens
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def _count_remembered(text: str) -> int:
+    return _count(text)
 
 
 def split_by_tokens(text: str, max_tokens: int) -> list[str]:

@@ -1,0 +1,333 @@
+"""Benchmark 9: what a user pays for a conversation, modeled (issue 14 §2).
+
+Users pay mostly for the replies: each sends the assembled context. For every
+reply of the shared demo conversation (after each user message) this takes the
+request each system sends and prices it by Claude's prompt-cache rules, the
+ones the fake API implements (``tests.fake_anthropic.request_usage``): a request
+reads from cache the longest prefix (tools, system, messages) that an earlier
+request wrote up to one of its ``cache_control`` breakpoints, writes from there
+to its own last breakpoint, and pays the rest uncached. Prices relative to base
+input: write 1.25x, read 0.1x (the published multipliers); output is left out
+(the same for every system). Summarization and memory calls are added at base
+price. Tokens are tiktoken's (Recap's counter) over each block of a request.
+
+Systems:
+- Recap, caching: ``as_request(build_context(...))`` as shipped (breakpoints on
+  the app's prompt, the summary part and the last turn);
+- Recap, no caching: the same requests without breakpoints;
+- LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
+  (bench/peers.py), given the same placement (their summary in ``system`` with a
+  breakpoint, one on the last turn), so the comparison is fair;
+- full history: every message so far, the oldest dropped once over the budget,
+  with and without caching; "full history, no caching" is the 1.00 of cost.
+
+What each keeps: verbatim context tokens per reply (message text sent as
+written), and the share of the conversation's specifics (numbers, ids, paths...,
+``extract_specifics``) so far that the request still carries, on sampled replies.
+
+Variant: a 30% chance (seeded) that a reply comes after a pause longer than the
+cache's 5 minutes, which empties it. Figures come from the stand-in's summaries,
+not a model's: they measure the mechanism (what is resent, what is cached).
+Recap's settings are swept (:data:`SWEEP`: budget, batch, memories) and the
+cost-vs-kept points are plotted with the peers (``docs/bench/cost.png``). Not
+done yet: the second, short-message conversation (see docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench import env as benv
+from bench.stats import report, table
+
+PRICE_WRITE = 1.25
+PRICE_READ = 0.1
+PAUSE_SHARE = 0.3
+SAMPLES = 25  # replies whose specifics are checked (extraction is the slow part)
+EPHEMERAL = {"type": "ephemeral"}
+
+PLOT = "docs/bench/cost.png"
+# Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).
+SWEEP: tuple[tuple[str, dict[str, object]], ...] = (
+    ("memories off", {"RECAP_EXTRACT_MEMORIES": "false"}),
+    ("batch 40, memories off", {"RECAP_BATCH_SIZE": 40, "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 20k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 20000,
+                                  "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 16k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
+                                  "RECAP_EXTRACT_MEMORIES": "false"}),
+    ("budget 16k, batch 40, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
+                                            "RECAP_BATCH_SIZE": 40,
+                                            "RECAP_EXTRACT_MEMORIES": "false"}),
+)
+
+Specifics = Callable[[str], frozenset[str]]
+
+
+@dataclass
+class Priced:
+    name: str
+    replies: int
+    written: int
+    read: int
+    uncached: int
+    summarization: int  # input tokens of summarization and memory calls
+    cost: float  # replies only, in base-input tokens
+    cost_paused: float
+    verbatim: float  # mean verbatim message tokens per reply
+    kept: float  # mean share of the specifics so far that the request carries
+
+    @property
+    def input(self) -> int:
+        return self.written + self.read + self.uncached
+
+
+def price(bodies: Sequence[dict[str, Any]], count: Callable[[str], int],
+          pauses: Sequence[bool]) -> tuple[int, int, int, float, float]:
+    """(written, read, uncached, cost, cost with ``pauses``) over ``bodies`` in order."""
+    from tests.fake_anthropic import request_usage
+
+    totals = [0, 0, 0]
+    costs = [0.0, 0.0]
+    for variant, paused in enumerate(([False] * len(bodies), pauses)):
+        cache: set[bytes] = set()
+        for body, pause in zip(bodies, paused, strict=True):
+            if pause:
+                cache.clear()  # more than 5 minutes since the last hit: all expired
+            u = request_usage(body, cache, count=count)
+            w, r, x = (u["cache_creation_input_tokens"], u["cache_read_input_tokens"],
+                       u["input_tokens"])
+            costs[variant] += PRICE_WRITE * w + PRICE_READ * r + x
+            if variant == 0:
+                totals = [totals[0] + w, totals[1] + r, totals[2] + x]
+    return totals[0], totals[1], totals[2], costs[0], costs[1]
+
+
+def without_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with every ``cache_control`` removed (the same text, nothing cached)."""
+    def strip(blocks: Any) -> Any:
+        if isinstance(blocks, str):
+            return blocks
+        return [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
+
+    out = dict(body, messages=[dict(m, content=strip(m["content"])) for m in body["messages"]])
+    if "system" in body:
+        out["system"] = strip(body["system"])
+    return out
+
+
+def shaped(system: Sequence[str], turns: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """A request with Recap's breakpoint placement: each system part, the last turn."""
+    messages: list[dict[str, Any]] = [{"role": r, "content": t} for r, t in turns]
+    if messages:
+        messages[-1] = {"role": messages[-1]["role"], "content": [
+            {"type": "text", "text": turns[-1][1], "cache_control": EPHEMERAL}]}
+    body: dict[str, Any] = {"messages": messages}
+    parts = [p for p in system if p.strip()]
+    if parts:
+        body["system"] = [{"type": "text", "text": p, "cache_control": EPHEMERAL} for p in parts]
+    return body
+
+
+def peer_body(messages: Sequence[Any]) -> dict[str, Any]:
+    """A peer's model input (LangChain messages) as a request: system messages (the
+    summary) in ``system``, the rest as turns."""
+    from langchain_core.messages import AIMessage, SystemMessage
+
+    system = [str(m.content) for m in messages if isinstance(m, SystemMessage)]
+    turns = [("assistant" if isinstance(m, AIMessage) else "user", str(m.content))
+             for m in messages if not isinstance(m, SystemMessage)]
+    return shaped([benv.SYSTEM_PROMPT, *system], turns)
+
+
+def full_history(script: Sequence[tuple[str, str]], budget: int,
+                 count: Callable[[str], int]) -> list[dict[str, Any]]:
+    """After each user message: every message so far, the oldest dropped over ``budget``."""
+    bodies = []
+    for i, (role, _) in enumerate(script):
+        if role != "user":
+            continue
+        turns = list(script[:i + 1])
+        total = count(benv.SYSTEM_PROMPT) + sum(count(t) for _, t in turns)
+        while total > budget and len(turns) > 1:
+            total -= count(turns.pop(0)[1])
+        bodies.append(shaped([benv.SYSTEM_PROMPT], turns))
+    return bodies
+
+
+def with_dynamic_block(bodies: Sequence[dict[str, Any]], *,
+                       before_history: bool) -> list[dict[str, Any]]:
+    """Recap's requests plus a block that changes on every reply (memories ranked by
+    the newest user turn, say): in ``system`` before the summary part, or as the
+    last turn's final block, after its breakpoint. Where such a block may go."""
+    out = []
+    for i, body in enumerate(bodies):
+        block = {"type": "text", "text": f"<MEMORIES>\n(reply {i}) " + DYNAMIC_TEXT}
+        body = dict(body, messages=list(body["messages"]))
+        if before_history:
+            system = list(body.get("system") or [])
+            body["system"] = [*system[:1], block, *system[1:]]
+        else:
+            last = body["messages"][-1]
+            body["messages"][-1] = dict(last, content=[*last["content"], block])
+        out.append(body)
+    return out
+
+
+# About 150 tokens of memories-like text for with_dynamic_block.
+DYNAMIC_TEXT = " ".join(["The user runs the Larkspur analytics cluster; prefers terse answers;"
+                         " on-call rotation weekly; region eu-west-1;"] * 6)
+
+
+def texts(body: dict[str, Any]) -> list[str]:
+    """Every text block of a request: its system parts and its turns."""
+    def of(content: Any) -> list[str]:
+        return [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+
+    return of(body.get("system") or []) + [t for m in body["messages"] for t in of(m["content"])]
+
+
+def keeps(bodies: Sequence[dict[str, Any]], script: Sequence[tuple[str, str]],
+          count: Callable[[str], int], specifics: Specifics) -> tuple[float, float]:
+    """(mean verbatim message tokens per reply, mean share of the specifics so far
+    carried by the request, on :data:`SAMPLES` evenly spaced replies)."""
+    originals = {text for _, text in script}
+    verbatim = [sum(count(t) for t in texts(b) if t in originals) for b in bodies]
+    user_at = [i for i, (role, _) in enumerate(script) if role == "user"]
+    step = max(1, len(bodies) // SAMPLES)
+    shares = []
+    for k in range(step - 1, len(bodies), step):
+        planted = frozenset().union(*(specifics(t) for _, t in script[:user_at[k] + 1]))
+        if planted:
+            seen = specifics("\n".join(texts(bodies[k])))
+            shares.append(len(planted & seen) / len(planted))
+    return (sum(verbatim) / max(1, len(verbatim)), sum(shares) / max(1, len(shares)))
+
+
+def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
+           script: Sequence[tuple[str, str]], pauses: Sequence[bool],
+           count: Callable[[str], int], specifics: Specifics) -> Priced:
+    w, r, x, cost, paused = price(bodies, count, pauses)
+    verbatim, kept = keeps(bodies, script, count, specifics)
+    return Priced(name, len(bodies), w, r, x, summarization, cost, paused, verbatim, kept)
+
+
+def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
+    """Input tokens of Recap's summary and memory calls among a run's requests."""
+    from bench.standin import recap_kind, request_tokens
+
+    return sum(request_tokens(b, count) for b in requests
+               if recap_kind(b) in ("summary", "memories"))
+
+
+def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: str,
+            n: int) -> list[Priced]:
+    """Every system priced over the first ``n`` messages of ``conversation``
+    ("demo" or "short", see bench.convo.conversation_run)."""
+    from bench.convo import conversation_run
+    from bench.peers import BUDGET, PEERS
+    from bench.seed import demo_script, short_script
+    from bench.standin import request_tokens
+
+    env = benv.setup()
+    recap = conversation_run(n, conversation)
+    script = demo_script(n) if conversation == "demo" else short_script(n)
+    replies = sum(1 for role, _ in script if role == "user")
+    rng = random.Random(14)
+    pauses = [rng.random() < PAUSE_SHARE for _ in range(replies)]
+    one = functools.partial(priced, script=script, pauses=pauses, count=count,
+                            specifics=specifics)
+    spent = recap_spent(recap.requests, count)
+    full = full_history(script, BUDGET, count)
+    out = [one("full history, no caching", [without_breakpoints(b) for b in full], 0),
+           one("full history, caching", full, 0),
+           one("Recap, no caching", [without_breakpoints(b) for b in recap.bodies], spent),
+           one("Recap, caching (default)", recap.bodies, spent),
+           one("Recap, caching, per-reply block in system (avoid)",
+               with_dynamic_block(recap.bodies, before_history=True), spent),
+           one("Recap, caching, per-reply block after the last breakpoint",
+               with_dynamic_block(recap.bodies, before_history=False), spent)]
+    latency, env.fake.delay = env.fake.delay, 0.0
+    try:
+        for peer in PEERS:
+            env.fake.reset()
+            result = peer(script, env.fake.url)
+            if result.error:
+                print(f"{result.name} failed: {result.error}")
+            calls = sum(request_tokens(b, count) for b in env.fake.requests)
+            out.append(one(result.name, [peer_body(m) for m in result.sent], calls))
+    finally:
+        env.fake.delay = latency
+    for name, settings in SWEEP:
+        swept = conversation_run(n, conversation, **settings)
+        out.append(one(f"Recap, caching, {name}", swept.bodies,
+                       recap_spent(swept.requests, count)))
+    return out
+
+
+def plot(rows: Sequence[Priced], base: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for p in rows:
+        recap = p.name.startswith("Recap")
+        ax.scatter((p.cost + p.summarization) / base, 100 * p.kept,
+                   marker="o" if recap else "s", color="C0" if recap else "C3")
+        ax.annotate(p.name.replace("Recap, caching, ", "").replace("summarize_messages", "")
+                    .replace(" (+ user-first fix)", ""), ((p.cost + p.summarization) / base,
+                                                           100 * p.kept),
+                    fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xlabel("modeled input cost per conversation (full history, no caching = 1.00)")
+    ax.set_ylabel("specifics of the conversation still sent (%)")
+    ax.set_title("Cost vs what is kept (Recap settings in blue, others in red)")
+    ax.grid(alpha=0.3)
+    benv.save_plot(fig, PLOT)
+
+
+def run(quick: bool = False, specifics: Specifics | None = None) -> str:
+    """The cost table. ``specifics``: the retention guard's extractor (default
+    ``worker.core.specifics.extract_specifics``)."""
+    from bench.tokens import messages_for
+    from worker.llm.tokens import count_tokens
+
+    if specifics is None:
+        from worker.core.specifics import extract_specifics
+
+        specifics = extract_specifics
+    specifics = functools.lru_cache(maxsize=None)(specifics)
+    count = functools.lru_cache(maxsize=None)(count_tokens)  # every block, many times
+    out = []
+    for conversation, n in (("demo", messages_for(quick)), ("short", 1400 if quick else 2000)):
+        rows = systems(count, specifics, conversation=conversation, n=n)
+        out.append(_table(rows, conversation, n))
+        if conversation == "demo":
+            plot(rows, rows[0].cost)
+    return "".join(out) + f"\nPlot (the demo conversation): {PLOT}\n"
+
+
+def _table(rows: Sequence[Priced], conversation: str, n: int) -> str:
+    base = rows[0].cost
+    shape = ("the demo conversation (pasted logs, configs)" if conversation == "demo"
+             else "short messages, many turns (bench.seed.short_script)")
+    return report(
+        f"cost: modeled input cost over {n} messages of {shape} (a reply after each user "
+        "message; write 1.25x, read 0.1x; full history, no caching = 1.00; stand-in "
+        "summaries)",
+        table(["system", "replies", "input tokens / reply", "cache-hit share",
+               "cost (replies)", "cost, 30% pauses > 5 min", "summarization tokens",
+               "total cost", "verbatim tokens / reply", "specifics kept"],
+              [[p.name, p.replies, f"{p.input / max(1, p.replies):,.0f}",
+                f"{p.read / max(1, p.input):.0%}", f"{p.cost / base:.2f}",
+                f"{p.cost_paused / base:.2f}", f"{p.summarization:,}",
+                f"{(p.cost + p.summarization) / base:.2f}", f"{p.verbatim:,.0f}",
+                f"{p.kept:.0%}"] for p in rows]))
+
+
+if __name__ == "__main__":
+    benv.run_alone(run)
