@@ -20,7 +20,7 @@ from tests.env import (
     migrate,
     release_redis_db,
 )
-from tests.fake_anthropic import FakeAnthropic
+from worker.evals.fake_api import FakeAnthropic
 from tests.helpers import WORKER_RUNNING, join_worker
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.fake_anthropic import validate_messages_request
+from worker.evals.fake_api import validate_messages_request
 from worker.api import aio, context, ingest
 from worker.core.assemble import Context, as_request
 

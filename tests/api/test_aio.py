@@ -14,7 +14,7 @@ from sqlalchemy import update
 from models import ChatSession
 from tests.api.common import Api
 from tests.api.test_ingest import count_rows
-from tests.fake_anthropic import validate_messages_request
+from worker.evals.fake_api import validate_messages_request
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api import aio, context
 from worker.db import transaction

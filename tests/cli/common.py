@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select
 
 from models import ChatSession, TitleRun
 from tests.env import API_KEY, FAKE
-from tests.fake_anthropic import error
+from worker.evals.fake_api import error
 from tests.helpers import seed, statuses
 from worker import db
 from worker.cli import main

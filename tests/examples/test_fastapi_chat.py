@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from examples import fastapi_chat
-from tests.fake_anthropic import FakeAnthropic, error
+from worker.evals.fake_api import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, statuses, wait_for
 from worker.core.assemble import SUMMARY_OPEN
 

@@ -10,7 +10,7 @@ import pytest
 from celery.app.task import Task
 from celery.signals import task_failure
 
-from tests.fake_anthropic import FakeAnthropic
+from worker.evals.fake_api import FakeAnthropic
 from tests.helpers import LOW, assert_invariants, run_and_wait, seed, session_row, statuses
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select, update
 
 from models import ArchivedMessage, ChatSession, SummaryRun
-from tests.fake_anthropic import FakeAnthropic, ok
+from worker.evals.fake_api import FakeAnthropic, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import after_reply
 from worker.api.sessions import configure_session

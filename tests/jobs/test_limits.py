@@ -18,7 +18,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import text
 
 from tests.env import FAKE
-from tests.fake_anthropic import FakeAnthropic, error
+from worker.evals.fake_api import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api.ingest import add_message
 from worker.api.sessions import configure_session

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, ok
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, statuses
 from worker.api.ingest import add_message
 from worker.api.sessions import memories

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, ok
+from worker.evals.fake_api import FakeAnthropic, ok
 from tests.helpers import (
     LOW,
     assert_invariants,

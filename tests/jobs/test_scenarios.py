@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.env import ROOT
-from tests.fake_anthropic import FakeAnthropic, validate_messages_request
+from worker.evals.fake_api import FakeAnthropic, validate_messages_request
 from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply

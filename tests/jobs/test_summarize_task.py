@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
     message_ids,

@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from models import ChatSession
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, error, ok
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from tests.helpers import session_row, wait_for
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app

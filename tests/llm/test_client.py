@@ -12,7 +12,7 @@ from email.utils import format_datetime
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error
+from worker.evals.fake_api import FakeAnthropic, Reply, error
 from worker.errors import (
     LLMError,
     PermanentLLMError,

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok
 from worker.core.prompt import Turn, chunk_turns, render, validate_template
 from worker.errors import (
     ConfigError,

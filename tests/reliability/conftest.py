@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, Reply
+from worker.evals.fake_api import FakeAnthropic, Reply
 from tests.helpers import LOW
 from tests.reliability.procs import WorkerProcess
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
     assert_invariants,

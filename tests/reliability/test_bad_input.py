@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
-from tests.fake_anthropic import FakeAnthropic
+from worker.evals.fake_api import FakeAnthropic
 from tests.helpers import (
     assert_invariants,
     message_ids,

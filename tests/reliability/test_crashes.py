@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from tests.fake_anthropic import Reply
+from worker.evals.fake_api import Reply
 from tests.helpers import (
     assert_invariants,
     runs,

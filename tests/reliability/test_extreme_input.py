@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import insert
 
 from models import ChatMessage, ChatSession
-from tests.fake_anthropic import FakeAnthropic, ok
+from worker.evals.fake_api import FakeAnthropic, ok
 from tests.helpers import (
     LOW,
     WORDS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tests.fake_anthropic import error
+from worker.evals.fake_api import error
 from tests.helpers import (
     assert_invariants,
     message_ids,

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from models import SummaryRun
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, error, ok
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from tests.helpers import as_dict, assert_invariants, run_and_wait, seed, statuses, wait_for
 from tests.reliability.common import (
     low_thresholds,  # noqa: F401

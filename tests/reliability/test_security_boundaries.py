@@ -15,7 +15,7 @@ from sqlalchemy import inspect, select
 
 from models import ChatMessage, ChatSession
 from tests.env import ROOT
-from tests.fake_anthropic import FakeAnthropic
+from worker.evals.fake_api import FakeAnthropic
 from tests.helpers import (
     as_dict,
     assert_invariants,

@@ -21,6 +21,7 @@ from worker.cli import (
     configure,
     context,
     demo,
+    eval,
     failures,
     ingest,
     memories,
@@ -48,7 +49,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, resummarize, configure, tokenizer, demo,
-                                 bench)
+                                 eval, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
