@@ -81,7 +81,7 @@ def _stand_in(args: argparse.Namespace) -> Iterator[tuple[str, Ask | None, str]]
     from worker.evals.standin import EvalFake
 
     fake = EvalFake()
-    fake.lossy(args.loss, seed=args.seed)
+    fake.lose_specifics(args.loss, seed=args.seed)
     fake.start()
     try:
         with environment({"ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": fake.url,
