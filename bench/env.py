@@ -5,7 +5,7 @@ Settings are read from the environment once per process (cached) and the Celery
 app is configured from them on first use, so :func:`setup` sets every variable
 before anything uses ``worker``, and :func:`configure` resets the process state
 after a change. Run from the repository root (``python -m bench``; ``recap bench``
-does that too), so ``tests.fake_anthropic`` imports as it is. One environment
+does that too), so ``worker.evals.fake_api`` imports as it is. One environment
 serves a whole ``python -m bench`` run; :func:`teardown` drops the database and
 the queue.
 """
@@ -35,7 +35,7 @@ class BenchEnv:
     broker_url: str
     queue: str
     latency: float
-    fake: Any  # bench.standin.BenchFake
+    fake: Any  # worker.evals.standin.BenchFake
 
     def base_env(self) -> dict[str, str]:
         """The environment a worker subprocess needs (also set in this process)."""
@@ -84,7 +84,7 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
         _CURRENT.latency = latency
         return _CURRENT
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/work/shared/tiktoken-cache")
-    from bench.standin import BenchFake
+    from worker.evals.standin import BenchFake
 
     run = uuid.uuid4().hex[:8]
     db_name = f"recap_bench_{run}"

@@ -5,7 +5,7 @@ Same conversation (the first 500 demo messages), same stand-in latency:
   assistant message, then ``after_reply``); summaries run on a separate
   ``celery worker`` process, as deployed;
 - LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
-  inline before each model call (bench/peers.py): when they summarize, the
+  inline before each model call (worker/evals/peers.py): when they summarize, the
   reply waits for Claude.
 """
 
@@ -43,8 +43,8 @@ def recap_waits(n: int) -> tuple[list[float], list[float]]:
 
 
 def run(quick: bool = False) -> str:
-    from bench.peers import AS_DOCUMENTED, PEERS
     from bench.seed import demo_script
+    from worker.evals.peers import AS_DOCUMENTED, PEERS
 
     env = benv.setup()
     n = 160 if quick else 500

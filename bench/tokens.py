@@ -3,7 +3,7 @@
 - Recap: every request its worker sent during the shared conversation run;
 - naive: at each point where Recap ran a job, re-summarize the whole history
   from scratch (Recap's own summarizer and prompt, previous summary None);
-- LangMem and LangChain's middleware over the same messages (bench/peers.py);
+- LangMem and LangChain's middleware over the same messages (worker/evals/peers.py);
 - the floor: every condensed message sent once, plus the previous summary that
   each of Recap's calls must carry.
 
@@ -45,8 +45,8 @@ def floor_tokens(run: Any, count: Any) -> tuple[int, int]:
 
 def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any) -> tuple[int, int]:
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
-    from bench.standin import request_tokens
     from worker.core.prompt import Turn
+    from worker.evals.standin import request_tokens
     from worker.jobs.resources import build_resources
     from worker.settings import get_settings
 
@@ -79,8 +79,8 @@ def plot(rows: list[tuple[str, int]]) -> None:
 
 def run(quick: bool = False) -> str:
     from bench.convo import demo_runs
-    from bench.peers import PEERS
-    from bench.standin import recap_kind, request_tokens
+    from worker.evals.peers import PEERS
+    from worker.evals.standin import recap_kind, request_tokens
     from worker.llm.tokens import count_tokens
 
     n = messages_for(quick)

@@ -20,8 +20,8 @@ from tests.env import (
     migrate,
     release_redis_db,
 )
-from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import WORKER_RUNNING, join_worker
+from worker.evals.fake_api import FakeAnthropic
 
 
 @pytest.fixture(scope="session", autouse=True)

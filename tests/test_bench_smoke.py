@@ -42,7 +42,7 @@ def test_percentiles_and_tables() -> None:
 
 
 def test_peer_digest_matches_recap_style() -> None:
-    from bench.standin import peer_digest
+    from worker.evals.standin import peer_digest
 
     body = {"max_tokens": 1024, "messages": [
         {"role": "user", "content": "one two three"},
@@ -54,9 +54,9 @@ def test_peer_digest_matches_recap_style() -> None:
 
 
 def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
-    from bench.standin import recap_kind
     from worker.core.prompt import SYSTEM_PROMPT
     from worker.core.titles import TITLE_SYSTEM
+    from worker.evals.standin import recap_kind
 
     user = [{"role": "user", "content": "one two three"}]
     repair = [{"role": "user", "content": "The summary below omits these specifics: 42"}]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.fake_anthropic import validate_messages_request
 from worker.api import aio, context, ingest
 from worker.core.assemble import Context, as_request, content_text
+from worker.evals.fake_api import validate_messages_request
 
 PROMPT = "You are a helpful travel assistant."
 

@@ -14,12 +14,12 @@ from sqlalchemy import update
 from models import ChatSession
 from tests.api.common import Api
 from tests.api.test_ingest import count_rows
-from tests.fake_anthropic import validate_messages_request
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api import aio, context
 from worker.core.assemble import content_text, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
+from worker.evals.fake_api import validate_messages_request
 from worker.jobs.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
 from worker.llm.tokens import count_tokens
 

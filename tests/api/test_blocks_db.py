@@ -11,13 +11,13 @@ from sqlalchemy import select
 
 from models import ChatMessage
 from tests.api.common import Api
-from tests.fake_anthropic import validate_messages_request
 from tests.helpers import session_row
 from tests.sdk_request import sdk_problem
 from tests.transcripts import call, image, result, scripted
 from worker.api.context import as_request, render_json
 from worker.db import transaction
 from worker.errors import InvalidInput
+from worker.evals.fake_api import validate_messages_request
 from worker.llm.tokens import count_tokens
 
 

@@ -9,11 +9,11 @@ from sqlalchemy import delete, func, select
 
 from models import ChatSession, TitleRun
 from tests.env import API_KEY, FAKE
-from tests.fake_anthropic import error
 from tests.helpers import seed, statuses
 from worker import db
 from worker.cli import main
 from worker.errors import PermanentLLMError
+from worker.evals.fake_api import error
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -13,11 +13,11 @@ from sqlalchemy import select, update
 from models import ChatSession
 from tests.cli.common import idle, make_dead, run, run_inline
 from tests.env import FAKE
-from tests.fake_anthropic import error
 from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
 from worker import db
 from worker.core.assemble import system_text
 from worker.db import utcnow
+from worker.evals.fake_api import error
 from worker.jobs import ops
 
 # -- retry, summarize --------------------------------------------------------------------

@@ -23,10 +23,10 @@ from tests.cli.common import (
     run,
 )
 from tests.env import FAKE
-from tests.fake_anthropic import error, ok
 from tests.helpers import message_ids, runs, seed, statuses, wait_for
 from worker import db
 from worker.errors import PermanentLLMError
+from worker.evals.fake_api import error, ok
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
 

@@ -10,13 +10,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fake_anthropic import validate_messages_request
 from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, call, image, result, scripted, thinking, transcripts
 from worker.api.validate import prepare_message
 from worker.core import policy
 from worker.core.assemble import Row, as_request, assemble
 from worker.core.render import parse_links
+from worker.evals.fake_api import validate_messages_request
 
 
 def rows_of(transcript: list[Message]) -> list[tuple[int, Row, policy.MessageInfo]]:

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from examples import fastapi_chat
-from tests.fake_anthropic import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, statuses, wait_for
 from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
+from worker.evals.fake_api import FakeAnthropic, error
 
 
 def post(*turns: tuple[str, str]) -> list[httpx.Response]:

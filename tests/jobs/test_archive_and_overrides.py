@@ -9,7 +9,6 @@ import pytest
 from sqlalchemy import select, update
 
 from models import ArchivedMessage, ChatSession, SummaryRun
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import after_reply
 from worker.api.sessions import configure_session
@@ -18,6 +17,7 @@ from worker.cli import main as recap
 from worker.core.prompt import validate_template
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, Superseded
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.archive import resummarize
 from worker.jobs.resources import get_resources
 from worker.llm.templates import shipped_template

@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import select, text, update
 
 from models import Base, ChatSession, Memory
-from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import LOW, assert_invariants, message_ids, sentence, statuses, wait_for
 from worker import forget
 from worker.api.context import build_context
@@ -21,6 +20,7 @@ from worker.cli import main as recap
 from worker.core.memories import Fact
 from worker.db import transaction
 from worker.errors import InvalidInput, TransientLLMError
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.store import save_memories

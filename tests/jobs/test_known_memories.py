@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import select
 
 from models import Memory
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import LOW, sentence
 from worker.api.context import build_context
 from worker.api.ingest import add_message
 from worker.core.memories import Fact
 from worker.db import transaction
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.store import save_memories

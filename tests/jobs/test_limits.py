@@ -18,12 +18,12 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import text
 
 from tests.env import FAKE
-from tests.fake_anthropic import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api.ingest import add_message
 from worker.api.sessions import configure_session
 from worker.db import transaction
 from worker.errors import InvalidInput, TransientLLMError
+from worker.evals.fake_api import FakeAnthropic, error
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import add_message
 from worker.api.sessions import memories
@@ -16,6 +15,7 @@ from worker.cli import main as recap
 from worker.core.memories import parse_facts
 from worker.db import transaction
 from worker.errors import InvalidExtraction
+from worker.evals.fake_api import FakeAnthropic, error, ok
 
 EXTRACTING = {**LOW, "RECAP_EXTRACT_MEMORIES": "true"}
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import (
     LOW,
     assert_invariants,
@@ -24,6 +23,7 @@ from tests.helpers import (
 )
 from worker.api.ingest import add_message
 from worker.api.sessions import memories
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session

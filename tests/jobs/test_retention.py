@@ -8,13 +8,13 @@ from dataclasses import asdict
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
 from worker.cli.stats import format_stats
 from worker.db import transaction, utcnow
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.stats import collect_stats
 from worker.settings import get_settings
 

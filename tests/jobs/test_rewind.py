@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import select, update
 
 from models import ArchivedMessage, ChatMessage, ChatSession, Memory
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_row
 from worker import edit_message, rewind, summary_at
 from worker.api.ingest import add_message
 from worker.cli import main
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 from tests.env import ROOT
-from tests.fake_anthropic import FakeAnthropic, Reply, ok, validate_messages_request
-from tests.fake_lossy import tool_input
 from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
@@ -19,6 +17,8 @@ from worker.api.sessions import memories
 from worker.checks import check_invariants
 from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
 from worker.db import transaction
+from worker.evals.fake_api import FakeAnthropic, Reply, ok, validate_messages_request
+from worker.evals.fake_lossy import tool_input
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import get_settings
 

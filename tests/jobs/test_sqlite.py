@@ -17,11 +17,11 @@ from sqlalchemy import create_engine, func, inspect, select, update
 
 from models import ChatMessage, ChatSession
 from tests.env import FAKE, migrate
-from tests.fake_anthropic import error
 from tests.helpers import as_dict, message_ids, runs, seed, session_row
 from worker import db
 from worker.api.ingest import add_message, after_reply
 from worker.errors import TransientLLMError
+from worker.evals.fake_api import error
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -8,7 +8,6 @@ import threading
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
     message_ids,
@@ -22,6 +21,7 @@ from tests.helpers import (
 from tests.helpers import assert_invariants as check_all
 from worker.api.ingest import add_message
 from worker.celery_app import app
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

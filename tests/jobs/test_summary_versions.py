@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import LOW, runs, seed
 from worker import summary_at
 from worker.api.history import history
 from worker.cli import main
 from worker.errors import InvalidInput, SessionNotFound
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -14,13 +14,13 @@ from sqlalchemy import select, update
 
 from models import ChatSession
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import session_row, wait_for
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app
 from worker.core.titles import TITLE_MAX_TOKENS
 from worker.db import session_factory, transaction, utcnow
 from worker.errors import PermanentLLMError, TransientLLMError, UnusableSummary
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import sweep_titles, title_session

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, request_usage
 from tests.helpers import LOW, run_and_wait, runs, seed
 from worker.db import transaction
+from worker.evals.fake_api import FakeAnthropic, request_usage
 from worker.jobs.stats import estimate_ratios
 from worker.llm.tokens import count_tokens
 

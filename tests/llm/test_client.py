@@ -12,7 +12,6 @@ from email.utils import format_datetime
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error
 from worker.errors import (
     LLMError,
     PermanentLLMError,
@@ -20,6 +19,7 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
+from worker.evals.fake_api import FakeAnthropic, Reply, error
 from worker.jobs.resources import build_resources
 from worker.llm.client import ClientConfig, classify, complete, retry_after
 from worker.settings import load_settings

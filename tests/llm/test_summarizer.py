@@ -7,7 +7,6 @@ import re
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok, request_usage
 from worker.core.prompt import Turn, chunk_turns, render, validate_template
 from worker.errors import (
     ConfigError,
@@ -16,6 +15,7 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok, request_usage
 from worker.jobs.resources import build_resources
 from worker.llm.client import Usage
 from worker.llm.summarizer import ClaudeSummarizer

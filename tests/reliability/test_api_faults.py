@@ -9,7 +9,6 @@ from collections.abc import Callable
 import pytest
 
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
     assert_invariants,
@@ -23,6 +22,7 @@ from tests.helpers import (
 )
 from worker import cli
 from worker.core.prompt import SYSTEM_PROMPT
+from worker.evals.fake_api import FakeAnthropic, Reply, error, ok
 from worker.llm.templates import default_template
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings

@@ -8,7 +8,6 @@ import pytest
 from sqlalchemy import func, select
 
 from models import ChatMessage, ChatSession
-from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import (
     assert_invariants,
     message_ids,
@@ -27,6 +26,7 @@ from worker.api.ingest import add_message
 from worker.celery_app import app
 from worker.db import transaction
 from worker.errors import InvalidInput
+from worker.evals.fake_api import FakeAnthropic
 
 
 def send(session_id: object) -> None:

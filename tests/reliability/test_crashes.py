@@ -11,7 +11,6 @@ from collections import Counter
 
 import pytest
 
-from tests.fake_anthropic import Reply
 from tests.helpers import (
     assert_invariants,
     runs,
@@ -31,6 +30,7 @@ from tests.reliability.procs import (
     wait_for_runs,
 )
 from worker.api.ingest import add_message, after_reply
+from worker.evals.fake_api import Reply
 
 LEASE_HELD = "lease held by another job"
 

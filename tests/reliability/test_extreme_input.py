@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import insert
 
 from models import ChatMessage, ChatSession
-from tests.fake_anthropic import FakeAnthropic, ok
 from tests.helpers import (
     LOW,
     WORDS,
@@ -40,6 +39,7 @@ from worker.core.assemble import system_text
 from worker.core.prompt import SYSTEM_PROMPT, Turn, render
 from worker.db import transaction
 from worker.errors import ConfigError
+from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import build_resources
 from worker.jobs.summarize import summarize

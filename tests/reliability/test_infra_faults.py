@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tests.fake_anthropic import error
 from tests.helpers import (
     assert_invariants,
     message_ids,
@@ -32,6 +31,7 @@ from tests.reliability.procs import (
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app
 from worker.db import session_factory, transaction
+from worker.evals.fake_api import error
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_anthropic import ok
 from tests.helpers import session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation
 from tests.reliability.procs import publish, settle, sweep_into
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
+from worker.evals.fake_api import ok
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

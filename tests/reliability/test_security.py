@@ -14,7 +14,6 @@ from sqlalchemy import select
 
 from models import SummaryRun
 from tests.env import API_KEY
-from tests.fake_anthropic import FakeAnthropic, error, ok
 from tests.helpers import as_dict, assert_invariants, run_and_wait, seed, statuses, wait_for
 from tests.reliability.common import (
     low_thresholds,  # noqa: F401
@@ -23,6 +22,7 @@ from tests.reliability.common import (
 from worker.celery_app import app
 from worker.db import transaction
 from worker.errors import ConfigError, PermanentLLMError
+from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize

@@ -15,7 +15,6 @@ from sqlalchemy import inspect, select
 
 from models import ChatMessage, ChatSession
 from tests.env import ROOT
-from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import (
     as_dict,
     assert_invariants,
@@ -36,6 +35,7 @@ from worker.api.ingest import add_message, after_reply
 from worker.core.assemble import system_text
 from worker.db import get_engine, transaction
 from worker.errors import Superseded
+from worker.evals.fake_api import FakeAnthropic
 from worker.jobs.claim import Claim, claim_session
 from worker.jobs.outcome import Job
 from worker.jobs.resources import build_resources

@@ -22,6 +22,7 @@ from worker.cli import (
     context,
     demo,
     edit,
+    eval,
     failures,
     forget,
     history,
@@ -52,7 +53,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, tokenizer, demo, bench)
+                                 configure, tokenizer, demo, eval, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -210,10 +210,10 @@ def main(args: argparse.Namespace | None = None) -> int:
         return _run(data, broker, count, keep=keep)
     finally:
         if not keep:
-            _remove(data.parent)
+            remove_files(data.parent)
 
 
-def _remove(directory: Path) -> None:
+def remove_files(directory: Path) -> None:
     from worker.db import reset_engines
 
     reset_engines()  # close the SQLite files first

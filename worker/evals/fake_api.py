@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fake_blocks import validate_content_blocks
-from tests.fake_lossy import default_repair, digest_line, drop_specifics, tool_input
+from worker.evals.fake_blocks import validate_content_blocks
+from worker.evals.fake_lossy import default_repair, digest_line, drop_specifics, tool_input
 
 
 class Gate:

@@ -1,4 +1,4 @@
-"""The fake Messages API's answers for issue 12 (tests/fake_anthropic.py uses them):
+"""The fake Messages API's answers for issue 12 (worker/evals/fake_api.py uses them):
 digests that keep specifics, the retention guard's repair answer, the forced
 ``record_summary`` tool's input, and the lossy mode that drops specifics."""
 
@@ -54,7 +54,7 @@ def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fract
     (with the FACT: lines as facts);
     otherwise the default summary (within the cap the tool's description states) and
     the FACT: lines as facts, each losing ``fraction`` of its specifics."""
-    from tests.fake_anthropic import default_facts, default_summary
+    from worker.evals.fake_api import default_facts, default_summary
 
     if scripted is not None:
         try:

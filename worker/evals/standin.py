@@ -1,4 +1,4 @@
-"""The Claude stand-in for benchmarks: tests/fake_anthropic.py plus fair peer replies.
+"""The Claude stand-in for benchmarks: worker/evals/fake_api.py plus fair peer replies.
 
 The test server answers Recap's prompt with a deterministic digest (previous
 summary + the first 12 words of each message, cut to 3 * max_tokens characters,
@@ -13,12 +13,10 @@ the fake's own ``usage`` counts characters / 3.5.
 from __future__ import annotations
 
 import html
-import io
-import json
 import re
 from typing import Any
 
-from tests.fake_anthropic import FakeAnthropic, ok, validate_messages_request
+from worker.evals.fake_api import FakeAnthropic, Reply, ok
 
 _RECAP_MARK = '<message role="'
 _LANGMEM_PREVIOUS = re.compile(
@@ -98,31 +96,44 @@ def is_recap_request(body: dict[str, Any]) -> bool:
 class BenchFake(FakeAnthropic):
     """FakeAnthropic that answers peer prompts with the same digest Recap gets.
 
-    Peer requests are scripted one at a time, so peers must run sequentially;
-    Recap's requests pass through untouched and may be concurrent.
+    Recap's requests take the base server's path (script, faults, default answers);
+    any other request is a peer's and gets :func:`peer_digest` of its own messages.
     """
 
-    def _handler(self) -> type:
-        base = super()._handler()
-        fake = self
+    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
+        if not is_recap_request(body):
+            return ok(peer_digest(body))
+        return super()._next(body, raw)
 
-        class Handler(base):  # type: ignore[misc,valid-type]
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length", 0))
-                raw: bytes = getattr(self, "rfile").read(length)  # noqa: B009
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = None
-                if (isinstance(body, dict) and validate_messages_request(body) is None
-                        and not is_recap_request(body)):
-                    fake.script(ok(peer_digest(body)))
-                # The base handler reads the body from rfile: hand it the bytes we read.
-                original: Any = getattr(self, "rfile")  # noqa: B009
-                setattr(self, "rfile", io.BytesIO(raw))  # noqa: B010
-                try:
-                    super().do_POST()
-                finally:
-                    setattr(self, "rfile", original)  # noqa: B010
 
-        return Handler
+_WORD = re.compile(r"\w+", re.U)
+
+
+def reader_answer(body: dict[str, Any], question: str) -> str:
+    """The stand-in reader's answer to a question about its context: the line of the
+    context (system + earlier turns) sharing the most words with the question.
+    It measures whether the detail is in front of the model, not a model's reading."""
+    wanted = {w.casefold() for w in _WORD.findall(question) if len(w) > 3}
+    lines = [ln for t in _texts(body.get("system") or "") for ln in t.splitlines()]
+    for m in body["messages"][:-1]:
+        lines += [ln for t in _texts(m["content"]) for ln in t.splitlines()]
+    best, score = "I do not know.", 0
+    for line in lines:
+        hits = len(wanted & {w.casefold() for w in _WORD.findall(line)})
+        if hits > score:
+            best, score = line.strip(), hits
+    return best
+
+
+class EvalFake(BenchFake):
+    """BenchFake that also answers ``recap eval --qa`` questions with :func:`reader_answer`."""
+
+    qa_prefix = "Question about our conversation: "
+
+    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
+        last = body["messages"][-1]
+        texts = _texts(last.get("content", "")) if last.get("role") == "user" else []
+        asked = [t for t in texts if self.qa_prefix in t]
+        if asked:
+            return ok(reader_answer(body, asked[-1].split(self.qa_prefix, 1)[1]))
+        return super()._next(body, raw)

@@ -33,10 +33,39 @@ class PeerRun:
     sent: list[list[Any]] = field(default_factory=list)  # the messages of each model call
     calls: int = 0  # summarization calls
     condensed: int = 0  # messages replaced by a summary
+    input_tokens: int = 0  # of the summarization calls, as the API reported them
+    output_tokens: int = 0
     error: str | None = None
 
 
-def _model(base_url: str) -> Any:
+Observer = Callable[[str], None]  # the text of a peer's context (summary + kept messages)
+
+
+def _ignore(_: str) -> None:
+    return None
+
+
+def _text(messages: Iterable[Any]) -> str:
+    return "\n".join(m.content if isinstance(m.content, str) else str(m.content)
+                     for m in messages)
+
+
+def _usage(run: PeerRun) -> Any:
+    """A LangChain callback adding each call's API-reported usage to ``run``."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Usage(BaseCallbackHandler):
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            for generations in response.generations:
+                for g in generations:
+                    meta = getattr(getattr(g, "message", None), "usage_metadata", None) or {}
+                    run.input_tokens += int(meta.get("input_tokens", 0))
+                    run.output_tokens += int(meta.get("output_tokens", 0))
+
+    return Usage()
+
+
+def _model(base_url: str | None, run: PeerRun | None = None) -> Any:
     from langchain_anthropic import ChatAnthropic
 
     from worker.settings import DEFAULT_MODEL
@@ -45,14 +74,21 @@ def _model(base_url: str) -> Any:
     options: dict[str, Any] = {"model": DEFAULT_MODEL, "base_url": base_url,
                                "api_key": "sk-ant-bench", "max_tokens": SUMMARY_TOKENS,
                                "max_retries": 0, "timeout": 60}
+    if base_url is None:  # the real API, with the environment's key (recap eval)
+        del options["base_url"], options["api_key"]
+    if run is not None:
+        options["callbacks"] = [_usage(run)]
     return ChatAnthropic(**options)
 
 
 def _counter() -> Callable[[Iterable[Any]], int]:
     from worker.llm.tokens import count_tokens
 
+    # Both peers re-count the whole history before every call: memoize per text.
+    cached = functools.lru_cache(maxsize=65_536)(count_tokens)
+
     def count(messages: Iterable[Any]) -> int:
-        return sum(count_tokens(m.content if isinstance(m.content, str) else str(m.content))
+        return sum(cached(m.content if isinstance(m.content, str) else str(m.content))
                    for m in messages)
 
     return count
@@ -83,8 +119,9 @@ def _user_first(model: Any) -> Any:
     return RunnableLambda(invoke)
 
 
-def run_langmem(script: Sequence[tuple[str, str]], base_url: str, *,
-                fix_first_turn: bool = True) -> PeerRun:
+def run_langmem(script: Sequence[tuple[str, str]], base_url: str | None, *,
+                fix_first_turn: bool = True, on_fold: Observer = _ignore,
+                on_context: Observer = _ignore) -> PeerRun:
     """summarize_messages before each model call (after each user message).
 
     ``fix_first_turn=False`` runs LangMem exactly as documented (it fails here; see
@@ -95,7 +132,8 @@ def run_langmem(script: Sequence[tuple[str, str]], base_url: str, *,
     run = PeerRun("LangMem summarize_messages" + (" (+ user-first fix)" if fix_first_turn
                                                   else " (as documented)"))
     count = _counter()
-    model = _user_first(_model(base_url)) if fix_first_turn else _model(base_url)
+    model = _model(base_url, run)
+    model = _user_first(model) if fix_first_turn else model
     history: list[Any] = []
     summary = None
     try:
@@ -108,18 +146,23 @@ def run_langmem(script: Sequence[tuple[str, str]], base_url: str, *,
                                         max_tokens=BUDGET, max_tokens_before_summary=TRIGGER,
                                         max_summary_tokens=SUMMARY_TOKENS, token_counter=count)
             run.waits.append(time.perf_counter() - t0)
-            if result.running_summary is not summary and result.running_summary is not None:
-                run.calls += 1
+            folded = (result.running_summary is not summary
+                      and result.running_summary is not None)
             summary = result.running_summary
             run.condensed = len(summary.summarized_message_ids) if summary else 0
             run.context.append(count(result.messages))
             run.sent.append(list(result.messages))
+            on_context(_text(result.messages))
+            if folded:
+                run.calls += 1
+                on_fold(_text(result.messages))
     except Exception as exc:  # report the peer's failure, keep the other figures
         run.error = f"{type(exc).__name__}: {exc}"
     return run
 
 
-def run_langchain(script: Sequence[tuple[str, str]], base_url: str) -> PeerRun:
+def run_langchain(script: Sequence[tuple[str, str]], base_url: str | None, *,
+                  on_fold: Observer = _ignore, on_context: Observer = _ignore) -> PeerRun:
     """SummarizationMiddleware.before_model before each model call; state updated like an agent."""
     from langchain.agents.middleware import SummarizationMiddleware
     from langchain_core.messages import RemoveMessage
@@ -127,7 +170,7 @@ def run_langchain(script: Sequence[tuple[str, str]], base_url: str) -> PeerRun:
     run = PeerRun("LangChain SummarizationMiddleware")
     count = _counter()
     try:
-        middleware = SummarizationMiddleware(_model(base_url), trigger=("tokens", TRIGGER),
+        middleware = SummarizationMiddleware(_model(base_url, run), trigger=("tokens", TRIGGER),
                                              keep=("messages", KEEP), token_counter=count)
         state: list[Any] = []
         for i, (role, content) in enumerate(script):
@@ -142,8 +185,10 @@ def run_langchain(script: Sequence[tuple[str, str]], base_url: str) -> PeerRun:
                 new = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
                 run.condensed += len(state) - (len(new) - 1)  # minus the summary message
                 state = new
+                on_fold(_text(state))
             run.context.append(count(state))
             run.sent.append(list(state))
+            on_context(_text(state))
     except Exception as exc:  # report the peer's failure, keep the other figures
         run.error = f"{type(exc).__name__}: {exc}"
     return run

@@ -1,0 +1,169 @@
+"""``recap eval``: plant facts in a long conversation, run it through Recap and its
+peers, and print how many planted specifics each keeps after every fold.
+
+- ``--quick``: 200 messages with 12 planted facts, against a local stand-in of
+  the Messages API (worker.evals.fake_api, made lossy: it drops a share of the
+  specifics from every summary, fact list and repair answer it writes). Runs
+  offline in well under a minute. Its figures measure Recap's mechanism (the
+  retention guard, memories, the context), not a model.
+- otherwise: the configured summarizer (Claude with ANTHROPIC_API_KEY; the peers
+  then call Claude too), on the demo conversation or ``--conversation FILE``
+  with ``--expect FILE``.
+- ``--qa``: also asks each planted question with the system's final context
+  alone and counts correct answers (with the stand-in, a "reader" that answers
+  with the best-matching line of the context: again a mechanism, not a model).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from worker.demo.report import Out
+from worker.errors import ConfigError
+from worker.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
+from worker.evals.run import Ask, Series, environment, run_peer, run_recap
+
+FAKE_KEY = "sk-ant-eval-stand-in"
+
+
+def inputs(args: argparse.Namespace) -> tuple[list[Message], list[Planted], str]:
+    """(conversation, facts, a line saying what they are)."""
+    from worker.demo.conversation import available, load
+
+    if args.conversation:
+        if not args.expect:
+            raise ConfigError("--conversation needs --expect FILE (the specifics to look for)")
+        conv = read_conversation(_lines(args.conversation), source=args.conversation)
+        facts = read_expectations(_lines(args.expect), source=args.expect)
+        return conv, facts, f"{len(facts)} expected specifics in {args.conversation} " \
+                            f"({len(conv)} messages)"
+    count, n = args.messages, args.facts
+    if not 2 <= count <= available():
+        raise ConfigError(f"--messages must be between 2 and {available()}, got {count}")
+    facts = plant(n, seed=args.seed)
+    return weave(load(count), facts), facts, (
+        f"{n} facts (names, numbers, dates, preferences) planted in {count} messages of the "
+        "demo's SRE chat")
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def main(args: argparse.Namespace, out: Out | None = None) -> int:
+    """Run the evaluation ``args`` describe (see worker/cli/eval.py, which fills in
+    the defaults: messages, facts, loss) and print the table; 1 if Recap failed."""
+    out = out or Out()
+    messages, facts, what = inputs(args)
+    with ExitStack() as stack:
+        base_url, ask, label = stack.enter_context(_stand_in(args)) if args.quick \
+            else _configured(args)
+        out.line(f"recap eval: {what}")
+        out.line(f"model: {label}")
+        rows = [run_recap(messages, facts, ask=ask, progress=out.progress)]
+        if not args.no_peers:
+            rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
+                           have_key=args.quick or _has_key())
+    print_table(rows, out, qa=args.qa)
+    return 0 if all(r.error is None for r in rows[:1]) else 1
+
+
+@contextmanager
+def _stand_in(args: argparse.Namespace) -> Iterator[tuple[str, Ask | None, str]]:
+    """The lossy stand-in server, and the environment pointing Recap at it."""
+    from worker.evals.standin import EvalFake
+
+    fake = EvalFake()
+    fake.lose_specifics(args.loss, seed=args.seed)
+    fake.start()
+    try:
+        with environment({"ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": fake.url,
+                          "RECAP_SUMMARIZER": "claude"}):
+            yield fake.url, _asker() if args.qa else None, (
+                f"local stand-in of the Messages API, dropping {args.loss:.0%} of the "
+                "specifics from each answer (figures measure the mechanism, not a model)")
+    finally:
+        fake.stop()
+
+
+def _has_key() -> bool:
+    from worker.settings import get_settings
+
+    return get_settings().anthropic_api_key is not None
+
+
+def _configured(args: argparse.Namespace) -> tuple[str | None, Ask | None, str]:
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    if settings.anthropic_api_key is None:
+        return None, None, ("no ANTHROPIC_API_KEY: Recap uses the offline extractive "
+                            "summarizer and the peers are skipped (use --quick for the "
+                            "stand-in)")
+    return settings.anthropic_base_url, _asker() if args.qa else None, settings.model
+
+
+def _asker() -> Ask:
+    """The configured model answering one request (system, messages)."""
+    import anthropic
+
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    key = settings.anthropic_api_key
+    assert key is not None
+    client = anthropic.Anthropic(api_key=key.get_secret_value(),
+                                 base_url=settings.anthropic_base_url, max_retries=2)
+
+    def ask(request: dict[str, Any]) -> str:
+        answer = client.messages.create(model=settings.model, max_tokens=200, **request)
+        return "".join(getattr(b, "text", "") for b in answer.content)
+
+    return ask
+
+
+def _peers(messages: Sequence[Message], facts: Sequence[Planted], *, base_url: str | None,
+           ask: Ask | None, out: Out, have_key: bool) -> list[Series]:
+    from worker.evals.peers import PEERS
+
+    rows: list[Series] = []
+    for runner in PEERS:
+        name = runner.__name__.removeprefix("run_")
+        if not have_key:
+            rows.append(Series(name, len(facts), error="skipped: needs ANTHROPIC_API_KEY"))
+            continue
+        rows.append(run_peer(name, runner, messages, facts, base_url=base_url, ask=ask,
+                             progress=out.progress))
+    return rows
+
+
+def print_table(rows: Sequence[Series], out: Out, *, qa: bool) -> None:
+    out.line()
+    head = f"{'system':<40} {'folds':>5} {'kept min':>9} {'kept end':>9} {'repairs':>8} " \
+           f"{'in tokens':>10} {'out tokens':>10}" + (f" {'QA':>7}" if qa else "")
+    out.line(head)
+    out.line("-" * len(head))
+    for r in rows:
+        if r.error:
+            out.line(f"{r.name[:40]:<40} {r.error}")
+            continue
+        qa_cell = (f" {r.qa_correct}/{r.qa_asked}" if r.qa_correct is not None else " -")
+        out.line(f"{r.name[:40]:<40} {r.folds:>5} {_of(r.worst, r.total):>9} "
+                 f"{_of(r.final, r.total):>9} {r.repairs:>8} {r.input_tokens:>10,} "
+                 f"{r.output_tokens:>10,}" + (f"{qa_cell:>8}" if qa else ""))
+    out.line()
+    for r in rows:
+        if not r.error and r.after_fold:
+            out.line(f"{r.name}: kept after each fold: "
+                     + " ".join(str(k) for k in r.after_fold) + f" (of {r.total})")
+
+
+def _of(n: int | None, total: int) -> str:
+    return "-" if n is None else f"{n}/{total}"

@@ -1,0 +1,197 @@
+"""Run one conversation through a system and measure what survives each fold.
+
+:func:`run_recap` drives Recap's real pipeline (``add_message`` -> the summarize
+job -> ``build_context``) on a private SQLite database, synchronously: the job
+function a Celery worker runs is called right after each assistant reply, until
+it has nothing more to do, so a fold lands exactly where a worker would put it.
+After every applied fold it reads ``build_context`` and counts the planted
+specifics present in what the model would see (summary, memories, window).
+
+:func:`run_peer` does the same for LangMem's ``summarize_messages`` and
+LangChain's ``SummarizationMiddleware`` (worker.evals.peers), on their own
+context after each of their summarization calls.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.evals.facts import Message, Planted, retained
+
+QA_PREFIX = "Question about our conversation: "
+QA_SUFFIX = "\nAnswer with the specific detail only."
+
+
+@dataclass
+class Series:
+    """What one system kept: retained specifics after each fold, and what it spent."""
+
+    name: str
+    total: int  # specifics planted
+    after_fold: list[int] = field(default_factory=list)
+    folds: int = 0
+    repairs: int = 0  # folds whose summary needed a repair call (Recap only)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    final: int | None = None  # retained at the end of the conversation
+    qa_correct: int | None = None
+    qa_asked: int = 0
+    error: str | None = None
+
+    @property
+    def worst(self) -> int | None:
+        return min(self.after_fold) if self.after_fold else self.final
+
+
+def context_text(ctx: Any) -> str:
+    """Everything a context shows the model, as one text (system + every text block)."""
+    parts: list[str] = []
+
+    def add(content: Any) -> None:
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict):
+                    for key in ("text", "content", "thinking"):
+                        add(block.get(key))
+                    if "input" in block:
+                        parts.append(str(block["input"]))
+
+    add(ctx.get("system"))
+    for message in ctx.get("messages", []):
+        add(message.get("content"))
+    return "\n".join(parts)
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in os.environ for the duration (restored after)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+Ask = Callable[[dict[str, Any]], str]  # a Messages API request (system, messages) -> answer
+
+
+def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
+              ask: Ask | None = None, progress: Callable[[str], None] = lambda _: None
+              ) -> Series:
+    """Recap on ``messages``; the caller has set the environment (summarizer, key, URL).
+
+    ``ask`` (for --qa) answers one request built by ``as_request(build_context(...))``.
+    """
+    from worker.api.context import as_request, build_context
+    from worker.api.ingest import add_message
+    from worker.demo.run import file_paths, migrate, remove_files, use_files
+    from worker.jobs.outcome import Job
+    from worker.jobs.resources import get_resources
+    from worker.jobs.summarize import summarize
+
+    data, broker = file_paths(None)
+    series = Series("Recap", len(facts))
+    try:
+        settings = use_files(data, broker)
+        migrate(settings.database_url)
+        res = get_resources()
+        series.name = f"Recap ({res.summarizer.model})"
+        sid = f"eval-{uuid.uuid4().hex[:8]}"
+        for i, (role, content) in enumerate(messages, start=1):
+            add_message(sid, role, content)
+            if role != "assistant" and i != len(messages):
+                continue
+            while True:
+                outcome = summarize(sid, job=Job(task_id=f"eval-{i}"), res=res)
+                if outcome.status in ("failed", "dead", "unrecorded"):
+                    raise RuntimeError(f"summarize job {outcome.status}: {outcome.error}")
+                if outcome.status != "applied":
+                    break
+                series.folds += 1
+                series.input_tokens += outcome.input_tokens or 0
+                series.output_tokens += outcome.output_tokens or 0
+                kept = retained(facts, context_text(build_context(sid, system_prompt="")))
+                series.after_fold.append(kept)
+                progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
+                         "specifics in the context")
+                if not outcome.more_work:
+                    break
+        series.repairs = _repairs(sid)
+        ctx = build_context(sid, system_prompt="")
+        series.final = retained(facts, context_text(ctx))
+        if ask is not None:
+            series.qa_correct, series.qa_asked = quiz(
+                facts, lambda q: ask(as_request(ctx, user_message=q)))
+    except Exception as exc:  # report it in the table; the other systems still run
+        series.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        remove_files(data.parent)
+    return series
+
+
+def _repairs(session_id: str) -> int:
+    """Applied runs that made a repair call (0 where the column does not exist)."""
+    from sqlalchemy import func, select
+
+    from models import SummaryRun
+    from worker.db import transaction
+
+    repaired = getattr(SummaryRun, "repaired", None)
+    if repaired is None:
+        return 0
+    with transaction() as s:
+        return int(s.scalar(select(func.count()).where(
+            SummaryRun.session_id == session_id, SummaryRun.status == "applied",
+            repaired.is_(True))) or 0)
+
+
+def quiz(facts: Sequence[Planted], answer: Callable[[str], str]) -> tuple[int, int]:
+    """(correct, asked) over the facts that have a question."""
+    correct = asked = 0
+    for fact in facts:
+        if not fact.question:
+            continue
+        asked += 1
+        reply = answer(QA_PREFIX + fact.question + QA_SUFFIX)
+        correct += retained([fact], reply)
+    return correct, asked
+
+
+def run_peer(name: str, runner: Callable[..., Any], messages: Sequence[Message],
+             facts: Sequence[Planted], *, base_url: str | None, ask: Ask | None = None,
+             progress: Callable[[str], None] = lambda _: None) -> Series:
+    """One peer (worker.evals.peers) on ``messages``, observed after each of its folds."""
+    series = Series(name, len(facts))
+    last: list[str] = [""]
+
+    def on_fold(text: str) -> None:
+        series.folds += 1
+        kept = retained(facts, text)
+        series.after_fold.append(kept)
+        progress(f"  {name} fold {series.folds}: {kept}/{len(facts)} specifics in its context")
+
+    def on_context(text: str) -> None:
+        last[0] = text
+
+    run = runner(list(messages), base_url, on_fold=on_fold, on_context=on_context)
+    series.name = run.name
+    series.error = run.error
+    series.input_tokens, series.output_tokens = run.input_tokens, run.output_tokens
+    series.final = retained(facts, last[0])
+    if ask is not None and not series.error:
+        request = {"system": last[0] or "(no context)", "messages": []}
+        series.qa_correct, series.qa_asked = quiz(
+            facts, lambda q: ask({**request, "messages": [{"role": "user", "content": q}]}))
+    return series
