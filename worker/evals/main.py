@@ -146,8 +146,9 @@ def _peers(messages: Sequence[Message], facts: Sequence[Planted], *, base_url: s
 
 def print_table(rows: Sequence[Series], out: Out, *, qa: bool) -> None:
     out.line()
-    head = f"{'system':<40} {'folds':>5} {'kept min':>9} {'kept end':>9} {'repairs':>8} " \
-           f"{'in tokens':>10} {'out tokens':>10}" + (f" {'QA':>7}" if qa else "")
+    head = f"{'system':<40} {'folds':>5} {'shown min':>9} {'shown end':>9} " \
+           f"{'stored':>7} {'repairs':>8} {'in tokens':>10} {'out tokens':>10}" \
+           + (f" {'QA':>7}" if qa else "")
     out.line(head)
     out.line("-" * len(head))
     for r in rows:
@@ -156,13 +157,18 @@ def print_table(rows: Sequence[Series], out: Out, *, qa: bool) -> None:
             continue
         qa_cell = (f" {r.qa_correct}/{r.qa_asked}" if r.qa_correct is not None else " -")
         out.line(f"{r.name[:40]:<40} {r.folds:>5} {_of(r.worst, r.total):>9} "
-                 f"{_of(r.final, r.total):>9} {r.repairs:>8} {r.input_tokens:>10,} "
+                 f"{_of(r.final, r.total):>9} {_of(r.stored, r.total):>7} "
+                 f"{r.repairs:>8} {r.input_tokens:>10,} "
                  f"{r.output_tokens:>10,}" + (f"{qa_cell:>8}" if qa else ""))
     out.line()
+    out.line("shown: planted specifics in the context the model gets (min over the folds, "
+             "at the end); stored: anywhere the system keeps them (Recap: summary, all "
+             "memories, window)")
     for r in rows:
         if not r.error and r.after_fold:
-            out.line(f"{r.name}: kept after each fold: "
-                     + " ".join(str(k) for k in r.after_fold) + f" (of {r.total})")
+            out.line(f"{r.name}: shown after each fold: "
+                     + " ".join(str(k) for k in r.after_fold) + f" (of {r.total}); stored: "
+                     + " ".join(str(k) for k in r.stored_after_fold))
 
 
 def _of(n: int | None, total: int) -> str:

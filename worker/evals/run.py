@@ -34,6 +34,10 @@ class Series:
     name: str
     total: int  # specifics planted
     after_fold: list[int] = field(default_factory=list)
+    # Kept anywhere the system stores (Recap: summary, every memory, the window),
+    # whether or not this context shows it; a peer stores only its context.
+    stored_after_fold: list[int] = field(default_factory=list)
+    stored: int | None = None
     folds: int = 0
     repairs: int = 0  # folds whose summary needed a repair call (Recap only)
     input_tokens: int = 0
@@ -94,7 +98,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
 
     ``ask`` (for --qa) answers one request built by ``as_request(build_context(...))``.
     """
-    from worker.api.context import as_request, build_context
+    from worker.api.context import build_context
     from worker.api.ingest import add_message
     from worker.demo.run import file_paths, migrate, remove_files, use_files
     from worker.jobs.outcome import Job
@@ -109,8 +113,9 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         res = get_resources()
         series.name = f"Recap ({res.summarizer.model})"
         sid = f"eval-{uuid.uuid4().hex[:8]}"
+        last_id = 0
         for i, (role, content) in enumerate(messages, start=1):
-            add_message(sid, role, content)
+            last_id = add_message(sid, role, content)
             if role != "assistant" and i != len(messages):
                 continue
             while True:
@@ -124,6 +129,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
                 series.output_tokens += outcome.output_tokens or 0
                 kept = retained(facts, context_text(build_context(sid, system_prompt="")))
                 series.after_fold.append(kept)
+                series.stored_after_fold.append(retained(facts, stored_text(sid)))
                 progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
                          "specifics in the context")
                 if not outcome.more_work:
@@ -131,14 +137,48 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         series.repairs = _repairs(sid)
         ctx = build_context(sid, system_prompt="")
         series.final = retained(facts, context_text(ctx))
+        series.stored = retained(facts, stored_text(sid))
         if ask is not None:
             series.qa_correct, series.qa_asked = quiz(
-                facts, lambda q: ask(as_request(ctx, user_message=q)))
+                facts, lambda q: _ask_in_session(sid, q, ask, after=last_id))
     except Exception as exc:  # report it in the table; the other systems still run
         series.error = f"{type(exc).__name__}: {exc}"
     finally:
         remove_files(data.parent)
     return series
+
+
+def _ask_in_session(session_id: str, question: str, ask: Ask, *, after: int) -> str:
+    """Ask as a chat app does: the question is stored as the newest user turn (so the
+    memories shown are those relevant to it), then rewound away (worker.rewind)."""
+    from worker.api.context import as_request, build_context
+    from worker.api.ingest import add_message
+    from worker.jobs.rewind import rewind
+
+    add_message(session_id, "user", question)
+    try:
+        return ask(as_request(build_context(session_id, system_prompt="")))
+    finally:
+        rewind(session_id, after)
+
+
+def stored_text(session_id: str) -> str:
+    """Everything Recap stores for the session: its summary, every memory of its
+    scopes (shown or not), its active window."""
+    from sqlalchemy import select
+
+    from models import ChatMessage, ChatSession, Memory
+    from worker.db import transaction
+    from worker.jobs.recall import session_scopes
+
+    with transaction() as s:
+        summary = s.scalar(select(ChatSession.rolling_summary)
+                           .where(ChatSession.id == session_id)) or ""
+        facts = s.scalars(select(Memory.fact).where(
+            Memory.scope.in_(session_scopes(session_id, db=s))))
+        window = s.scalars(select(ChatMessage.content)
+                           .where(ChatMessage.session_id == session_id))
+        return "\n".join([summary, *facts, *window])
 
 
 def _repairs(session_id: str) -> int:
@@ -190,6 +230,8 @@ def run_peer(name: str, runner: Callable[..., Any], messages: Sequence[Message],
     series.error = run.error
     series.input_tokens, series.output_tokens = run.input_tokens, run.output_tokens
     series.final = retained(facts, last[0])
+    series.stored = series.final
+    series.stored_after_fold = list(series.after_fold)
     if ask is not None and not series.error:
         request = {"system": last[0] or "(no context)", "messages": []}
         series.qa_correct, series.qa_asked = quiz(

@@ -13,10 +13,12 @@ the fake's own ``usage`` counts characters / 3.5.
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
 from worker.evals.fake_api import FakeAnthropic, Reply, ok
+from worker.evals.fake_lossy import drop_specifics, tool_input
 
 _RECAP_MARK = '<message role="'
 _LANGMEM_PREVIOUS = re.compile(
@@ -125,8 +127,26 @@ def reader_answer(body: dict[str, Any], question: str) -> str:
     return best
 
 
+_USER_TURN = re.compile(r'<message role="user">\n(.*?)\n</message>', re.S)
+_FIRST_PERSON = re.compile(r"[^.!?\n]*\bmy\b[^.!?\n]{2,100}\b(?:is|are)\b[^.!?\n]{2,80}[.!?]",
+                           re.I)
+
+
+def first_person_facts(prompt: str) -> list[dict[str, Any]]:
+    """What the stand-in mines as durable facts: the user's first-person statements
+    ("... my X is Y."), as a model would keep "my manager is called Ingrid"."""
+    facts: dict[str, dict[str, Any]] = {}
+    for turn in _USER_TURN.findall(prompt):
+        for sentence in _FIRST_PERSON.findall(html.unescape(turn)):
+            text = "The user said: " + " ".join(sentence.split())
+            facts.setdefault(text, {"fact": text, "category": "personal", "importance": 4})
+    return list(facts.values())
+
+
 class EvalFake(BenchFake):
-    """BenchFake that also answers ``recap eval --qa`` questions with :func:`reader_answer`."""
+    """BenchFake for ``recap eval``: answers --qa questions with :func:`reader_answer`,
+    and mines the user's first-person statements as facts in Recap's summary calls
+    (:func:`first_person_facts`, losing the same share of specifics as the rest)."""
 
     qa_prefix = "Question about our conversation: "
 
@@ -136,4 +156,16 @@ class EvalFake(BenchFake):
         asked = [t for t in texts if self.qa_prefix in t]
         if asked:
             return ok(reader_answer(body, asked[-1].split(self.qa_prefix, 1)[1]))
+        if body.get("tools") and recap_kind(body) == "summary":
+            with self._lock:
+                if self._script:
+                    return self._script.popleft()
+            prompt = "".join(_texts(body["messages"][0]["content"]))
+            data = tool_input(body, prompt, None, fraction=self.lossy_fraction,
+                              seed=self.lossy_seed)
+            for fact in first_person_facts(prompt):
+                fact["fact"] = drop_specifics(fact["fact"], self.lossy_fraction,
+                                              seed=self.lossy_seed, kind="facts")
+                data["facts"].append(fact)
+            return ok(json.dumps(data))
         return super()._next(body, raw)

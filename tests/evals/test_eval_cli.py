@@ -1,0 +1,69 @@
+"""`recap eval`: offline against the lossy stand-in, as a user runs it (a subprocess in a
+clean environment: no database, no broker, no API key). Figures from the stand-in
+measure the mechanism, not a model, so the tests assert what the mechanism guarantees:
+every planted fact stays stored in Recap, the peers are run on the same conversation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.env import TEST_ENV
+
+RECAP = str(Path(sys.executable).with_name("recap"))
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+             "HOME": os.environ.get("HOME", str(cwd)),
+             "TIKTOKEN_CACHE_DIR": TEST_ENV["TIKTOKEN_CACHE_DIR"]}
+    return subprocess.run([RECAP, "eval", *args], cwd=cwd, env=clean, capture_output=True,
+                          text=True, timeout=240)
+
+
+def row(stdout: str, name: str) -> list[str]:
+    return next(line for line in stdout.splitlines() if line.startswith(name)).split()
+
+
+def test_quick_runs_offline_and_prints_the_side_by_side_table(tmp_path: Path) -> None:
+    done = run("--quick", "--qa", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "figures measure the mechanism, not a model" in out
+    recap = row(out, "Recap (")
+    assert "12/12" in recap  # stored: the guard and the memories keep every planted fact
+    assert row(out, "LangMem summarize_messages")[0] == "LangMem"
+    assert row(out, "LangChain SummarizationMiddleware")[0] == "LangChain"
+    assert "shown after each fold:" in out
+    assert list(tmp_path.iterdir()) == []  # its temporary database is gone
+
+
+def test_a_users_own_conversation_and_expectations(tmp_path: Path) -> None:
+    conv, expect = tmp_path / "c.jsonl", tmp_path / "e.jsonl"
+    lines = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"Message {i} about invoice INV-{1000 + i} and the rollout plan. "
+                         + "More words to make it long enough to fold. " * 20}
+             for i in range(60)]
+    conv.write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    expect.write_text(json.dumps({"expected": "INV-1002", "question": "Which invoice?"}),
+                      encoding="utf-8")
+    done = run("--quick", "--no-peers", "--conversation", str(conv), "--expect", str(expect),
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 expected specifics in" in done.stdout
+    assert "1/1" in row(done.stdout, "Recap (")
+
+
+def test_bad_input_files_are_named(tmp_path: Path) -> None:
+    conv = tmp_path / "c.jsonl"
+    conv.write_text('{"role": "user"}\n', encoding="utf-8")
+    done = run("--quick", "--conversation", str(conv), "--expect", str(conv), cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"{conv}:1: expected" in done.stderr
+    done = run("--quick", "--conversation", str(conv), cwd=tmp_path)
+    assert done.returncode == 1 and "--conversation needs --expect FILE" in done.stderr
+    done = run("--quick", "--loss", "1.5", cwd=tmp_path)
+    assert done.returncode == 1 and "--loss must be in [0, 1)" in done.stderr
