@@ -29,7 +29,7 @@ from worker.settings import Settings, effective
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.
-KNOWN_MEMORIES = 20
+KNOWN_MEMORIES = 10
 KNOWN_QUERY_TURNS = 8
 
 
