@@ -46,7 +46,7 @@ def test_presence_ignores_case_and_spacing() -> None:
 
 
 @pytest.mark.parametrize("line, problem", [
-    ("{bad", "in.jsonl:1: not JSON"),
+    ("{bad", "in.jsonl:1: invalid JSON"),
     ("[1]", "in.jsonl:1: expected a JSON object"),
     ('{"role": "system", "content": "x"}', "in.jsonl:1: expected"),
     ('{"role": "user", "content": " "}', "in.jsonl:1: expected"),

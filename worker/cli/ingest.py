@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from typing import IO, Any
 
@@ -52,14 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_line(line: str) -> tuple[str, str, Any, bool]:
     """One JSON line -> (session_id, role, content, pinned); InvalidInput names the problem."""
+    from worker.core.validate import json_object
     from worker.errors import InvalidInput
 
-    try:
-        record = json.loads(line)
-    except ValueError as exc:
-        raise InvalidInput(f"invalid JSON: {exc}") from None
-    if not isinstance(record, dict):
-        raise InvalidInput(f"expected a JSON object, got {type(record).__name__}")
+    record = json_object(line)
     missing = [f for f in REQUIRED_FIELDS if f not in record]
     if missing:
         raise InvalidInput("missing field " + ", ".join(missing))

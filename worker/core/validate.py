@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from worker.core.text import check_text
 from worker.errors import InvalidInput
 
@@ -31,3 +34,14 @@ def check_str(value: object, what: str, *, max_chars: int) -> str:
 def check_session_id(session_id: object) -> str:
     """Return ``session_id`` if it is a usable id, else raise InvalidInput."""
     return check_str(session_id, "session_id", max_chars=MAX_SESSION_ID)
+
+
+def json_object(line: str) -> dict[str, Any]:
+    """One JSON-lines record as a dict; InvalidInput names what it is instead."""
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise InvalidInput(f"expected a JSON object, got {type(record).__name__}")
+    return record

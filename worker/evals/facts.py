@@ -15,11 +15,12 @@ The conversation file format (``recap eval --conversation FILE``) is JSON lines
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from worker.core.validate import json_object
 from worker.errors import InvalidInput
 
 Message = tuple[str, str]
@@ -112,13 +113,10 @@ def retained(facts: Sequence[Planted], text: str) -> int:
 def read_conversation(lines: Iterable[str], *, source: str) -> list[Message]:
     """JSON lines ``{"role", "content"}``; InvalidInput naming the line on anything else."""
     out: list[Message] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        item = _json(line, f"{source}:{n}")
+    for where, item in _records(lines, source):
         role, content = item.get("role"), item.get("content")
         if role not in ("user", "assistant") or not isinstance(content, str) or not content.strip():
-            raise InvalidInput(f"{source}:{n}: expected {{\"role\": \"user\"|\"assistant\", "
+            raise InvalidInput(f"{where}: expected {{\"role\": \"user\"|\"assistant\", "
                                "\"content\": non-empty text}")
         out.append((role, content))
     if not out:
@@ -129,26 +127,24 @@ def read_conversation(lines: Iterable[str], *, source: str) -> list[Message]:
 def read_expectations(lines: Iterable[str], *, source: str) -> list[Planted]:
     """JSON lines ``{"expected", "question"?}``; InvalidInput naming the line otherwise."""
     out: list[Planted] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        item = _json(line, f"{source}:{n}")
+    for where, item in _records(lines, source):
         expected, question = item.get("expected"), item.get("question")
         if not isinstance(expected, str) or not expected.strip():
-            raise InvalidInput(f"{source}:{n}: \"expected\" must be non-empty text")
+            raise InvalidInput(f"{where}: \"expected\" must be non-empty text")
         if question is not None and not isinstance(question, str):
-            raise InvalidInput(f"{source}:{n}: \"question\" must be text when given")
+            raise InvalidInput(f"{where}: \"question\" must be text when given")
         out.append(Planted("given", "", expected.strip(), question))
     if not out:
         raise InvalidInput(f"{source}: no expectations")
     return out
 
 
-def _json(line: str, where: str) -> dict[str, object]:
-    try:
-        item = json.loads(line)
-    except ValueError as exc:
-        raise InvalidInput(f"{where}: not JSON ({exc})") from None
-    if not isinstance(item, dict):
-        raise InvalidInput(f"{where}: expected a JSON object")
-    return item
+def _records(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """("source:line", record) for each non-blank line; InvalidInput names a bad one."""
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"{source}:{n}", json_object(line)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{source}:{n}: {exc}") from None
