@@ -117,8 +117,9 @@ def reader_answer(body: dict[str, Any], question: str) -> str:
     It measures whether the detail is in front of the model, not a model's reading."""
     wanted = {w.casefold() for w in _WORD.findall(question) if len(w) > 3}
     lines = [ln for t in _texts(body.get("system") or "") for ln in t.splitlines()]
-    for m in body["messages"][:-1]:
-        lines += [ln for t in _texts(m["content"]) for ln in t.splitlines()]
+    for m in body["messages"]:  # the last turn too: with caching the memories ride there
+        lines += [ln for t in _texts(m["content"]) for ln in t.splitlines()
+                  if not any(q.strip() and q.strip() in ln for q in question.splitlines())]
     best, score = "I do not know.", 0
     for line in lines:
         hits = len(wanted & {w.casefold() for w in _WORD.findall(line)})
