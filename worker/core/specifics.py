@@ -41,6 +41,7 @@ on into more letters or digits (``15`` is not present in ``150``; it is in
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -65,15 +66,21 @@ _LEAD = "([{<\"'¿¡«“‘„"
 _TRAIL = ".,;:!?)]}>\"'»”’…"
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.\-/~@+]*\w|[A-Za-z]:\\\S+|[\w.-]+(?:/[\w.-]+)+\.\w{1,8}")
 _DIGIT = re.compile(r"\d")
+# What every specific found by the last prose rule carries: a digit, or a path's
+# separator. A chunk without either is skipped before it is split any further.
+_MAYBE = re.compile(r"[\d/\\]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SPACE = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=4096)
 def extract_specifics(text: str, *, whole: bool = False) -> frozenset[str]:
     """The normalized specifics of ``text`` (see the module docstring for what counts).
 
     ``whole``: read every line as prose, with no bulk rule; for Recap's own text (a
-    summary), where every detail was kept on purpose and must stay kept.
+    summary), where every detail was kept on purpose and must stay kept. Pure, so
+    recent answers are remembered: a fold reads each message more than once (what
+    it requires, then unit by unit what it settles).
     """
     found: set[str] = set()
     text = unicodedata.normalize("NFKC", text)
@@ -140,6 +147,8 @@ def _from_prose(text: str) -> set[str]:
     text = take(_URL, True, text)
     text = take(_EMAIL, True, text)
     for chunk in _CUT.split(text):
+        if not _MAYBE.search(chunk):
+            continue  # no piece of it can carry a digit or be a path
         for piece in _cjk_split(chunk):
             piece = _strip(piece)
             if (piece and len(piece) <= MAX_SPECIFIC_CHARS
@@ -170,6 +179,7 @@ def _strip(piece: str) -> str:
     return piece
 
 
+@functools.lru_cache(maxsize=1024)
 def canonical(text: str) -> str:
     """``text`` as :func:`contains` compares it: NFKC, casefolded, single spaces,
     no thousands commas."""
@@ -177,6 +187,7 @@ def canonical(text: str) -> str:
     return _THOUSANDS.sub("", _SPACE.sub(" ", text))
 
 
+@functools.lru_cache(maxsize=16384)
 def _pattern(specific: str) -> re.Pattern[str]:
     key = canonical(specific).strip()
     head = r"(?<![0-9a-z])" if key[:1].isascii() and key[:1].isalnum() else ""

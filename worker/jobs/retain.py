@@ -63,7 +63,10 @@ def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence
         turns=turns, units=units, previous=claim.previous_summary, summary=summary,
         facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
         count=count_tokens, aggressive=claim.plan.mode == "aggressive",
-        held_before=held_before(claim.session_id, [m.id for m in infos]))
+        # Only a fold with something still missing can hold a message back: the
+        # others skip this read (a transaction of its own).
+        held_before=(held_before(claim.session_id, [m.id for m in infos]) if after
+                     else frozenset()))
     plan = claim.plan
     if settled.held_ids:
         kept = set(settled.condensed_ids)
