@@ -8,11 +8,12 @@ version, and deletes (or archives) exactly the claimed ids or nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import delete, update
+from sqlalchemy import Update, bindparam, delete, update
 
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
@@ -65,22 +66,15 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
     left = [m for m in claim.messages if m.id not in taken]
     after = policy.plan(left, summary_tokens=summary_tokens, t=claim.settings.thresholds())
     with transaction() as s:
-        row = s.execute(
-            update(SESSIONS)
-            .where(SESSIONS.c.id == claim.session_id, SESSIONS.c.lease_token == claim.token,
-                   SESSIONS.c.summary_version == claim.version)
-            .values(rolling_summary=result.text, summary_tokens=summary_tokens,
-                    summary_version=SESSIONS.c.summary_version + 1,
-                    summarized_message_count=SESSIONS.c.summarized_message_count + len(ids),
-                    message_count=SESSIONS.c.message_count - len(ids),
-                    active_tokens=SESSIONS.c.active_tokens - claim.plan.batch_tokens,
-                    summary_updated_at=now, lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None,
-                    enqueued_at=now if after.should_summarize else None,
-                    needs_escalation=after.needs_escalation,
-                    **blocked_flags(after, claim.settings))
-            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count)
-        ).one_or_none()
+        flags = blocked_flags(after, claim.settings)
+        row = s.execute(_fenced_update(), {
+            "p_sid": claim.session_id, "p_token": claim.token, "p_version": claim.version,
+            "p_summary": result.text, "p_summary_tokens": summary_tokens, "p_n": len(ids),
+            "p_tokens": claim.plan.batch_tokens, "p_now": now,
+            "p_enqueued_at": now if after.should_summarize else None,
+            "p_needs_escalation": after.needs_escalation,
+            "p_normal_blocked": flags["normal_blocked"],
+            "p_normal_blocked_under": flags["normal_blocked_under"]}).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
         run_id = record(claim.session_id, db=s, job=job, status="applied",
@@ -120,6 +114,28 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
             model=result.model, input_tokens=spent_in, output_tokens=spent_out,
             latency_ms=latency_ms,
             memories=len(facts) if claim.settings.extract_memories or facts else None)
+
+
+@functools.cache
+def _fenced_update() -> Update:
+    """The apply's fenced UPDATE, built once with bound parameters (``p_*``): building
+    it and its cache key on every job cost more CPU than sending it. It matches no
+    row unless the claim's lease token and summary version still hold."""
+    p = bindparam
+    return (update(SESSIONS)
+            .where(SESSIONS.c.id == p("p_sid"), SESSIONS.c.lease_token == p("p_token"),
+                   SESSIONS.c.summary_version == p("p_version"))
+            .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
+                    summary_version=SESSIONS.c.summary_version + 1,
+                    summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),
+                    message_count=SESSIONS.c.message_count - p("p_n"),
+                    active_tokens=SESSIONS.c.active_tokens - p("p_tokens"),
+                    summary_updated_at=p("p_now"), lease_token=None, lease_expires_at=None,
+                    lost_leases=0, blocked_until=None, enqueued_at=p("p_enqueued_at"),
+                    needs_escalation=p("p_needs_escalation"),
+                    normal_blocked=p("p_normal_blocked"),
+                    normal_blocked_under=p("p_normal_blocked_under"))
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count))
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status,
