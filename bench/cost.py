@@ -16,7 +16,7 @@ Systems:
   the app's prompt, the summary part and the last turn);
 - Recap, no caching: the same requests without breakpoints;
 - LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
-  (bench/peers.py), given the same placement (their summary in ``system`` with a
+  (worker/evals/peers.py), given the same placement (their summary in ``system`` with a
   breakpoint, one on the last turn), so the comparison is fair;
 - full history: every message so far, the oldest dropped once over the budget,
   with and without caching; "full history, no caching" is the 1.00 of cost.
@@ -217,7 +217,7 @@ def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
 
 def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
     """Input tokens of Recap's summary and memory calls among a run's requests."""
-    from bench.standin import recap_kind, request_tokens
+    from worker.evals.standin import recap_kind, request_tokens
 
     return sum(request_tokens(b, count) for b in requests
                if recap_kind(b) in ("summary", "memories"))
@@ -228,9 +228,9 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     """Every system priced over the first ``n`` messages of ``conversation``
     ("demo" or "short", see bench.convo.conversation_run)."""
     from bench.convo import conversation_run
-    from bench.peers import BUDGET, PEERS
     from bench.seed import demo_script, short_script
-    from bench.standin import request_tokens
+    from worker.evals.peers import BUDGET, PEERS
+    from worker.evals.standin import request_tokens
 
     env = benv.setup()
     recap = conversation_run(n, conversation)

@@ -151,7 +151,7 @@ def reset_state(*thresholds: str) -> None:
 
 FEATURE_VARS = ("RECAP_EXTRACT_MEMORIES", "RECAP_TITLES_ENABLED")
 THRESHOLD_VARS = ("RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKENS", "RECAP_BATCH_SIZE",
-                  "RECAP_KEEP_RECENT", "RECAP_CONTEXT_BUDGET_TOKENS")
+                  "RECAP_KEEP_RECENT", "RECAP_CONTEXT_BUDGET_TOKENS", "RECAP_CONDENSE_TO")
 
 
 def run_alone(run: Callable[[], object]) -> None:
