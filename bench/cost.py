@@ -16,7 +16,7 @@ Systems:
   the app's prompt, the summary part and the last turn);
 - Recap, no caching: the same requests without breakpoints;
 - LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
-  (bench/peers.py), given the same placement (their summary in ``system`` with a
+  (worker/evals/peers.py), given the same placement (their summary in ``system`` with a
   breakpoint, one on the last turn), so the comparison is fair;
 - full history: every message so far, the oldest dropped once over the budget,
   with and without caching; "full history, no caching" is the 1.00 of cost.
@@ -28,9 +28,10 @@ written), and the share of the conversation's specifics (numbers, ids, paths...,
 Variant: a 30% chance (seeded) that a reply comes after a pause longer than the
 cache's 5 minutes, which empties it. Figures come from the stand-in's summaries,
 not a model's: they measure the mechanism (what is resent, what is cached).
-Recap's settings are swept (:data:`SWEEP`: budget, batch, memories) and the
-cost-vs-kept points are plotted with the peers (``docs/bench/cost.png``). Not
-done yet: the second, short-message conversation (see docs/BENCHMARKS.md).
+Recap's settings are swept (:data:`SWEEP`: budget, memories, the memories
+block, the cache-aware ``RECAP_CONDENSE_TO``) on both conversations (the demo's, and short messages
+with many turns), and the cost-vs-kept points are plotted with the peers
+(``docs/bench/cost.png``, a panel per conversation).
 """
 
 from __future__ import annotations
@@ -54,14 +55,24 @@ PLOT = "docs/bench/cost.png"
 # Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).
 SWEEP: tuple[tuple[str, dict[str, object]], ...] = (
     ("memories off", {"RECAP_EXTRACT_MEMORIES": "false"}),
-    ("batch 40, memories off", {"RECAP_BATCH_SIZE": 40, "RECAP_EXTRACT_MEMORIES": "false"}),
-    ("budget 20k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 20000,
-                                  "RECAP_EXTRACT_MEMORIES": "false"}),
-    ("budget 16k, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
-                                  "RECAP_EXTRACT_MEMORIES": "false"}),
-    ("budget 16k, batch 40, memories off", {"RECAP_CONTEXT_BUDGET_TOKENS": 16000,
-                                            "RECAP_BATCH_SIZE": 40,
-                                            "RECAP_EXTRACT_MEMORIES": "false"}),
+    # The cache-aware policy: each fold condenses down to a low-water mark.
+    ("condense to 30%", {"RECAP_CONDENSE_TO": 0.3}),
+    ("condense to 10%", {"RECAP_CONDENSE_TO": 0.1}),
+    ("budget 24k, condense to 10%", {"RECAP_CONTEXT_BUDGET_TOKENS": 24000,
+                                     "RECAP_CONDENSE_TO": 0.1}),
+    ("budget 20k, condense to 30%", {"RECAP_CONTEXT_BUDGET_TOKENS": 20000,
+                                     "RECAP_CONDENSE_TO": 0.3}),
+    # Without the per-reply <MEMORIES> block, which rides uncached after the last
+    # breakpoint (up to RECAP_MEMORY_BUDGET_TOKENS at 1x on every reply).
+    ("budget 24k, condense to 30%, no memories block",
+     {"RECAP_CONTEXT_BUDGET_TOKENS": 24000, "RECAP_CONDENSE_TO": 0.3,
+      "RECAP_MEMORY_BUDGET_TOKENS": 0}),
+    ("budget 20k, condense to 30%, no memories block",
+     {"RECAP_CONTEXT_BUDGET_TOKENS": 20000, "RECAP_CONDENSE_TO": 0.3,
+      "RECAP_MEMORY_BUDGET_TOKENS": 0}),
+    ("budget 16k, condense to 30%, no memories block",
+     {"RECAP_CONTEXT_BUDGET_TOKENS": 16000, "RECAP_CONDENSE_TO": 0.3,
+      "RECAP_MEMORY_BUDGET_TOKENS": 0}),
 )
 
 Specifics = Callable[[str], frozenset[str]]
@@ -217,7 +228,7 @@ def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
 
 def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
     """Input tokens of Recap's summary and memory calls among a run's requests."""
-    from bench.standin import recap_kind, request_tokens
+    from worker.evals.standin import recap_kind, request_tokens
 
     return sum(request_tokens(b, count) for b in requests
                if recap_kind(b) in ("summary", "memories"))
@@ -228,9 +239,9 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     """Every system priced over the first ``n`` messages of ``conversation``
     ("demo" or "short", see bench.convo.conversation_run)."""
     from bench.convo import conversation_run
-    from bench.peers import BUDGET, PEERS
     from bench.seed import demo_script, short_script
-    from bench.standin import request_tokens
+    from worker.evals.peers import BUDGET, PEERS
+    from worker.evals.standin import request_tokens
 
     env = benv.setup()
     recap = conversation_run(n, conversation)
@@ -268,25 +279,27 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     return out
 
 
-def plot(rows: Sequence[Priced], base: float) -> None:
+def plot(panels: Sequence[tuple[str, Sequence[Priced]]]) -> None:
+    """Cost vs kept, one panel per conversation (its first row is the 1.00 of cost)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for p in rows:
-        recap = p.name.startswith("Recap")
-        ax.scatter((p.cost + p.summarization) / base, 100 * p.kept,
-                   marker="o" if recap else "s", color="C0" if recap else "C3")
-        ax.annotate(p.name.replace("Recap, caching, ", "").replace("summarize_messages", "")
-                    .replace(" (+ user-first fix)", ""), ((p.cost + p.summarization) / base,
-                                                           100 * p.kept),
-                    fontsize=7, xytext=(4, 3), textcoords="offset points")
-    ax.set_xlabel("modeled input cost per conversation (full history, no caching = 1.00)")
-    ax.set_ylabel("specifics of the conversation still sent (%)")
-    ax.set_title("Cost vs what is kept (Recap settings in blue, others in red)")
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, len(panels), figsize=(8 * len(panels), 5))
+    for ax, (title, rows) in zip(axes, panels, strict=True):
+        base = rows[0].cost
+        for p in rows:
+            recap = p.name.startswith("Recap")
+            x, y = (p.cost + p.summarization) / base, 100 * p.kept
+            ax.scatter(x, y, marker="o" if recap else "s", color="C0" if recap else "C3")
+            ax.annotate(p.name.replace("Recap, caching, ", "").replace("summarize_messages", "")
+                        .replace(" (+ user-first fix)", ""), (x, y),
+                        fontsize=7, xytext=(4, 3), textcoords="offset points")
+        ax.set_xlabel("modeled input cost per conversation (full history, no caching = 1.00)")
+        ax.set_ylabel("specifics of the conversation still sent (%)")
+        ax.set_title(f"{title}: Recap settings in blue, others in red")
+        ax.grid(alpha=0.3)
     benv.save_plot(fig, PLOT)
 
 
@@ -302,13 +315,13 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
         specifics = extract_specifics
     specifics = functools.lru_cache(maxsize=None)(specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)  # every block, many times
-    out = []
+    out, panels = [], []
     for conversation, n in (("demo", messages_for(quick)), ("short", 1400 if quick else 2000)):
         rows = systems(count, specifics, conversation=conversation, n=n)
         out.append(_table(rows, conversation, n))
-        if conversation == "demo":
-            plot(rows, rows[0].cost)
-    return "".join(out) + f"\nPlot (the demo conversation): {PLOT}\n"
+        panels.append((f"{conversation} conversation, {n} messages", rows))
+    plot(panels)
+    return "".join(out) + f"\nPlot (both conversations): {PLOT}\n"
 
 
 def _table(rows: Sequence[Priced], conversation: str, n: int) -> str:

@@ -30,6 +30,7 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (s.max_retries, s.task_time_limit_s, s.lease_s) == (5, 300, 360)
     assert s.model == DEFAULT_MODEL
     assert s.prompt_caching is True
+    assert s.condense_to == 0.0 and s.thresholds().condense_to == 0.0  # cache-aware folding off
 
 
 def test_default_model_is_in_the_installed_sdk_model_list() -> None:
@@ -48,6 +49,8 @@ def test_default_model_is_in_the_installed_sdk_model_list() -> None:
     ("RECAP_LLM_TIMEOUT_S", "-1"),
     ("RECAP_ENV", "staging"),
     ("RECAP_CONTEXT_BUDGET_TOKENS", "10"),
+    ("RECAP_CONDENSE_TO", "0.8"),  # at the capacity trigger: a fold could never reach it
+    ("RECAP_CONDENSE_TO", "-0.1"),
 ])
 def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, var: str,
                                       value: str) -> None:
@@ -120,6 +123,7 @@ def test_thresholds_come_from_the_settings() -> None:
     assert s.thresholds() == Thresholds(trigger_messages=12, trigger_tokens=345, batch_size=6,
                                         keep_recent=3, context_budget_tokens=5000,
                                         max_batch_tokens=s.job_token_budget())
+    assert load_settings(condense_to=0.3).thresholds().condense_to == 0.3
 
 
 def test_session_overrides_apply_on_top_and_name_bad_keys() -> None:
@@ -132,6 +136,7 @@ def test_session_overrides_apply_on_top_and_name_bad_keys() -> None:
         validate_overrides({"colour": "blue"}, base=base)
     with pytest.raises(InvalidInput, match="batch_size"):
         validate_overrides({"batch_size": 0}, base=base)
+    assert effective(base, {"condense_to": 0.25}).thresholds().condense_to == 0.25
 
 
 def test_env_names() -> None:

@@ -63,6 +63,11 @@ class Tuning(BaseModel):
     keep_recent: int = Field(10, ge=1)
     max_summary_tokens: int = Field(1024, ge=64, le=16384)
     context_budget_tokens: int = Field(32000, ge=1000)
+    # Cache-aware folding: a fold condenses until summary + the rest fit this share
+    # of the budget (worker/core/policy.py), so the summary (the start of every
+    # prompt, hence Claude's prompt cache) changes less often. 0: the batch only.
+    # Below the 80% at which the capacity rule fires.
+    condense_to: float = Field(0.0, ge=0.0, le=0.75)
     model: Name = Field(DEFAULT_MODEL, max_length=MODEL_MAX_CHARS)
     prompt: Literal["default", "es"] = "default"
 
@@ -207,7 +212,7 @@ class Settings(BaseSettings, Tuning):
             trigger_messages=self.trigger_messages, trigger_tokens=self.trigger_tokens,
             batch_size=self.batch_size, keep_recent=self.keep_recent,
             context_budget_tokens=self.context_budget_tokens,
-            max_batch_tokens=self.job_token_budget())
+            max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to)
 
     def thresholds_key(self) -> str:
         """The thresholds as a short string, stored with normal_blocked (see models)."""

@@ -282,3 +282,81 @@ def test_a_result_whose_call_was_condensed_is_its_own_unit() -> None:
     t = Thresholds(3, 10, 1, 1, 100000)
     ms = [_info(7, "tool", answers=("gone",)), _info(8, "assistant"), _info(9, "user")]
     assert plan(ms, summary_tokens=0, t=t, force=True).batch_ids == (7,)
+
+
+# -- condense_to: a fold goes down to a low-water mark of the budget (cache-aware) --
+
+LOW = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+                 context_budget_tokens=32000, condense_to=0.3)  # low-water mark 9600 tokens
+
+
+@pytest.mark.parametrize(("n", "tokens", "summary", "mode", "taken"), [
+    (31, 751, 0, "normal", 20),       # 23281 - 9600 = 13681 <= the batch's 15020: batch only
+    (25, 1100, 0, "capacity", 15),    # 27500, but only 15 lie outside the keep window
+    (36, 760, 0, "capacity", 24),     # 27360 - 9600 = 17760 <= 24 x 760
+    (36, 760, 1000, "capacity", 25),  # the summary counts: 28360 - 9600 = 18760 <= 25 x 760
+    (62, 420, 0, "capacity", 40),     # 26040 - 9600 = 16440 <= 40 x 420
+    (40, 800, 0, "aggressive", 35),   # 100%: aggressive mode is not changed by the mark
+])
+def test_a_fold_condenses_down_to_the_low_water_mark(n: int, tokens: int, summary: int,
+                                                     mode: str, taken: int) -> None:
+    p = plan(msgs(n, tokens), summary_tokens=summary, t=LOW)
+    assert p.mode == mode
+    assert p.batch_ids == tuple(range(1, taken + 1))
+    assert p.batch_tokens == taken * tokens
+    assert ("condensing to 30% of the budget" in p.reason) == (mode != "aggressive"
+                                                               and taken > 20)
+    if mode == "aggressive":
+        assert p == plan(msgs(n, tokens), summary_tokens=summary, t=T)
+
+
+def test_low_water_normal_fold_goes_past_the_batch() -> None:
+    t = Thresholds(30, 15000, 20, 10, 100000, condense_to=0.1)  # mark 10000
+    p = plan(msgs(60, 800), summary_tokens=500, t=t)  # 48500: 61%, normal
+    assert p.mode == "normal"
+    assert p.batch_ids == tuple(range(1, 50))  # 38500 needed -> 49 x 800 = 39200
+    assert p.reason.endswith("; condensing to 10% of the budget")
+
+
+def test_low_water_respects_keep_window_pins_units_and_the_job_cap() -> None:
+    roles = {i: ("user" if i % 2 else "assistant") for i in range(1, 63)}
+    roles[42] = "tool"  # 41 (assistant) + 42 (tool) are one unit, at the 40th message taken
+    t = Thresholds(30, 15000, 20, 10, 32000, condense_to=0.3)
+    p = plan(msgs(62, 420, pinned={3, 25}, roles=roles), summary_tokens=0, t=t)  # 81%
+    assert p.mode == "capacity"
+    assert p.batch_ids == tuple(i for i in range(1, 43) if i not in (3, 25))  # 41 whole
+    few = plan(msgs(62, 420), summary_tokens=0, t=Thresholds(30, 15000, 20, 50, 32000,
+                                                              condense_to=0.3))
+    assert few.batch_ids == tuple(range(1, 13))  # only 12 lie outside a keep window of 50
+    capped = Thresholds(30, 15000, 20, 10, 32000, max_batch_tokens=10000, condense_to=0.3)
+    q = plan(msgs(62, 420), summary_tokens=0, t=capped)
+    assert q.batch_tokens <= 10000 and len(q.batch_ids) == 23  # the rest waits for a follow-up
+
+
+def test_low_water_forced_fold_and_blocked_normal_rule() -> None:
+    t = Thresholds(30, 15000, 20, 10, 32000, condense_to=0.05)  # mark 1600
+    p = plan(msgs(40, 100), summary_tokens=0, t=t)
+    assert p == plan(msgs(40, 100), summary_tokens=0, t=T)  # triggers unchanged: blocked
+    assert p.normal_blocked and not p.should_summarize
+    forced = plan(msgs(40, 100), summary_tokens=0, t=t, force=True)
+    assert forced.mode == "forced" and forced.batch_ids == tuple(range(1, 25))
+    assert forced.batch_tokens == 2400 and forced.normal_blocked
+
+
+def test_might_trigger_agrees_with_plan_under_a_low_water_mark() -> None:
+    import random
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        n = rng.randint(0, 60)
+        ms = [MessageInfo(i, rng.choice(["user", "assistant", "tool"]),
+                          rng.randint(0, 2500), rng.random() < 0.1) for i in range(n)]
+        summary = rng.randint(0, 3000)
+        t = Thresholds(30, 15000, 20, 10, 32000, condense_to=rng.choice([0.0, 0.2, 0.5]))
+        p = plan(ms, summary_tokens=summary, t=t)
+        base = plan(ms, summary_tokens=summary, t=Thresholds(30, 15000, 20, 10, 32000))
+        assert p.mode == base.mode and p.normal_blocked == base.normal_blocked
+        assert p.batch_ids[:len(base.batch_ids)] == base.batch_ids  # it only goes further
+        if p.should_summarize:
+            assert might_trigger(message_count=n, active_tokens=sum(m.token_count for m in ms),
+                                 summary_tokens=summary, t=t)

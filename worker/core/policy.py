@@ -19,6 +19,13 @@ Rules, in order:
   batch takes or leaves the whole unit, and a pinned member pins the unit.
 - ``force`` (``recap summarize ID --force``): when none of the rules above fires,
   summarize the candidate batch anyway (*forced*).
+- ``condense_to`` (cache-aware, 0 = off): a normal, capacity or forced fold goes
+  on past the candidate batch, oldest units first under the same rules (keep
+  window, units, pinned, the job's token cap), until summary + the rest fit
+  ``condense_to`` of the budget. Fewer, bigger folds: the prompt's prefix (the
+  summary) changes less often, so replies rewrite Claude's cache less often and
+  fewer summary calls re-send the summary; each message is still sent about once.
+  Triggers are unchanged, so :func:`might_trigger` and ``normal_blocked`` are too.
 
 :func:`outlook` explains a plan that does not fire: why, and what will trigger
 the next summary (``recap stats``, ``recap context``, ``recap sessions``).
@@ -51,6 +58,9 @@ class Thresholds:
     # Most tokens one job may condense, so a job's calls fit its time limit; the
     # rest waits for the follow-up job. None: no cap.
     max_batch_tokens: int | None = None
+    # Share of the budget a fold condenses down to (the low-water mark); 0: the
+    # candidate batch only.
+    condense_to: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -128,11 +138,12 @@ def units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
 
 
 def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,
-            max_tokens: int | None) -> list[MessageInfo]:
+            max_tokens: int | None, enough: int | None = None) -> list[MessageInfo]:
     """Oldest non-pinned units wholly outside the newest ``keep`` messages.
 
     Stops before a unit that would pass ``limit`` messages or ``max_tokens``
-    tokens, except that the first unit is always taken so the session progresses.
+    tokens, except that the first unit is always taken so the session progresses,
+    and after the unit that brings the tokens taken to ``enough``.
     """
     cutoff = len(messages) - keep  # messages[:cutoff] are outside the keep window
     chosen: list[MessageInfo] = []
@@ -149,9 +160,26 @@ def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,
             break
         chosen.extend(unit)
         tokens += unit_tokens
-        if limit is not None and len(chosen) >= limit:
+        if (limit is not None and len(chosen) >= limit) or (enough is not None
+                                                            and tokens >= enough):
             break
     return chosen
+
+
+def _to_low_water(messages: Sequence[MessageInfo], batch: list[MessageInfo], *,
+                  summary_tokens: int, active_tokens: int, t: Thresholds) -> list[MessageInfo]:
+    """``batch`` extended, oldest units first, until summary + the rest fit
+    ``t.condense_to`` of the budget (as far as the keep window, pins and the job's
+    token cap allow). Both selections walk the same units in the same order, so
+    the longer one starts with the shorter."""
+    if not t.condense_to:
+        return batch
+    excess = summary_tokens + active_tokens - int(t.condense_to * t.context_budget_tokens)
+    if excess <= sum(m.token_count for m in batch):
+        return batch
+    deeper = _select(messages, keep=t.keep_recent, limit=MAX_BATCH_MESSAGES,
+                     max_tokens=t.max_batch_tokens, enough=excess)
+    return deeper if len(deeper) > len(batch) else batch
 
 
 def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
@@ -182,21 +210,28 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
     batch = _select(messages, keep=t.keep_recent, limit=t.batch_size,
                     max_tokens=t.max_batch_tokens)
     batch_tokens = sum(m.token_count for m in batch)
+
+    def fold(mode: Mode, why: str) -> Plan:
+        taken = _to_low_water(messages, batch, summary_tokens=summary_tokens,
+                              active_tokens=active_tokens, t=t)
+        if len(taken) > len(batch):
+            why += f"; condensing to {t.condense_to:.0%} of the budget"
+        return _plan(taken, mode, why)
+
     if use >= CAPACITY_USAGE:
-        return _plan(batch, "capacity", f"capacity: context at {pct}")
+        return fold("capacity", f"capacity: context at {pct}")
     if len(messages) > t.trigger_messages and batch_tokens > t.trigger_tokens:
-        return _plan(batch, "normal",
-                     f"normal: {len(messages)} messages > {t.trigger_messages} and batch "
-                     f"{batch_tokens} tokens > {t.trigger_tokens}")
+        return fold("normal", f"normal: {len(messages)} messages > {t.trigger_messages} and "
+                    f"batch {batch_tokens} tokens > {t.trigger_tokens}")
     candidates = _select(messages, keep=t.keep_recent, limit=None, max_tokens=None)
     full = len(batch) >= t.batch_size or len(batch) < len(candidates)
     reason = (f"below thresholds: {len(messages)} messages, batch {batch_tokens} tokens, "
               f"context at {pct}")
     blocked = full and batch_tokens <= t.trigger_tokens
     if force:
-        forced = _plan(batch, "forced", f"forced: {reason}")
-        return Plan(forced.batch_ids, forced.mode, forced.reason, batch_tokens=batch_tokens,
-                    normal_blocked=blocked)
+        forced = fold("forced", f"forced: {reason}")
+        return Plan(forced.batch_ids, forced.mode, forced.reason,
+                    batch_tokens=forced.batch_tokens, normal_blocked=blocked)
     return Plan((), "none", reason, normal_blocked=blocked)
 
 
