@@ -225,7 +225,11 @@ def run_peer(name: str, runner: Callable[..., Any], messages: Sequence[Message],
     def on_context(text: str) -> None:
         last[0] = text
 
-    run = runner(list(messages), base_url, on_fold=on_fold, on_context=on_context)
+    try:
+        run = runner(list(messages), base_url, on_fold=on_fold, on_context=on_context)
+    except ImportError as exc:  # the peers are the bench extra's
+        series.error = f"not installed ({exc.name}): pip install -e '.[bench]'"
+        return series
     series.name = run.name
     series.error = run.error
     series.input_tokens, series.output_tokens = run.input_tokens, run.output_tokens
