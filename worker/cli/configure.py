@@ -24,6 +24,8 @@ KEYS = {
     "max_summary_tokens": "the summary's length cap (below context_budget_tokens)",
     "context_budget_tokens": "the session's context budget: capacity rule at 80%, "
                              "aggressive at 95%",
+    "condense_to": "cache-aware folds: condense down to this share of the budget "
+                   "(0: off)",
     "model": "the Claude model that summarizes this session",
     "prompt": "the summary prompt: default or es",
 }
