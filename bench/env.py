@@ -128,9 +128,16 @@ def configure(**values: object) -> None:
     for key, value in values.items():
         if value is None:
             os.environ.pop(key, None)
+            _CONFIGURED.discard(key)
         else:
             os.environ[key] = str(value)
+            _CONFIGURED.add(key)
     reset_process_state()
+
+
+# Every variable configure() set, so reset_state() drops them all: a setting of one
+# swept run must never leak into the next.
+_CONFIGURED: set[str] = set()
 
 
 def reset_state(*thresholds: str) -> None:
@@ -146,7 +153,7 @@ def reset_state(*thresholds: str) -> None:
     latency = _CURRENT.latency
     _CURRENT.fake.reset()
     _CURRENT.fake.delay = latency
-    configure(**{k: None for k in THRESHOLD_VARS + FEATURE_VARS + thresholds})
+    configure(**{k: None for k in (*THRESHOLD_VARS, *FEATURE_VARS, *thresholds, *_CONFIGURED)})
 
 
 FEATURE_VARS = ("RECAP_EXTRACT_MEMORIES", "RECAP_TITLES_ENABLED", "RECAP_MEMORY_BUDGET_TOKENS")

@@ -113,6 +113,12 @@ class Settings(BaseSettings, Tuning):
     # it condenses aggressively, so the block keeps its room in a full context.
     # 0 turns the block off.
     memory_budget_tokens: int = Field(1000, ge=0, le=100_000)
+    # Which memories the block shows, and where (worker/core/assemble.py):
+    # "version": chosen once per summary version (relevance to the summary), so with
+    # prompt caching the block sits in the cached prefix and costs 0.1x per reply;
+    # "reply": ranked by the newest user turn on every reply, so with caching it rides
+    # after the last breakpoint at 1x. Chosen by measurement (bench/cost.py).
+    memories_per: Literal["version", "reply"] = "version"
     # The retention guard (worker/core/guard.py): no message is deleted before its
     # specifics are in the summary or the memories. Off only to measure without it.
     retention_guard: bool = True

@@ -12,7 +12,7 @@ from worker.core.assemble import (
     assemble,
     system_text,
 )
-from worker.core.recall import Candidate, choose, overlap, query_terms
+from worker.core.recall import Candidate, choose, overlap, query_terms, topic_terms
 
 
 def words(text: str) -> int:
@@ -25,6 +25,25 @@ def test_query_terms_are_distinct_lowercase_words_safe_for_tsquery() -> None:
     assert query_terms("") == []
     assert query_terms("e\u0301cole Stra\u00dfe") == ["\u00e9cole", "stra\u00dfe"]  # NFC
     assert len(query_terms(" ".join(f"w{i}" for i in range(500)))) == 32
+
+
+@pytest.mark.parametrize(("text", "terms"), [
+    ("The user moved to Lisbon. Lisbon rent is 1200 EUR; the user likes Lisbon.",
+     ["lisbon", "user", "moved", "rent", "1200", "likes"]),
+    ("Der Nutzer zog nach München. München ist teuer.", ["münchen", "nutzer", "teuer"]),
+    ("", []), ("a an the of to in", []),
+    ("El usuario pidió 3 cafés y 2 tés", ["usuario", "pidió", "cafés"]),
+])
+def test_topic_terms_are_the_most_frequent_content_words(text: str, terms: list[str]) -> None:
+    got = topic_terms(text)
+    assert got[:len(terms)] == terms or set(terms) <= set(got)
+    assert got == topic_terms(text)  # deterministic: the block is stable per summary
+
+
+def test_topic_terms_are_capped_and_ordered_by_frequency() -> None:
+    text = " ".join(f"word{i:03d}" for i in range(100)) + " word050" * 3
+    got = topic_terms(text)
+    assert len(got) == 32 and got[0] == "word050" and got[1] == "word000"
 
 
 @pytest.mark.parametrize(("terms", "fact", "score"), [

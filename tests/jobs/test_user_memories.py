@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from models import Memory
+from models import ChatSession, Memory
 from tests.env import migrate
 from tests.helpers import session_row
 from worker import db as dbm
@@ -142,7 +142,7 @@ def test_context_ranks_by_the_newest_user_turn_within_the_memory_budget(
     save("k1", *[fact(f"Filler memory number {i} about something else entirely.", importance=5)
                  for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
     add_message("k1", "user", "Can you suggest a snack with peanuts?")
-    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60)
+    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60, RECAP_MEMORIES_PER="reply")
     ctx = build_context("k1", system_prompt="", prompt_caching=False)
     block = system_text(ctx["system"])
     assert block.index("allergic to peanuts") < block.index("Filler")  # relevance first
@@ -151,6 +151,42 @@ def test_context_ranks_by_the_newest_user_turn_within_the_memory_budget(
     settings_env(RECAP_MEMORY_BUDGET_TOKENS=0)
     assert "<MEMORIES>" not in system_text(
         build_context("k1", system_prompt="", prompt_caching=False)["system"])
+
+
+def set_summary(sid: str, summary: str) -> None:
+    with transaction() as s:
+        s.execute(update(ChatSession).where(ChatSession.id == sid)
+                  .values(rolling_summary=summary, summary_tokens=20))
+
+
+def test_by_default_the_block_is_chosen_per_summary_version_and_cached_with_it(
+        settings_env: Callable[..., None]) -> None:
+    add_message("v1", "user", "hi", user_id="vic")
+    save("v1", *[fact(f"Filler memory number {i} about something else entirely.", importance=5)
+                 for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
+    set_summary("v1", "The user planned a party menu; peanuts were discussed at length.")
+    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60)
+    assert get_settings().memories_per == "version"
+    plain = system_text(build_context("v1", system_prompt="", prompt_caching=False)["system"])
+    assert plain.index("allergic to peanuts") < plain.index("Filler")  # relevance to the summary
+    contexts = []
+    for turn in ("What about a cake?", "Or tacos, anything goes with them"):
+        add_message("v1", "assistant", "Sure.")
+        add_message("v1", "user", turn)
+        contexts.append(build_context("v1", system_prompt="Be brief.", prompt_caching=True))
+    first, second = contexts
+    assert first["system"] == second["system"]  # the same block on every reply until a fold
+    assert isinstance(second["system"], list)
+    part = second["system"][-1]
+    assert part["cache_control"] == {"type": "ephemeral"}
+    assert part["text"].index("<MEMORIES>") < part["text"].index("<SUMMARY_OF_PRIOR_CONTEXT>")
+    last = second["messages"][-1]["content"]
+    assert "<MEMORIES>" not in str(last) and "cache_control" in last[-1]
+    assert second["tokens"] <= second["budget"]
+    set_summary("v1", "The user is choosing a bank for a mortgage.")  # a fold: a new version
+    third = build_context("v1", system_prompt="Be brief.", prompt_caching=True)
+    assert isinstance(third["system"], list)
+    assert third["system"][0] == second["system"][0] and third["system"] != second["system"]
 
 
 def test_memories_mined_before_the_session_named_its_user_still_show() -> None:
@@ -185,6 +221,7 @@ def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[...
     dbm.reset_engines()
     settings_env(DATABASE_URL=url)
     try:
+        settings_env(DATABASE_URL=url, RECAP_MEMORIES_PER="reply")
         assert get_settings().database_url == url
         add_message("lite", "user", "hi", user_id="sam")
         save("lite", fact("The user works at a bank.", importance=5),

@@ -12,7 +12,7 @@ from sqlalchemy import Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
 from worker.core.assemble import Context, Row, as_request, assemble, system_text
-from worker.core.recall import Candidate, query_terms
+from worker.core.recall import Candidate, query_terms, topic_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
@@ -100,9 +100,16 @@ def recall_on() -> bool:
 
 def memories_query(window: Window, *, dialect: str) -> tuple[Select[Any], list[str]]:
     """The statement reading the window's live memories ranked by relevance to its
-    newest user turn, and that turn's query terms (for :func:`with_memories`)."""
-    newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
-    terms = query_terms(newest)
+    query, and the query's terms (for :func:`with_memories`). The query is the
+    summary (or, before the first fold, the first user turn): it changes only when
+    a fold does, so the block is the same on every reply in between and may sit in
+    the cached prefix. With RECAP_MEMORIES_PER=reply it is the newest user turn."""
+    if get_settings().memories_per == "reply":
+        newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
+        terms = query_terms(newest)
+    else:
+        first = next((r.content for r in window.rows if r.role == "user"), "")
+        terms = topic_terms(window.summary or first)
     return candidates_query(window.scopes, terms, dialect=dialect), terms
 
 
@@ -144,7 +151,8 @@ def assemble_window(system_prompt: str, window: Window,
     return assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count_tokens, memories=window.memories,
-                    memory_budget=settings.memory_budget_tokens, caching=bool(caching))
+                    memory_budget=settings.memory_budget_tokens, caching=bool(caching),
+                    memories_cached=settings.memories_per == "version")
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

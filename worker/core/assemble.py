@@ -119,7 +119,7 @@ def memories_block(memories: Sequence[Candidate], *, room: int,
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
-             caching: bool = False) -> Context:
+             caching: bool = False, memories_cached: bool = False) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -128,8 +128,10 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     ``token_count``) to ``count`` of the app's prompt and of our own wrappers;
     stored text is never re-tokenized. ``memories`` (live candidates, ranked
     here) fill at most ``memory_budget`` tokens and only what the rest leaves of
-    ``budget``: they never push the context over it. Raises InvalidInput on an
-    unknown role.
+    ``budget``: they never push the context over it. ``memories_cached``: the
+    memories were chosen once per summary version, so with caching their block
+    joins the summary's cached part; else it rides after the last breakpoint
+    (:func:`after_history`). Raises InvalidInput on an unknown role.
     """
     tokens = 0
     system_parts: list[str] = []
@@ -179,11 +181,14 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
             tokens=tokens, budget=budget)
     # The app's prompt is stable for the session's life, the system rows and the
     # summary only between folds: one block (and breakpoint) each.
+    # Memories chosen per summary version change with it: they share its part.
     stable = 1 if system_prompt.strip() else 0
+    cached_block = block if memories_cached else None
     groups = [SEPARATOR.join(system_parts[:stable]),
-              SEPARATOR.join([*system_parts[stable:], *([summary_block] if summary_block else [])])]
+              SEPARATOR.join(system_layout(system_parts[stable:], memories=cached_block,
+                                           summary=summary_block))]
     system, messages = mark_cache_breakpoints(groups, messages)
-    if block:
+    if block and not memories_cached:
         system, messages = after_history(block, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget)
@@ -205,9 +210,10 @@ def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str,
     Where dynamic content must go: anything that changes on every reply (e.g.
     memories ranked by the newest user turn) placed in ``system`` or in an
     earlier turn changes the prefix and turns every reply into a cache write.
-    Either choose it once per summary version (then it may join the summary's
-    part) or append it as an extra text block *after* the breakpointed block of
-    the last user turn, where it is sent but never part of a cached prefix.
+    Either choose it once per summary version (then it joins the summary's part:
+    the default for memories, RECAP_MEMORIES_PER=version) or append it as an extra
+    text block *after* the breakpointed block of the last user turn, where it is
+    sent but never part of a cached prefix (RECAP_MEMORIES_PER=reply).
     """
     system = [{"type": "text", "text": part, "cache_control": dict(EPHEMERAL)}
               for part in system_parts if part.strip()]

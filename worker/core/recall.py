@@ -1,5 +1,8 @@
-"""Which memories go into a context (pure): ranked by relevance to the newest user
-turn, then importance, then recency, within a token budget.
+"""Which memories go into a context (pure): ranked by relevance to a query, then
+importance, then recency, within a token budget. The query is the session's
+summary (:func:`topic_terms`: the block is chosen once per summary version, so it
+can sit in the prompt cache) or, with RECAP_MEMORIES_PER=reply, the newest user
+turn (:func:`query_terms`).
 
 The database ranks on PostgreSQL (``ts_rank`` over ``to_tsvector('simple', fact)``
 with an OR of :func:`query_terms`); on SQLite the edge scores candidates with
@@ -50,6 +53,19 @@ def query_terms(text: str) -> list[str]:
             if len(terms) == MAX_QUERY_TERMS:
                 break
     return list(terms)
+
+
+def topic_terms(text: str) -> list[str]:
+    """The words that say what ``text`` (a summary) is about: its most frequent
+    distinct words of 4+ characters, or carrying a digit, first ones first among
+    equals, at most :data:`MAX_QUERY_TERMS`. The query of a memories block chosen
+    once per summary version; short words are mostly grammar in any language."""
+    seen: dict[str, int] = {}
+    for word in _words(text):
+        if len(word) > 3 or any(c.isdigit() for c in word):
+            seen[word] = seen.get(word, 0) + 1
+    order = {w: i for i, w in enumerate(seen)}
+    return sorted(seen, key=lambda w: (-seen[w], order[w]))[:MAX_QUERY_TERMS]
 
 
 def overlap(terms: Iterable[str], fact: str) -> float:
