@@ -31,6 +31,7 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.model == DEFAULT_MODEL
     assert s.prompt_caching is True
     assert s.condense_to == 0.0 and s.thresholds().condense_to == 0.0  # cache-aware folding off
+    assert s.summarize_bulk_tokens == 0  # pasted blocks are sent whole
 
 
 def test_default_model_is_in_the_installed_sdk_model_list() -> None:
@@ -51,6 +52,7 @@ def test_default_model_is_in_the_installed_sdk_model_list() -> None:
     ("RECAP_CONTEXT_BUDGET_TOKENS", "10"),
     ("RECAP_CONDENSE_TO", "0.8"),  # at the capacity trigger: a fold could never reach it
     ("RECAP_CONDENSE_TO", "-0.1"),
+    ("RECAP_SUMMARIZE_BULK_TOKENS", "-1"),
 ])
 def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, var: str,
                                       value: str) -> None:

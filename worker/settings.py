@@ -125,6 +125,10 @@ class Settings(BaseSettings, Tuning):
     # The guard's details section may take this share of max_summary_tokens; what
     # does not fit stays in the window or goes to memories.
     details_share: float = Field(0.25, ge=0.05, le=1.0)
+    # Pasted blocks (logs, configs, tables, traces) above this many tokens are sent
+    # to the summarizer as an excerpt (worker/core/bulk.py): the guard needs only
+    # their first line and what the prose mentions. 0: off, everything is sent.
+    summarize_bulk_tokens: int = Field(0, ge=0, le=100_000)
     # Queue a title job after a session's first exchange (worker/titles.py).
     titles_enabled: bool = True
     otel_enabled: bool = False

@@ -44,7 +44,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 MAX_SPECIFIC_CHARS = 100
 MAX_CODE_SPAN_CHARS = 60
@@ -89,42 +90,76 @@ def extract_specifics(text: str, *, whole: bool = False) -> frozenset[str]:
     return frozenset(found)
 
 
+class Segment(NamedTuple):
+    """Lines ``start`` to ``stop`` (exclusive) of a text split into lines: one line of
+    prose, or one bulk block (``fenced``: a fenced block from its opening fence up to
+    its closing one, which ``closed`` says it has; else a run of bulk lines)."""
+
+    start: int
+    stop: int
+    bulk: bool = False
+    fenced: bool = False
+    closed: bool = False
+
+    def body(self) -> range:
+        """The block's lines between its fences (all of an unfenced run)."""
+        if not self.fenced:
+            return range(self.start, self.stop)
+        return range(self.start + 1, self.stop - 1 if self.closed else self.stop)
+
+
+def segments(lines: Sequence[str]) -> Iterator[Segment]:
+    """``lines`` (a text split at each newline) as prose lines and bulk blocks, in order,
+    together covering every line once: the one reading of what is bulk (see the
+    module docstring) that :func:`prose` and the excerpt sent to the summarizer
+    (worker.core.bulk) share."""
+    run = 0  # the bulk lines just before line i
+    i = 0
+    while i < len(lines):
+        fence = _FENCE.match(lines[i])
+        if fence:
+            yield from _run(i, run)
+            run = 0
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(fence.group(1)):
+                j += 1
+            closed = j < len(lines)
+            yield Segment(i, j + 1 if closed else j, bulk=True, fenced=True, closed=closed)
+            i = j + 1
+            continue
+        if _BULK_LINE.match(lines[i]):
+            run += 1
+        else:
+            yield from _run(i, run)
+            run = 0
+            yield Segment(i, i + 1)
+        i += 1
+    yield from _run(len(lines), run)
+
+
+def _run(stop: int, n: int) -> Iterator[Segment]:
+    """The ``n`` bulk lines before line ``stop``: one block, or a single line of prose."""
+    if n >= 2:
+        yield Segment(stop - n, stop, bulk=True)
+    elif n:
+        yield Segment(stop - 1, stop)
+
+
+def lead(lines: Sequence[str], segment: Segment) -> int | None:
+    """The index of the line :func:`prose` reads of ``segment``: a prose line itself,
+    a block's first non-empty line (None for a block with no such line)."""
+    if not segment.bulk:
+        return segment.start
+    if not segment.fenced:
+        return segment.start  # a run's lines are never blank
+    return next((i for i in segment.body() if lines[i].strip()), None)
+
+
 def prose(text: str) -> list[str]:
     """``text`` split into what the extractor reads: prose, and the first line of each
     bulk block (fenced code, pasted logs, stack traces, tables)."""
     lines = text.split("\n")
-    out: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if len(run) >= 2:
-            out.append(run[0])  # bulk: its first line only
-        else:
-            out.extend(run)
-        run.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            j = i + 1
-            while j < len(lines) and not lines[j].strip().startswith(fence.group(1)):
-                j += 1
-            body = [ln for ln in lines[i + 1:j] if ln.strip()]
-            if body:
-                out.append(body[0])
-            i = j + 1
-            continue
-        if _BULK_LINE.match(line):
-            run.append(line)
-        else:
-            flush()
-            out.append(line)
-        i += 1
-    flush()
-    return out
+    return [lines[i] for i in (lead(lines, seg) for seg in segments(lines)) if i is not None]
 
 
 def _from_prose(text: str) -> set[str]:

@@ -13,6 +13,7 @@ import uuid
 from sqlalchemy import func, select, update
 
 from models import ArchivedMessage, ChatSession
+from worker.core.bulk import excerpt_turns
 from worker.core.prompt import Turn
 from worker.db import rowcount, transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
@@ -59,15 +60,19 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
             .order_by(ArchivedMessage.id))]
     tuned = effective(settings, overrides)
     summarizer = res.summarizer_for(tuned)
+    # Sent as a job sends them: pasted blocks above the cap as excerpts.
+    sent, excerpted = excerpt_turns(turns, max_tokens=tuned.summarize_bulk_tokens,
+                                    count=count_tokens)
     started = time.monotonic()
     try:
-        result = summarizer.summarize(None, turns)
+        result = summarizer.summarize(None, sent)
     except BaseException:
         with transaction() as s:
             release(session_id, db=s, token=token)
         raise
     latency_ms = int((time.monotonic() - started) * 1000)
-    reason = f"resummarized from {len(turns)} archived messages"
+    reason = f"resummarized from {len(turns)} archived messages" + (
+        f"; {excerpted}" if excerpted else "")
     summary_tokens = count_tokens(result.text)
     with transaction() as s:
         done = s.execute(update(ChatSession).where(

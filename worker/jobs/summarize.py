@@ -19,6 +19,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker import tracing
 from worker.core import policy
+from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
 from worker.db import transaction, utcnow
 from worker.errors import PermanentLLMError, Superseded
@@ -186,11 +187,15 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
         return log_outcome(claimed, job)
     tuned = claimed.settings
     stored = claimed.turns
-    turns, clipped = clip_turns(claimed.turns, max_tokens=tuned.job_token_budget(),
+    # Only what the model is sent changes; the guard reads the stored turns.
+    turns, excerpted = excerpt_turns(stored, max_tokens=tuned.summarize_bulk_tokens,
+                                     count=count_tokens)
+    turns, clipped = clip_turns(turns, max_tokens=tuned.job_token_budget(),
                                 count=count_tokens, split=split_by_tokens)
-    if clipped:
+    notes = "".join(f"; {note}" for note in (excerpted, clipped) if note)
+    if notes:
         claimed = dataclasses.replace(claimed, turns=turns, plan=dataclasses.replace(
-            claimed.plan, reason=f"{claimed.plan.reason}; {clipped}"))
+            claimed.plan, reason=claimed.plan.reason + notes))
     summarizer = res.summarizer_for(tuned)
     spent = Usage(summarizer.model)
     started = time.monotonic()
