@@ -256,7 +256,7 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     out = [one("full history, no caching", [without_breakpoints(b) for b in full], 0),
            one("full history, caching", full, 0),
            one("Recap, no caching", [without_breakpoints(b) for b in recap.bodies], spent),
-           one("Recap, caching (default)", recap.bodies, spent),
+           one(DEFAULT_ROW, recap.bodies, spent),
            one("Recap, caching, per-reply block in system (avoid)",
                with_dynamic_block(recap.bodies, before_history=True), spent),
            one("Recap, caching, per-reply block after the last breakpoint",
@@ -277,6 +277,62 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
         out.append(one(f"Recap, caching, {name}", swept.bodies,
                        recap_spent(swept.requests, count)))
     return out
+
+
+PEER_PREFIXES = ("LangMem", "LangChain")
+MIN_CACHE_HITS = 0.85  # issue 14: a dominating setting reads >= 85% of reply input from cache
+
+
+def total(p: Priced, base: float) -> float:
+    """Modeled cost of a conversation (replies + summarization), full history = 1.00."""
+    return (p.cost + p.summarization) / base
+
+
+def hits(p: Priced) -> float:
+    return p.read / max(1, p.input)
+
+
+def dominating(rows: Sequence[Priced], peer: Priced) -> list[Priced]:
+    """Recap rows (caching on) that cost less than ``peer`` *and* keep at least as many
+    specifics, with a cache-hit share >= :data:`MIN_CACHE_HITS`; cheapest first.
+    ``rows[0]`` is the 1.00 of cost."""
+    base = rows[0].cost
+    return sorted((p for p in rows if p.name.startswith("Recap, caching")
+                   and total(p, base) < total(peer, base) and p.kept >= peer.kept
+                   and hits(p) >= MIN_CACHE_HITS), key=lambda p: total(p, base))
+
+
+def on_frontier(rows: Sequence[Priced], row: Priced) -> bool:
+    """Whether no other row costs less while keeping at least as much (or keeps more
+    for no more)."""
+    base = rows[0].cost
+    mine = (total(row, base), row.kept)
+    return not any((total(p, base), p.kept) != mine and total(p, base) <= mine[0]
+                   and p.kept >= mine[1] for p in rows)
+
+
+def frontier(rows: Sequence[Priced], conversation: str) -> str:
+    """The verdict: for each peer, the cheapest Recap setting dominating it (or none),
+    and whether the default sits on the frontier."""
+    base = rows[0].cost
+    lines = []
+    for peer in (p for p in rows if p.name.startswith(PEER_PREFIXES)):
+        wins = dominating(rows, peer)
+        best = wins[0] if wins else None
+        lines.append([conversation, peer.name, f"{total(peer, base):.3f}, {peer.kept:.1%}",
+                      (f"{best.name}: {total(best, base):.3f}, {best.kept:.1%}, "
+                       f"{hits(best):.0%} cache hits" if best else "none"),
+                      str(len(wins)), "yes" if best else "**no**"])
+    default = next((p for p in rows if p.name == DEFAULT_ROW), None)
+    verdict = ("the default is on the frontier" if default and on_frontier(rows, default)
+               else "the default is NOT on the frontier")
+    return report(f"cost: the frontier against each peer ({conversation}; {verdict})",
+                  table(["conversation", "peer", "its cost, kept",
+                         "cheapest Recap setting that costs less and keeps as much",
+                         "such settings", "dominated?"], lines))
+
+
+DEFAULT_ROW = "Recap, caching (default)"
 
 
 def plot(panels: Sequence[tuple[str, Sequence[Priced]]]) -> None:
@@ -319,6 +375,7 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     for conversation, n in (("demo", messages_for(quick)), ("short", 1400 if quick else 2000)):
         rows = systems(count, specifics, conversation=conversation, n=n)
         out.append(_table(rows, conversation, n))
+        out.append(frontier(rows, conversation))
         panels.append((f"{conversation} conversation, {n} messages", rows))
     plot(panels)
     return "".join(out) + f"\nPlot (both conversations): {PLOT}\n"
