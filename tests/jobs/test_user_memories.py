@@ -165,7 +165,7 @@ def test_by_default_the_block_is_chosen_per_summary_version_and_cached_with_it(
     save("v1", *[fact(f"Filler memory number {i} about something else entirely.", importance=5)
                  for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
     set_summary("v1", "The user planned a party menu; peanuts were discussed at length.")
-    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60)
+    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60, RECAP_MEMORY_REPLY_TOKENS=0)
     assert get_settings().memories_per == "version"
     plain = system_text(build_context("v1", system_prompt="", prompt_caching=False)["system"])
     assert plain.index("allergic to peanuts") < plain.index("Filler")  # relevance to the summary
@@ -187,6 +187,31 @@ def test_by_default_the_block_is_chosen_per_summary_version_and_cached_with_it(
     third = build_context("v1", system_prompt="Be brief.", prompt_caching=True)
     assert isinstance(third["system"], list)
     assert third["system"][0] == second["system"][0] and third["system"] != second["system"]
+
+
+def test_a_question_about_a_fact_the_cached_block_misses_still_reaches_it(
+        settings_env: Callable[..., None]) -> None:
+    add_message("q1", "user", "hi", user_id="quinn")
+    save("q1", *[fact(f"The user's cluster runs service number {i}.", importance=5)
+                 for i in range(60)], fact("The user's dog is called Biscuit.", importance=1))
+    set_summary("q1", "The user runs a cluster of services; each service was discussed.")
+    settings_env(RECAP_MEMORY_BUDGET_TOKENS=200, RECAP_MEMORY_REPLY_TOKENS=60)
+    add_message("q1", "assistant", "Sure.")
+    add_message("q1", "user", "What is my dog called again?")
+    ctx = build_context("q1", system_prompt="Be brief.", prompt_caching=True)
+    assert isinstance(ctx["system"], list)
+    assert "Biscuit" not in system_text(ctx["system"])  # not in the cached block
+    last = ctx["messages"][-1]["content"]
+    assert last[-1]["text"].startswith("<MEMORIES>") and "Biscuit" in last[-1]["text"]
+    assert "cache_control" in last[-2] and "cache_control" not in last[-1]  # after it
+    assert ctx["tokens"] <= ctx["budget"]
+    cached_part = ctx["system"][-1]["text"]
+    add_message("q1", "assistant", "Biscuit.")
+    add_message("q1", "user", "Thanks, and service 7?")
+    again = build_context("q1", system_prompt="Be brief.", prompt_caching=True)
+    assert isinstance(again["system"], list) and again["system"][-1]["text"] == cached_part
+    plain = system_text(build_context("q1", system_prompt="", prompt_caching=False)["system"])
+    assert plain.count("<MEMORIES>") <= 2 and "service number" in plain
 
 
 def test_memories_mined_before_the_session_named_its_user_still_show() -> None:

@@ -48,8 +48,7 @@ from worker.api.context import (
     _snapshot_query,
     assemble_window,
     check_system_prompt,
-    memories_query,
-    recall_on,
+    memories_queries,
     window_of,
     with_memories,
 )
@@ -137,9 +136,9 @@ async def build_context(session_id: str, *, system_prompt: str,
     check_session_id(session_id)
     async with _engine().connect() as conn:
         window = window_of(session_id, (await conn.execute(_snapshot_query(session_id))).all())
-        if recall_on():  # a second statement, as in the sync read_window (see there)
-            query, terms = memories_query(window, dialect="postgresql")
-            window = with_memories(window, (await conn.execute(query)).all(), terms,
+        # Later statements, as in the sync read_window (see there).
+        for kind, query, terms in memories_queries(window, dialect="postgresql"):
+            window = with_memories(window, kind, (await conn.execute(query)).all(), terms,
                                    dialect="postgresql")
     return await asyncio.to_thread(assemble_window, system_prompt, window, prompt_caching)
 

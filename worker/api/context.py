@@ -33,6 +33,9 @@ class Window(NamedTuple):
     budget: int
     scopes: tuple[str, ...]  # whose memories (worker.jobs.recall.scopes)
     memories: tuple[Candidate, ...] = ()
+    # The few most relevant to the newest user turn, shown besides the block chosen
+    # per summary version (RECAP_MEMORY_REPLY_TOKENS).
+    topical: tuple[Candidate, ...] = ()
 
 
 def _snapshot_query(session_id: str) -> Select[Any]:
@@ -65,15 +68,15 @@ def read_window(session_id: str) -> Window:
     with transaction() as s:
         window = window_of(session_id, s.execute(_snapshot_query(session_id)).all())
         dialect = s.get_bind().dialect.name
-        if recall_on():
-            # A second statement, so possibly a later snapshot than the first: its
-            # query needs the newest user turn the first one returns. An apply
-            # committed in between adds the memories mined from rows the window
-            # still shows verbatim (a fact shown twice, never one lost) or hides a
-            # memory it superseded (the newer truth): memories are never taken
-            # from the window, so the two reads cannot lose anything between them.
-            query, terms = memories_query(window, dialect=dialect)
-            window = with_memories(window, s.execute(query).all(), terms, dialect=dialect)
+        # Later statements, so possibly a later snapshot than the first: their
+        # queries need the summary and newest user turn the first one returns. An
+        # apply committed in between adds the memories mined from rows the window
+        # still shows verbatim (a fact shown twice, never one lost) or hides a
+        # memory it superseded (the newer truth): memories are never taken from
+        # the window, so the reads cannot lose anything between them.
+        for kind, query, terms in memories_queries(window, dialect=dialect):
+            window = with_memories(window, kind, s.execute(query).all(), terms,
+                                   dialect=dialect)
     return window
 
 
@@ -98,25 +101,44 @@ def recall_on() -> bool:
     return get_settings().memory_budget_tokens > 0
 
 
-def memories_query(window: Window, *, dialect: str) -> tuple[Select[Any], list[str]]:
-    """The statement reading the window's live memories ranked by relevance to its
-    query, and the query's terms (for :func:`with_memories`). The query is the
-    summary (or, before the first fold, the first user turn): it changes only when
-    a fold does, so the block is the same on every reply in between and may sit in
-    the cached prefix. With RECAP_MEMORIES_PER=reply it is the newest user turn."""
-    if get_settings().memories_per == "reply":
-        newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
+# Candidates read for the per-reply part: it shows a handful.
+TOPICAL_CANDIDATES = 20
+
+
+def memories_queries(window: Window, *, dialect: str
+                     ) -> list[tuple[str, Select[Any], list[str]]]:
+    """(kind, statement, query terms) for each memories read :func:`with_memories`
+    takes: none when the block is off; ``memories`` ranked by the summary (or,
+    before the first fold, the first user turn), which changes only when a fold
+    does, so the block is the same on every reply in between and may sit in the
+    cached prefix; and ``topical``, the few most relevant to the newest user turn
+    (RECAP_MEMORY_REPLY_TOKENS > 0). With RECAP_MEMORIES_PER=reply, ``memories``
+    is ranked by the newest user turn and there is no ``topical`` read."""
+    settings = get_settings()
+    if not recall_on():
+        return []
+    newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
+    if settings.memories_per == "reply":
         terms = query_terms(newest)
-    else:
-        first = next((r.content for r in window.rows if r.role == "user"), "")
-        terms = topic_terms(window.summary or first)
-    return candidates_query(window.scopes, terms, dialect=dialect), terms
+        return [("memories", candidates_query(window.scopes, terms, dialect=dialect), terms)]
+    first = next((r.content for r in window.rows if r.role == "user"), "")
+    terms = topic_terms(window.summary or first)
+    out = [("memories", candidates_query(window.scopes, terms, dialect=dialect), terms)]
+    asked = query_terms(newest)
+    if settings.memory_reply_tokens > 0 and asked:
+        out.append(("topical", candidates_query(window.scopes, asked, dialect=dialect,
+                                                limit=TOPICAL_CANDIDATES), asked))
+    return out
 
 
-def with_memories(window: Window, rows: Sequence[Any], terms: list[str], *,
+def with_memories(window: Window, kind: str, rows: Sequence[Any], terms: list[str], *,
                   dialect: str) -> Window:
-    """``window`` with the memories read by :func:`memories_query`."""
-    return window._replace(memories=tuple(to_candidates(rows, terms, dialect=dialect)))
+    """``window`` with the memories read by one of :func:`memories_queries`."""
+    found = tuple(to_candidates(rows, terms, dialect=dialect))
+    if kind == "topical":  # only what the question is about, not the best-known facts
+        found = tuple(c for c in found if c.rank > 0)
+    return window._replace(topical=found) if kind == "topical" else window._replace(
+        memories=found)
 
 
 def build_context(session_id: str, *, system_prompt: str,
@@ -152,7 +174,8 @@ def assemble_window(system_prompt: str, window: Window,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count_tokens, memories=window.memories,
                     memory_budget=settings.memory_budget_tokens, caching=bool(caching),
-                    memories_cached=settings.memories_per == "version")
+                    memories_cached=settings.memories_per == "version",
+                    topical=window.topical, topical_budget=settings.memory_reply_tokens)
 
 
 def render_json(session_id: str, system_prompt: str = "") -> str:

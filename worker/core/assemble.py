@@ -119,7 +119,8 @@ def memories_block(memories: Sequence[Candidate], *, room: int,
 def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
-             caching: bool = False, memories_cached: bool = False) -> Context:
+             caching: bool = False, memories_cached: bool = False,
+             topical: Sequence[Candidate] = (), topical_budget: int = 0) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -131,7 +132,11 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     ``budget``: they never push the context over it. ``memories_cached``: the
     memories were chosen once per summary version, so with caching their block
     joins the summary's cached part; else it rides after the last breakpoint
-    (:func:`after_history`). Raises InvalidInput on an unknown role.
+    (:func:`after_history`). ``topical`` (the memories most relevant to the newest
+    user turn) fill up to ``topical_budget`` (at most half of ``memory_budget``) with what the
+    cached block does not show, in a second block that goes where a per-reply block
+    must (after the last breakpoint with caching). Raises InvalidInput on an
+    unknown role.
     """
     tokens = 0
     system_parts: list[str] = []
@@ -168,16 +173,26 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
 
     others = len(system_parts) + (1 if summary_block else 0)
     tokens += count(SEPARATOR) * max(0, others - 1)
-    block = None
-    if memories and memory_budget > 0:
+    block = extra = None
+    # The reserve does not depend on what this reply's turn finds, so the cached
+    # block is the same on every reply until a fold.
+    reserve = min(topical_budget, memory_budget // 2) if memories_cached else 0
+    if memories and memory_budget > reserve:
         gap = count(SEPARATOR) if others else 0
         block, used = memories_block(memories, count=count,
-                                     room=min(memory_budget, budget - tokens - gap))
+                                     room=min(memory_budget - reserve, budget - tokens - gap))
         tokens += used + (gap if block else 0)
+    if reserve and topical:
+        unseen = [c for c in topical if not (block and f"- {neutralize(c.fact)}\n" in block)]
+        gap = count(SEPARATOR)
+        extra, used = memories_block(unseen, count=count,
+                                     room=min(reserve, budget - tokens - gap))
+        tokens += used + (gap if extra else 0)
 
     if not caching:
+        both = SEPARATOR.join(b for b in (block, extra) if b) or None
         return Context(system=SEPARATOR.join(system_layout(
-            system_parts, memories=block, summary=summary_block)), messages=messages,
+            system_parts, memories=both, summary=summary_block)), messages=messages,
             tokens=tokens, budget=budget)
     # The app's prompt is stable for the session's life, the system rows and the
     # summary only between folds: one block (and breakpoint) each.
@@ -188,8 +203,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
               SEPARATOR.join(system_layout(system_parts[stable:], memories=cached_block,
                                            summary=summary_block))]
     system, messages = mark_cache_breakpoints(groups, messages)
-    if block and not memories_cached:
-        system, messages = after_history(block, system, messages)
+    per_reply = extra if memories_cached else block
+    if per_reply:
+        system, messages = after_history(per_reply, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget)
 
