@@ -154,7 +154,7 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
     summary was applied."""
     from models import ChatSession
     from worker.api.context import build_context
-    from worker.core.assemble import content_text, system_text
+    from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
     from worker.db import transaction
 
     with transaction() as db:
@@ -195,9 +195,13 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
     out.line()
     out.line(f"== context for the next Claude call: {ctx['tokens']} tokens of the "
              f"{ctx['budget']}-token budget (summary + {row.message_count} active messages) ==")
-    out.line("system:")
-    for text in clip(system_text(ctx["system"]), lines=6, width=110):
-        out.line("  " + text)
+    out.line("system (the app's prompt, memories, then the summary):")
+    system = system_text(ctx["system"])
+    at = system.find(SUMMARY_OPEN)
+    parts = [system] if at < 0 else [system[:at].rstrip("\n"), system[at:]]
+    for part in (p for p in parts if p):
+        for text in clip(part, lines=6, width=110):
+            out.line("  " + text)
     turns = [f"  {m['role']:>9}: {first_line(content_text(m['content']), 90)}"
              for m in ctx["messages"]]
     out.line(f"messages: {len(turns)} turns; the first and last, one line each:")
