@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that bring their own database (or none).
-_OWN_DATABASE = ("demo", "bench", "tokenizer")
+_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval")
 _NOT_MIGRATED = ("no such table", "does not exist")
 
 
