@@ -302,13 +302,19 @@ def dominating(rows: Sequence[Priced], peer: Priced) -> list[Priced]:
                    and hits(p) >= MIN_CACHE_HITS), key=lambda p: total(p, base))
 
 
+def beaten_by(rows: Sequence[Priced], row: Priced) -> list[Priced]:
+    """The rows that cost no more than ``row`` and keep at least as much (one of the
+    two strictly)."""
+    base = rows[0].cost
+    mine = (total(row, base), row.kept)
+    return [p for p in rows if (total(p, base), p.kept) != mine
+            and total(p, base) <= mine[0] and p.kept >= mine[1]]
+
+
 def on_frontier(rows: Sequence[Priced], row: Priced) -> bool:
     """Whether no other row costs less while keeping at least as much (or keeps more
     for no more)."""
-    base = rows[0].cost
-    mine = (total(row, base), row.kept)
-    return not any((total(p, base), p.kept) != mine and total(p, base) <= mine[0]
-                   and p.kept >= mine[1] for p in rows)
+    return not beaten_by(rows, row)
 
 
 def frontier(rows: Sequence[Priced], conversation: str) -> str:
@@ -328,8 +334,10 @@ def frontier(rows: Sequence[Priced], conversation: str) -> str:
     # axis (the guard's extractor) cannot see by construction: the default, which
     # reads every line, is placed among the settings that read every line too.
     reading_all = [p for p in rows if EXCERPTS not in p.name]
-    verdict = ("the default is on the frontier" if default and on_frontier(reading_all, default)
-               else "the default is NOT on the frontier")
+    beaten = beaten_by(reading_all, default) if default else []
+    verdict = ("the default is on the frontier" if default and not beaten else
+               "the default is NOT on the frontier" + "".join(
+                   f"; {p.name}: {total(p, base):.3f}, {p.kept:.1%}" for p in beaten))
     return report(f"cost: the frontier against each peer ({conversation}; {verdict})",
                   table(["conversation", "peer", "its cost, kept",
                          "cheapest Recap setting that costs less and keeps as much",

@@ -109,10 +109,13 @@ class Settings(BaseSettings, Tuning):
     archive_summarized: bool = False
     extract_memories: bool = True
     # Tokens of the <MEMORIES> block in build_context, inside the context budget:
-    # about 3% of the default 32,000, below the 5% the policy leaves free before
-    # it condenses aggressively, so the block keeps its room in a full context.
-    # 0 turns the block off.
-    memory_budget_tokens: int = Field(1000, ge=0, le=100_000)
+    # about 6% of the default 32,000. Chosen per summary version, the block is read
+    # from the prompt cache at 0.1x, and it carries the specifics the window no
+    # longer holds: with 2,000 the defaults keep the most of every swept setting on
+    # both benchmark conversations (bench/cost.py; 1,000 kept less than a 16k budget
+    # with 2,000). The block only shrinks when the context is above 94% of the
+    # budget, where the policy is already condensing. 0 turns the block off.
+    memory_budget_tokens: int = Field(2000, ge=0, le=100_000)
     # Which memories the block shows, and where (worker/core/assemble.py):
     # "version": chosen once per summary version (relevance to the summary), so with
     # prompt caching the block sits in the cached prefix and costs 0.1x per reply;
