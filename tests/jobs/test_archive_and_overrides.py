@@ -91,7 +91,9 @@ def test_session_override_beats_global_settings(fake_api: FakeAnthropic,
     assert after_reply("tuned") is False  # 12 messages < its own 50
     configure_session("tuned", {"batch_size": 3, "model": "claude-sonnet-5-5"})
     run("tuned")
-    run("plain")
+    # after_reply("plain") queued a job of its own: the one sent here may find its
+    # lease held and be skipped first, so wait for the applied run itself.
+    run_and_wait("plain", final=("applied",))
     tuned = [r for r in runs("tuned") if r.status == "applied"][0]
     assert tuned.messages_condensed == 3 and tuned.model == "claude-sonnet-5-5"
     assert [r.messages_condensed for r in runs("plain") if r.status == "applied"] == [5]
