@@ -274,3 +274,24 @@ def test_the_langchain_history_passes_the_user_on() -> None:
         RecapChatMessageHistory("lc1", user_id="leo").add_messages([HumanMessage("x")])
     with pytest.raises(InvalidInput, match="user_id must be a str"):
         RecapChatMessageHistory("lc2", user_id=3)  # type: ignore[arg-type]
+
+
+def test_sqlite_finds_the_fact_a_question_asks_about_among_many(
+        tmp_path: Path, settings_env: Callable[..., None]) -> None:
+    url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
+    migrate(url)
+    dbm.reset_engines()
+    settings_env(DATABASE_URL=url, RECAP_MEMORY_BUDGET_TOKENS=200,
+                 RECAP_MEMORY_REPLY_TOKENS=60)
+    try:
+        add_message("lite2", "user", "hi", user_id="sue")
+        save("lite2", *[fact(f"The user's cluster runs service number {i}.", importance=5)
+                        for i in range(60)], fact("The user flies to Tokyo in May.", importance=1))
+        set_summary("lite2", "The user runs a cluster of services; each was discussed.")
+        add_message("lite2", "assistant", "Sure.")
+        add_message("lite2", "user", "What should I pack for Tokyo?")
+        ctx = build_context("lite2", system_prompt="", prompt_caching=True)
+        last = ctx["messages"][-1]["content"]
+        assert "Tokyo in May" in last[-1]["text"]  # scored after the read, not cut before it
+    finally:
+        dbm.reset_engines()

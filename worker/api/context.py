@@ -16,7 +16,7 @@ from worker.core.recall import Candidate, query_terms, topic_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
-from worker.jobs.recall import candidates_query, scopes, to_candidates
+from worker.jobs.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
 
@@ -126,8 +126,11 @@ def memories_queries(window: Window, *, dialect: str
     out = [("memories", candidates_query(window.scopes, terms, dialect=dialect), terms)]
     asked = query_terms(newest)
     if settings.memory_reply_tokens > 0 and asked:
+        # SQLite scores relevance after the read (word overlap in Python), so there it
+        # reads as many candidates as the main block does.
+        limit = TOPICAL_CANDIDATES if dialect == "postgresql" else MAX_CANDIDATES
         out.append(("topical", candidates_query(window.scopes, asked, dialect=dialect,
-                                                limit=TOPICAL_CANDIDATES), asked))
+                                                limit=limit), asked))
     return out
 
 
