@@ -53,6 +53,10 @@ SAMPLES = 25  # replies whose specifics are checked (extraction is the slow part
 EPHEMERAL = {"type": "ephemeral"}
 
 PLOT = "docs/bench/cost.png"
+DEFAULT_ROW = "Recap, caching (default)"
+EXCERPTS = "bulk excerpts"  # in the name of a swept setting with RECAP_SUMMARIZE_BULK_TOKENS
+PEER_PREFIXES = ("LangMem", "LangChain")
+MIN_CACHE_HITS = 0.85  # issue 14: a dominating setting reads >= 85% of reply input from cache
 _DEEP: dict[str, object] = {"RECAP_CONTEXT_BUDGET_TOKENS": 16000, "RECAP_CONDENSE_TO": 0.1,
                             "RECAP_KEEP_RECENT": 3, "RECAP_SUMMARIZE_BULK_TOKENS": 150}
 # Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).
@@ -279,8 +283,6 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     return out
 
 
-PEER_PREFIXES = ("LangMem", "LangChain")
-MIN_CACHE_HITS = 0.85  # issue 14: a dominating setting reads >= 85% of reply input from cache
 
 
 def total(p: Priced, base: float) -> float:
@@ -342,10 +344,6 @@ def frontier(rows: Sequence[Priced], conversation: str) -> str:
                   table(["conversation", "peer", "its cost, kept",
                          "cheapest Recap setting that costs less and keeps as much",
                          "such settings", "dominated?"], lines))
-
-
-DEFAULT_ROW = "Recap, caching (default)"
-EXCERPTS = "bulk excerpts"  # in the name of a swept setting with RECAP_SUMMARIZE_BULK_TOKENS
 
 
 def plot(panels: Sequence[tuple[str, Sequence[Priced]]]) -> None:

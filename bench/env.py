@@ -121,6 +121,11 @@ def teardown() -> None:
     env.fake.stop()
 
 
+# Every variable configure() set, so reset_state() drops them all: a setting of one
+# swept run must never leak into the next.
+_CONFIGURED: set[str] = set()
+
+
 def configure(**values: object) -> None:
     """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
     from worker.jobs.resources import reset_process_state
@@ -133,11 +138,6 @@ def configure(**values: object) -> None:
             os.environ[key] = str(value)
             _CONFIGURED.add(key)
     reset_process_state()
-
-
-# Every variable configure() set, so reset_state() drops them all: a setting of one
-# swept run must never leak into the next.
-_CONFIGURED: set[str] = set()
 
 
 def reset_state(*thresholds: str) -> None:

@@ -122,10 +122,10 @@ class Settings(BaseSettings, Tuning):
     # "reply": ranked by the newest user turn on every reply, so with caching it rides
     # after the last breakpoint at 1x. Chosen by measurement (bench/cost.py).
     memories_per: Literal["version", "reply"] = "version"
-    # With "version": up to this many of the block's tokens (at most half) go to the memories most
-    # relevant to the newest user turn that the cached block does not show, sent
-    # after the last breakpoint (1x per reply), so a question about an old fact
-    # still reaches it. 0: the cached block only.
+    # With "version": up to this many of the block's tokens (at most half) go to the
+    # memories most relevant to the newest user turn that the cached block does not
+    # show, sent after the last breakpoint (1x per reply), so a question about an
+    # old fact still reaches it. 0: the cached block only.
     memory_reply_tokens: int = Field(200, ge=0, le=100_000)
     # The retention guard (worker/core/guard.py): no message is deleted before its
     # specifics are in the summary or the memories. Off only to measure without it.

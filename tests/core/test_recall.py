@@ -30,14 +30,13 @@ def test_query_terms_are_distinct_lowercase_words_safe_for_tsquery() -> None:
 @pytest.mark.parametrize(("text", "terms"), [
     ("The user moved to Lisbon. Lisbon rent is 1200 EUR; the user likes Lisbon.",
      ["lisbon", "user", "moved", "rent", "1200", "likes"]),
-    ("Der Nutzer zog nach München. München ist teuer.", ["münchen", "nutzer", "teuer"]),
+    ("Der Nutzer zog nach München. München ist teuer.", ["münchen", "nutzer", "nach", "teuer"]),
     ("", []), ("a an the of to in", []),
-    ("El usuario pidió 3 cafés y 2 tés", ["usuario", "pidió", "cafés"]),
+    ("El usuario pidió 3 cafés y 2 tés", ["usuario", "pidió", "3", "cafés", "2"]),
 ])
 def test_topic_terms_are_the_most_frequent_content_words(text: str, terms: list[str]) -> None:
-    got = topic_terms(text)
-    assert got[:len(terms)] == terms or set(terms) <= set(got)
-    assert got == topic_terms(text)  # deterministic: the block is stable per summary
+    # Most frequent first, then in order of appearance; short words only with a digit.
+    assert topic_terms(text) == terms
 
 
 def test_topic_terms_are_capped_and_ordered_by_frequency() -> None:

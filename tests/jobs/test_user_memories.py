@@ -159,12 +159,20 @@ def set_summary(sid: str, summary: str) -> None:
                   .values(rolling_summary=summary, summary_tokens=20))
 
 
+def crowded(sid: str, user: str, *, filler: str, rare: str, summary: str) -> None:
+    """A session of ``user`` whose 60 important ``filler`` memories (``{i}`` numbered)
+    crowd out the one unimportant ``rare`` fact, under ``summary``."""
+    add_message(sid, "user", "hi", user_id=user)
+    save(sid, *[fact(filler.format(i=i), importance=5) for i in range(60)],
+         fact(rare, importance=1))
+    set_summary(sid, summary)
+
+
 def test_by_default_the_block_is_chosen_per_summary_version_and_cached_with_it(
         settings_env: Callable[..., None]) -> None:
-    add_message("v1", "user", "hi", user_id="vic")
-    save("v1", *[fact(f"Filler memory number {i} about something else entirely.", importance=5)
-                 for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
-    set_summary("v1", "The user planned a party menu; peanuts were discussed at length.")
+    crowded("v1", "vic", filler="Filler memory number {i} about something else entirely.",
+            rare="The user is allergic to peanuts.",
+            summary="The user planned a party menu; peanuts were discussed at length.")
     settings_env(RECAP_MEMORY_BUDGET_TOKENS=60, RECAP_MEMORY_REPLY_TOKENS=0)
     assert get_settings().memories_per == "version"
     plain = system_text(build_context("v1", system_prompt="", prompt_caching=False)["system"])
@@ -191,10 +199,9 @@ def test_by_default_the_block_is_chosen_per_summary_version_and_cached_with_it(
 
 def test_a_question_about_a_fact_the_cached_block_misses_still_reaches_it(
         settings_env: Callable[..., None]) -> None:
-    add_message("q1", "user", "hi", user_id="quinn")
-    save("q1", *[fact(f"The user's cluster runs service number {i}.", importance=5)
-                 for i in range(60)], fact("The user's dog is called Biscuit.", importance=1))
-    set_summary("q1", "The user runs a cluster of services; each service was discussed.")
+    crowded("q1", "quinn", filler="The user's cluster runs service number {i}.",
+            rare="The user's dog is called Biscuit.",
+            summary="The user runs a cluster of services; each service was discussed.")
     settings_env(RECAP_MEMORY_BUDGET_TOKENS=200, RECAP_MEMORY_REPLY_TOKENS=60)
     add_message("q1", "assistant", "Sure.")
     add_message("q1", "user", "What is my dog called again?")
@@ -284,10 +291,9 @@ def test_sqlite_finds_the_fact_a_question_asks_about_among_many(
     settings_env(DATABASE_URL=url, RECAP_MEMORY_BUDGET_TOKENS=200,
                  RECAP_MEMORY_REPLY_TOKENS=60)
     try:
-        add_message("lite2", "user", "hi", user_id="sue")
-        save("lite2", *[fact(f"The user's cluster runs service number {i}.", importance=5)
-                        for i in range(60)], fact("The user flies to Tokyo in May.", importance=1))
-        set_summary("lite2", "The user runs a cluster of services; each was discussed.")
+        crowded("lite2", "sue", filler="The user's cluster runs service number {i}.",
+                rare="The user flies to Tokyo in May.",
+                summary="The user runs a cluster of services; each was discussed.")
         add_message("lite2", "assistant", "Sure.")
         add_message("lite2", "user", "What should I pack for Tokyo?")
         ctx = build_context("lite2", system_prompt="", prompt_caching=True)

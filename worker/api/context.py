@@ -114,9 +114,9 @@ def memories_queries(window: Window, *, dialect: str
     cached prefix; and ``topical``, the few most relevant to the newest user turn
     (RECAP_MEMORY_REPLY_TOKENS > 0). With RECAP_MEMORIES_PER=reply, ``memories``
     is ranked by the newest user turn and there is no ``topical`` read."""
-    settings = get_settings()
     if not recall_on():
         return []
+    settings = get_settings()
     newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
     if settings.memories_per == "reply":
         terms = query_terms(newest)
@@ -137,11 +137,10 @@ def memories_queries(window: Window, *, dialect: str
 def with_memories(window: Window, kind: str, rows: Sequence[Any], terms: list[str], *,
                   dialect: str) -> Window:
     """``window`` with the memories read by one of :func:`memories_queries`."""
-    found = tuple(to_candidates(rows, terms, dialect=dialect))
+    found = to_candidates(rows, terms, dialect=dialect)
     if kind == "topical":  # only what the question is about, not the best-known facts
-        found = tuple(c for c in found if c.rank > 0)
-    return window._replace(topical=found) if kind == "topical" else window._replace(
-        memories=found)
+        return window._replace(topical=tuple(c for c in found if c.rank > 0))
+    return window._replace(memories=tuple(found))
 
 
 def build_context(session_id: str, *, system_prompt: str,

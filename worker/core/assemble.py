@@ -183,7 +183,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                      room=min(memory_budget - reserve, budget - tokens - gap))
         tokens += used + (gap if block else 0)
     if reserve and topical:
-        unseen = [c for c in topical if not (block and f"- {neutralize(c.fact)}\n" in block)]
+        shown = set(block.split("\n")) if block else set()
+        unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
         gap = count(SEPARATOR)
         extra, used = memories_block(unseen, count=count,
                                      room=min(reserve, budget - tokens - gap))
