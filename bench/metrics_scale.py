@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> None:
     from models import ChatMessage, SummaryRun
     from worker.cli.metrics import RecapCollector
     from worker.db import get_engine, transaction, utcnow
-    from worker.jobs import metrics
+    from worker.ops import metrics
     from worker.settings import get_settings
 
     params = {"sessions": args.sessions, "messages": args.messages, "runs": args.runs,

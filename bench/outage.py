@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4", "RECAP_TITLES_ENABLED": "false"})
     _admin(f'CREATE DATABASE "{db}"')
     if args.no_pause:
-        from worker.jobs.enqueue import BREAKER
+        from worker.store.enqueue import BREAKER
 
         BREAKER.pause_s = 0.0
     try:

@@ -8,7 +8,8 @@ import random
 from typing import Any
 
 from tests.reliability.procs import PrivateRedis
-from worker.evals.fake_api import FakeAnthropic, Reply, default_summary, error, ok
+from worker.testing.answers import default_summary
+from worker.testing.server import FakeAnthropic, Reply, error, ok
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the

@@ -35,7 +35,7 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
     from bench.workers import count_runs, subprocess_worker
     from worker.celery_app import app
-    from worker.jobs.enqueue import SUMMARIZE_TASK
+    from worker.store.enqueue import SUMMARIZE_TASK
 
     benv.reset_state()
     # One Claude call per job, as the ideal N / latency assumes: no memory mining

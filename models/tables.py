@@ -164,7 +164,7 @@ class SummaryRun(Base):
     messages_held_back: Mapped[int | None] = mapped_column(Integer)
     repaired: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    # A rewind's run (worker.jobs.rewind): it deleted the messages after this id,
+    # A rewind's run (worker.sessions.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.
     rewound_after: Mapped[int | None] = mapped_column(BigInteger)
     # Set on an applied run whose summary a rewind undid: the rewind's run id. Its

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
     from worker import errors
     from worker.api.context import as_request, build_context
-    from worker.api.history import summary_at
     from worker.api.ingest import add_message, after_reply
-    from worker.api.sessions import configure_session
-    from worker.jobs.forget import forget
-    from worker.jobs.rewind import edit_message, rewind
+    from worker.sessions.forget import forget
+    from worker.sessions.history import summary_at
+    from worker.sessions.overrides import configure_session
+    from worker.sessions.rewind import edit_message, rewind
 
     app: Celery
     celery: Celery
@@ -38,12 +38,12 @@ _PUBLIC = {
     "after_reply": "worker.api.ingest",
     "build_context": "worker.api.context",
     "as_request": "worker.api.context",
-    "configure_session": "worker.api.sessions",
-    "forget": "worker.jobs.forget",
-    "summary_at": "worker.api.history",
+    "configure_session": "worker.sessions.overrides",
+    "forget": "worker.sessions.forget",
+    "summary_at": "worker.sessions.history",
     # Not on the reply path: one transaction under the session's lease.
-    "rewind": "worker.jobs.rewind",
-    "edit_message": "worker.jobs.rewind",
+    "rewind": "worker.sessions.rewind",
+    "edit_message": "worker.sessions.rewind",
     # For `celery -A worker`: the app, not part of the chat app's API.
     "app": "worker.celery_app",
     "celery": "worker.celery_app",

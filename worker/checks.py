@@ -6,7 +6,7 @@ no message summarized twice, summary_version equals the number of applied runs
 (it only grows, by one per apply), no lease is held once workers are idle, and
 the counters on chat_sessions equal a recount. Tests and the soak script share it.
 
-Rewinds (worker.jobs.rewind) delete on purpose: a message may also be gone
+Rewinds (worker.sessions.rewind) delete on purpose: a message may also be gone
 because a rewind deleted it (inside the rewind's recorded range and condensed
 by no live run), and a run a rewind undid (``undone_by``) no longer condenses
 anything; every applied run, rewinds included, still counts one version.
@@ -34,7 +34,7 @@ def session_memories(s: Session, session_id: str) -> list[str]:
     """The text of every memory the session keeps: its own and, when it names a user,
     the user's (what the retention invariant may count as kept besides the summary).
     Superseded memories count: they are kept, for audit, though never shown."""
-    from worker.jobs.recall import session_scopes
+    from worker.store.recall import session_scopes
 
     scopes = session_scopes(session_id, db=s)
     return list(s.scalars(select(Memory.fact).where(

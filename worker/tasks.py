@@ -18,12 +18,12 @@ from worker.db import scrub
 from worker.errors import ConfigError, InvalidInput, TransientLLMError
 from worker.jobs import titles
 from worker.jobs.claim import record_rejected
-from worker.jobs.enqueue import send
 from worker.jobs.outcome import Job, Outcome, is_transient, log_outcome
 from worker.jobs.resources import Resources, get_resources, reset_process_state
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import sweep as sweep_sessions
 from worker.llm.tokens import count_tokens
+from worker.store.enqueue import send
 
 log = logging.getLogger("recap.tasks")
 

@@ -12,7 +12,7 @@ from celery.signals import after_task_publish
 from tests.api.common import Api, AsyncApi, SyncApi
 from tests.api.test_ingest import _drop_connections
 from worker.api import aio
-from worker.jobs.enqueue import BREAKER
+from worker.store.enqueue import BREAKER
 
 
 @pytest.fixture

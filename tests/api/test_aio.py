@@ -19,9 +19,9 @@ from worker.api import aio, context
 from worker.core.assemble import content_text, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
-from worker.evals.fake_api import validate_messages_request
-from worker.jobs.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
 from worker.llm.tokens import count_tokens
+from worker.store.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
+from worker.testing.server import validate_messages_request
 
 # -- the sync API's scenarios, against both -----------------------------------------
 

@@ -19,8 +19,8 @@ from tests.helpers import LOW, message_ids, seed, session_row
 from worker.api import aio
 from worker.db import transaction
 from worker.errors import ConfigError
-from worker.jobs import enqueue
-from worker.jobs.enqueue import BREAKER, SUMMARIZE_TASK
+from worker.store import enqueue
+from worker.store.enqueue import BREAKER, SUMMARIZE_TASK
 
 # -- the caller's AsyncSession --------------------------------------------------------
 

@@ -17,8 +17,8 @@ from tests.transcripts import call, image, result, scripted
 from worker.api.context import as_request, render_json
 from worker.db import transaction
 from worker.errors import InvalidInput
-from worker.evals.fake_api import validate_messages_request
 from worker.llm.tokens import count_tokens
+from worker.testing.server import validate_messages_request
 
 
 def stored(sid: str) -> list[ChatMessage]:

@@ -37,7 +37,7 @@ def forbidden(modules: list[str]) -> list[str]:
 
 def test_the_api_modules_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("""
-        import worker.api.ingest, worker.api.context, worker.api.sessions, worker.api.validate
+        import worker.api.ingest, worker.api.context, worker.sessions.overrides, worker.api.validate
         import worker
     """)
     assert "worker.api.ingest" in modules  # the check ran where it should
@@ -50,7 +50,7 @@ def test_the_public_names_load_no_sdk_summarizer_jobs_or_celery_worker() -> None
                             configure_session, errors)
         assert errors.RecapError
     """)
-    assert "worker.api.sessions" in modules
+    assert "worker.sessions.overrides" in modules
     assert forbidden(modules) == []
 
 
@@ -77,7 +77,7 @@ def test_the_public_api_is_exactly_these_names() -> None:
     assert add_message.__module__ == after_reply.__module__ == "worker.api.ingest"
     assert build_context.__module__ == "worker.api.context"
     assert as_request.__module__ == "worker.core.assemble"  # re-exported by worker.api.context
-    assert configure_session.__module__ == "worker.api.sessions"
-    assert forget.__module__ == "worker.jobs.forget"
-    assert worker.rewind.__module__ == worker.edit_message.__module__ == "worker.jobs.rewind"
-    assert worker.summary_at.__module__ == "worker.api.history"
+    assert configure_session.__module__ == "worker.sessions.overrides"
+    assert forget.__module__ == "worker.sessions.forget"
+    assert worker.rewind.__module__ == worker.edit_message.__module__ == "worker.sessions.rewind"
+    assert worker.summary_at.__module__ == "worker.sessions.history"

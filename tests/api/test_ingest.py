@@ -13,12 +13,12 @@ from worker import app
 from worker.api.ingest import add_message, after_reply
 from worker.db import session_factory, transaction, utcnow
 from worker.errors import InvalidInput
-from worker.jobs.enqueue import BREAKER
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query, sweep
 from worker.settings import get_settings
+from worker.store.enqueue import BREAKER
 
 
 def _drop_connections() -> None:

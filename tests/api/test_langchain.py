@@ -34,10 +34,10 @@ from models import ChatMessage as Row
 from tests.api.test_import_cost import forbidden, loaded_after
 from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
 from worker.api.context import build_context
-from worker.api.langchain import RecapChatMessageHistory
 from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput
+from worker.integrations.langchain import RecapChatMessageHistory
 
 # LangChain deprecates RunnableWithMessageHistory in favour of LangGraph (removal
 # in langchain-core 2.0); it is still what chains with a history use.
@@ -294,6 +294,6 @@ def test_async_chain_uses_the_same_history() -> None:
 
 
 def test_the_adapter_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
-    modules = loaded_after("import worker.api.langchain")
+    modules = loaded_after("import worker.integrations.langchain")
     assert "langchain_core.chat_history" in modules
     assert forbidden(modules) == []

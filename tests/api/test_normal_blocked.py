@@ -10,12 +10,12 @@ import pytest
 
 from tests.helpers import seed, session_row
 from worker.api.ingest import add_message, after_reply
-from worker.api.sessions import configure_session
 from worker.db import transaction, utcnow
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import find_due
+from worker.sessions.overrides import configure_session
 from worker.settings import get_settings
 
 # A full batch of 5 small messages stays under 500 tokens while the session as a

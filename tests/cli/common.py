@@ -13,10 +13,10 @@ from tests.helpers import seed, statuses
 from worker import db
 from worker.cli import main
 from worker.errors import PermanentLLMError
-from worker.evals.fake_api import error
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
+from worker.testing.server import error
 
 
 def run_inline(session_id: str) -> Outcome:

@@ -23,7 +23,7 @@ from tests.helpers import message_ids, statuses, wait_for
 from worker import db
 from worker.cli import parse_line
 from worker.errors import InvalidInput
-from worker.jobs import stats
+from worker.ops import stats
 
 # -- parsing and usage ----------------------------------------------------------
 

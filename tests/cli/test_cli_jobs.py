@@ -17,8 +17,8 @@ from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_f
 from worker import db
 from worker.core.assemble import system_text
 from worker.db import utcnow
-from worker.evals.fake_api import error
-from worker.jobs import ops
+from worker.ops import requeue as ops
+from worker.testing.server import error
 
 # -- retry, summarize --------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ from tests.env import FAKE
 from tests.helpers import message_ids, runs, seed, statuses, wait_for
 from worker import db
 from worker.errors import PermanentLLMError
-from worker.evals.fake_api import error, ok
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
+from worker.testing.server import error, ok
 
 
 def set_title(session_id: str, title: str) -> None:

@@ -16,10 +16,10 @@ from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, png, scripted, transcripts
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message
-from worker.evals.fake_api import FakeAnthropic, validate_messages_request
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
+from worker.testing.server import FakeAnthropic, validate_messages_request
 
 
 def renamed(content: Any, k: int) -> Any:

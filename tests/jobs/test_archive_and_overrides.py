@@ -11,17 +11,17 @@ from sqlalchemy import select, update
 from models import ArchivedMessage, ChatSession, SummaryRun
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import after_reply
-from worker.api.sessions import configure_session
 from worker.checks import check_invariants
 from worker.cli import main as recap
 from worker.core.prompt import validate_template
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, Superseded
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.archive import resummarize
 from worker.jobs.resources import get_resources
 from worker.llm.templates import shipped_template
+from worker.sessions.overrides import configure_session
 from worker.settings import get_settings
+from worker.testing.server import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -15,9 +15,9 @@ from tests.jobs.test_scenarios import conversation
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.archive import resummarize
 from worker.jobs.resources import get_resources
+from worker.testing.server import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -20,12 +20,12 @@ from worker.cli import main as recap
 from worker.core.memories import Fact
 from worker.db import transaction
 from worker.errors import InvalidInput, TransientLLMError
-from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
-from worker.jobs.store import save_memories
 from worker.jobs.summarize import summarize
 from worker.jobs.titles import title_session
+from worker.store.rows import save_memories
+from worker.testing.server import FakeAnthropic, error, ok
 
 PLANT = "zqx-plant-{}-9371"  # a string only the chat text of one user holds
 

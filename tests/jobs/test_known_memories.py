@@ -15,11 +15,11 @@ from worker.api.context import build_context
 from worker.api.ingest import add_message
 from worker.core.memories import Fact
 from worker.db import transaction
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
-from worker.jobs.store import save_memories
 from worker.jobs.summarize import summarize
+from worker.store.rows import save_memories
+from worker.testing.server import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)

@@ -20,15 +20,15 @@ from sqlalchemy import text
 from tests.env import FAKE
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 from worker.api.ingest import add_message
-from worker.api.sessions import configure_session
 from worker.db import transaction
 from worker.errors import InvalidInput, TransientLLMError
-from worker.evals.fake_api import FakeAnthropic, error
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.llm.summarizer import ClaudeSummarizer
+from worker.sessions.overrides import configure_session
 from worker.settings import MODEL_MAX_CHARS, get_settings
+from worker.testing.server import FakeAnthropic, error
 
 # -- item 2: a model id longer than summary_runs.model ----------------------------
 

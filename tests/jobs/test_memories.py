@@ -9,13 +9,13 @@ import pytest
 
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 from worker.api.ingest import add_message
-from worker.api.sessions import memories
 from worker.checks import check_invariants
 from worker.cli import main as recap
 from worker.core.memories import parse_facts
 from worker.db import transaction
 from worker.errors import InvalidExtraction
-from worker.evals.fake_api import FakeAnthropic, error, ok
+from worker.sessions.overrides import memories
+from worker.testing.server import FakeAnthropic, error, ok
 
 EXTRACTING = {**LOW, "RECAP_EXTRACT_MEMORIES": "true"}
 

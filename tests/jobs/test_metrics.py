@@ -1,4 +1,4 @@
-"""worker.jobs.metrics: the figures ``recap metrics`` exposes, against seeded rows.
+"""worker.ops.metrics: the figures ``recap metrics`` exposes, against seeded rows.
 
 Reason texts come from the code that writes them (worker.core.policy's plans,
 claim_session's skips and dead-letters), so a reworded reason that falls out of
@@ -22,10 +22,10 @@ from worker import db as dbmod
 from worker.core import policy
 from worker.core.policy import MessageInfo
 from worker.db import transaction, utcnow
-from worker.jobs import metrics
 from worker.jobs.claim import Claim, claim_session, record_rejected
 from worker.jobs.outcome import Job
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, sweep
+from worker.ops import metrics
 from worker.settings import get_settings
 
 JOB = Job(task_id="t-metrics")

@@ -14,9 +14,9 @@ from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
 from worker.cli.stats import format_stats
 from worker.db import transaction, utcnow
-from worker.evals.fake_api import FakeAnthropic, error, ok
-from worker.jobs.stats import collect_stats
+from worker.ops.stats import collect_stats
 from worker.settings import get_settings
+from worker.testing.server import FakeAnthropic, error, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

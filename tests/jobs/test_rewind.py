@@ -19,10 +19,10 @@ from worker.api.ingest import add_message
 from worker.cli import main
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
+from worker.testing.server import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)

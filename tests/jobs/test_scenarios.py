@@ -13,14 +13,14 @@ from tests.env import ROOT
 from tests.helpers import session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
-from worker.api.sessions import memories
 from worker.checks import check_invariants
 from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
 from worker.db import transaction
-from worker.evals.fake_api import FakeAnthropic, Reply, ok, validate_messages_request
-from worker.evals.fake_lossy import tool_input
 from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.sessions.overrides import memories
 from worker.settings import get_settings
+from worker.testing.answers import tool_input
+from worker.testing.server import FakeAnthropic, Reply, ok, validate_messages_request
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -21,12 +21,12 @@ from tests.helpers import as_dict, message_ids, runs, seed, session_row
 from worker import db
 from worker.api.ingest import add_message, after_reply
 from worker.errors import TransientLLMError
-from worker.evals.fake_api import error
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query
 from worker.settings import get_settings
+from worker.testing.server import error
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ import pytest
 
 from tests.helpers import LOW, runs, seed
 from worker import summary_at
-from worker.api.history import history
 from worker.cli import main
 from worker.errors import InvalidInput, SessionNotFound
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
+from worker.sessions.history import history
+from worker.testing.server import FakeAnthropic, ok
 
 
 def fold(sid: str, n: int, fake_api: FakeAnthropic) -> None:

@@ -9,10 +9,10 @@ from sqlalchemy import update
 
 from models import ChatSession
 from tests.helpers import LOW, runs, seed, session_row, statuses, wait_for
-from worker.api.sessions import configure_session
 from worker.celery_app import celery_config
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import due_query, sweep
+from worker.sessions.overrides import configure_session
 from worker.settings import get_settings
 
 

@@ -20,12 +20,12 @@ from worker.celery_app import app
 from worker.core.titles import TITLE_MAX_TOKENS
 from worker.db import session_factory, transaction, utcnow
 from worker.errors import PermanentLLMError, TransientLLMError, UnusableSummary
-from worker.evals.fake_api import FakeAnthropic, error, ok
-from worker.jobs.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import sweep_titles, title_session
 from worker.llm.summarizer import OfflineSummarizer
 from worker.settings import get_settings
+from worker.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
+from worker.testing.server import FakeAnthropic, error, ok
 
 
 def exchange(sid: str, user: str = "Our nginx returns 502s after the deploy. Why?",

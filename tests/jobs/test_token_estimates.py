@@ -11,9 +11,9 @@ import pytest
 
 from tests.helpers import LOW, run_and_wait, runs, seed
 from worker.db import transaction
-from worker.evals.fake_api import FakeAnthropic, request_usage
-from worker.jobs.stats import estimate_ratios
 from worker.llm.tokens import count_tokens
+from worker.ops.stats import estimate_ratios
+from worker.testing.server import FakeAnthropic, request_usage
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -17,14 +17,14 @@ from worker import db as dbm
 from worker.api import aio
 from worker.api.context import Context, build_context
 from worker.api.ingest import add_message
-from worker.api.sessions import configure_session, memories
 from worker.core.assemble import system_text
 from worker.core.memories import Fact, normalize
 from worker.db import transaction
 from worker.errors import InvalidInput
-from worker.jobs.recall import memories_for_prompt
-from worker.jobs.store import save_memories
+from worker.sessions.overrides import configure_session, memories
 from worker.settings import get_settings
+from worker.store.recall import memories_for_prompt
+from worker.store.rows import save_memories
 
 
 def save(sid: str, *facts: Fact, first: int = 1, last: int = 5) -> list[int]:
@@ -271,7 +271,7 @@ def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[...
 def test_the_langchain_history_passes_the_user_on() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from worker.api.langchain import RecapChatMessageHistory
+    from worker.integrations.langchain import RecapChatMessageHistory
 
     RecapChatMessageHistory("lc1", user_id="lara").add_messages([HumanMessage("hi"),
                                                                  AIMessage("hello")])

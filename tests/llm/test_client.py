@@ -19,10 +19,10 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
-from worker.evals.fake_api import FakeAnthropic, Reply, error
 from worker.jobs.resources import build_resources
 from worker.llm.client import ClientConfig, classify, complete, retry_after
 from worker.settings import load_settings
+from worker.testing.server import FakeAnthropic, Reply, error
 
 
 def config() -> ClientConfig:

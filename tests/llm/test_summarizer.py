@@ -15,13 +15,13 @@ from worker.errors import (
     TransientLLMError,
     UnusableSummary,
 )
-from worker.evals.fake_api import FakeAnthropic, Reply, error, ok, request_usage
 from worker.jobs.resources import build_resources
 from worker.llm.client import Usage
 from worker.llm.summarizer import ClaudeSummarizer
 from worker.llm.templates import default_template, load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import load_settings
+from worker.testing.server import FakeAnthropic, Reply, error, ok, request_usage
 
 
 def claude(**overrides: object) -> ClaudeSummarizer:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import LOW
 from tests.reliability.procs import WorkerProcess
-from worker.evals.fake_api import FakeAnthropic, Reply
+from worker.testing.server import FakeAnthropic, Reply
 
 # Low thresholds (11 messages of ~40 words make exactly one batch of 5; 6 stay) and
 # short limits: lease 8s > hard limit 6s; visibility 10s > 6s + backoff cap 1s.

@@ -39,13 +39,13 @@ from worker.core.assemble import system_text
 from worker.core.prompt import SYSTEM_PROMPT, Turn, render
 from worker.db import transaction
 from worker.errors import ConfigError
-from worker.evals.fake_api import FakeAnthropic, ok
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import build_resources
 from worker.jobs.summarize import summarize
 from worker.llm.templates import default_template
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings, load_settings
+from worker.testing.server import FakeAnthropic, ok
 
 # -- size ----------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from tests.reliability.procs import publish, settle, sweep_into
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.evals.fake_api import ok
+from worker.testing.server import ok
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

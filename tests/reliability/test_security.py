@@ -22,11 +22,11 @@ from tests.reliability.common import (
 from worker.celery_app import app
 from worker.db import transaction
 from worker.errors import ConfigError, PermanentLLMError
-from worker.evals.fake_api import FakeAnthropic, error, ok
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.settings import load_settings
+from worker.testing.server import FakeAnthropic, error, ok
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 

@@ -35,13 +35,13 @@ from worker.api.ingest import add_message, after_reply
 from worker.core.assemble import system_text
 from worker.db import get_engine, transaction
 from worker.errors import Superseded
-from worker.evals.fake_api import FakeAnthropic
 from worker.jobs.claim import Claim, claim_session
 from worker.jobs.outcome import Job
 from worker.jobs.resources import build_resources
 from worker.jobs.summarize import apply_summary, record_failure, summarize
 from worker.llm.summarizer import SummaryResult
 from worker.settings import get_settings
+from worker.testing.server import FakeAnthropic
 
 # -- Flower is never shipped open --------------------------------------------------------
 

@@ -65,9 +65,9 @@ from worker.api.ingest import (
 from worker.api.validate import check_session_id, check_user_id
 from worker.core.assemble import Context, as_request
 from worker.errors import ConfigError
-from worker.jobs.enqueue import BREAKER
 from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
+from worker.store.enqueue import BREAKER
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
 

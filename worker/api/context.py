@@ -16,9 +16,9 @@ from worker.core.recall import Candidate, query_terms, topic_terms
 from worker.core.validate import check_session_id, text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
-from worker.jobs.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
+from worker.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
 
 __all__ = ["Context", "Window", "as_request", "build_context", "read_window", "render_json",
            "system_text"]
@@ -31,7 +31,7 @@ class Window(NamedTuple):
     summary_tokens: int
     rows: list[Row]
     budget: int
-    scopes: tuple[str, ...]  # whose memories (worker.jobs.recall.scopes)
+    scopes: tuple[str, ...]  # whose memories (worker.store.recall.scopes)
     memories: tuple[Candidate, ...] = ()
     # The few most relevant to the newest user turn, shown besides the block chosen
     # per summary version (RECAP_MEMORY_REPLY_TOKENS).

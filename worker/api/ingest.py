@@ -39,7 +39,9 @@ from worker.core import policy
 from worker.core.titles import needs_title
 from worker.db import autocommit_connection, get_engine, insert_or_update, utcnow
 from worker.errors import InvalidInput
-from worker.jobs.enqueue import (
+from worker.llm.tokens import message_tokens
+from worker.settings import effective, get_settings
+from worker.store.enqueue import (
     BREAKER,
     mark_pending,
     mark_title_requested,
@@ -47,8 +49,6 @@ from worker.jobs.enqueue import (
     send_title,
     stale_before,
 )
-from worker.llm.tokens import message_tokens
-from worker.settings import effective, get_settings
 
 log = logging.getLogger("recap.ingest")
 

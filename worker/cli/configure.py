@@ -46,8 +46,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.api.sessions import configure_session
     from worker.errors import InvalidInput
+    from worker.sessions.overrides import configure_session
 
     overrides: dict[str, Any] = {}
     for pair in args.settings:

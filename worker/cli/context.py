@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         from worker.cli.outlook import describe
         from worker.db import transaction, utcnow
-        from worker.jobs.outlook import session_outlook
+        from worker.ops.outlook import session_outlook
         from worker.settings import get_settings
 
         with transaction() as db:

@@ -24,7 +24,7 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.core.text import redact
     from worker.db import transaction
-    from worker.jobs import ops
+    from worker.ops import requeue as ops
     from worker.settings import get_settings
 
     key = get_settings().anthropic_api_key

@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.jobs.forget import forget
+    from worker.sessions.forget import forget
 
     counts = forget(session_id=args.session, user_id=args.user)
     if args.json:

@@ -21,7 +21,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.api.history import history, summary_at
+    from worker.sessions.history import history, summary_at
 
     if args.version is not None:
         found = summary_at(args.session_id, args.version)

@@ -32,7 +32,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.api.sessions import memories
+    from worker.sessions.overrides import memories
 
     facts = memories(args.session_id)
     if args.json:

@@ -1,7 +1,7 @@
 """``recap metrics [--address A] [--port P]``: a Prometheus exporter.
 
 Serves ``/metrics`` over HTTP (prometheus_client). Every scrape reads the
-database (worker.jobs.metrics.snapshot, one short read transaction), so one
+database (worker.ops.metrics.snapshot, one short read transaction), so one
 exporter is right whatever number of workers run; it caches only the totals of
 runs recorded more than 30 minutes ago, so a scrape reads recent rows only. If
 the database cannot be read, the scrape still answers, with ``recap_up 0``.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.registry import CollectorRegistry
 
-    from worker.jobs.metrics import Snapshot
+    from worker.ops.metrics import Snapshot
 
 DEFAULT_PORT = 9808
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -83,10 +83,10 @@ def serve(registry: CollectorRegistry, *, address: str, port: int) -> WSGIServer
 
 class RecapCollector:
     """A prometheus_client collector reading one snapshot per scrape. It keeps only
-    a cache: the totals of settled summary_runs rows (worker.jobs.metrics.RunLedger)."""
+    a cache: the totals of settled summary_runs rows (worker.ops.metrics.RunLedger)."""
 
     def __init__(self) -> None:
-        from worker.jobs.metrics import RunLedger
+        from worker.ops.metrics import RunLedger
 
         self.ledger = RunLedger()
 
@@ -94,7 +94,7 @@ class RecapCollector:
         from prometheus_client.core import GaugeMetricFamily
 
         from worker.db import first_line, transaction, utcnow
-        from worker.jobs.metrics import snapshot
+        from worker.ops.metrics import snapshot
         from worker.settings import get_settings
 
         started = time.perf_counter()
@@ -122,7 +122,7 @@ def families(snap: Snapshot) -> Iterator[Any]:
     """The metric families of one snapshot."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    from worker.jobs.metrics import SUMMARIZE_TASK, TITLE_TASK
+    from worker.ops.metrics import SUMMARIZE_TASK, TITLE_TASK
 
     runs = CounterMetricFamily(
         "recap_runs", "Summarize job outcomes recorded in summary_runs, by status and "

@@ -26,7 +26,7 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.core.validate import check_session_id
     from worker.db import transaction, utcnow
-    from worker.jobs import ops
+    from worker.ops import requeue as ops
     from worker.settings import get_settings
 
     settings = get_settings()

@@ -23,7 +23,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.jobs.rewind import rewind
+    from worker.sessions.rewind import rewind
 
     emit_json(asdict(rewind(args.session_id, args.after)))
     return 0

@@ -38,7 +38,7 @@ def register(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from worker.db import transaction, utcnow
-    from worker.jobs.outlook import largest
+    from worker.ops.outlook import largest
     from worker.settings import get_settings
 
     with transaction() as db:

@@ -5,7 +5,7 @@ summarized yet and what will trigger it.
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
 jobs are counted apart. "token estimate / API count" compares the two per model
-over its latest summarize runs (worker.jobs.stats.estimate_ratios). ``--json``
+over its latest summarize runs (worker.ops.stats.estimate_ratios). ``--json``
 adds the sessions as ``largest_sessions``.
 """
 
@@ -65,8 +65,8 @@ def _count(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from worker.db import transaction, utcnow
-    from worker.jobs import stats
-    from worker.jobs.outlook import largest
+    from worker.ops import stats
+    from worker.ops.outlook import largest
     from worker.settings import get_settings
 
     settings = get_settings()

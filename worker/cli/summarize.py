@@ -33,7 +33,7 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.core.validate import check_session_id
     from worker.db import utcnow
-    from worker.jobs import ops
+    from worker.ops import requeue as ops
     from worker.settings import get_settings
 
     settings = get_settings()
@@ -48,10 +48,10 @@ def _summarize_now(session_id: str, *, force: bool = False) -> int:
 
     from worker.db import transaction
     from worker.errors import SessionNotFound
-    from worker.jobs import ops
     from worker.jobs.outcome import Job, is_transient
     from worker.jobs.resources import get_resources
     from worker.jobs.summarize import summarize
+    from worker.ops import requeue as ops
 
     with transaction() as db:
         if ops.missing_sessions([session_id], db=db):

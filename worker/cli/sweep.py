@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 def _sweep_all(settings: Settings, *, batch: int) -> int:
     from worker.db import utcnow
     from worker.errors import BrokerUnavailable
-    from worker.jobs import ops
+    from worker.ops import requeue as ops
 
     progress = ops.Backfill()
     live = sys.stderr.isatty()

@@ -153,7 +153,7 @@ def _ask_in_session(session_id: str, question: str, ask: Ask, *, after: int) -> 
     memories shown are those relevant to it), then rewound away (worker.rewind)."""
     from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message
-    from worker.jobs.rewind import rewind
+    from worker.sessions.rewind import rewind
 
     add_message(session_id, "user", question)
     try:
@@ -169,7 +169,7 @@ def stored_text(session_id: str) -> str:
 
     from models import ChatMessage, ChatSession, Memory
     from worker.db import transaction
-    from worker.jobs.recall import session_scopes
+    from worker.store.recall import session_scopes
 
     with transaction() as s:
         summary = s.scalar(select(ChatSession.rolling_summary)

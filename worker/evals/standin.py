@@ -1,4 +1,4 @@
-"""The Claude stand-in for benchmarks: worker/evals/fake_api.py plus fair peer replies.
+"""The Claude stand-in for benchmarks: worker/testing/server.py plus fair peer replies.
 
 The test server answers Recap's prompt with a deterministic digest (previous
 summary + the first 12 words of each message, cut to 3 * max_tokens characters,
@@ -17,8 +17,8 @@ import json
 import re
 from typing import Any
 
-from worker.evals.fake_api import FakeAnthropic, Reply, ok
-from worker.evals.fake_lossy import drop_specifics, tool_input
+from worker.testing.answers import drop_specifics, tool_input
+from worker.testing.server import FakeAnthropic, Reply, ok
 
 _RECAP_MARK = '<message role="'
 _LANGMEM_PREVIOUS = re.compile(

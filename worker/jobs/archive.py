@@ -19,9 +19,9 @@ from worker.db import rowcount, transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
 from worker.jobs.outcome import Job, Outcome, log_outcome
 from worker.jobs.resources import Resources
-from worker.jobs.store import lease_update, record_run, release, save_summary_version
 from worker.llm.tokens import count_tokens
 from worker.settings import effective
+from worker.store.rows import lease_update, record_run, release, save_summary_version
 
 
 def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:

@@ -23,9 +23,9 @@ from worker.core.render import parse_links
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
-from worker.jobs.recall import memories_for_prompt
-from worker.jobs.store import lease_update, record_run, release
 from worker.settings import Settings, effective
+from worker.store.recall import memories_for_prompt
+from worker.store.rows import lease_update, record_run, release
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from worker import db, tracing
 from worker.core.text import redact
 from worker.errors import ConfigError
-from worker.jobs.enqueue import BREAKER
 from worker.llm.client import ClientConfig
 from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
 from worker.llm.templates import load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import Settings, get_settings
+from worker.store.enqueue import BREAKER
 
 log = logging.getLogger("recap.worker")
 

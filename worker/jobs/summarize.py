@@ -34,10 +34,10 @@ from worker.jobs.outcome import (
 )
 from worker.jobs.resources import Resources
 from worker.jobs.retain import Retained, retain
-from worker.jobs.store import archive_messages, release, save_memories, save_summary_version
 from worker.llm.client import Usage, classify
 from worker.llm.summarizer import SummaryResult
 from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.store.rows import archive_messages, release, save_memories, save_summary_version
 
 log = logging.getLogger("recap.jobs")
 

@@ -22,9 +22,9 @@ from models import ChatSession, Heartbeat
 from worker.core import policy
 from worker.db import insert_or_update, transaction, utcnow
 from worker.errors import InvalidInput
-from worker.jobs.enqueue import mark_pending, send, stale_before
 from worker.jobs.titles import sweep_titles
 from worker.settings import Settings, effective
+from worker.store.enqueue import mark_pending, send, stale_before
 
 log = logging.getLogger("recap.sweeper")
 

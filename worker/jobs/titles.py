@@ -21,13 +21,13 @@ from models import ChatMessage, ChatSession, TitleRun
 from worker import tracing
 from worker.core.titles import MESSAGE_MAX_TOKENS
 from worker.db import transaction
-from worker.jobs.enqueue import due_for_title, mark_title_requested, send_title, stale_before
 from worker.jobs.outcome import describe_error
 from worker.jobs.resources import Resources
-from worker.jobs.store import session_exists
 from worker.llm.client import classify
 from worker.llm.titler import generate_title
 from worker.settings import Settings
+from worker.store.enqueue import due_for_title, mark_title_requested, send_title, stale_before
+from worker.store.rows import session_exists
 
 log = logging.getLogger("recap.titles")
 

@@ -15,7 +15,7 @@ Fenced against running jobs: the session rows are locked first (FOR UPDATE), so
 an apply that is mid-transaction finishes before the erasure reads anything,
 and one that comes later finds no session row, raises Superseded and changes
 nothing; its failure record is written only while the session exists
-(worker.jobs.store.session_exists), so it cannot bring the id back. A job
+(worker.store.rows.session_exists), so it cannot bring the id back. A job
 already queued for a forgotten session that starts afterwards records one
 ``skipped: not found`` row naming only the id, as for any unknown id; forget is
 idempotent, so forgetting again removes it.

@@ -21,8 +21,8 @@ from models import ChatSession
 from worker.core import policy
 from worker.errors import InvalidInput, SessionNotFound
 from worker.jobs.claim import message_infos
-from worker.jobs.enqueue import stale_before
 from worker.settings import Settings, effective
+from worker.store.enqueue import stale_before
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import socket
 import threading
 import time
@@ -20,8 +19,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from worker.evals.fake_blocks import validate_content_blocks
-from worker.evals.fake_lossy import default_repair, digest_line, drop_specifics, tool_input
+from worker.testing.answers import (
+    default_facts,
+    default_repair,
+    default_summary,
+    drop_specifics,
+    tool_input,
+)
+from worker.testing.blocks import validate_content_blocks
 
 
 class Gate:
@@ -235,28 +240,6 @@ def _split_usage(chars: list[int], digests: list[bytes], units: list[tuple[str, 
     read, upto = tokens(chars[hit + 1]), tokens(chars[last_bp + 1])
     return {"input_tokens": total - upto, "cache_creation_input_tokens": upto - read,
             "cache_read_input_tokens": read}
-
-
-def default_summary(prompt: str, max_chars: int = 100_000) -> str:
-    """A deterministic summary: the previous one plus a digest of each new message,
-    dropping its oldest lines to stay within ``max_chars`` (as a model stays under
-    max_tokens)."""
-    prev = re.search(r"<previous_summary>\n(.*?)\n</previous_summary>", prompt, re.S)
-    previous = prev.group(1).strip() if prev else ""
-    lines = [] if previous in ("", "(none yet)") else [previous]
-    for role, content in re.findall(r'<message role="(\w+)">\n(.*?)\n</message>', prompt, re.S):
-        lines.append(digest_line(role, content))
-    text = "\n".join(lines) or "The conversation was empty."
-    while len(text) > max_chars and "\n" in text:
-        text = text.split("\n", 1)[1]
-    return text
-
-
-def default_facts(prompt: str) -> str:
-    """Memory extraction: every line starting with ``FACT:`` becomes one fact."""
-    facts = [{"fact": line.split("FACT:", 1)[1].strip(), "category": "fact", "importance": 3}
-             for line in prompt.splitlines() if line.strip().startswith("FACT:")]
-    return json.dumps(facts)
 
 
 class FakeAnthropic:

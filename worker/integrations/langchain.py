@@ -5,7 +5,7 @@ keeps its history with ``RunnableWithMessageHistory`` switches to Recap by
 changing its ``get_session_history`` factory, nothing else::
 
     from langchain_core.runnables.history import RunnableWithMessageHistory
-    from worker.api.langchain import RecapChatMessageHistory
+    from worker.integrations.langchain import RecapChatMessageHistory
 
     chat = RunnableWithMessageHistory(
         prompt | model,
@@ -80,7 +80,7 @@ try:
         ToolMessage,
     )
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.api.langchain needs langchain-core: "
+    raise ImportError("worker.integrations.langchain needs langchain-core: "
                       "pip install 'recap[langchain]'") from exc
 
 __all__ = ["RecapChatMessageHistory", "from_context", "to_row"]

@@ -34,10 +34,10 @@ from sqlalchemy.orm import Session
 
 from models import ChatSession, Heartbeat, SummaryRun
 from worker.errors import InvalidInput
-from worker.jobs import stats
-from worker.jobs.enqueue import stale_before
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
+from worker.ops import stats
 from worker.settings import Settings, effective
+from worker.store.enqueue import stale_before
 
 log = logging.getLogger("recap.metrics")
 

@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session, aliased
 from models import ChatSession, SummaryRun, TitleRun
 from worker.db import transaction
 from worker.errors import BrokerUnavailable, SessionNotFound
-from worker.jobs.enqueue import mark_pending, send
 from worker.jobs.sweeper import claim_due, due_query
 from worker.settings import Settings
+from worker.store.enqueue import mark_pending, send
 
 FAILURE_STATUSES = ("failed", "dead")
 

@@ -32,7 +32,7 @@ from models import sessions_table as SESSIONS
 from models import versions_table as VERSIONS
 from worker.core.memories import Fact
 from worker.db import insert_or_update, rowcount
-from worker.jobs.recall import session_scopes
+from worker.store.recall import session_scopes
 
 
 def lease_free(now: datetime) -> ColumnElement[bool]:

@@ -1,4 +1,4 @@
-"""The fake Messages API's checks of content blocks (worker/evals/fake_api.py calls
+"""The fake Messages API's checks of content blocks (worker/testing/server.py calls
 :func:`validate_content_blocks`): block shapes, where each block may appear, and
 tool_use/tool_result pairing, as the real API checks them."""
 

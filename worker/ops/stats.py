@@ -16,8 +16,8 @@ from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from models import ChatSession, SummaryRun, TitleRun
-from worker.jobs.enqueue import stale_before
 from worker.settings import Settings
+from worker.store.enqueue import stale_before
 
 
 @dataclass

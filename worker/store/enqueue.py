@@ -135,5 +135,5 @@ def mark_title_requested(session_id: str, *, db: Session | Connection, now: date
 
 
 def send_title(session_id: str) -> bool:
-    """Publish one title job (never raises; see worker.jobs.enqueue.publish)."""
+    """Publish one title job (never raises; see worker.store.enqueue.publish)."""
     return publish(TITLE_TASK, session_id, marker=ChatSession.title_requested_at)

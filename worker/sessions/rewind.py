@@ -39,9 +39,9 @@ from worker.core.message import prepare_content
 from worker.core.validate import check_session_id
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound
-from worker.jobs.store import lease_free, record_run, save_summary_version
 from worker.llm.tokens import message_tokens
 from worker.settings import Settings, effective, get_settings
+from worker.store.rows import lease_free, record_run, save_summary_version
 
 log = logging.getLogger("recap.jobs")
 

@@ -14,8 +14,8 @@ from worker.api.ingest import raise_other_user
 from worker.api.validate import check_session_id, check_user_id
 from worker.db import insert_ignoring_duplicates, rowcount, transaction
 from worker.errors import SessionNotFound
-from worker.jobs.recall import session_scopes
 from worker.settings import get_settings, validate_overrides
+from worker.store.recall import session_scopes
 
 
 def configure_session(session_id: str,

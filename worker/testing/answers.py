@@ -1,4 +1,4 @@
-"""The fake Messages API's answers for issue 12 (worker/evals/fake_api.py uses them):
+"""The fake Messages API's answers for issue 12 (worker/testing/server.py uses them):
 digests that keep specifics, the retention guard's repair answer, the forced
 ``record_summary`` tool's input, and the lossy mode that drops specifics."""
 
@@ -54,8 +54,6 @@ def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fract
     (with the FACT: lines as facts);
     otherwise the default summary (within the cap the tool's description states) and
     the FACT: lines as facts, each losing ``fraction`` of its specifics."""
-    from worker.evals.fake_api import default_facts, default_summary
-
     if scripted is not None:
         try:
             data = json.loads(scripted)
@@ -74,3 +72,25 @@ def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fract
         for f in facts:
             f["fact"] = drop_specifics(f["fact"], fraction, seed=seed, kind="facts")
     return {"summary": summary, "facts": facts}
+
+
+def default_summary(prompt: str, max_chars: int = 100_000) -> str:
+    """A deterministic summary: the previous one plus a digest of each new message,
+    dropping its oldest lines to stay within ``max_chars`` (as a model stays under
+    max_tokens)."""
+    prev = re.search(r"<previous_summary>\n(.*?)\n</previous_summary>", prompt, re.S)
+    previous = prev.group(1).strip() if prev else ""
+    lines = [] if previous in ("", "(none yet)") else [previous]
+    for role, content in re.findall(r'<message role="(\w+)">\n(.*?)\n</message>', prompt, re.S):
+        lines.append(digest_line(role, content))
+    text = "\n".join(lines) or "The conversation was empty."
+    while len(text) > max_chars and "\n" in text:
+        text = text.split("\n", 1)[1]
+    return text
+
+
+def default_facts(prompt: str) -> str:
+    """Memory extraction: every line starting with ``FACT:`` becomes one fact."""
+    facts = [{"fact": line.split("FACT:", 1)[1].strip(), "category": "fact", "importance": 3}
+             for line in prompt.splitlines() if line.strip().startswith("FACT:")]
+    return json.dumps(facts)

@@ -1,0 +1,2 @@
+"""Adapters for agent frameworks. Each module imports its framework lazily, so
+Recap's core never needs one installed."""

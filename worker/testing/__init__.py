@@ -1,0 +1,18 @@
+"""A local stand-in of the Anthropic Messages API for your own tests, no key needed.
+
+Point the real SDK at it with ``base_url``::
+
+    from worker.testing import FakeAnthropic, ok, error
+
+    fake = FakeAnthropic().start()
+    fake.script(ok("a summary"), error(529, "Overloaded"))
+    ...  # RECAP_ANTHROPIC_BASE_URL=fake.url
+    fake.stop()
+
+Unscripted calls get a deterministic answer; every request is validated as the
+API does and recorded (``fake.requests``).
+"""
+
+from worker.testing.server import FakeAnthropic, Gate, Reply, error, ok
+
+__all__ = ["FakeAnthropic", "Gate", "Reply", "error", "ok"]
