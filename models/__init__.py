@@ -1,6 +1,7 @@
 """Recap's tables. Declarative models only: no engine, no session, no settings."""
 
 from models.base import Base
+from models.idempotency import IdempotencyKey
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
@@ -18,6 +19,7 @@ from models.tables import (
     versions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
+           "IdempotencyKey", "Memory", "SummaryRun", "SummaryVersion", "TitleRun",
+           "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]
