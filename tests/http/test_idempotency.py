@@ -4,6 +4,7 @@ nothing; another body with the key is 422; a refused request does not use it up.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -12,10 +13,10 @@ from tests.helpers import message_ids
 from tests.http.server import Server
 
 SID = "http-idem"
-BODY = {"role": "user", "content": "Book the Lisbon hotel for March 14th"}
+BODY: dict[str, object] = {"role": "user", "content": "Book the Lisbon hotel for March 14th"}
 
 
-def _post(api: httpx.Client, key: str, body: dict[str, object], sid: str = SID
+def _post(api: httpx.Client, key: str, body: Mapping[str, object], sid: str = SID
           ) -> httpx.Response:
     return api.post(f"/v1/sessions/{sid}/messages", json=body,
                     headers={"Idempotency-Key": key})
