@@ -20,7 +20,7 @@ from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.render import parse_links
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -73,9 +73,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
 
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
     """
-    now = now or utcnow()
     token = str(uuid.uuid4())
     with transaction() as s:
+        now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(
             lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
                          enqueued_at=None,
