@@ -51,10 +51,10 @@ class Claim:
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
-           **fields: object) -> int:
-    """One summary_runs row for this job."""
+           mode: policy.Mode | None = None) -> int:
+    """The summary_runs row of a job that condensed nothing (skipped or dead)."""
     return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
-                      status=status, reason=reason, **fields)
+                      status=status, reason=reason, mode=mode)
 
 
 def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
@@ -118,8 +118,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                       .values(needs_escalation=plan.needs_escalation, **flags))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
-            record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
-            return Outcome(session_id, "skipped", plan.reason)
+            record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
+                   mode=plan.mode)
+            return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
         turns = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
