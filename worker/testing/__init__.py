@@ -10,7 +10,9 @@ Point the real SDK at it with ``base_url``::
     fake.stop()
 
 Unscripted calls get a deterministic answer; every request is validated as the
-API does and recorded (``fake.requests``).
+API does and recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every
+answer one byte every 50 ms (a slow or hostile server or proxy), to test that
+your calls have a total deadline and not only a per-read timeout.
 """
 
 from worker.testing.server import FakeAnthropic, Gate, Reply, error, ok
