@@ -1,15 +1,15 @@
 """stored_keys: framework item ids a session already holds (agent framework adapters)
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-25 10:50:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0010'
-down_revision = '0009'
+revision = '0011'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 
