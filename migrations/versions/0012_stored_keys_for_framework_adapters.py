@@ -1,15 +1,15 @@
 """stored_keys: framework item ids a session already holds (agent framework adapters)
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012_stored_keys
+Revises: 0011_sweep_noop_backoff
 Create Date: 2026-11-25 10:50:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0011'
-down_revision = '0010'
+revision = '0012_stored_keys'
+down_revision = '0011_sweep_noop_backoff'
 branch_labels = None
 depends_on = None
 
