@@ -1,4 +1,4 @@
-"""The Claude stand-in for benchmarks: worker/testing/server.py plus fair peer replies.
+"""The Claude stand-in for benchmarks: worker.testing.FakeAnthropic plus fair peer replies.
 
 The test server answers Recap's prompt with a deterministic digest (previous
 summary + the first 12 words of each message, cut to 3 * max_tokens characters,

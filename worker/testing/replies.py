@@ -26,11 +26,15 @@ class Reply:
     error_type: str = "api_error"
     message: str = "scripted failure"
     delay: float = 0.0
+    # Seconds between bytes: the whole answer, status line and headers included,
+    # sent one byte at a time (see FakeAnthropic.trickle). 0: all at once.
+    trickle: float = 0.0
 
 
 def ok(text: str | None = None, **kw: Any) -> Reply:
     """A 200 answer: ``text`` (for a forced tool, its JSON input), or None for the
-    default answer. ``stop_reason``, ``headers`` and ``delay`` as in :class:`Reply`."""
+    default answer. ``stop_reason``, ``headers``, ``delay`` and ``trickle`` as in
+    :class:`Reply`."""
     return Reply("ok", text=text, **kw)
 
 

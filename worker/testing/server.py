@@ -18,39 +18,12 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from worker.testing.gate import Gate
 from worker.testing.recap import answer
 from worker.testing.replies import Reply, Request, Route
+from worker.testing.trickle import raw_response, send_trickled
 from worker.testing.usage import request_usage
 from worker.testing.validate import validate_messages_request
-
-
-class Gate:
-    """Holds calls to the fake API until the test releases them (see FakeAnthropic.hold).
-
-    ``entered`` is set once a call is being held, so a test can act *during* the
-    call (write a message, take the lease) and then ``release()`` it.
-    """
-
-    def __init__(self, calls: int | None) -> None:
-        self.entered = threading.Event()
-        self.released = threading.Event()
-        self._remaining = calls  # None: every call until released
-        self.held = 0
-
-    def take(self) -> bool:
-        """Whether the gate holds one more call (counts it when it does)."""
-        if self._remaining is not None:
-            if self._remaining <= 0:
-                return False
-            self._remaining -= 1
-        return True
-
-    def wait_entered(self, timeout: float = 30.0) -> None:
-        if not self.entered.wait(timeout):
-            raise AssertionError(f"no call reached the fake API within {timeout}s")
-
-    def release(self) -> None:
-        self.released.set()
 
 
 class FakeAnthropic:
@@ -66,6 +39,9 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.delay = 0.0  # seconds before every answer (a slow API)
+        self.trickle_s = 0.0  # trickle(): seconds between the bytes of every answer
+        self.trickles_finished = 0  # trickled answers sent to their last byte
+        self.generation = 0  # bumped by reset(): a trickle in progress stops
         self.calls_started = threading.Event()
         # lose_specifics(): the share of specifics dropped from default answers.
         self.lossy_fraction = 0.0
@@ -105,6 +81,8 @@ class FakeAnthropic:
             self._always = None
             self._routes.clear()
             self.delay = 0.0
+            self.trickle_s, self.trickles_finished = 0.0, 0
+            self.generation += 1
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
@@ -136,6 +114,15 @@ class FakeAnthropic:
         their specifics, deterministically by ``seed`` (see drop_specifics)."""
         with self._lock:
             self.lossy_fraction, self.lossy_seed = fraction, seed
+
+    def trickle(self, seconds_per_byte: float) -> None:
+        """Send every answer one byte every ``seconds_per_byte`` (0: off), status
+        line and headers included, as a slow or hostile server or proxy does: no
+        single read waits long, so only a total deadline ends the call. A reply's
+        own ``trickle`` wins; ``trickles_finished`` counts answers sent whole;
+        ``reset()`` stops a trickle in progress."""
+        with self._lock:
+            self.trickle_s = seconds_per_byte
 
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
@@ -209,20 +196,35 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        trickle = 0.0  # this request's seconds between bytes (see trickle())
+
         def log_message(self, *args: Any) -> None:
             pass
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
                   raw: bytes | None = None) -> None:
             data = raw if raw is not None else json.dumps(payload).encode()
+            fields = [("content-type", "application/json"),
+                      ("content-length", str(len(data))), ("request-id", "req_fake"),
+                      *(headers or {}).items()]
+            if self.trickle:
+                return self._trickle(raw_response(
+                    status, self.responses.get(status, ("",))[0], fields, data))
             self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("request-id", "req_fake")
-            for k, v in (headers or {}).items():
+            for k, v in fields:
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+            return None
+
+        def _trickle(self, data: bytes) -> None:
+            generation = fake.generation
+            if send_trickled(self.wfile.write, data, self.trickle,
+                             stopped=lambda: fake.generation != generation):
+                with fake._lock:
+                    fake.trickles_finished += 1
+            else:
+                self.close_connection = True
 
         def _reset_mid_body(self) -> None:
             # Abort mid-response: headers promise a body that never comes.
@@ -238,6 +240,7 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def do_POST(self) -> None:  # noqa: N802
+            self.trickle = 0.0
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
             if self.path.rstrip("/") != "/v1/messages":
                 return self._send(404, _err("not_found_error", f"no route {self.path}"))
@@ -252,6 +255,7 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 return self._send(400, _err("invalid_request_error", problem))
             request = Request(body, raw, headers)
             reply = fake.reply_to(request)
+            self.trickle = reply.trickle or fake.trickle_s
             if reply.delay or fake.delay:
                 time.sleep(reply.delay or fake.delay)
             if reply.kind == "hang":
