@@ -3,6 +3,7 @@
 from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
 from models.idempotency import IdempotencyKey
+from models.keys import StoredKey
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
@@ -17,6 +18,6 @@ from models.tables import (
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
-           "IdempotencyKey", "Memory", "SummaryRun", "SummaryVersion", "TitleRun",
+           "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
            "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

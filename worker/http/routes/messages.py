@@ -80,11 +80,13 @@ def post_messages(session_id: str, body: MessagesIn,
     with transaction() as db:
         first = idempotency.claim(key, fp, db=db, now=utcnow(),
                                   ttl_s=get_settings().api_idempotency_ttl_s)
-        if first is not None:
-            return JSONResponse(first.body, status_code=first.status,
-                                headers={REPLAYED: "true"})
+        if first is not None:  # the fingerprint matched, so the session is this one
+            return JSONResponse({"session_id": session_id, **first.body},
+                                status_code=first.status, headers={REPLAYED: "true"})
         stored = _store(session_id, messages, db=db)
-        idempotency.record(key, idempotency.Reply(201, stored.model_dump(mode="json")), db=db)
+        # Ids and counts only: a kept key names no session (forget erases sessions).
+        idempotency.record(key, idempotency.Reply(
+            201, stored.model_dump(mode="json", exclude={"session_id"})), db=db)
     return stored
 
 

@@ -1,15 +1,15 @@
 """idempotency_keys: the HTTP API's Idempotency-Key answers
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0013_idempotency_keys
+Revises: 0012_stored_keys
 Create Date: 2026-11-25 10:50:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0011'
-down_revision = '0010'
+revision = '0013_idempotency_keys'
+down_revision = '0012_stored_keys'
 branch_labels = None
 depends_on = None
 
