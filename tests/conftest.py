@@ -21,7 +21,7 @@ from tests.env import (
     release_redis_db,
 )
 from tests.helpers import WORKER_RUNNING, join_worker
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,7 +25,7 @@ from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.titles import title_session
 from worker.store.rows import save_memories
-from worker.testing.server import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok
 
 PLANT = "zqx-plant-{}-9371"  # a string only the chat text of one user holds
 
