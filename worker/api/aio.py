@@ -33,10 +33,11 @@ engine (a later call builds a new one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -69,7 +70,8 @@ from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER
 
-__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
+__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
+           "transaction"]
 
 T = TypeVar("T")
 
@@ -158,6 +160,15 @@ async def build_context(session_id: str, *, system_prompt: str,
             window = with_memories(window, kind, (await conn.execute(query)).all(), terms,
                                    dialect="postgresql")
     return await asyncio.to_thread(assemble_window, system_prompt, window, prompt_caching)
+
+
+@contextlib.asynccontextmanager
+async def transaction() -> AsyncIterator[AsyncSession]:
+    """An ``AsyncSession`` on this loop's engine in one transaction: commits on
+    success, rolls back on error. Pass it as ``db=`` to write several messages all
+    or nothing (the adapters in worker.integrations store a turn this way)."""
+    async with AsyncSession(_engine(), expire_on_commit=False) as db, db.begin():
+        yield db
 
 
 async def close() -> None:
