@@ -17,7 +17,7 @@ from worker.core import policy
 from worker.core.assemble import Row, assemble
 from worker.core.render import parse_links
 from worker.core.request import as_request
-from worker.testing.server import validate_messages_request
+from worker.testing import validate_messages_request
 
 
 def rows_of(transcript: list[Message]) -> list[tuple[int, Row, policy.MessageInfo]]:

@@ -21,7 +21,7 @@ from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction, utcnow
 from worker.errors import PermanentLLMError, Superseded
 from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
 from worker.jobs.fold import Fold
@@ -138,11 +138,11 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                    model: str | None, latency_ms: int | None, secret: str | None = None,
                    spent: Usage | None = None) -> Outcome:
     """Release the lease and record a failed/superseded/dead run; nothing else changes."""
-    now = utcnow()
     settings = claim.settings
     error = None if status == "superseded" else describe_error(exc, secret=secret)
     reason = str(exc) if status == "superseded" else claim.plan.reason
     with transaction() as s:
+        now = db_now(s)  # the cool-down and marker on the clock the sweeper reads
         release(claim.session_id, db=s, token=claim.token,
                 blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
                                if status == "dead" else None),

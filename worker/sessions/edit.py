@@ -18,7 +18,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core.message import prepare_content
 from worker.core.validate import check_session_id
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.llm.tokens import message_tokens
 from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
@@ -53,7 +53,7 @@ def edit_message(session_id: str, message_id: int, content: object, *,
 
 def _edit(session_id: str, message_id: int, content: object, settings: Settings) -> Edited:
     with transaction() as s:
-        locked(session_id, db=s, now=utcnow())
+        locked(session_id, db=s, now=db_now(s))
         row = s.execute(select(MESSAGES.c.role, MESSAGES.c.token_count).where(
             MESSAGES.c.session_id == session_id, MESSAGES.c.id == message_id)).one_or_none()
         if row is None:

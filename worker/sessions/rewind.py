@@ -34,7 +34,7 @@ from models import ArchivedMessage, Memory, SummaryRun, SummaryVersion
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core.validate import check_session_id
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction, utcnow
 from worker.errors import InvalidInput
 from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from worker.settings import Settings, effective, get_settings
@@ -82,7 +82,7 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
 def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
     now = utcnow()
     with transaction() as s:
-        head = locked(session_id, db=s, now=now)
+        head = locked(session_id, db=s, now=db_now(s))
         settings = effective(settings, head.overrides)
         live = live_runs(session_id, db=s)
         covers = max((r.last_message_id for r in live), default=0)
