@@ -14,7 +14,6 @@ MAX_LINES = 300
 # shrinks (a module that gets under the limit must leave it, and none may grow).
 OVER_LIMIT: dict[str, int] = {
     "worker/settings.py": 329,
-    "worker/testing/server.py": 470,
 }
 
 
