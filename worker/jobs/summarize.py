@@ -207,7 +207,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
         if tuned.retention_guard:
             retained = retain(claimed, result.text, result.facts, turns=stored,
                               summarizer=summarizer, usage=spent)
-            result = SummaryResult.of(retained.summary, spent, result.facts)
+            result = SummaryResult.of(retained.summary, spent, retained.facts)
         latency_ms = int((time.monotonic() - started) * 1000)
         return log_outcome(apply_summary(claimed, result, job=job, latency_ms=latency_ms,
                                          retained=retained), job)

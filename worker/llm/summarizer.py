@@ -19,10 +19,12 @@ from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 from worker.llm.structured import (
     FACTS_INSTRUCTION,
+    KNOWN_INSTRUCTION,
     fact_room,
     known_block,
     parse_answer,
     summary_tool,
+    tool_texts,
 )
 
 OFFLINE_MODEL = "offline-extractive"
@@ -151,6 +153,16 @@ class ClaudeSummarizer:
         if not text:
             raise UnusableSummary("the model returned an empty summary; not applied")
         return text
+
+
+def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
+    """What ``summarizer`` itself sends besides the conversation (system prompt,
+    template, instructions, the tool schema's descriptions, the repair prompt): a
+    model that echoes any of it is not telling Recap a specific (worker.core.echo)."""
+    if not isinstance(summarizer, ClaudeSummarizer):
+        return ()
+    return (SYSTEM_PROMPT, summarizer.template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
+            guard.REPAIR_PROMPT, *tool_texts(summary_tool(summarizer.max_tokens)))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -10,9 +10,13 @@ Point the real SDK at it with ``base_url``::
     fake.stop()
 
 Unscripted calls get a deterministic answer; every request is validated as the
-API does and recorded (``fake.requests``).
+API does and recorded (``fake.requests``). ``fake.act_weak(Weak(...))`` makes
+them misbehave like a small model (echo the schema, loop facts to the cap,
+replace memories with junk, an echoing or over-long title): see
+worker.testing.weak.
 """
 
 from worker.testing.server import FakeAnthropic, Gate, Reply, error, ok
+from worker.testing.weak import Weak
 
-__all__ = ["FakeAnthropic", "Gate", "Reply", "error", "ok"]
+__all__ = ["FakeAnthropic", "Gate", "Reply", "Weak", "error", "ok"]

@@ -27,6 +27,7 @@ from worker.testing.answers import (
     tool_input,
 )
 from worker.testing.blocks import validate_content_blocks
+from worker.testing.weak import Weak, weaken_text, weaken_tool_input
 
 
 class Gate:
@@ -256,6 +257,7 @@ class FakeAnthropic:
         self.lossy_fraction = 0.0
         self.lossy_seed = 0
         self._cache: set[bytes] = set()  # request prefixes written to the "prompt cache"
+        self.weak: Weak | None = None  # act_weak(): answer like a small model
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -284,6 +286,7 @@ class FakeAnthropic:
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
+            self.weak = None
             gate, self._gate = self._gate, None
         if gate is not None:
             gate.release()  # never leave a handler thread parked across tests
@@ -301,6 +304,13 @@ class FakeAnthropic:
         their specifics, deterministically by ``seed`` (see drop_specifics)."""
         with self._lock:
             self.lossy_fraction, self.lossy_seed = fraction, seed
+
+    def act_weak(self, weak: Weak | None) -> None:
+        """Answer unscripted calls like a weak model (worker.testing.weak.Weak: echo
+        the schema, loop facts to the cap, replace memories with junk, a given
+        title); None: behave again."""
+        with self._lock:
+            self.weak = weak
 
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
@@ -410,12 +420,18 @@ class FakeAnthropic:
                 if fake.lossy_fraction and kind != "scripted":
                     text = drop_specifics(text, fake.lossy_fraction, seed=fake.lossy_seed,
                                           kind=kind)
+                weak, cut = fake.weak if kind != "scripted" else None, False
+                if weak is not None:
+                    text, cut = weaken_text(weak, body, text)
                 content: list[dict[str, Any]] = (
                     [{"type": "text", "text": text}] if text != "" else [])
-                stop = reply.stop_reason
+                stop = "max_tokens" if cut else reply.stop_reason
                 if body.get("tools"):  # a forced tool: answer with its input
                     data = tool_input(body, prompt_text, reply.text,
                                       fraction=fake.lossy_fraction, seed=fake.lossy_seed)
+                    if weak is not None:
+                        data, cut = weaken_tool_input(weak, body, prompt_text, data)
+                        stop = "max_tokens" if cut else stop
                     content = [{"type": "tool_use", "id": f"toolu_{len(fake.requests)}",
                                 "name": body["tools"][0]["name"], "input": data}]
                     text = json.dumps(data)
