@@ -1,5 +1,6 @@
 """Recap's tables. Declarative models only: no engine, no session, no settings."""
 
+from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
 from models.tables import (
     MEMORY_CATEGORIES,
@@ -7,13 +8,9 @@ from models.tables import (
     ArchivedMessage,
     ChatMessage,
     ChatSession,
-    Heartbeat,
     Memory,
-    SummaryRun,
     SummaryVersion,
-    TitleRun,
     messages_table,
-    runs_table,
     sessions_table,
     versions_table,
 )

@@ -20,7 +20,7 @@ from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.render import parse_links
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -51,10 +51,10 @@ class Claim:
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
-           **fields: object) -> int:
-    """One summary_runs row for this job."""
+           mode: policy.Mode | None = None) -> int:
+    """The summary_runs row of a job that condensed nothing (skipped or dead)."""
     return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
-                      status=status, reason=reason, **fields)
+                      status=status, reason=reason, mode=mode)
 
 
 def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
@@ -73,9 +73,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
 
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
     """
-    now = now or utcnow()
     token = str(uuid.uuid4())
     with transaction() as s:
+        now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(
             lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
                          enqueued_at=None,
@@ -118,8 +118,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                       .values(needs_escalation=plan.needs_escalation, **flags))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
-            record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
-            return Outcome(session_id, "skipped", plan.reason)
+            record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
+                   mode=plan.mode)
+            return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
         turns = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))

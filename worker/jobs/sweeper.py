@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from models import ChatSession, Heartbeat
 from worker.core import policy
-from worker.db import insert_or_update, transaction, utcnow
+from worker.db import db_now, insert_or_update, transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.titles import sweep_titles
 from worker.settings import Settings, effective
@@ -114,8 +114,8 @@ def claim_due(query: Select[Any], settings: Settings, *, db: Session,
 
 def sweep(settings: Settings, *, limit: int | None = None) -> int:
     """Queue up to ``limit`` (default RECAP_SWEEP_BATCH) due sessions; returns how many."""
-    now = utcnow()
     with transaction() as s:
+        now = db_now(s)  # leases, markers and cool-downs on the database's clock
         due = find_due(settings, db=s, now=now, limit=limit or settings.sweep_batch)
         marked = [sid for sid in due if mark_pending(sid, db=s, now=now, settings=settings)]
     sent = sum(1 for sid in marked if send(sid))

@@ -10,10 +10,12 @@ Point the real SDK at it with ``base_url``::
     fake.stop()
 
 Unscripted calls get a deterministic answer; every request is validated as the
-API does and recorded (``fake.requests``). ``fake.act_weak(Weak(...))`` makes
-them misbehave like a small model (echo the schema, loop facts to the cap,
-replace memories with junk, an echoing or over-long title): see
-worker.testing.weak.
+API does and recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every
+answer one byte every 50 ms (a slow or hostile server or proxy), to test that
+your calls have a total deadline and not only a per-read timeout.
+``fake.act_weak(Weak(...))`` makes unscripted answers misbehave like a small
+model (echo the schema, loop facts to the cap, replace memories with junk, an
+echoing or over-long title): see worker.testing.weak.
 """
 
 from worker.testing.server import FakeAnthropic, Gate, Reply, error, ok

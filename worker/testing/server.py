@@ -27,6 +27,7 @@ from worker.testing.answers import (
     tool_input,
 )
 from worker.testing.blocks import validate_content_blocks
+from worker.testing.trickle import raw_response, send_trickled
 from worker.testing.weak import Weak, weaken_text, weaken_tool_input
 
 
@@ -70,6 +71,9 @@ class Reply:
     error_type: str = "api_error"
     message: str = "scripted failure"
     delay: float = 0.0
+    # Seconds between bytes: the whole answer, status line and headers included,
+    # sent one byte at a time (see FakeAnthropic.trickle). 0: all at once.
+    trickle: float = 0.0
 
 
 def ok(text: str | None = None, **kw: Any) -> Reply:
@@ -251,6 +255,9 @@ class FakeAnthropic:
         self._always: Reply | None = None
         self._lock = threading.Lock()
         self.delay = 0.0
+        self.trickle_s = 0.0  # trickle(): seconds between the bytes of every answer
+        self.trickles_finished = 0  # trickled answers sent to their last byte
+        self._generation = 0  # bumped by reset(): a trickle in progress stops
         self.calls_started = threading.Event()
         self._gate: Gate | None = None
         # lose_specifics(): the share of specifics dropped from default answers.
@@ -283,6 +290,8 @@ class FakeAnthropic:
             self._script.clear()
             self._always = None
             self.delay = 0.0
+            self.trickle_s, self.trickles_finished = 0.0, 0
+            self._generation += 1
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
@@ -311,6 +320,15 @@ class FakeAnthropic:
         title); None: behave again."""
         with self._lock:
             self.weak = weak
+
+    def trickle(self, seconds_per_byte: float) -> None:
+        """Send every answer one byte every ``seconds_per_byte`` (0: off), status
+        line and headers included, as a slow or hostile server or proxy does: no
+        single read waits long, so only a total deadline ends the call. A reply's
+        own ``trickle`` wins; ``trickles_finished`` counts answers sent whole;
+        ``reset()`` stops a trickle in progress."""
+        with self._lock:
+            self.trickle_s = seconds_per_byte
 
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
@@ -351,19 +369,34 @@ class FakeAnthropic:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            trickle = 0.0  # this request's seconds between bytes (see trickle())
+
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
                       raw: bytes | None = None) -> None:
                 data = raw if raw is not None else json.dumps(payload).encode()
+                fields = [("content-type", "application/json"),
+                          ("content-length", str(len(data))), ("request-id", "req_fake"),
+                          *(headers or {}).items()]
+                if self.trickle:
+                    return self._trickle(raw_response(
+                        status, self.responses.get(status, ("",))[0], fields, data))
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", "req_fake")
-                for k, v in (headers or {}).items():
+                for k, v in fields:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _trickle(self, data: bytes) -> None:
+                generation = fake._generation
+                if send_trickled(self.wfile.write, data, self.trickle,
+                                 stopped=lambda: fake._generation != generation):
+                    with fake._lock:
+                        fake.trickles_finished += 1
+                else:
+                    self.close_connection = True
+
             def do_POST(self) -> None:  # noqa: N802
+                self.trickle = 0.0
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length)
                 if self.path.rstrip("/") != "/v1/messages":
@@ -382,6 +415,7 @@ class FakeAnthropic:
                 if problem:
                     return self._send(400, _err("invalid_request_error", problem))
                 reply = fake._next(body, raw)
+                self.trickle = reply.trickle or fake.trickle_s
                 if reply.delay or fake.delay:
                     time.sleep(reply.delay or fake.delay)
                 if reply.kind == "hang":
