@@ -6,14 +6,17 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from models import Memory
-from tests.helpers import LOW, runs, session_row, statuses, wait_for
+from models import Memory, TitleRun
+from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
+from worker.checks import check_invariants
 from worker.core import guard
 from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from worker.db import transaction
-from worker.testing import FakeAnthropic, Weak
+from worker.store.enqueue import send_title
+from worker.testing import FakeAnthropic, Weak, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -100,3 +103,71 @@ def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(fake_api: FakeAn
     assert not any("at most 300 tokens" in k for k in kept), kept
     assert not any(k in ("3", "2025") or k.startswith(("3:", "2025:")) for k in kept), kept
 
+
+
+def title_runs(sid: str) -> list[tuple[str, str | None]]:
+    with transaction() as s:
+        return [(r.status, r.error) for r in s.scalars(
+            select(TitleRun).where(TitleRun.session_id == sid).order_by(TitleRun.id))]
+
+
+LONG_TITLE = ("Planning the Lisbon offsite in March with flights, hotels, the budget and the "
+              "conference schedule for the whole team, and who pays for the dinner on Friday")
+
+
+def test_a_cut_off_title_is_retried_once_with_a_larger_cap(fake_api: FakeAnthropic) -> None:
+    fake_api.act_weak(Weak(title=LONG_TITLE))
+    add_message("t1", "user", "Help me plan the Lisbon offsite in March.")
+    add_message("t1", "assistant", "Sure: flights, hotels, budget and the schedule.")
+    assert send_title("t1")
+    wait_for(lambda: title_runs("t1"), what="the title run")
+    assert [r["max_tokens"] for r in fake_api.requests] == [TITLE_MAX_TOKENS,
+                                                              TITLE_RETRY_MAX_TOKENS]
+    row = session_row("t1")
+    assert row is not None and row.title is not None
+    assert row.title.startswith("Planning the Lisbon offsite in March")
+
+
+def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
+        fake_api: FakeAnthropic) -> None:
+    fake_api.act_weak(Weak(title="3 to 7 words, in the same language as the conversation"))
+    add_message("t2", "user", "Help me plan the Lisbon offsite in March.")
+    add_message("t2", "assistant", "Sure: flights, hotels, budget and the schedule.")
+    assert send_title("t2")
+    wait_for(lambda: title_runs("t2"), what="the title run")
+    [(status, error)] = title_runs("t2")
+    assert status == "failed" and "repeats the instruction" in (error or "")
+    assert len(fake_api.requests) == 2  # the retry, then no more: not retried again
+    row = session_row("t2")
+    assert row is not None and row.title is None
+
+
+def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnthropic,
+                                                              settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**GUARDED)
+    fake_api.act_weak(Weak(loop_facts=True))
+    sid = "runaway"
+    texts = {add_message(sid, role, text): text for role, text in conversation(12)}
+    run_and_wait(sid, final={"applied", "dead"})
+    [run] = runs(sid)  # applied on the first attempt: no retry of the same request
+    assert run.status == "applied", run.error
+    assert "summary-only fallback" in run.reason and "runaway facts dropped" in run.reason
+    plain = [r for r in fake_api.requests if not r.get("tools")]
+    assert plain, "the summary was asked for alone"
+    with transaction() as s:
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+
+
+def test_the_same_unusable_answer_twice_is_not_retried_again(fake_api: FakeAnthropic,
+                                                             settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
+    fake_api.always(ok("", stop_reason="max_tokens"))  # a deterministic runaway
+    sid = "deterministic"
+    for role, text in conversation(12):
+        add_message(sid, role, text)
+    run_and_wait(sid, final={"applied", "dead"})
+    assert statuses(sid) == ["failed", "dead"]
+    dead = runs(sid)[-1]
+    assert "the same unusable answer twice" in (dead.error or "")
+    assert len(fake_api.requests) == 2
