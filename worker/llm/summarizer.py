@@ -179,7 +179,11 @@ class ClaudeSummarizer:
                       f"(answer {answer_digest(answer.text, answer.tool_input)})")
         text = answer.text
         if mined is not None:
-            text, facts = parse_answer(answer.tool_input, known={i for i, _ in known})
+            try:
+                text, facts = parse_answer(answer.tool_input, known={i for i, _ in known})
+            except UnusableSummary as exc:
+                raise UnusableSummary(f"{exc} (answer "
+                                      f"{answer_digest(answer.text, answer.tool_input)})") from None
             for fact in facts:
                 mined.setdefault(fact.fact, fact)
         if not text:
