@@ -2,6 +2,7 @@
 
 from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
+from models.keys import StoredKey
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
@@ -16,5 +17,5 @@ from models.tables import (
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+           "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

@@ -77,6 +77,12 @@ class ChatSession(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # Set when a run is dead-lettered: the sweeper leaves the session alone until then.
     blocked_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    # No-op runs in a row on an unchanged context (summary + active tokens, kept in
+    # noop_context_tokens): the sweeper leaves the session alone until
+    # noop_backoff_until, a period that doubles with each (worker.jobs.claim).
+    noop_runs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    noop_backoff_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    noop_context_tokens: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now(),
                                                  onupdate=func.now())

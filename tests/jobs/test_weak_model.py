@@ -16,7 +16,7 @@ from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
 from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from worker.db import transaction
 from worker.store.enqueue import send_title
-from worker.testing import FakeAnthropic, Weak, ok
+from worker.testing import FakeAnthropic, Weak, ok, weak_model
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -78,7 +78,7 @@ def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic
     feed(sid, first + conversation(14))
     saved = [f for f in memories() if "1Z999AA10123456784" in f]
     assert saved, "the fact was mined as a memory"
-    fake_api.act_weak(Weak(junk_replaces=True))
+    fake_api.route(weak_model(Weak(junk_replaces=True)))
     feed(sid, conversation(40)[14:])
     assert any(r.status == "applied" for r in runs(sid)[1:])
     prompts = [p for p in fake_api.prompts() if "<known_facts>" in p]
@@ -90,7 +90,7 @@ def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic
 def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(fake_api: FakeAnthropic,
                                                                 settings_env) -> None:  # type: ignore[no-untyped-def]
     settings_env(**GUARDED)
-    fake_api.act_weak(Weak(echo_schema=True))
+    fake_api.route(weak_model(Weak(echo_schema=True)))
     sid = "echo"
     feed(sid, [("user", "We land on 3 March 2025 at 9:30 am, flight TP1357."),
                ("assistant", "Noted: 3 March 2025, 9:30 am, TP1357.")] + conversation(30))
@@ -116,7 +116,7 @@ LONG_TITLE = ("Planning the Lisbon offsite in March with flights, hotels, the bu
 
 
 def test_a_cut_off_title_is_retried_once_with_a_larger_cap(fake_api: FakeAnthropic) -> None:
-    fake_api.act_weak(Weak(title=LONG_TITLE))
+    fake_api.route(weak_model(Weak(title=LONG_TITLE)))
     add_message("t1", "user", "Help me plan the Lisbon offsite in March.")
     add_message("t1", "assistant", "Sure: flights, hotels, budget and the schedule.")
     assert send_title("t1")
@@ -130,7 +130,8 @@ def test_a_cut_off_title_is_retried_once_with_a_larger_cap(fake_api: FakeAnthrop
 
 def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
         fake_api: FakeAnthropic) -> None:
-    fake_api.act_weak(Weak(title="3 to 7 words, in the same language as the conversation"))
+    echo = "3 to 7 words, in the same language as the conversation"
+    fake_api.route(weak_model(Weak(title=echo)))
     add_message("t2", "user", "Help me plan the Lisbon offsite in March.")
     add_message("t2", "assistant", "Sure: flights, hotels, budget and the schedule.")
     assert send_title("t2")
@@ -145,13 +146,14 @@ def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
 def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnthropic,
                                                               settings_env) -> None:  # type: ignore[no-untyped-def]
     settings_env(**GUARDED)
-    fake_api.act_weak(Weak(loop_facts=True))
+    fake_api.route(weak_model(Weak(loop_facts=True)))
     sid = "runaway"
     texts = {add_message(sid, role, text): text for role, text in conversation(12)}
     run_and_wait(sid, final={"applied", "dead"})
     [run] = runs(sid)  # applied on the first attempt: no retry of the same request
     assert run.status == "applied", run.error
-    assert "summary-only fallback" in run.reason and "runaway facts dropped" in run.reason
+    reason = run.reason or ""
+    assert "summary-only fallback" in reason and "runaway facts dropped" in reason
     plain = [r for r in fake_api.requests if not r.get("tools")]
     assert plain, "the summary was asked for alone"
     with transaction() as s:

@@ -14,7 +14,7 @@ from worker.jobs.resources import build_resources
 from worker.llm.client import ClientConfig, complete
 from worker.llm.deadline import call_within
 from worker.settings import load_settings
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 
 def config(timeout_s: float) -> ClientConfig:

@@ -42,7 +42,7 @@ from worker.jobs.resources import build_resources
 from worker.jobs.summarize import apply_summary, record_failure, summarize
 from worker.llm.summarizer import SummaryResult
 from worker.settings import get_settings
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 # -- Flower is never shipped open --------------------------------------------------------
 

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.orm import Session
@@ -85,7 +86,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                        SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
-                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under)
+                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
+                       SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
+                       SESSIONS.c.noop_context_tokens)
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
@@ -118,6 +121,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                       .values(needs_escalation=plan.needs_escalation, **flags))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
+            back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
@@ -127,6 +131,30 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
                      settings, tuple(messages), tuple(known))
+
+
+# The longest the sweeper leaves a session alone after no-op runs: once a day an
+# unchanged, uncondensable session is looked at again (and audited once).
+NOOP_BACKOFF_MAX_S = 86_400.0
+
+
+def noop_backoff_s(runs: int, *, base_s: float, cap_s: float = NOOP_BACKOFF_MAX_S) -> float:
+    """Seconds the sweeper leaves a session alone after ``runs`` no-op runs in a row
+    on an unchanged context: ``base_s`` (one sweep interval), doubling, capped."""
+    return min(cap_s, base_s * 2 ** min(max(0, runs - 1), 32))
+
+
+def back_off_noops(session_id: str, *, db: Session, row: Any, now: datetime,
+                   base_s: float) -> None:
+    """After a run that found nothing to do: the sweeper leaves the session alone
+    for :func:`noop_backoff_s`, unless its context changes (a new message, an
+    apply, a rewind), so a session at capacity that cannot be condensed costs one
+    job and one audit row per back-off period, not one per sweep."""
+    context = row.summary_tokens + row.active_tokens
+    runs = row.noop_runs + 1 if row.noop_context_tokens == context else 1
+    db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
+        noop_runs=runs, noop_context_tokens=context,
+        noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
 
 
 def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:

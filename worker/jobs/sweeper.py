@@ -1,7 +1,9 @@
 """The sweeper: finds sessions that need work and nobody is handling, and queues them.
 
 Heals lost enqueues, broker outages, expired leases (dead workers) and
-dead-lettered sessions once their cool-down has passed. Sessions on the global
+dead-lettered sessions once their cool-down has passed. A session whose jobs
+found nothing to do is left alone for a back-off period that doubles while its
+context stays the same (worker.jobs.claim.back_off_noops). Sessions on the global
 thresholds are judged in SQL (one indexed query on the counters); sessions with
 their own overrides are paged through and judged with their settings. At most
 RECAP_SWEEP_BATCH sessions are queued per run.
@@ -38,6 +40,14 @@ def blocked_now(settings: Settings) -> ColumnElement[bool]:
         ChatSession.normal_blocked_under == settings.thresholds_key())
 
 
+def backoff_over(now: datetime) -> ColumnElement[bool]:
+    """Not backing off after no-op runs: never did, the period is over, or the
+    context changed since (worker.jobs.claim.back_off_noops)."""
+    return or_(ChatSession.noop_backoff_until.is_(None), ChatSession.noop_backoff_until <= now,
+               ChatSession.noop_context_tokens
+               != ChatSession.summary_tokens + ChatSession.active_tokens)
+
+
 def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select[Any]:
     """Sessions free to be queued (no live lease, no pending job, not cooling down)
     that are due: decided in SQL for sessions on the global thresholds; every
@@ -56,7 +66,8 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
                    ChatSession.overrides.isnot(None)),
                or_(ChatSession.lease_token.is_(None), ChatSession.lease_expires_at <= now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),
-               or_(ChatSession.blocked_until.is_(None), ChatSession.blocked_until <= now))
+               or_(ChatSession.blocked_until.is_(None), ChatSession.blocked_until <= now),
+               backoff_over(now))
         .order_by(ChatSession.active_tokens.desc())
     )
     return query.limit(limit) if limit else query

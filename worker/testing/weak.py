@@ -1,8 +1,8 @@
-"""A weak model, on demand: the stand-in's answers misbehave the way a small model's do.
+"""A weak model, on demand: a route whose answers misbehave the way a small model's do.
 
-Turn behaviours on with ``FakeAnthropic.act_weak(Weak(...))`` (``reset()`` turns
-them off). Each one reproduces a failure seen with a real small model, so a test
-can show what Recap does about it:
+Install it like any route: ``fake.route(weak_model(Weak(echo_schema=True)))``
+(``reset()`` drops it). Each behaviour reproduces a failure seen with a real
+small model, so a test can show what Recap does about it:
 
 - ``echo_schema``: every summary (and the facts list) repeats the tool schema's
   description of the summary ("The updated summary text, at most N tokens.").
@@ -11,15 +11,22 @@ can show what Recap does about it:
   summary asked for without the tool is answered normally.
 - ``junk_replaces``: each stored fact offered as known (``<known_facts>``) is
   "replaced" by a junk fact that keeps none of its specifics.
-- ``title``: the answer to every title request; cut off at the request's
+- ``title``: the answer to every title request, cut off at the request's
   max_tokens (4 characters a token) like any answer that runs long.
+
+Requests the chosen behaviours do not touch are passed on (None).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from worker.testing.answers import default_summary, tool_input
+from worker.testing.recap import recap_kind
+from worker.testing.replies import Reply, Request, Route, ok
 
 JUNK_FACT = "The user said something about it."
 LOOPED_FACT = {"fact": "The user likes the conversation.", "category": "other",
@@ -30,7 +37,7 @@ _KNOWN = re.compile(r"<known_facts>\n(.*?)\n</known_facts>", re.S)
 
 @dataclass(frozen=True)
 class Weak:
-    """Which weak-model behaviours the stand-in shows (see the module docstring)."""
+    """Which weak-model behaviours the route shows (see the module docstring)."""
 
     echo_schema: bool = False
     loop_facts: bool = False
@@ -49,15 +56,9 @@ def schema_echo(body: dict[str, Any]) -> str:
     return f"The updated summary text, at most {body.get('max_tokens', 1024)} tokens."
 
 
-def is_title_request(body: dict[str, Any]) -> bool:
-    return str(body.get("system", "")).startswith("You write short titles")
-
-
-def weaken_tool_input(weak: Weak, body: dict[str, Any], prompt: str,
-                      data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The forced tool's input as the weak model answers it; True if it ran to
-    max_tokens (the caller reports ``stop_reason: max_tokens``)."""
-    data = dict(data)
+def _tool_answer(weak: Weak, request: Request) -> Reply | None:
+    body, prompt = request.body, request.prompt
+    data = tool_input(body, prompt, None, fraction=0.0, seed=0)
     facts = list(data.get("facts") or [])
     if weak.echo_schema:
         echo = schema_echo(body)
@@ -70,20 +71,31 @@ def weaken_tool_input(weak: Weak, body: dict[str, Any], prompt: str,
             if head.isdigit():
                 facts.append({"fact": JUNK_FACT, "category": "fact", "importance": 3,
                               "replaces": int(head)})
-    data["facts"] = facts
     if weak.loop_facts:
-        room = int(body.get("max_tokens", 1024)) * CHARS_PER_OUTPUT_TOKEN
-        looped = max(1, room // len(str(LOOPED_FACT)))
-        data["facts"] = facts + [dict(LOOPED_FACT) for _ in range(looped)]
-        return data, True
-    return data, False
+        room = request.max_tokens * CHARS_PER_OUTPUT_TOKEN
+        facts += [dict(LOOPED_FACT) for _ in range(max(1, room // len(str(LOOPED_FACT))))]
+        return ok(json.dumps({**data, "facts": facts}), stop_reason="max_tokens")
+    if not (weak.echo_schema or weak.junk_replaces):
+        return None
+    return ok(json.dumps({**data, "facts": facts}))
 
 
-def weaken_text(weak: Weak, body: dict[str, Any], text: str) -> tuple[str, bool]:
-    """A plain-text answer as the weak model gives it; True if cut off at max_tokens."""
-    if weak.title is not None and is_title_request(body):
-        room = int(body.get("max_tokens", 30)) * CHARS_PER_OUTPUT_TOKEN
-        return weak.title[:room], len(weak.title) > room
-    if weak.echo_schema and not is_title_request(body):
-        return f"{text}\n{schema_echo(body)}".strip(), False
-    return text, False
+def weak_model(weak: Weak) -> Route:
+    """A route answering Recap's requests like a weak model (see the module docstring)."""
+
+    def route(request: Request) -> Reply | None:
+        kind = recap_kind(request.body)
+        if kind == "title":
+            if weak.title is None:
+                return None
+            room = request.max_tokens * CHARS_PER_OUTPUT_TOKEN
+            return ok(weak.title[:room],
+                      stop_reason="max_tokens" if len(weak.title) > room else "end_turn")
+        if request.tool is not None or request.body.get("tools"):
+            return _tool_answer(weak, request)
+        if kind == "summary" and weak.echo_schema:
+            text = default_summary(request.prompt, 3 * request.max_tokens)
+            return ok(f"{text}\n{schema_echo(request.body)}")
+        return None
+
+    return route
