@@ -23,7 +23,7 @@ from worker.config.base import (
     Name,
 )
 from worker.config.features import Calls, Replies, Retention
-from worker.config.services import STANDARD, Services
+from worker.config.services import STANDARD, HttpApi, Services
 from worker.config.timing import Sweeper, Timing
 from worker.config.tuning import TUNABLE, Tuning
 from worker.core.policy import Thresholds
@@ -34,7 +34,8 @@ __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_S
            "env_name", "get_settings", "load_settings", "validate_overrides"]
 
 
-class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing, Sweeper):
+class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing, Sweeper,
+               HttpApi):
     """Every setting, read from the environment and validated once at the edge."""
 
     model_config = SettingsConfigDict(env_prefix="RECAP_", extra="ignore",

@@ -15,12 +15,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from worker.config.features import Calls, Replies, Retention
-from worker.config.services import STANDARD, Services
+from worker.config.services import STANDARD, HttpApi, Services
 from worker.config.timing import DERIVED, Sweeper, Timing
 from worker.config.tuning import TUNABLE, Tuning
 
 GROUPS: tuple[type[BaseModel], ...] = (Services, Tuning, Calls, Retention, Replies, Timing,
-                                       Sweeper)
+                                       Sweeper, HttpApi)
 ROOT = Path(__file__).resolve().parents[2]
 
 # Variables only docker compose reads (secrets, its own services), written by hand.
@@ -73,6 +73,12 @@ FLOWER_PASSWORD=
 # sweep). The image creates the default for its user; on a Procfile platform
 # use a writable directory of the app's own, never a /tmp shared with others.
 # RECAP_BEAT_DIR=/var/lib/recap
+
+# Server processes of the api service (`recap serve`; each one Python process:
+# about one core).
+# RECAP_API_WORKERS=2
+# The api service's port on the host's loopback interface.
+# RECAP_API_HOST_PORT=8000
 
 # Not wired in docker-compose.yml (add them under worker.environment if needed):
 # ANTHROPIC_BASE_URL, an alternative Messages API endpoint (a gateway or proxy).

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 
-from worker.config.base import DEFAULT_BROKER_URL, DEFAULT_DATABASE_URL, Name
+from worker.config.base import DEFAULT_BROKER_URL, DEFAULT_DATABASE_URL, MAX_SECONDS, Name
 
 # Read as-is, without the RECAP_ prefix: the names every tool already uses.
 STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
@@ -51,3 +51,21 @@ class Services(BaseModel):
     def _empty_is_unset(cls, value: object) -> object:
         # Compose passes ${VAR:-} as an empty string: treat it (or blanks) as not set.
         return None if isinstance(value, str) and not value.strip() else value
+
+
+class HttpApi(BaseModel):
+    """The HTTP API.
+
+    `recap serve` (worker.http): who may call it and what it accepts.
+    """
+
+    # Comma-separated so a new key can go in before the old one goes out.
+    api_keys: SecretStr = Field(SecretStr(""), description=(
+        "Bearer keys of recap serve, comma-separated; the server refuses to start without one."))
+    # Above the largest inline image a message may carry (RECAP_MAX_INLINE_BASE64_CHARS).
+    api_max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024,
+                                    description=(
+        "Largest request body in bytes; bigger ones get 413 before they are parsed."))
+    # A day, as Stripe keeps its keys: longer than any client's retry loop.
+    api_idempotency_ttl_s: int = Field(86400, ge=60, le=MAX_SECONDS, description=(
+        "Seconds an Idempotency-Key's first answer is kept for retries."))
