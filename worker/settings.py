@@ -154,7 +154,11 @@ class Settings(BaseSettings, Tuning):
 
     # Claude calls. The SDK's own retries are off: Celery owns retrying, so a
     # job holds a worker slot for at most one request timeout per chunk.
+    # A total deadline per call (worker.llm.deadline), not only per socket read.
     llm_timeout_s: float = Field(30.0, ge=0.1, le=600)
+    # The worker makes one cheap call at start (worker.llm.probe) and logs a
+    # warning naming a wrong key or model: else every job would dead-letter silently.
+    check_at_start: bool = True
     # Input tokens one request may carry (batch + previous summary + prompt);
     # bigger batches are summarized in chunks. Below the model's 200k window.
     llm_max_input_tokens: int = Field(150_000, ge=2000, le=1_000_000)
