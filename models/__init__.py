@@ -2,6 +2,7 @@
 
 from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
+from models.idempotency import IdempotencyKey
 from models.keys import StoredKey
 from models.tables import (
     MEMORY_CATEGORIES,
@@ -16,6 +17,7 @@ from models.tables import (
     versions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
+           "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
+           "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

@@ -26,19 +26,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Delete, Update, delete, update
+from sqlalchemy import Delete, Update, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import ReturningInsert
 
-from models import StoredKey
+from models import ChatMessage, StoredKey
 from worker.api.ingest import add_message, prepare
 from worker.api.validate import check_session_id, check_user_id
-from worker.db import transaction
+from worker.db import rowcount, transaction
 from worker.errors import InvalidInput
 
-__all__ = ["Stored", "Turn", "astore_turns", "claim_keys", "key_of", "link_keys",
-           "store_turns", "unlink_after"]
+__all__ = ["Newest", "Stored", "Turn", "astore_turns", "claim_keys", "drop_keys_after", "key_of",
+           "link_keys", "newest_messages", "store_turns", "unlink_after"]
 
 # stored_keys.key is VARCHAR(255): longer ids are stored as their digest.
 MAX_KEY = 200
@@ -158,3 +158,31 @@ async def astore_turns(session_id: str, turns: Iterable[Turn], *,
                 await db.execute(link_keys(session_id, claimed, ids[-1]))
             replied = replied or t.role == "assistant"
     return Stored(ids, skipped, replied)
+
+
+@dataclass(frozen=True)
+class Newest:
+    """One active message, as :func:`newest_messages` reads it."""
+
+    id: int
+    role: str
+    content: str
+    blocks: list[dict[str, Any]] | None
+
+
+def newest_messages(session_id: str, n: int = 2) -> list[Newest]:
+    """The session's ``n`` newest active messages, newest first (an adapter's
+    ``pop`` rewinds to the second)."""
+    check_session_id(session_id)
+    with transaction() as db:
+        rows = db.execute(select(ChatMessage.id, ChatMessage.role, ChatMessage.content,
+                                 ChatMessage.blocks)
+                          .where(ChatMessage.session_id == session_id)
+                          .order_by(ChatMessage.id.desc()).limit(n)).all()
+    return [Newest(int(r.id), r.role, r.content, r.blocks) for r in rows]
+
+
+def drop_keys_after(session_id: str, message_id: int) -> int:
+    """Delete the keys of messages after ``message_id`` (after a rewind); returns how many."""
+    with transaction() as db:
+        return rowcount(db.execute(unlink_after(session_id, message_id)))
