@@ -78,6 +78,9 @@ class Calls(BaseModel):
     summarizer: Literal["claude", "offline"] = Field("claude", description=(
         "claude (refuses to start without a key) or offline (extractive, lossy); "
         "auto is read as claude."))
+    # Else a wrong key or model would dead-letter every job silently.
+    check_at_start: bool = Field(True, description=(
+        "One cheap Claude call when a worker starts; a wrong key or model is logged once."))
     allow_offline_summarizer: bool = Field(False, description=(
         "Allow the offline summarizer when RECAP_ENV=production."))
     prompt_file: Path | None = Field(None, description=(

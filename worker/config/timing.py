@@ -91,9 +91,10 @@ class Timing(BaseModel):
     visibility_timeout_s: int = Field(3600, ge=10, le=MAX_SECONDS, description=(
         "Redis redelivers an unacknowledged job after this; above limit + backoff cap."))
     # The SDK's own retries are off: Celery owns retrying, so a job holds a worker
-    # slot for at most one request timeout per chunk.
+    # slot for at most one request timeout per chunk. A total deadline per call
+    # (worker.llm.deadline), not only per socket read.
     llm_timeout_s: float = Field(30.0, ge=0.1, le=600, description=(
-        "Seconds one Claude request may take before it is abandoned and retried."))
+        "Seconds one Claude request may take in total before it is abandoned and retried."))
     # After this many claims that found the previous holder's lease expired (its
     # worker died mid-job), the session is dead-lettered instead of run again.
     max_lost_leases: int = Field(3, ge=1, le=1000, description=(
