@@ -148,6 +148,20 @@ def over_http(url: str, sessions: int, turns: int, prefix: str) -> dict[str, lis
     return times
 
 
+def _floor(url: str, n: int) -> list[float]:
+    """Round trips of GET /healthz (no thread, no database): the cost of HTTP itself,
+    client included, on this machine at this moment."""
+    import httpx
+
+    out = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            client.get("/healthz").raise_for_status()
+            out.append(time.perf_counter() - t0)
+    return out
+
+
 async def _load(url: str, seconds: float, prefix: str) -> tuple[int, float, int]:
     """(requests, elapsed seconds, errors) of CLIENTS clients running replies."""
     import httpx
@@ -185,6 +199,7 @@ def run(quick: bool = False) -> str:
         over_http(server.url, 4, 3, f"warm-http-{run_id}")
         local = in_process(sessions, turns, f"in-{run_id}")
         remote = over_http(server.url, sessions, turns, f"http-{run_id}")
+        floor = _floor(server.url, sessions * turns)
         requests, elapsed, errors = asyncio.run(_load(server.url, load_s, f"load-{run_id}"))
     finally:
         server.stop()
@@ -195,12 +210,15 @@ def run(quick: bool = False) -> str:
         rows.append([name, len(b), ms(p50a), ms(percentile(a, 99)), ms(p50b),
                      ms(percentile(b, 99)), f"+{(p50b - p50a) * 1000:.2f}",
                      f"{p50b / p50a:.2f}x"])
+    rows.append(["GET /healthz (HTTP alone)", len(floor), "-", "-", ms(percentile(floor, 50)),
+                 ms(percentile(floor, 99)), "-", "-"])
     body = table(["call", "n", "in-process p50 ms", "p99 ms", "HTTP p50 ms", "p99 ms",
                   "HTTP adds (p50 ms)", "HTTP / in-process"], rows)
     body += (f"\n\nOne `recap serve --workers 1` under {CLIENTS} concurrent clients (replies "
              f"back to back, {load_s:.0f} s): **{requests / elapsed:.0f} requests/s** "
              f"({requests} requests, {errors} errors). Targets: HTTP adds <= 2 ms p50 to "
              "messages and replied; a reply over HTTP within 2x of in-process at p50. "
-             "The client (httpx) runs in the benchmark process on the same machine.")
+             "The client (httpx) runs in the benchmark process on the same machine; load "
+             f"average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}.")
     return report(f"http: the HTTP API against in-process calls ({sessions} sessions x "
                   f"{turns} replies each way)", body)
