@@ -61,6 +61,13 @@ def session_row(session_id: str) -> ChatSession | None:
         return s.get(ChatSession, session_id)
 
 
+def session_of(session_id: str) -> ChatSession:
+    """The session's row; fails the test when there is none."""
+    row = session_row(session_id)
+    assert row is not None, f"no session {session_id!r}"
+    return row
+
+
 def message_ids(session_id: str) -> list[int]:
     with transaction() as s:
         return list(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == session_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_bad_templates_are_rejected(template: str, problem: str) -> None:
         validate_template(template)
 
 
-def test_prompt_file_is_validated_at_start(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_prompt_file_is_validated_at_start(tmp_path: Path) -> None:
     f = tmp_path / "p.txt"
     f.write_text("Summarize {conversation}")
     with pytest.raises(ConfigError, match="RECAP_PROMPT_FILE"):

@@ -8,6 +8,7 @@ import signal
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -20,7 +21,9 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
+from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import (
+    WorkerProcess,
     broker_backlog,
     busy,
     publish,
@@ -38,7 +41,8 @@ pytestmark = pytest.mark.usefixtures("low_settings")
 
 
 @pytest.mark.parametrize("pool", ["threads", "prefork"])
-def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # type: ignore[no-untyped-def]
+def test_sigkill_while_waiting_on_the_api(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, pool: str) -> None:
     """threads: the whole worker dies; prefork: its pool processes die under a live parent."""
     written = {"crash": seed("crash", 11)}
     gate = api.hold()  # the call is in flight when the worker dies
@@ -85,7 +89,8 @@ def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # t
 
 
 @pytest.mark.parametrize("reply", ["slow", "hang"])
-def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_mid_job_finishes_or_releases_it(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, reply) -> None:
     """Warm shutdown: a call that answers after the SIGTERM finishes and applies; a hung
     call times out, the lease is released with a failed run, and the retry runs on the
     next worker."""
@@ -108,7 +113,8 @@ def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> No
     assert_invariants(written)
 
 
-def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_ten_duplicate_deliveries_across_two_workers_apply_once(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     written = {"dup": seed("dup", 11)}
     gate = api.hold()  # the first claim's call keeps its lease held while the others arrive
     spawn()
@@ -128,7 +134,8 @@ def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queu
     assert_invariants(written)
 
 
-def test_ingest_while_two_workers_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_while_two_workers_apply(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     """A producer writes and calls the hook while summaries are applied concurrently."""
     sessions = [f"live-{k}" for k in range(3)]
     written: dict[str, list[int]] = {sid: [] for sid in sessions}
