@@ -128,7 +128,7 @@ def worker_idle(queue: str) -> bool:
     if state.active_requests or state.reserved_requests:
         return False
     with app.connection_for_write() as conn:
-        client = conn.default_channel.client  # type: ignore[attr-defined]
+        client = conn.default_channel.client
         # kombu's Redis transport keeps a queue in a list of that name, and
         # unacknowledged messages in its "unacked" hash.
         if client.llen(queue):

@@ -26,8 +26,8 @@ from worker.testing import FakeAnthropic
 def _drop_connections() -> None:
     # The app caches its connection and producer pools; forget them so the next
     # publish connects to the (new) broker URL.
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 def count_rows() -> tuple[int, int]:
@@ -47,7 +47,7 @@ def count_rows() -> tuple[int, int]:
     (("", "user", "hi"), "session_id is empty"),
     (("x" * 256, "user", "hi"), "at most 255"),
 ])
-def test_bad_input_is_rejected_and_writes_nothing(args: tuple, problem: str) -> None:  # type: ignore[type-arg]
+def test_bad_input_is_rejected_and_writes_nothing(args: tuple, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
         add_message(*args)
     assert count_rows() == (0, 0)

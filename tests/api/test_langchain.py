@@ -236,10 +236,10 @@ CALC = {"name": "calc", "args": {"expr": "6*7"}, "id": "call_1"}
     ("just text", "must be a LangChain BaseMessage, got str"),
 ])
 def test_a_batch_with_a_message_recap_cannot_store_writes_nothing(
-        message: object, problem: str, published: list[str]) -> None:
+        message: Any, problem: str, published: list[str]) -> None:
     history = RecapChatMessageHistory("bad")
     with pytest.raises(InvalidInput, match=problem):
-        history.add_messages([HumanMessage("This one is fine."), message])  # type: ignore[list-item]
+        history.add_messages([HumanMessage("This one is fine."), message])
     assert stored("bad") == [] and session_row("bad") is None and published == []
 
 
@@ -288,7 +288,7 @@ def test_a_tool_turn_inside_a_chain_is_stored_as_blocks() -> None:
     RecapChatMessageHistory("t2").add_messages([ToolMessage("18C", tool_call_id="call_1")])
     got = RecapChatMessageHistory("t2").messages
     assert [type(m).__name__ for m in got] == ["HumanMessage", "AIMessage", "ToolMessage"]
-    assert got[1].tool_calls[0]["args"] == {"city": "Lisbon"}  # type: ignore[attr-defined]
+    assert isinstance(got[1], AIMessage) and got[1].tool_calls[0]["args"] == {"city": "Lisbon"}
 
 
 def test_async_chain_uses_the_same_history() -> None:

@@ -96,7 +96,7 @@ def test_summarize_now_runs_inline_and_prints_the_outcome(
     assert outcome["status"] == "applied" and outcome["messages_condensed"] == 5
     assert outcome["more_work"] is False
     assert message_ids("now") == ids[5:]
-    assert runs("now")[-1].task_id.startswith("cli-")  # type: ignore[union-attr]
+    assert str(runs("now")[-1].task_id).startswith("cli-")
 
 
 def test_summarize_now_errors_exit_1_without_traceback(

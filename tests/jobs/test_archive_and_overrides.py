@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
@@ -124,9 +125,9 @@ def test_default_prompt_asks_for_the_conversations_language() -> None:
     ({"max_summary_tokens": 5000, "context_budget_tokens": 4000}, "max_summary_tokens"),
     ("not a dict", "must be an object"),
 ])
-def test_bad_overrides_are_rejected_and_write_nothing(overrides: object, problem: str) -> None:
+def test_bad_overrides_are_rejected_and_write_nothing(overrides: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        configure_session("bad-tune", overrides)  # type: ignore[arg-type]
+        configure_session("bad-tune", overrides)
     assert session_row("bad-tune") is None
 
 

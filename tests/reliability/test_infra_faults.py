@@ -41,8 +41,8 @@ pytestmark = pytest.mark.usefixtures("low_settings")
 def _drop_broker_connections() -> None:
     # The app caches its connection and producer pools; forget them so the next
     # publish connects to the broker URL now in the environment.
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ def test_pg_connection_dropped_inside_the_apply(
         locker.execute(text("SELECT id FROM chat_sessions WHERE id = 'pg2' FOR UPDATE"))
         gate.release()
         pids = wait_for(lambda: _terminate(_BLOCKED_APPLY), what="the apply to block")
-        assert len(pids) == 1  # type: ignore[arg-type]
+        assert isinstance(pids, list) and len(pids) == 1
     finally:
         locker.rollback()
         locker.close()
