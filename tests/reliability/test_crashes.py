@@ -30,6 +30,7 @@ from tests.reliability.procs import (
     publishing_to,
     settle,
     sweep_into,
+    sweep_until,
     wait_for_runs,
 )
 from worker.api.ingest import add_message, after_reply
@@ -62,8 +63,8 @@ def test_sigkill_while_waiting_on_the_api(
     if pool == "threads":
         spawn(pool=pool)
     # The sweeper path: once the lease expires the session is due and queued again.
-    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("crash"),
-             timeout=60, interval=0.5, what="the sweeper-driven apply")
+    sweep_until(queue, lambda: "applied" in statuses("crash"), timeout=60,
+                what="the sweeper-driven apply")
     settle(queue)
     row = session_row("crash")
     assert row is not None and row.lost_leases == 0 and row.summary_version == 1

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.helpers import session_of, session_row, statuses, wait_for
+from tests.helpers import session_of, session_row, statuses
 from tests.jobs.test_scenarios import conversation
 from tests.reliability.conftest import RoutingFake
-from tests.reliability.procs import WorkerProcess, publish, settle, sweep_into
+from tests.reliability.procs import WorkerProcess, publish, settle, sweep_until
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
@@ -43,8 +43,8 @@ def test_sigkill_during_the_repair_call_loses_nothing(
     assert statuses("guard-crash") == []
     assert session_of("guard-crash").lease_token is not None
     spawn(RECAP_RETENTION_GUARD="true")
-    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("guard-crash"),
-             timeout=60, interval=0.5, what="the apply after the crash")
+    sweep_until(queue, lambda: "applied" in statuses("guard-crash"), timeout=60,
+                what="the apply after the crash")
     settle(queue)
     row = session_row("guard-crash")
     assert row is not None and row.summary_version == statuses("guard-crash").count("applied")
