@@ -13,6 +13,12 @@ from worker.errors import InvalidExtraction
 
 # The fixed set of categories (memories.category); anything else becomes "other".
 CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
+# Bounds on what one answer can store (model output is not trusted): a fact is a
+# sentence or two, and a batch rarely holds more than a handful. Longer facts
+# and those past the count are dropped (the retention guard then keeps their
+# specifics from the summary, as for any fact the model left out).
+MAX_FACT_CHARS = 500
+MAX_FACTS = 50
 
 
 @dataclass(frozen=True)
@@ -47,17 +53,17 @@ def parse_facts(text: str) -> list[Fact]:
         fact = normalize(item)
         if fact is not None:
             facts.setdefault(fact.fact, fact)
-    return list(facts.values())
+    return list(facts.values())[:MAX_FACTS]
 
 
 def normalize(item: Any) -> Fact | None:
     """One fact with category from the fixed set (fallback ``other``), importance
     clamped to 1..5 and ``replaces`` (an int memory id, else None); None if it has
-    no usable text."""
+    no usable text or more than MAX_FACT_CHARS characters of it."""
     if not isinstance(item, dict) or not isinstance(item.get("fact"), str):
         raise InvalidExtraction("each memory must be an object with a string \"fact\"")
     text = " ".join(sanitize(item["fact"]).split())
-    if not text:
+    if not text or len(text) > MAX_FACT_CHARS:
         return None
     category = str(item.get("category", "")).strip().lower()
     if category not in CATEGORIES:

@@ -19,7 +19,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
-from worker.core.render import parse_links
+from worker.core.render import full_text, parse_links
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
@@ -139,7 +139,7 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
 _MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
                          MESSAGES.c.pinned, MESSAGES.c.tool_links)
                   .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
-_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
           .where(MESSAGES.c.session_id == bindparam("sid"),
                  MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
           .order_by(MESSAGES.c.id))
@@ -154,7 +154,12 @@ def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
+    """The batch as the summarizer and the retention guard read it: a block
+    message in full (:func:`worker.core.render.full_text`), not its stored
+    rendering, which cuts long tool results and documents to their ends; the
+    guard must require the specifics of every line that the apply deletes."""
     wanted = set(ids)
     rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
-    return [Turn(i, role, content) for i, role, content in rows if i in wanted]
+    return [Turn(i, role, full_text(blocks) if blocks else content)
+            for i, role, content, blocks in rows if i in wanted]

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from worker.core.memories import CATEGORIES, Fact, normalize
+from worker.core.memories import CATEGORIES, MAX_FACTS, Fact, normalize
 from worker.core.prompt import escape
 from worker.core.text import sanitize
 from worker.errors import InvalidExtraction, UnusableSummary
@@ -106,4 +106,4 @@ def parse_answer(data: Any, *, known: Collection[int] = ()) -> tuple[str, list[F
             if fact.replaces is not None and fact.replaces not in known:
                 fact = dataclasses.replace(fact, replaces=None)
             facts.setdefault(fact.fact, fact)
-    return summary, list(facts.values())
+    return summary, list(facts.values())[:MAX_FACTS]
