@@ -56,7 +56,8 @@ def clean(database: str) -> Iterator[None]:
 
     with transaction() as s:
         s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
-                       "archived_messages, heartbeats, title_runs, summary_versions"))
+                       "memory_sources, archived_messages, heartbeats, title_runs, "
+                       "summary_versions"))
     FAKE.reset()
     reset_process_state()
     yield

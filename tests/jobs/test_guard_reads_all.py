@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses
 from worker.api.ingest import add_message
-from worker.testing.server import FakeAnthropic
+from worker.testing.server import FakeAnthropic, ok
 
 FILLER = " ".join(["the shipment record lists nothing unusual here"] * 60)  # ~2,900 chars
 
@@ -35,7 +35,9 @@ def conversation(sid: str, blocks: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize("kind", ["tool_result", "document"])
 def test_a_specific_in_the_middle_of_a_long_block_is_kept(
         kind: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
-    settings_env(**LOW)
+    settings_env(**LOW, RECAP_RETENTION_GUARD="true")
+    # The model leaves the specific out; only a guard that read it can keep it.
+    fake_api.script(ok("The user asked about an order; the lookup returned a record."))
     specific = "ORD-77341"
     block: dict[str, Any] = (
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": middle(specific)}

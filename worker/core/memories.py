@@ -29,6 +29,9 @@ class Fact:
     # The id of an existing memory (of the same user or session) this fact replaces,
     # as the model answered it; checked against the scope when saved, never trusted.
     replaces: int | None = None
+    # Who stated it (models.SOURCE_KINDS): as the model claims it until the job
+    # attributes it (worker.core.provenance.attribute); "guard" for the guard's.
+    source: str = "user"
 
     @property
     def digest(self) -> str:
@@ -75,4 +78,6 @@ def normalize(item: Any) -> Fact | None:
     replaces = item.get("replaces")
     if isinstance(replaces, bool) or not isinstance(replaces, int):
         replaces = None  # absent, or anything but an id: ignored
-    return Fact(text, category, min(5, max(1, importance)), replaces)
+    source = item.get("source", "user")
+    source = source.strip().lower() if isinstance(source, str) else "unverified"
+    return Fact(text, category, min(5, max(1, importance)), replaces, source)

@@ -98,7 +98,7 @@ def tag_opener(names: Iterable[str]) -> re.Pattern[str]:
     any case and with whitespace or invisible characters anywhere inside; it is
     matched against a :func:`skeleton`, so look-alike letters count too."""
     spelled = "|".join(_GAP.join(map(re.escape, name.lower())) for name in names)
-    return re.compile(f"<({_GAP}/?{_GAP})({spelled})", re.IGNORECASE)
+    return re.compile(f"<({_GAP}/?{_GAP})({spelled})(?![A-Za-z0-9_])", re.IGNORECASE)
 
 
 def defuse(pattern: re.Pattern[str], text: str) -> str:

@@ -19,6 +19,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
+from worker.core.provenance import own_text
 from worker.core.render import full_text, parse_links
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
@@ -48,6 +49,9 @@ class Claim:
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (worker.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
+    # What the user typed in the batch (worker.core.provenance.own_text, one entry
+    # per user turn): a fact is the user's only if their own words back it.
+    own_words: tuple[str, ...] = ()
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
@@ -120,12 +124,12 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             release(session_id, db=s, token=token)
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
             return Outcome(session_id, "skipped", plan.reason)
-        turns = _load_turns(session_id, plan.batch_ids, db=s)
+        turns, own = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages), tuple(known))
+                     settings, tuple(messages), tuple(known), own)
 
 
 def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
@@ -153,13 +157,21 @@ def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
                                                              {"sid": session_id})]
 
 
-def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
+def _load_turns(session_id: str, ids: Sequence[int], *,
+                db: Session) -> tuple[list[Turn], tuple[str, ...]]:
     """The batch as the summarizer and the retention guard read it: a block
     message in full (:func:`worker.core.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
-    guard must require the specifics of every line that the apply deletes."""
+    guard must require the specifics of every line that the apply deletes. With
+    them, what the user typed in each user turn (:func:`own_text`)."""
     wanted = set(ids)
     rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
-    return [Turn(i, role, full_text(blocks) if blocks else content)
-            for i, role, content, blocks in rows if i in wanted]
+    turns: list[Turn] = []
+    own: list[str] = []
+    for i, role, content, blocks in rows:
+        if i in wanted:
+            turns.append(Turn(i, role, full_text(blocks) if blocks else content))
+            if role == "user":
+                own.append(own_text(role, content, blocks))
+    return turns, tuple(own)

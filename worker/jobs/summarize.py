@@ -21,6 +21,7 @@ from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
+from worker.core.provenance import attribute
 from worker.db import transaction, utcnow
 from worker.errors import PermanentLLMError, Superseded
 from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos, record
@@ -52,11 +53,14 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
     Raises Superseded (and changes nothing) when the claim no longer holds.
     """
     now = utcnow()
-    facts = list(result.facts)
+    # Who stated each fact is decided from the batch, not taken from the model.
+    facts = [dataclasses.replace(f, source=attribute(f.fact, f.source, claim.own_words))
+             for f in result.facts]
     if retained is not None:
         claim = dataclasses.replace(claim, plan=retained.plan)
         result = dataclasses.replace(result, text=retained.summary)
-        facts += retained.memories
+        # The guard's lines are verbatim windows of any text: never the user's.
+        facts += [dataclasses.replace(f, source="guard") for f in retained.memories]
     ids = claim.plan.batch_ids
     summary_tokens = count_tokens(result.text)
     spent_in, spent_out = result.input_tokens, result.output_tokens
@@ -90,7 +94,8 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
                              text=result.text, tokens=summary_tokens, covers_through=ids[-1],
                              run_id=run_id, keep=claim.settings.summary_versions_keep)
         if facts:
-            save_memories(claim.session_id, facts, db=s, first_id=ids[0], last_id=ids[-1])
+            save_memories(claim.session_id, facts, db=s, first_id=ids[0], last_id=ids[-1],
+                          run_id=run_id)
         if claim.settings.archive_summarized:
             archive_messages(claim.session_id, ids, db=s, run_id=run_id)
         deleted = s.execute(delete(MESSAGES)
