@@ -1,6 +1,9 @@
 """Recap's tables. Declarative models only: no engine, no session, no settings."""
 
+from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
+from models.idempotency import IdempotencyKey
+from models.keys import StoredKey
 from models.provenance import SOURCE_KINDS, MemorySource, sources_table
 from models.tables import (
     MEMORY_CATEGORIES,
@@ -8,18 +11,15 @@ from models.tables import (
     ArchivedMessage,
     ChatMessage,
     ChatSession,
-    Heartbeat,
     Memory,
-    SummaryRun,
     SummaryVersion,
-    TitleRun,
     messages_table,
-    runs_table,
     sessions_table,
     versions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
+           "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
+           "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table",
            "MemorySource", "SOURCE_KINDS", "sources_table"]

@@ -190,6 +190,14 @@ class Settings(BaseSettings, Tuning):
     sweep_batch: int = Field(500, ge=1, le=100_000)
     dead_cooldown_s: int = Field(3600, ge=0, le=MAX_SECONDS)
 
+    # The HTTP API (`recap serve`, worker.http).
+    # Bearer keys, comma-separated so a new key can go in before the old one goes out.
+    api_keys: SecretStr = SecretStr("")
+    # Above the largest inline image a message may carry (RECAP_MAX_INLINE_BASE64_CHARS).
+    api_max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    # A day, as Stripe keeps its keys: longer than any client's retry loop.
+    api_idempotency_ttl_s: int = Field(86400, ge=60, le=MAX_SECONDS)
+
 
     @field_validator("anthropic_base_url", "anthropic_api_key", mode="before")
     @classmethod

@@ -20,7 +20,7 @@ from worker.core.message import MAX_NESTING
 from worker.errors import InvalidInput
 from worker.llm.tokens import count_tokens
 from worker.sessions.overrides import memories
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 CAP = 256
 

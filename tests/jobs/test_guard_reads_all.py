@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses
 from worker.api.ingest import add_message
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 FILLER = " ".join(["the shipment record lists nothing unusual here"] * 60)  # ~2,900 chars
 

@@ -15,7 +15,7 @@ from worker.errors import InvalidInput
 from worker.sessions.forget import forget, forget_memories
 from worker.sessions.overrides import memories
 from worker.sessions.rewind import rewind
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 USER = "ana"
 FACT = "The user is allergic to peanuts."

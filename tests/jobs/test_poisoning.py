@@ -18,7 +18,7 @@ from worker.api.ingest import add_message
 from worker.core.assemble import system_text
 from worker.sessions.forget import forget_memories
 from worker.sessions.overrides import memories
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 USER = "victim"
 # One job condenses everything but the last two messages.

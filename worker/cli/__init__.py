@@ -32,6 +32,7 @@ from worker.cli import (
     resummarize,
     retry,
     rewind,
+    serve,
     sessions,
     stats,
     summarize,
@@ -53,7 +54,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, tokenizer, demo, eval, bench)
+                                 configure, tokenizer, serve, demo, eval, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,8 @@ What goes, per session (a user's: every session that names the user): its
 messages (chat_messages, archived_messages), the session row (summary, title,
 settings), its memories (the session's or user's scope, and those of the
 user's scope that no other session also stated: a memory goes with its last
-source), and its audit rows (summary_runs, title_runs). Audit rows are deleted,
+source), the framework ids its adapters stored (stored_keys), and its audit rows
+(summary_runs, title_runs). Audit rows are deleted,
 not scrubbed: their reasons and errors may quote chat text, and a row kept
 without them would still name the session. ``recap stats`` and ``recap
 failures`` then count without them, which is what erasure means; the invariant
@@ -36,6 +37,7 @@ from models import (
     ChatSession,
     Memory,
     MemorySource,
+    StoredKey,
     SummaryRun,
     TitleRun,
 )
@@ -46,7 +48,7 @@ from worker.store.sources import drop_sources, drop_unsourced
 
 # The tables erased, in the order of the deletes.
 TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
-          "chat_sessions")
+          "stored_keys", "chat_sessions")
 
 
 def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict[str, int]:
@@ -110,7 +112,7 @@ def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
     counts = {"memories": _delete(s, Memory, Memory.scope.in_(scopes))}
     counts["memories"] += drop_sources(MemorySource.session_id.in_(ids), db=s)
     counts["memories"] += drop_unsourced(Memory.session_id.in_(ids), db=s)
-    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun):
+    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun, StoredKey):
         counts[model.__tablename__] = _delete(s, model, model.session_id.in_(ids))
     counts["chat_sessions"] = _delete(s, ChatSession, ChatSession.id.in_(ids))
     return counts
