@@ -22,10 +22,11 @@ from worker.http.schemas import (
     SummaryOut,
 )
 from worker.ops.outlook import session_outlook
+from worker.sessions.edit import edit_message
 from worker.sessions.forget import forget
 from worker.sessions.history import summary_at
 from worker.sessions.overrides import configure_session
-from worker.sessions.rewind import edit_message, rewind
+from worker.sessions.rewind import rewind
 from worker.settings import get_settings
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
