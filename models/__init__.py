@@ -1,23 +1,23 @@
 """Recap's tables. Declarative models only: no engine, no session, no settings."""
 
+from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
+from models.idempotency import IdempotencyKey
+from models.keys import StoredKey
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
     ArchivedMessage,
     ChatMessage,
     ChatSession,
-    Heartbeat,
     Memory,
-    SummaryRun,
     SummaryVersion,
-    TitleRun,
     messages_table,
-    runs_table,
     sessions_table,
     versions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
+           "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
+           "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

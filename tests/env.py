@@ -21,7 +21,7 @@ def _tiktoken_cache() -> str:
     return os.environ.get("TIKTOKEN_CACHE_DIR", "")
 
 
-from worker.testing.server import FakeAnthropic  # noqa: E402
+from worker.testing import FakeAnthropic  # noqa: E402
 
 FAKE = FakeAnthropic().start()
 RUN_ID = uuid.uuid4().hex[:8]
@@ -102,6 +102,9 @@ TEST_ENV = {
     # Likewise: scripted summaries here lose specifics on purpose; the scenarios,
     # tests/jobs/test_retention.py and the soak turn the guard on (on in production).
     "RECAP_RETENTION_GUARD": "false",
+    # Likewise: a worker's start-up call would take a scripted reply meant for a job;
+    # tests/jobs/test_worker_check.py turns it on (on in production).
+    "RECAP_CHECK_AT_START": "false",
 }
 os.environ.update(TEST_ENV)
 

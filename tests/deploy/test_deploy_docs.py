@@ -29,6 +29,7 @@ from tests.deploy.common import (
     strings,
 )
 from tests.env import ROOT
+from worker.config.timing import DERIVED
 from worker.settings import Settings, env_name
 
 # Settings nothing reads (Flower takes FLOWER_BASIC_AUTH), so nothing to document.
@@ -53,6 +54,10 @@ def test_compose_defaults_equal_the_settings_defaults() -> None:
         m = re.fullmatch(r"\$\{(\w+):-([^}]*)\}", str(app_env[name]))
         if m is None:
             continue  # fixed (RECAP_ENV) or composed (DATABASE_URL) values
+        if m[2] == "":  # derived from the timing knobs unless set
+            assert field in DERIVED, name
+            checked.add(field)
+            continue
         assert m[1] == name and info.annotation is not None
         assert TypeAdapter(info.annotation).validate_python(m[2]) == info.default, name
         checked.add(field)
@@ -108,15 +113,16 @@ def _normalise(command: str) -> tuple[dict[str, str], list[str]]:
 def test_procfile_runs_the_same_commands_as_compose() -> None:
     entries = procfile()
     svcs = services()
-    assert set(entries) == {"release", "worker", "beat", "flower", "metrics"}
+    assert set(entries) == {"release", "worker", "beat", "flower", "metrics", "web"}
     assert entries["release"] == svcs["migrate"]["command"]
-    for name in ("worker", "beat", "flower", "metrics"):
-        compose_env, compose_argv = _normalise(svcs[name]["command"].replace("$$", "$"))
+    for name, service in (("worker", "worker"), ("beat", "beat"), ("flower", "flower"),
+                          ("metrics", "metrics"), ("web", "api")):
+        compose_env, compose_argv = _normalise(svcs[service]["command"].replace("$$", "$"))
         proc_env, proc_argv = _normalise(entries[name])
         assert proc_argv == compose_argv, name
         assert not compose_env
         for key, value in proc_env.items():
-            assert svcs[name]["environment"][key] == value, key
+            assert svcs[service]["environment"][key] == value, key
     assert "FLOWER_BASIC_AUTH" in _normalise(entries["flower"])[0]
     assert "--address=127.0.0.1" in entries["flower"]
 
