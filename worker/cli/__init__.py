@@ -18,6 +18,7 @@ from typing import Protocol
 
 from worker.cli import (
     bench,
+    check,
     configure,
     context,
     demo,
@@ -54,7 +55,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, tokenizer, serve, demo, eval, bench)
+                                 configure, tokenizer, serve, demo, eval, bench, check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that bring their own database (or none).
-_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval")
+_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "check")
 _NOT_MIGRATED = ("no such table", "does not exist")
 
 
