@@ -5,16 +5,16 @@ what the user stated in their own words is kept in the user's scope. Existing
 memories get one ``legacy`` source each: their first session and message range,
 as memories.session_id and the message ids recorded them.
 
-Revision ID: 0014_memory_provenance
-Revises: 0013_idempotency_keys
+Revision ID: 0015_memory_provenance
+Revises: 0014_repair_outcomes
 Create Date: 2026-11-25 11:00:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0014_memory_provenance'
-down_revision = '0013_idempotency_keys'
+revision = '0015_memory_provenance'
+down_revision = '0014_repair_outcomes'
 branch_labels = None
 depends_on = None
 
