@@ -78,3 +78,14 @@ def test_a_changed_context_ends_the_backoff() -> None:
     assert len(runs("grows")) == 2
     row = session_row("grows")
     assert row is not None and row.noop_runs == 1  # a new context starts a new count
+
+
+def test_new_session_settings_end_the_backoff() -> None:
+    from worker.sessions.overrides import configure_session
+
+    seed("tuned", 4, words=500)
+    assert sweep_and_settle() == 1
+    assert sweep_and_settle() == 0
+    configure_session("tuned", {"keep_recent": 2})  # judged again under its new settings
+    assert sweep_and_settle() == 1
+    assert len(runs("tuned")) == 2

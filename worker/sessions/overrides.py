@@ -49,8 +49,9 @@ def configure_session(session_id: str,
             raise_other_user(s, session_id, user_id)
         if keep:
             return s.scalar(select(ChatSession.overrides).where(ChatSession.id == session_id))
+        # New settings may make a session the sweeper was backing off condensable.
         s.execute(update(ChatSession).where(ChatSession.id == session_id)
-                  .values(overrides=stored))
+                  .values(overrides=stored, noop_backoff_until=None))
         return stored
 
     if db is not None:
