@@ -17,7 +17,7 @@ from worker.jobs.claim import Claim, claim_session
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.sweeper import find_due
 from worker.settings import get_settings
-from worker.store.rows import release
+from worker.store.fence import release
 
 DAY = timedelta(days=1)
 

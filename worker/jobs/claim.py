@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, case, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from models import messages_table as MESSAGES
@@ -25,8 +25,9 @@ from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
+from worker.store.fence import release, take_lease
 from worker.store.recall import memories_for_prompt
-from worker.store.rows import lease_update, record_run, release
+from worker.store.rows import record_run
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.
@@ -78,11 +79,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     with transaction() as s:
         now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(
-            lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
-                         enqueued_at=None,
-                         # An expired lease that is still set means its holder died mid-job.
-                         lost_leases=SESSIONS.c.lost_leases
-                         + case((SESSIONS.c.lease_token.isnot(None), 1), else_=0))
+            take_lease(session_id, token=token, now=now, lease_s=settings.lease_s,
+                       clear_pending=True, count_lost=True)
             .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                        SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,

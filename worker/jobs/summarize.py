@@ -38,10 +38,10 @@ from worker.jobs.resources import Resources
 from worker.jobs.retain import retain
 from worker.llm.client import Usage, classify
 from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.store.fence import holds, release
 from worker.store.rows import (
     archive_messages,
     record_run,
-    release,
     save_memories,
     save_summary_version,
 )
@@ -120,8 +120,7 @@ def _fenced_update() -> Update:
     row unless the claim's lease token and summary version still hold."""
     p = bindparam
     return (update(SESSIONS)
-            .where(SESSIONS.c.id == p("p_sid"), SESSIONS.c.lease_token == p("p_token"),
-                   SESSIONS.c.summary_version == p("p_version"))
+            .where(holds(p("p_sid"), p("p_token"), p("p_version")))
             .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
                     summary_version=SESSIONS.c.summary_version + 1,
                     summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),

@@ -9,14 +9,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
-    ColumnElement,
     Executable,
-    Update,
     bindparam,
     delete,
     insert,
@@ -35,21 +31,6 @@ from worker.core.guard import GuardCounts
 from worker.core.memories import Fact, may_replace
 from worker.db import insert_or_update, rowcount
 from worker.store.recall import session_scopes
-
-
-def lease_free(now: datetime) -> ColumnElement[bool]:
-    """No job holds the session: no lease, or one that expired (its holder died)."""
-    return SESSIONS.c.lease_token.is_(None) | (SESSIONS.c.lease_expires_at <= now)
-
-
-def lease_update(session_id: str, *, token: str, now: datetime, lease_s: int,
-                 **values: Any) -> Update:
-    """The lease-taking UPDATE (to execute): ``token`` holds the session for
-    ``lease_s`` seconds, if no live lease exists; ``values`` are set with it."""
-    return (update(SESSIONS)
-            .where(SESSIONS.c.id == session_id, lease_free(now))
-            .values(lease_token=token, lease_expires_at=now + timedelta(seconds=lease_s),
-                    **values))
 
 
 def session_exists(session_id: str, *, db: Session) -> bool:
@@ -98,18 +79,6 @@ def _run_insert(keys: tuple[str, ...]) -> Executable:
     # its cache key costs a job more CPU than sending it.
     return (insert(RUNS).values({k: bindparam(f"v_{k}", type_=RUNS.c[k].type) for k in keys})
             .returning(RUNS.c.id))
-
-
-def release(session_id: str, *, db: Session, token: str,
-            blocked_until: datetime | None = None, enqueued_at: datetime | None = None) -> None:
-    """Drop the lease if ``token`` still holds it."""
-    values: dict[str, object] = {"lease_token": None, "lease_expires_at": None,
-                                 "lost_leases": 0, "enqueued_at": enqueued_at}
-    if blocked_until is not None:
-        values["blocked_until"] = blocked_until
-    db.execute(update(SESSIONS)
-               .where(SESSIONS.c.id == session_id, SESSIONS.c.lease_token == token)
-               .values(**values))
 
 
 def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_id: int,
