@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
@@ -114,9 +114,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                            t=settings.thresholds(), force=force)
         flags = blocked_flags(plan, settings)
         if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
-                plan.needs_escalation, *flags.values()):
+                plan.needs_escalation, *flags):
             s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
-                      .values(needs_escalation=plan.needs_escalation, **flags))
+                      .values(needs_escalation=plan.needs_escalation, **flags._asdict()))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
             back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
@@ -155,10 +155,17 @@ def back_off_noops(session_id: str, *, db: Session, row: Any, now: datetime,
         noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
 
 
-def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
-    """The normal_blocked columns for ``plan``: the flag and the thresholds it holds under."""
-    return {"normal_blocked": plan.normal_blocked,
-            "normal_blocked_under": settings.thresholds_key() if plan.normal_blocked else None}
+class BlockedFlags(NamedTuple):
+    """The normal_blocked columns of a plan: the flag and the thresholds it holds under."""
+
+    normal_blocked: bool
+    normal_blocked_under: str | None
+
+
+def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
+    """The normal_blocked columns for ``plan``."""
+    return BlockedFlags(plan.normal_blocked,
+                        settings.thresholds_key() if plan.normal_blocked else None)
 
 
 # Built once, with bound parameters: building a statement and its cache key on

@@ -67,8 +67,8 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
             "p_n": len(ids), "p_tokens": plan.batch_tokens, "p_now": now,
             "p_enqueued_at": now if after.should_summarize else None,
             "p_needs_escalation": after.needs_escalation,
-            "p_normal_blocked": flags["normal_blocked"],
-            "p_normal_blocked_under": flags["normal_blocked_under"]}).one_or_none()
+            "p_normal_blocked": flags.normal_blocked,
+            "p_normal_blocked_under": flags.normal_blocked_under}).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
         run_id = record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
@@ -102,7 +102,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
             s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
                       .values(enqueued_at=now if after.should_summarize else None,
                               needs_escalation=after.needs_escalation,
-                              **blocked_flags(after, claim.settings)))
+                              **blocked_flags(after, claim.settings)._asdict()))
         return Outcome(
             claim.session_id, "applied", plan.reason, mode=plan.mode,
             messages_condensed=len(ids), summary_tokens=fold.summary_tokens,

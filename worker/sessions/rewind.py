@@ -25,7 +25,7 @@ import json
 import logging
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
@@ -127,10 +127,18 @@ def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
                        restored_version)
 
 
+class RestorePoint(NamedTuple):
+    """The summary a rewind goes back to (version 0: no summary)."""
+
+    version: int
+    summary: str | None
+    tokens: int
+    covers_through: int
+
+
 def _restore_point(session_id: str, after: int, live: list[Any], settings: Settings, *,
-                   db: Session) -> tuple[int, str | None, int, int]:
-    """(version, summary text, tokens, covers_through) to go back to for ``after``
-    (version 0: no summary)."""
+                   db: Session) -> RestorePoint:
+    """The summary to go back to for ``after``."""
     if not settings.archive_summarized:
         raise InvalidInput(
             f"message {after} lies inside the summarized history of session {session_id!r} "
@@ -159,8 +167,8 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
                SummaryVersion.run_id.is_(None) | SummaryVersion.run_id.not_in(undone))
         .order_by(SummaryVersion.version.desc()).limit(1)).one_or_none()
     if found is None:
-        return 0, None, 0, 0
-    return found.version, found.text, found.tokens, int(found.covers_through)
+        return RestorePoint(0, None, 0, 0)
+    return RestorePoint(found.version, found.text, found.tokens, int(found.covers_through))
 
 
 def _forget_undone_memories(session_id: str, covers: int, *, db: Session) -> int:
