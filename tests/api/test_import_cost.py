@@ -14,7 +14,7 @@ import worker
 from tests.env import ROOT
 
 PUBLIC = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-          "edit_message", "errors", "forget", "rewind", "summary_at"]
+          "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.extractor", "worker.llm.client",
              "worker.jobs.summarize", "worker.tasks", "celery.worker"]
