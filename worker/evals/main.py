@@ -63,14 +63,20 @@ def main(args: argparse.Namespace, out: Out | None = None) -> int:
     out = out or Out()
     messages, facts, what = inputs(args)
     with ExitStack() as stack:
-        base_url, ask, label = stack.enter_context(_stand_in(args)) if args.quick \
-            else _configured(args)
+        base_url: str | None
+        if args.quick:
+            base_url, ask, label = stack.enter_context(_stand_in(args))
+        elif getattr(args, "base_url", None):
+            base_url, ask, label = stack.enter_context(_server(args))
+        else:
+            base_url, ask, label = _configured(args)
         out.line(f"recap eval: {what}")
         out.line(f"model: {label}")
         rows = [run_recap(messages, facts, ask=ask, progress=out.progress)]
         if not args.no_peers:
             rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
-                           have_key=args.quick or _has_key())
+                           have_key=args.quick or bool(getattr(args, "base_url", None))
+                           or _has_key())
     print_table(rows, out, qa=args.qa)
     return 0 if all(r.error is None for r in rows[:1]) else 1
 
@@ -91,6 +97,22 @@ def _stand_in(args: argparse.Namespace) -> Iterator[tuple[str, Ask | None, str]]
                 "specifics from each answer (figures measure the mechanism, not a model)")
     finally:
         fake.stop()
+
+
+# Local servers (llama.cpp, vLLM) take any key; the SDK only needs one to be set.
+PLACEHOLDER_KEY = "sk-local-no-key"
+
+
+@contextmanager
+def _server(args: argparse.Namespace) -> Iterator[tuple[str, Ask | None, str]]:
+    """The environment pointing Recap (and the peers) at ``--base-url``/``--model``."""
+    import os
+
+    key = args.api_key or os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_KEY
+    with environment({"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": args.base_url,
+                      "RECAP_MODEL": args.model, "RECAP_SUMMARIZER": "claude"}):
+        yield args.base_url, _asker() if args.qa else None, (
+            f"{args.model} at {args.base_url} (any server speaking the Messages API)")
 
 
 def _has_key() -> bool:
