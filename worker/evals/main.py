@@ -66,14 +66,20 @@ def main(args: argparse.Namespace, out: Out | None = None) -> int:
     out = out or Out()
     messages, facts, what = inputs(args)
     with ExitStack() as stack:
-        base_url, ask, label, overrides = stack.enter_context(_stand_in(args)) \
-            if args.quick else _configured(args)
+        base_url: str | None
+        if args.quick:
+            base_url, ask, label, overrides = stack.enter_context(_stand_in(args))
+        elif getattr(args, "base_url", None):
+            base_url, ask, label, overrides = _server(args)
+        else:
+            base_url, ask, label, overrides = _configured(args)
         out.line(f"recap eval: {what}")
         out.line(f"model: {label}")
         rows = [run_recap(messages, facts, ask=ask, progress=out.progress, overrides=overrides)]
         if not args.no_peers:
             rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
-                           have_key=args.quick or _has_key())
+                           have_key=args.quick or bool(getattr(args, "base_url", None))
+                           or _has_key())
     print_table(rows, out, qa=args.qa)
     return 0 if all(r.error is None for r in rows[:1]) else 1
 
@@ -97,6 +103,23 @@ def _stand_in(args: argparse.Namespace
             "specifics from each answer (figures measure the mechanism, not a model)"), overrides
     finally:
         fake.stop()
+
+
+# Local servers (llama.cpp, vLLM) take any key; the SDK only needs one to be set.
+PLACEHOLDER_KEY = "sk-local-no-key"
+
+
+def _server(args: argparse.Namespace) -> tuple[str, Ask | None, str, dict[str, Any]]:
+    """The settings pointing Recap (and the peers) at ``--base-url``/``--model``."""
+    import os
+
+    from worker.settings import load_settings
+
+    key = args.api_key or os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_KEY
+    overrides: dict[str, Any] = {"anthropic_api_key": key, "anthropic_base_url": args.base_url,
+                                 "model": args.model, "summarizer": "claude"}
+    return args.base_url, _asker(load_settings(**overrides)) if args.qa else None, (
+        f"{args.model} at {args.base_url} (any server speaking the Messages API)"), overrides
 
 
 def _has_key() -> bool:
