@@ -20,7 +20,8 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
-from worker.core.render import parse_links
+from worker.core.provenance import own_text
+from worker.core.render import full_text, parse_links
 from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
@@ -50,6 +51,9 @@ class Claim:
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (worker.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
+    # What the user typed in the batch (worker.core.provenance.own_text, one entry
+    # per user turn): a fact is the user's only if their own words back it.
+    own_words: tuple[str, ...] = ()
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
@@ -123,12 +127,12 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
-        turns = _load_turns(session_id, plan.batch_ids, db=s)
+        turns, own = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages), tuple(known))
+                     settings, tuple(messages), tuple(known), own)
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an
@@ -173,7 +177,7 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
 _MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
                          MESSAGES.c.pinned, MESSAGES.c.tool_links)
                   .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
-_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
           .where(MESSAGES.c.session_id == bindparam("sid"),
                  MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
           .order_by(MESSAGES.c.id))
@@ -187,8 +191,21 @@ def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
                                                              {"sid": session_id})]
 
 
-def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
+def _load_turns(session_id: str, ids: Sequence[int], *,
+                db: Session) -> tuple[list[Turn], tuple[str, ...]]:
+    """The batch as the summarizer and the retention guard read it: a block
+    message in full (:func:`worker.core.render.full_text`), not its stored
+    rendering, which cuts long tool results and documents to their ends; the
+    guard must require the specifics of every line that the apply deletes. With
+    them, what the user typed in each user turn (:func:`own_text`)."""
     wanted = set(ids)
     rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
-    return [Turn(i, role, content) for i, role, content in rows if i in wanted]
+    turns: list[Turn] = []
+    own: list[str] = []
+    for i, role, content, blocks in rows:
+        if i in wanted:
+            turns.append(Turn(i, role, full_text(blocks) if blocks else content))
+            if role == "user":
+                own.append(own_text(role, content, blocks))
+    return turns, tuple(own)

@@ -84,7 +84,8 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
                              covers_through=ids[-1], run_id=run_id,
                              keep=claim.settings.summary_versions_keep)
         if fold.facts:
-            save_memories(claim.session_id, fold.facts, db=s, first_id=ids[0], last_id=ids[-1])
+            save_memories(claim.session_id, fold.facts, db=s, first_id=ids[0], last_id=ids[-1],
+                          run_id=run_id)
         if claim.settings.archive_summarized:
             archive_messages(claim.session_id, ids, db=s, run_id=run_id)
         deleted = s.execute(delete(MESSAGES)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, Memory, SummaryRun, SummaryVersion
+from models import ArchivedMessage, Memory, MemorySource, SummaryRun, SummaryVersion
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core.validate import check_session_id
@@ -39,6 +39,7 @@ from worker.errors import InvalidInput
 from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from worker.settings import Settings, effective, get_settings
 from worker.store.rows import record_run, save_summary_version
+from worker.store.sources import drop_sources, drop_unsourced
 
 log = logging.getLogger("recap.jobs")
 
@@ -172,14 +173,13 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
 
 
 def _forget_undone_memories(session_id: str, covers: int, *, db: Session) -> int:
-    """Delete the memories mined from the undone batches (this session's, after
-    ``covers``); a memory one of them had superseded is live again."""
-    undone = select(Memory.id).where(Memory.session_id == session_id,
-                                     Memory.last_message_id > covers)
-    db.execute(update(Memory).where(Memory.superseded_by.in_(undone))
-               .values(superseded_by=None))
-    return _count(db.execute(delete(Memory).where(Memory.session_id == session_id,
-                                                  Memory.last_message_id > covers)))
+    """Drop this session's sources of the memories mined from the undone batches
+    (after ``covers``): a memory goes with its last source, and one it had
+    superseded is live again (worker.store.sources)."""
+    return (drop_sources((MemorySource.session_id == session_id)
+                         & (MemorySource.last_message_id > covers), db=db)
+            + drop_unsourced((Memory.session_id == session_id)
+                             & (Memory.last_message_id > covers), db=db))
 
 
 def _unarchive(session_id: str, covers: int, after: int, undone: list[Any], *,
