@@ -4,6 +4,8 @@ instruction is never the user's; the model's claimed source is only a ceiling.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from worker.core.provenance import attribute, grounded, instruction_like, own_text, strip_pasted
@@ -22,7 +24,7 @@ def test_pasted_e_mails_quotes_and_fences_are_not_the_users_words() -> None:
 
 
 def test_own_text_is_the_users_text_blocks_only() -> None:
-    blocks = [{"type": "text", "text": "I live in Porto."},
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": "I live in Porto."},
               {"type": "tool_result", "tool_use_id": "t", "content": "I live in Oslo."},
               {"type": "document", "source": {"type": "text", "media_type": "text/plain",
                                               "data": "I live in Rome."}}]
