@@ -20,7 +20,7 @@ from worker.core.message import MAX_NESTING
 from worker.errors import InvalidInput
 from worker.llm.tokens import count_tokens
 from worker.sessions.overrides import memories
-from worker.testing import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, Hostile, hostile_model, ok
 
 CAP = 256
 
@@ -30,7 +30,8 @@ def test_a_summary_far_above_its_cap_is_never_stored_or_sent(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_MAX_SUMMARY_TOKENS=CAP, RECAP_CONTEXT_BUDGET_TOKENS=2000)
     ids = seed("huge", 12)
-    fake_api.script(ok("The user talked at length. " * 12_000))  # about 60,000 tokens
+    # A model that ignores its cap: about 60,000 tokens of summary.
+    fake_api.route(hostile_model(Hostile(oversize_tokens=60_000)))
     run_and_wait("huge", final={"applied", "dead"})
     assert statuses("huge") == ["applied"], runs("huge")[0].error
     row = session_row("huge")

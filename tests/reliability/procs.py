@@ -235,6 +235,17 @@ def settle(queue: str, *, timeout: float = 90.0) -> None:
         raise AssertionError(f"{exc} ({', '.join(busy(queue))})") from None
 
 
+def sweep_until(queue: str, done: Callable[[], bool], *, timeout: float = 60.0,
+                what: str = "condition") -> None:
+    """Run the real sweeper into ``queue`` before each check of ``done()`` until it holds
+    (a dead worker's session comes back only through the sweeper)."""
+    def swept() -> bool:
+        sweep_into(queue)
+        return done()
+
+    wait_for(swept, timeout=timeout, interval=0.5, what=what)
+
+
 def wait_for_runs(session_id: str, predicate: Callable[[list[str]], bool], *,
                   timeout: float = 60.0, what: str = "runs") -> list[str]:
     """Wait until the statuses of ``session_id``'s runs satisfy ``predicate``; return them."""

@@ -44,6 +44,7 @@ from models import (
 from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from worker.db import rowcount, transaction
 from worker.errors import InvalidInput
+from worker.store.fence import lock_for_erase
 from worker.store.sources import drop_sources, drop_unsourced
 
 # The tables erased, in the order of the deletes.
@@ -71,7 +72,7 @@ def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict
     with transaction() as s:
         # Lock first: a job's apply holding a session row finishes (its rows are
         # then seen and deleted); one that comes later waits, then finds no row.
-        ids = list(s.scalars(select(ChatSession.id).where(owned).with_for_update()))
+        ids = lock_for_erase(owned, db=s)
         if session_id is not None:
             ids = [session_id]  # also its audit rows if the session row is already gone
         return erase(s, ids, [scope, *(f"s:{sid}" for sid in ids)])

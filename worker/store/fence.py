@@ -9,9 +9,9 @@ and delete its messages, and how every writer checks it.
 - A rewind or an edit runs in one transaction while no job holds a live lease
   (:func:`clear_expired`): it clears an expired one, so that job's write fails
   :func:`holds` and changes nothing.
-- ``forget`` locks the session rows (FOR UPDATE) and deletes them: an apply
-  mid-transaction finishes first; a later one finds no row, so :func:`holds`
-  fails too.
+- ``forget`` locks the session rows (:func:`lock_for_erase`) and deletes them: an
+  apply mid-transaction finishes first; a later one finds no row, so
+  :func:`holds` fails too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Update, and_, case, update
+from sqlalchemy import ColumnElement, Update, and_, case, select, update
 from sqlalchemy.orm import Session
 
 from models import sessions_table as SESSIONS
@@ -71,3 +71,10 @@ def clear_expired(session_id: str, *, now: datetime) -> Update:
     its job's write fails :func:`holds`."""
     return (update(SESSIONS).where(SESSIONS.c.id == session_id, lease_free(now))
             .values(lease_token=None, lease_expires_at=None))
+
+
+def lock_for_erase(where: ColumnElement[bool], *, db: Session) -> list[str]:
+    """Lock the session rows ``where`` selects (FOR UPDATE) before erasing them: an
+    apply holding one finishes first (its rows are then seen and erased); one that
+    comes later waits, then finds no row. Returns their ids."""
+    return [str(i) for i in db.scalars(select(SESSIONS.c.id).where(where).with_for_update())]
