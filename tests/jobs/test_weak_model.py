@@ -201,8 +201,8 @@ def useless_repair(request: Request) -> Reply | None:
     return ok(html.unescape(found.group(1)) if found else "The summary.")
 
 
-def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
-                                                    settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_repairs_that_never_help_stop_being_called(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.lose_specifics(0.7, seed=12)
     fake_api.route(useless_repair)
@@ -235,8 +235,8 @@ def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
     assert "repair calls that helped" in shown and "0.0%" in shown
 
 
-def test_a_dead_lettered_session_still_gets_its_aggressive_fold(fake_api: FakeAnthropic,
-                                                                settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     budget = 6000
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
                     "RECAP_CONTEXT_BUDGET_TOKENS": budget})
