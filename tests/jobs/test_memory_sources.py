@@ -76,3 +76,14 @@ def test_forget_memories_by_source_counts_every_source() -> None:
     assert facts("b") == []
     with pytest.raises(InvalidInput, match="unknown memory source 'model'"):
         forget_memories(user_id=USER, source="model")
+
+
+@pytest.mark.usefixtures("shared")
+def test_recap_forget_source_drops_memories_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from worker.cli import main
+
+    assert main(["forget", "--session", "a", "--source", "user"]) == 0
+    assert capsys.readouterr().out.strip() == "dropped 0 memories stated as user"
+    assert main(["forget", "--user", USER, "--source", "user", "--json"]) == 0
+    assert '"memories": 1' in capsys.readouterr().out
+    assert facts("b") == [] and message_ids("b") != []  # the messages stay

@@ -107,8 +107,8 @@ def _kill_redis_mid_job(
     wait_for_runs("mid", lambda s: "applied" in s, what="the apply during the outage")
     private_redis.start()  # same port, empty
     _drop_broker_connections()
-    wait_for(lambda: not worker.alive or worker.logged("Connected to redis") > 1,
-             timeout=90, what="the worker to reconnect or exit")
+    assert worker.wait_logged("Connected to redis", times=2, timeout=90) or not worker.alive, \
+        "the worker neither reconnected nor exited"
     return worker
 
 
@@ -147,8 +147,8 @@ def test_idle_worker_reconnects_after_redis_restart(
     private_redis.kill()
     private_redis.start()
     _drop_broker_connections()
-    wait_for(lambda: worker.logged("Connected to redis") > 1, timeout=90,
-             what="the worker to reconnect")
+    assert worker.wait_logged("Connected to redis", times=2, timeout=90), \
+        "the worker did not reconnect"
     publish("later", queue)
     wait_for_runs("later", lambda s: "applied" in s, what="a job after the broker came back")
     assert worker.alive

@@ -72,7 +72,9 @@ def _store(session_id: str, messages: list[MessageIn], *, db: Session | None) ->
 
 @router.post("/messages", status_code=201, response_model=Stored,
              summary="Store one message or several (all or none)",
-             responses={200: {"description": "a retry: the first answer, nothing stored"}})
+             responses={201: {"description": "stored; a retry with the same Idempotency-Key "
+                                             "and body gets the first answer again, with "
+                                             "Idempotent-Replayed: true, and stores nothing"}})
 def post_messages(session_id: str, body: MessagesIn,
                   idempotency_key: Annotated[str | None, Header()] = None) -> Any:
     """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
