@@ -4,6 +4,7 @@ from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from models.base import Base
 from models.idempotency import IdempotencyKey
 from models.keys import StoredKey
+from models.provenance import SOURCE_KINDS, MemorySource, sources_table
 from models.tables import (
     MEMORY_CATEGORIES,
     ROLES,
@@ -20,4 +21,5 @@ from models.tables import (
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
            "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
            "MEMORY_CATEGORIES", "ROLES",
-           "messages_table", "runs_table", "sessions_table", "versions_table"]
+           "messages_table", "runs_table", "sessions_table", "versions_table",
+           "MemorySource", "SOURCE_KINDS", "sources_table"]

@@ -3,6 +3,11 @@ stand-in misbehaves on demand (worker.testing.Weak) the way a small model did.""
 
 from __future__ import annotations
 
+import html
+import re
+from collections.abc import Callable
+from dataclasses import asdict
+
 import pytest
 from sqlalchemy import select
 
@@ -11,12 +16,16 @@ from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_f
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
+from worker.cli.stats import format_stats
 from worker.core import guard
 from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from worker.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
 from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
-from worker.db import transaction
+from worker.db import transaction, utcnow
+from worker.ops.stats import collect_stats
+from worker.settings import get_settings
 from worker.store.enqueue import send_title
-from worker.testing import FakeAnthropic, Weak, ok, weak_model
+from worker.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -24,12 +33,15 @@ GUARDED = {**LOW, "RECAP_RETENTION_GUARD": "true", "RECAP_EXTRACT_MEMORIES": "tr
            "RECAP_MAX_SUMMARY_TOKENS": 300}
 
 
-def feed(sid: str, messages: list[tuple[str, str]]) -> None:
+def feed(sid: str, messages: list[tuple[str, str]]) -> dict[int, str]:
+    """Write ``messages``, the hook after each reply, waiting for the worker; their texts."""
+    texts = {}
     for role, text in messages:
-        add_message(sid, role, text)
+        texts[add_message(sid, role, text)] = text
         if role == "assistant":
             after_reply(sid)
             wait_for(lambda: idle(sid), timeout=60, what="worker caught up")
+    return texts
 
 
 def memories() -> dict[str, int | None]:
@@ -50,8 +62,8 @@ def one_prefix_deep(line: str) -> bool:
     return peel(line) == line.strip()
 
 
-def test_details_and_guard_memories_never_stack_prefixes(fake_api: FakeAnthropic,
-                                                          settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_details_and_guard_memories_never_stack_prefixes(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     # A tiny details section, so specifics overflow to memories too.
     settings_env(**GUARDED, RECAP_DETAILS_SHARE=0.2)
     fake_api.lose_specifics(0.8, seed=4)
@@ -70,7 +82,7 @@ def test_details_and_guard_memories_never_stack_prefixes(fake_api: FakeAnthropic
 
 
 def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic,
-                                                         settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                         settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     sid = "junk"
     first = [("user", "FACT: The tracking number of my parcel is 1Z999AA10123456784."),
@@ -87,8 +99,8 @@ def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic
     assert any(now[f] is None for f in saved), "the tracking number is still live"
 
 
-def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(fake_api: FakeAnthropic,
-                                                                settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.route(weak_model(Weak(echo_schema=True)))
     sid = "echo"
@@ -143,8 +155,8 @@ def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
     assert row is not None and row.title is None
 
 
-def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnthropic,
-                                                              settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.route(weak_model(Weak(loop_facts=True)))
     sid = "runaway"
@@ -161,8 +173,8 @@ def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnt
                                 written_texts={sid: texts}) == []
 
 
-def test_the_same_unusable_answer_twice_is_not_retried_again(fake_api: FakeAnthropic,
-                                                             settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_unusable_answer_twice_is_not_retried_again(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.always(ok("", stop_reason="max_tokens"))  # a deterministic runaway
     sid = "deterministic"
@@ -173,3 +185,84 @@ def test_the_same_unusable_answer_twice_is_not_retried_again(fake_api: FakeAnthr
     dead = runs(sid)[-1]
     assert "the same unusable answer twice" in (dead.error or "")
     assert len(fake_api.requests) == 2
+    # recap stats says why the session is blocked.
+    with transaction() as s:
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    [(reason, count)] = stats.blocked_reasons.items()
+    assert count == 1 and "the same unusable answer twice" in reason
+    assert "why blocked" in format_stats(asdict(stats))
+
+
+def useless_repair(request: Request) -> Reply | None:
+    """A model whose repair answer is the summary it was given, unchanged."""
+    if recap_kind(request.body) != "repair":
+        return None
+    found = re.search(r"<summary>\n(.*?)\n</summary>", request.prompt, re.S)
+    return ok(html.unescape(found.group(1)) if found else "The summary.")
+
+
+def test_repairs_that_never_help_stop_being_called(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
+    fake_api.lose_specifics(0.7, seed=12)
+    fake_api.route(useless_repair)
+    sid = "useless-repair"
+    texts = feed(sid, conversation(120))
+    applied = [r for r in runs(sid) if r.status == "applied"]
+    missing = [r for r in applied if r.specifics_missing_before_repair]
+    assert len(missing) > REPAIR_MIN_TRIES + 3
+    called = [r for r in missing if r.repaired]
+    assert len(called) >= REPAIR_MIN_TRIES
+    assert all(r.specifics_missing_after == r.specifics_missing_before_repair for r in called)
+    # After REPAIR_MIN_TRIES calls that never helped, repair is skipped, but for
+    # a probe now and then: exactly the calls should_repair allows on this history.
+    expected: list[bool] = []
+    for _ in missing:
+        history = [RepairOutcome(c, False) for c in reversed(expected)]
+        expected.append(should_repair(history))
+    assert [bool(r.repaired) for r in missing] == expected
+    assert [bool(r.repair_skipped) for r in missing] == [not e for e in expected]
+    assert expected[REPAIR_MIN_TRIES] is False
+    with transaction() as s:  # the details section and memories kept everything
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+    with transaction() as s:
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    assert stats.repair_success_rate == 0.0
+    assert stats.repair_input_tokens > 0 and stats.repair_output_tokens > 0
+    assert stats.repairs_skipped == expected.count(False)
+    shown = format_stats(asdict(stats))
+    assert "repair calls that helped" in shown and "0.0%" in shown
+
+
+def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    budget = 6000
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_CONTEXT_BUDGET_TOKENS": budget})
+    fake_api.always(ok("", stop_reason="max_tokens"))  # the fold fails, deterministically
+    sid = "over-budget"
+    messages = conversation(200)
+    for role, text in messages[:12]:
+        add_message(sid, role, text)
+    run_and_wait(sid, final={"applied", "dead"})
+    assert statuses(sid) == ["failed", "dead"]
+    fake_api.always(None)  # the model behaves again; the session is still cooling down
+
+    def usage() -> float:
+        row = session_row(sid)
+        assert row is not None
+        return (row.summary_tokens + row.active_tokens) / budget
+
+    for role, text in messages[12:]:
+        add_message(sid, role, text)
+        after_reply(sid)
+        if usage() > 0.95:
+            break
+    assert usage() > 0.95, "the conversation filled the context"
+    wait_for(lambda: "applied" in statuses(sid), timeout=60, what="the aggressive fold")
+    applied = next(r for r in runs(sid) if r.status == "applied")
+    assert (applied.reason or "").startswith("aggressive")
+    row = session_row(sid)
+    assert row is not None and row.blocked_until is None
+    assert usage() <= 0.95

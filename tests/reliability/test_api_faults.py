@@ -62,6 +62,11 @@ TRANSIENT: dict[str, tuple[Reply, str]] = {
 }
 
 
+# A second unusable answer that is not the same as the first.
+AGAIN = {"empty content": ok("", stop_reason="max_tokens"),
+         "max_tokens cut-off": ok("The user said ...", stop_reason="max_tokens")}
+
+
 @pytest.mark.parametrize("name", list(TRANSIENT))
 def test_transient_fault_is_retried_and_changes_nothing(
         name: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
@@ -71,7 +76,9 @@ def test_transient_fault_is_retried_and_changes_nothing(
     ids = with_first_summary(sid, fake_api)
     before = message_ids(sid)
 
-    fake_api.script(fault, fault, ok(SECOND))
+    # The same unusable answer twice is a deterministic failure, not retried again
+    # (tests/jobs/test_weak_model.py): here the second one differs.
+    fake_api.script(fault, AGAIN.get(name, fault), ok(SECOND))
     run_and_wait(sid, n=2)
 
     assert statuses(sid) == ["applied", "failed", "failed", "applied"]
@@ -147,7 +154,7 @@ def test_prompt_too_long_halves_the_chunk_instead_of_retrying(
     assert len(rest) >= 2, "the rejected chunk must be resent as smaller chunks"
     assert all(request_tokens(r) < request_tokens(first) for r in rest)
     # The smaller chunks together carry exactly the rejected batch, once each.
-    carried = "".join(str(r["messages"][0]["content"]) for r in rest)  # type: ignore[index]
+    carried = "".join(str(r["messages"][0]["content"]) for r in rest)
     for i in range(5):
         assert carried.count(f"(msg {i}).") == 1
     assert message_ids(sid) == ids[5:]

@@ -41,11 +41,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from models import ChatSession, messages_table, sessions_table
-from worker.api.validate import check_session_id, check_user_id, prepare_message
+from models import ROLES, ChatSession, messages_table, sessions_table
 from worker.core import policy
-from worker.core.message import Message
+from worker.core.message import MAX_CONTENT_CHARS, Message, prepare_content
 from worker.core.titles import needs_title
+from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from worker.errors import InvalidInput
 from worker.settings import Settings, effective
 from worker.store.enqueue import pending_update, title_due_update
@@ -54,6 +54,40 @@ SESSIONS = sessions_table
 MESSAGES = messages_table
 
 # -- add_message ---------------------------------------------------------------------
+
+
+def check_message(role: object, content: object, pinned: object) -> None:
+    """Raise InvalidInput naming the problem unless the (string) message can be stored."""
+    _check_role(role)
+    check_str(content, "content", max_chars=MAX_CONTENT_CHARS)
+    _check_pinned(pinned)
+
+
+def prepare_message(role: object, content: object, pinned: object, *,
+                    max_inline_chars: int) -> Message:
+    """The message to store, from a string or a Messages API content array (see
+    :func:`worker.core.message.prepare_content`). Raises InvalidInput."""
+    _check_role(role)
+    _check_pinned(pinned)
+    assert isinstance(role, str)
+    return prepare_content(role, content, max_inline_chars=max_inline_chars)
+
+
+def _check_role(role: object) -> None:
+    if role not in ROLES:
+        raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+
+
+def _check_pinned(pinned: object) -> None:
+    if not isinstance(pinned, bool):
+        raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")
+
+
+def check_user_id(user_id: object) -> str | None:
+    """Return ``user_id`` if it is None or a usable id (validated like session ids),
+    else raise InvalidInput."""
+    return None if user_id is None else check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
+
 
 
 @dataclass(frozen=True)
@@ -192,15 +226,19 @@ def plan_hook(session_id: str, row: Any, *, settings: Settings, now: datetime,
              if settings.titles_enabled and needs_title(
                  title=row.title, message_count=row.message_count,
                  title_requested_at_is_fresh=bool(row.title_fresh)) else None)
-    if row.leased or row.blocked:
-        # A running job re-checks when it applies; a dead-lettered session waits
-        # for its cool-down or `recap retry`.
-        return HookPlan(title)
+    if row.leased:
+        return HookPlan(title)  # a running job re-checks when it applies
     if row.overrides:
         try:
             settings = effective(settings, row.overrides)
         except InvalidInput:
             pass  # the job records the bad overrides (and dead-letters the session)
+    if row.blocked and policy.usage(row.summary_tokens, row.active_tokens,
+                                    settings.context_budget_tokens) <= policy.AGGRESSIVE_USAGE:
+        # A dead-lettered session waits for its cool-down or `recap retry`, unless
+        # its context is about to go over budget: a failed fold must not leave it
+        # there, so the aggressive path still gets its job.
+        return HookPlan(title)
     if not policy.might_trigger(message_count=row.message_count,
                                 active_tokens=row.active_tokens,
                                 summary_tokens=row.summary_tokens, t=settings.thresholds(),

@@ -97,6 +97,9 @@ class GuardCounts:
     specifics_to_memories: int
     messages_held_back: int
     repaired: bool
+    repair_input_tokens: int = 0
+    repair_output_tokens: int = 0
+    repair_skipped: bool = False
 
 
 def strip_details(summary: str) -> str:

@@ -4,7 +4,8 @@ The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
 summary (the rules: worker.core.guard), makes at most ONE repair call when some
-are missing, and settles the rest: the details section, messages held back in
+are missing (none when repairs have stopped helping this model lately:
+worker.core.repairs), and settles the rest: the details section, messages held back in
 the window (the batch shrinks to the condensed prefix, so the apply's counters
 stay exact), memories. Runs outside any transaction, like every call.
 """
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 
 from models import runs_table as RUNS
-from worker.core import echo, guard, policy
+from worker.core import echo, guard, policy, repairs
 from worker.core.prompt import Turn
 from worker.db import transaction
 from worker.errors import UnusableSummary
@@ -52,7 +53,9 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     needed = guard.required(turns, previous)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
-    if before:
+    skipped = bool(before) and not repairs.should_repair(recent_repairs(summarizer.model))
+    spent_in, spent_out = usage.input_tokens, usage.output_tokens
+    if before and not skipped:
         items = guard.repair_items(turns, previous, before)
         calls = usage.calls
         revised = summarizer.repair(guard.strip_details(summary), items, usage=usage)
@@ -85,9 +88,25 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
         specifics_missing_after=len(after),
         specifics_in_details=settled.specifics_in_details,
         specifics_to_memories=settled.specifics_to_memories,
-        messages_held_back=len(settled.held_ids), repaired=repaired)
+        messages_held_back=len(settled.held_ids), repaired=repaired,
+        repair_input_tokens=usage.input_tokens - spent_in,
+        repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped)
     return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
                    memories=settled.memories, guard=counts)
+
+
+def recent_repairs(model: str) -> list[repairs.RepairOutcome]:
+    """The repair outcomes of ``model``'s latest applied runs that had something
+    missing before repair (any session), newest first."""
+    with transaction() as s:
+        rows = s.execute(select(RUNS.c.repaired, RUNS.c.specifics_missing_before_repair,
+                                RUNS.c.specifics_missing_after)
+                         .where(RUNS.c.model == model, RUNS.c.status == "applied",
+                                RUNS.c.specifics_missing_before_repair > 0)
+                         .order_by(RUNS.c.id.desc()).limit(repairs.REPAIR_WINDOW)).all()
+    return [repairs.RepairOutcome(bool(r.repaired),
+                                  bool(r.repaired) and r.specifics_missing_after
+                                  < r.specifics_missing_before_repair) for r in rows]
 
 
 def held_before(session_id: str, batch: Sequence[int]) -> frozenset[int]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from worker.db import get_engine
 from worker.http.ready import broker_problem, schema_problem
-from worker.http.schemas import Ready
+from worker.http.schemas import V1_ERRORS, Ready
 
 router = APIRouter(tags=["operations"])
+KEYED: dict[int | str, dict[str, Any]] = {401: V1_ERRORS[401]}
 
 
 @router.get("/healthz", summary="The process is up (no key needed, no I/O)")
@@ -19,7 +22,7 @@ async def healthz() -> dict[str, bool]:
 
 @router.get("/readyz", response_model=Ready,
             summary="The database is at the migration head and the broker is reachable",
-            responses={503: {"model": Ready, "description": "not ready, and why"}})
+            responses={**KEYED, 503: {"model": Ready, "description": "not ready, and why"}})
 def readyz() -> JSONResponse:
     problems = [p for p in (schema_problem(get_engine()), broker_problem()) if p]
     return JSONResponse(Ready(ready=not problems, problems=problems).model_dump(),
@@ -28,7 +31,7 @@ def readyz() -> JSONResponse:
 
 @router.get("/metrics", summary="Prometheus metrics (the same series as recap metrics)",
             response_class=Response,
-            responses={200: {"content": {"text/plain": {}}}})
+            responses={**KEYED, 200: {"content": {"text/plain": {}}}})
 def metrics(request: Request) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
