@@ -33,10 +33,12 @@ Per system:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,7 +205,6 @@ def _recap_jobs(sid: str, row: Row) -> None:
 def run_once(messages: int) -> list[Row]:
     """The three systems on one transcript, on the bench's PostgreSQL, Redis queue
     and stand-in (bench/env.py: each Claude call waits its latency)."""
-    from worker.evals.run import environment
     from worker.evals.standin import EvalFake
 
     env = benv.current() or benv.setup(benv.DEFAULT_LATENCY_S)
@@ -213,7 +214,7 @@ def run_once(messages: int) -> list[Row]:
     # as a model would), with the bench's latency.
     fake = EvalFake().start()
     try:
-        with environment({"ANTHROPIC_BASE_URL": fake.url}):
+        with _stand_in_url(fake.url):
             for name, middleware, after in _systems(fake.url):
                 benv.reset_state()
                 fake.delay = env.latency
@@ -222,6 +223,25 @@ def run_once(messages: int) -> list[Row]:
     finally:
         fake.stop()
     return rows
+
+
+@contextmanager
+def _stand_in_url(url: str) -> Iterator[None]:
+    """Point Recap at ``url`` for a block (not a configure()d variable: reset_state
+    must not drop the bench's own stand-in URL)."""
+    from worker.jobs.resources import reset_process_state
+
+    old = os.environ.get("ANTHROPIC_BASE_URL")
+    os.environ["ANTHROPIC_BASE_URL"] = url
+    reset_process_state()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("ANTHROPIC_BASE_URL", None)
+        else:
+            os.environ["ANTHROPIC_BASE_URL"] = old
+        reset_process_state()
 
 
 def _systems(url: str) -> list[tuple[str, Callable[[Row], list[Any]],
