@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from worker.api.context import (
     _snapshot_query,
@@ -96,7 +97,7 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
     args = (session_id, role, msg.content, pinned, tokens, user_id, msg.blocks, msg.tool_links)
     if db is not None:
         return await db.run_sync(_add, *args)
-    async with _engine().begin() as conn:
+    async with (await _ready_engine()).begin() as conn:
         return await conn.run_sync(_add, *args)
 
 
@@ -115,7 +116,7 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
         return False
     try:
         if db is None:
-            async with _engine().begin() as conn:
+            async with (await _ready_engine()).begin() as conn:
                 queue, title = await conn.run_sync(_decide, session_id)
             return await _in_publisher(send_now, session_id, queue, title)
         queue, title = await db.run_sync(decide_in_savepoint, session_id)
@@ -134,7 +135,7 @@ async def build_context(session_id: str, *, system_prompt: str,
     """
     check_system_prompt(system_prompt)
     check_session_id(session_id)
-    async with _engine().connect() as conn:
+    async with (await _ready_engine()).connect() as conn:
         window = window_of(session_id, (await conn.execute(_snapshot_query(session_id))).all())
         # Later statements, as in the sync read_window (see there).
         for kind, query, terms in memories_queries(window, dialect="postgresql"):
@@ -174,6 +175,34 @@ def _state() -> _LoopState:
             _STATES.pop(old, None)  # a loop that ended without close()
         state = _STATES[loop] = _LoopState()
     return state
+
+
+# URLs whose schema this process has found at the migration head.
+_READY: set[str] = set()
+
+
+async def _ready_engine() -> AsyncEngine:
+    """This loop's engine, once the database is known reachable and migrated
+    (DatabaseNotReady, one line, otherwise; checked again on the next call)."""
+    url = get_settings().database_url
+    engine = _engine()  # ConfigError first for a database the asyncio API cannot use
+    if url not in _READY:
+        await asyncio.to_thread(_check_schema, url)
+        _READY.add(url)
+    return engine
+
+
+def _check_schema(url: str) -> None:
+    from worker.db import make_engine
+    from worker.migrate import ensure_schema
+
+    # The same database through psycopg's sync driver, whatever driver the URL names.
+    sync_url = make_url(url).set(drivername="postgresql+psycopg")
+    engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)
+    try:
+        ensure_schema(engine)
+    finally:
+        engine.dispose()
 
 
 def _engine() -> AsyncEngine:

@@ -20,6 +20,7 @@ from worker.cli import (
     bench,
     configure,
     context,
+    db,
     demo,
     edit,
     eval,
@@ -53,7 +54,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, tokenizer, demo, eval, bench)
+                                 configure, db, tokenizer, demo, eval, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,33 +66,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that bring their own database (or none).
-_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval")
-_NOT_MIGRATED = ("no such table", "does not exist")
+# Commands that bring their own database (or none), or report its state themselves:
+# `metrics` serves recap_up 0 while the database is down.
+_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "db", "metrics")
 
 
 def _database_error(exc: BaseException) -> str | None:
-    """One line for a database that is down, unreachable or not migrated; None for
-    any other error (which keeps its traceback)."""
-    from sqlalchemy.exc import InterfaceError, OperationalError, ProgrammingError
+    """One line for a database that went away mid-command; None for any other error
+    (which keeps its traceback). Schema problems are found before the command runs."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
 
-    if not isinstance(exc, OperationalError | InterfaceError | ProgrammingError):
+    if not isinstance(exc, OperationalError | InterfaceError):
         return None
-    first = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-    if any(marker in first for marker in _NOT_MIGRATED):
-        return f"database: {first} (is it migrated? alembic upgrade head)"
-    if isinstance(exc, ProgrammingError):
-        return None
-    return f"database: {first}"
+    return f"database: {str(getattr(exc, 'orig', None) or exc).splitlines()[0]}"
 
 
-def _say_which_database(command: str) -> None:
-    if command in _OWN_DATABASE or os.environ.get("DATABASE_URL"):
+def _require_database(command: str) -> None:
+    """Refuse to run against a database that is unreachable or not at the head (one
+    line, raises DatabaseNotReady); create and migrate the embedded default."""
+    if command in _OWN_DATABASE:
         return
-    from worker.settings import DEFAULT_DATABASE_URL
+    from worker.db import make_engine
+    from worker.migrate import ensure_schema
+    from worker.settings import get_settings
 
-    err(f"DATABASE_URL is not set: using the embedded default {DEFAULT_DATABASE_URL} "
-        f"(in {os.getcwd()})")
+    engine = make_engine(get_settings().database_url)
+    try:
+        ensure_schema(engine, announce=err)  # says where the embedded default is, once
+    finally:
+        engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     from worker.errors import RecapError
 
-    _say_which_database(args.command)
     try:
+        _require_database(args.command)
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return code
