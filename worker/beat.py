@@ -17,8 +17,9 @@ from celery.signals import beat_init
 
 
 def _refuse(message: str) -> None:
-    # Celery only logs exceptions raised where beat starts; exit for real, one line.
-    print(f"recap: error: {message}", file=sys.stderr, flush=True)
+    # Celery only logs exceptions raised where beat starts; exit for real, one line,
+    # on the real stderr (beat has redirected sys.stderr into its log by now).
+    print(f"recap: error: {message}", file=sys.__stderr__ or sys.stderr, flush=True)
     raise SystemExit(1)
 
 

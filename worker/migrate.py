@@ -93,10 +93,16 @@ def sqlite_file(url: object) -> Path | None:
 def current_revisions(engine: Engine) -> tuple[str, ...]:
     """The revision(s) recorded in the database (empty: never migrated).
     Raises SQLAlchemy's errors when the database cannot be reached."""
-    from alembic.runtime.migration import MigrationContext
+    quiet = logging.getLogger("alembic")
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))  # a read: no "Context impl" lines in logs
+    try:
+        from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
-        return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
+        with engine.connect() as conn:
+            return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
+    finally:
+        quiet.setLevel(level)
 
 
 def schema_problem(engine: Engine) -> str | None:

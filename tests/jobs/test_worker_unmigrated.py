@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -76,3 +77,22 @@ def test_a_worker_on_an_old_schema_exits_before_taking_a_job(
         client.delete(env["RECAP_QUEUE"])
         client.close()
     assert snapshot(old_schema) == before  # nothing changed
+
+
+def test_beat_keeps_its_schedule_in_the_data_directory_and_refuses_an_old_schema(
+        old_schema: str, tmp_path: Path) -> None:
+    migrate(old_schema, "0005")
+    env = worker_env(DATABASE_URL=old_schema, XDG_DATA_HOME=str(tmp_path / "data"))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    cwd.chmod(0o555)  # as a read-only image directory: nothing may be written here
+    done = subprocess.run(["celery", "-A", "worker", "beat", "--loglevel", "INFO"], cwd=cwd,
+                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=START_TIMEOUT_S)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("recap: error:")]
+    assert line.endswith("run `recap db upgrade`") and "is at migration 0005" in line, output
+    assert "Traceback" not in output
+    assert list((tmp_path / "data" / "recap").glob("celerybeat-schedule*"))
+    assert list(cwd.iterdir()) == []
