@@ -3,7 +3,7 @@
 Users pay mostly for the replies: each sends the assembled context. For every
 reply of the shared demo conversation (after each user message) this takes the
 request each system sends and prices it by Claude's prompt-cache rules, the
-ones the fake API implements (``worker.testing.server.request_usage``): a request
+ones the fake API implements (``worker.testing.request_usage``): a request
 reads from cache the longest prefix (tools, system, messages) that an earlier
 request wrote up to one of its ``cache_control`` breakpoints, writes from there
 to its own last breakpoint, and pays the rest uncached. Prices relative to base
@@ -103,7 +103,7 @@ class Priced:
 def price(bodies: Sequence[dict[str, Any]], count: Callable[[str], int],
           pauses: Sequence[bool]) -> tuple[int, int, int, float, float]:
     """(written, read, uncached, cost, cost with ``pauses``) over ``bodies`` in order."""
-    from worker.testing.server import request_usage
+    from worker.testing import request_usage
 
     totals = [0, 0, 0]
     costs = [0.0, 0.0]

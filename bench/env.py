@@ -5,7 +5,7 @@ Settings are read from the environment once per process (cached) and the Celery
 app is configured from them on first use, so :func:`setup` sets every variable
 before anything uses ``worker``, and :func:`configure` resets the process state
 after a change. Run from the repository root (``python -m bench``; ``recap bench``
-does that too), so ``worker.testing.server`` imports as it is. One environment
+does that too), so ``worker.testing`` imports as it is. One environment
 serves a whole ``python -m bench`` run; :func:`teardown` drops the database and
 the queue.
 """

@@ -34,6 +34,7 @@ class StubSummarizer:
 def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
     """Run one job per session; seconds per phase."""
     from worker.jobs.claim import Claim, claim_session
+    from worker.jobs.fold import fold_of
     from worker.jobs.outcome import Job
     from worker.jobs.summarize import apply_summary
     from worker.settings import get_settings
@@ -50,7 +51,7 @@ def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
             raise RuntimeError(f"session {sid} did not need a job: {claim.reason}")
         result = stub.summarize(claim.previous_summary, claim.turns)
         t2 = time.perf_counter()
-        outcome = apply_summary(claim, result, job=job, latency_ms=0)
+        outcome = apply_summary(claim, fold_of(claim, result), job=job, latency_ms=0)
         t3 = time.perf_counter()
         if outcome.status != "applied" or outcome.more_work:
             raise RuntimeError(f"unexpected outcome for {sid}: {outcome.as_dict()}")

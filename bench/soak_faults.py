@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from typing import Any
 
 from tests.reliability.procs import PrivateRedis
-from worker.testing.answers import default_summary
-from worker.testing.server import FakeAnthropic, Reply, error, ok
+from worker.testing import FakeAnthropic, Reply, Request, default_summary, error, ok, recap_kind
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the
@@ -38,13 +38,13 @@ class ChaosFake(FakeAnthropic):
         self.fail_rate, self.permanent_rate = fail_rate, permanent_rate
         self.lossy_rate = lossy_rate
         self._rng = random.Random(seed)
+        self._chaos_lock = threading.Lock()
         self.injected = {"transient": 0, "permanent": 0}
-        super().__init__()
         # A SIGKILLed worker resets its connections; that is the point, not news.
-        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
+        super().__init__(routes=[self._chaos], log_errors=False)
 
-    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
-        with self._lock:
+    def _chaos(self, request: Request) -> Reply | None:
+        with self._chaos_lock:
             r, pick = self._rng.random(), self._rng.choice(self.TRANSIENT)
             if r < self.permanent_rate:
                 self.injected["permanent"] += 1
@@ -54,11 +54,7 @@ class ChaosFake(FakeAnthropic):
                 return pick
             lossy = self._rng.random() < self.lossy_rate
             kind, n = self._rng.randrange(3), self._rng.randrange(10**6)
-        if lossy:
-            reply = self._lossy(body, kind, n)
-            if reply is not None:
-                return reply
-        return super()._next(body, raw)
+        return self._lossy(request.body, kind, n) if lossy else None
 
     def _lossy(self, body: dict[str, Any], kind: int, n: int) -> Reply | None:
         """An answer the database cannot store as is, or one cut off at max_tokens."""
@@ -69,7 +65,6 @@ class ChaosFake(FakeAnthropic):
             return None
         if not isinstance(prompt, str):
             return None
-        system = str(body.get("system", ""))
         cut_off = kind == 2
         if body.get("tools"):  # summary + facts in one tool call (memories on)
             name = ("extraction_nul_escape", "extraction_surrogate_escape",
@@ -80,8 +75,8 @@ class ChaosFake(FakeAnthropic):
             text = json.dumps({"summary": default_summary(prompt, 3 * cap), "facts": []})
             text = text[:-3] + (f'[{{"fact": "The user{escape} likes tea ({n})", '
                                 '"category": "preference", "importance": 3}]}')
-        elif system.startswith(("You maintain a rolling summary", "You write short titles")):
-            what = "summary" if system.startswith("You maintain") else "title"
+        elif recap_kind(body) is not None:
+            what = "title" if recap_kind(body) == "title" else "summary"
             name = f"{what}_" + ("nul", "surrogate", "cut_off")[kind]
             text = default_summary(prompt, 3 * cap) if what == "summary" else f"Plans {n}"
             if cut_off:  # over-long: Recap must not apply an answer cut off at its cap
@@ -92,7 +87,7 @@ class ChaosFake(FakeAnthropic):
                 text = text.replace(" ", " \udc80", 1) + f" \ud800 ({n})"
         else:
             return None
-        with self._lock:
+        with self._chaos_lock:
             self.injected[name] = self.injected.get(name, 0) + 1
         return ok(text, stop_reason="max_tokens") if kind == 2 else ok(text)
 

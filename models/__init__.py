@@ -28,24 +28,22 @@ def _refuse_a_foreign_worker() -> None:
 
 _refuse_a_foreign_worker()
 
-from models.base import Base  # noqa: E402 (after the check above)
+from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table  # noqa: E402 (after the check)
+from models.base import Base  # noqa: E402
+from models.keys import StoredKey  # noqa: E402
 from models.tables import (  # noqa: E402
     MEMORY_CATEGORIES,
     ROLES,
     ArchivedMessage,
     ChatMessage,
     ChatSession,
-    Heartbeat,
     Memory,
-    SummaryRun,
     SummaryVersion,
-    TitleRun,
     messages_table,
-    runs_table,
     sessions_table,
     versions_table,
 )
 
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+           "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

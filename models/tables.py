@@ -77,6 +77,12 @@ class ChatSession(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # Set when a run is dead-lettered: the sweeper leaves the session alone until then.
     blocked_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    # No-op runs in a row on an unchanged context (summary + active tokens, kept in
+    # noop_context_tokens): the sweeper leaves the session alone until
+    # noop_backoff_until, a period that doubles with each (worker.jobs.claim).
+    noop_runs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    noop_backoff_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    noop_context_tokens: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now(),
                                                  onupdate=func.now())
@@ -123,83 +129,6 @@ class ChatMessage(Base):
         CheckConstraint("role IN ('user', 'assistant', 'system', 'tool')", name="role"),
         CheckConstraint("token_count >= 0", name="token_count"),
         # AUTOINCREMENT: SQLite must never reuse the id of a deleted message.
-        {"sqlite_autoincrement": True},
-    )
-
-
-class SummaryRun(Base):
-    """The audit row of one summarize job outcome. No FK: audit outlives sessions."""
-
-    __tablename__ = "summary_runs"
-
-    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(255), nullable=False)
-    task_id: Mapped[str | None] = mapped_column(String(255))
-    attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
-    status: Mapped[str] = mapped_column(String(16), nullable=False)
-    reason: Mapped[str | None] = mapped_column(Text)
-    messages_condensed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    # Tokens of the condensed messages (their stored token_count), for "tokens saved".
-    condensed_tokens: Mapped[int | None] = mapped_column(BigInteger)
-    first_message_id: Mapped[int | None] = mapped_column(BigInteger)
-    last_message_id: Mapped[int | None] = mapped_column(BigInteger)
-    input_tokens: Mapped[int | None] = mapped_column(Integer)
-    # Recap's tiktoken estimate of the same requests' input (input_tokens is the
-    # API's count): their ratio says what Recap's token budgets mean to the API.
-    estimated_input_tokens: Mapped[int | None] = mapped_column(Integer)
-    output_tokens: Mapped[int | None] = mapped_column(Integer)
-    summary_tokens: Mapped[int | None] = mapped_column(Integer)
-    latency_ms: Mapped[int | None] = mapped_column(Integer)
-    model: Mapped[str | None] = mapped_column(String(100))
-    error: Mapped[str | None] = mapped_column(Text)
-    # The retention guard (worker/core/guard.py) on an applied run: specifics of the
-    # batch as claimed and of the previous summary; missing before and after the one
-    # repair call; settled in the details section or as memories; batch messages
-    # left in the window (they follow the condensed prefix, outside first..last).
-    specifics_total: Mapped[int | None] = mapped_column(Integer)
-    specifics_missing_before_repair: Mapped[int | None] = mapped_column(Integer)
-    specifics_missing_after: Mapped[int | None] = mapped_column(Integer)
-    specifics_in_details: Mapped[int | None] = mapped_column(Integer)
-    specifics_to_memories: Mapped[int | None] = mapped_column(Integer)
-    messages_held_back: Mapped[int | None] = mapped_column(Integer)
-    repaired: Mapped[bool | None] = mapped_column(Boolean)
-    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    # A rewind's run (worker.sessions.rewind): it deleted the messages after this id,
-    # up to last_message_id. NULL for every other run.
-    rewound_after: Mapped[int | None] = mapped_column(BigInteger)
-    # Set on an applied run whose summary a rewind undid: the rewind's run id. Its
-    # messages are no longer condensed (restored or deleted by that rewind).
-    undone_by: Mapped[int | None] = mapped_column(BigInteger)
-
-    __table_args__ = (
-        Index("ix_summary_runs_session_id_id", "session_id", "id"),
-        Index("ix_summary_runs_status_created_at", "status", "created_at"),
-        CheckConstraint(
-            "status IN ('applied', 'skipped', 'superseded', 'failed', 'dead')", name="status"),
-        {"sqlite_autoincrement": True},
-    )
-
-
-class TitleRun(Base):
-    """The audit row of one title call (worker.jobs.titles): its API usage for
-    ``recap stats`` and its error for ``recap failures``. No FK, like summary_runs."""
-
-    __tablename__ = "title_runs"
-
-    id: Mapped[int] = mapped_column(BigId, Identity(), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(255), nullable=False)
-    # titled: stored; kept: a title set meanwhile (by the app) won; failed: see error.
-    status: Mapped[str] = mapped_column(String(16), nullable=False)
-    model: Mapped[str | None] = mapped_column(String(100))
-    input_tokens: Mapped[int | None] = mapped_column(Integer)
-    output_tokens: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-
-    __table_args__ = (
-        Index("ix_title_runs_session_id_id", "session_id", "id"),
-        Index("ix_title_runs_status_id", "status", "id"),
-        CheckConstraint("status IN ('titled', 'kept', 'failed')", name="status"),
         {"sqlite_autoincrement": True},
     )
 
@@ -285,17 +214,7 @@ class SummaryVersion(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
 
-class Heartbeat(Base):
-    """When a periodic job last ran, one row per job (``sweep``): read by ``recap metrics``."""
-
-    __tablename__ = "heartbeats"
-
-    name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    at: Mapped[datetime] = mapped_column(Timestamp, nullable=False)
-
-
 # Core tables, for statements on hot paths: they skip the ORM's statement layer.
 sessions_table = cast(Table, ChatSession.__table__)
 messages_table = cast(Table, ChatMessage.__table__)
-runs_table = cast(Table, SummaryRun.__table__)
 versions_table = cast(Table, SummaryVersion.__table__)

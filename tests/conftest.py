@@ -21,7 +21,7 @@ from tests.env import (
     release_redis_db,
 )
 from tests.helpers import WORKER_RUNNING, join_worker
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -56,7 +56,8 @@ def clean(database: str) -> Iterator[None]:
 
     with transaction() as s:
         s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
-                       "archived_messages, heartbeats, title_runs, summary_versions"))
+                       "archived_messages, heartbeats, title_runs, summary_versions, "
+                       "stored_keys"))
     FAKE.reset()
     reset_process_state()
     yield

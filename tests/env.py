@@ -21,7 +21,7 @@ def _tiktoken_cache() -> str:
     return os.environ.get("TIKTOKEN_CACHE_DIR", "")
 
 
-from worker.testing.server import FakeAnthropic  # noqa: E402
+from worker.testing import FakeAnthropic  # noqa: E402
 
 FAKE = FakeAnthropic().start()
 RUN_ID = uuid.uuid4().hex[:8]

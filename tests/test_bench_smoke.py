@@ -54,12 +54,13 @@ def test_peer_digest_matches_recap_style() -> None:
 
 
 def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
+    from worker.core.guard import repair_prompt
     from worker.core.prompt import SYSTEM_PROMPT
     from worker.core.titles import TITLE_SYSTEM
-    from worker.evals.standin import recap_kind
+    from worker.testing import recap_kind
 
     user = [{"role": "user", "content": "one two three"}]
-    repair = [{"role": "user", "content": "The summary below omits these specifics: 42"}]
+    repair = [{"role": "user", "content": repair_prompt("A summary.", ["42 (the user said 42)"])}]
     assert [recap_kind({"system": system, "messages": user})
             for system in (SYSTEM_PROMPT, TITLE_SYSTEM)] == ["summary", "title"]
     assert recap_kind({"system": SYSTEM_PROMPT, "messages": repair}) == "repair"

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError
@@ -171,6 +171,21 @@ def first_line(exc: DBAPIError) -> str:
 def utcnow() -> datetime:
     """Now, timezone-aware UTC: every timestamp Recap writes."""
     return datetime.now(UTC)
+
+
+_DB_NOW = text("SELECT now()")
+
+
+def db_now(db: Session | Connection) -> datetime:
+    """The database's clock, timezone-aware UTC: what leases, cool-downs and
+    pending markers are written with and compared to, so workers whose own clocks
+    disagree still agree on who holds a session. PostgreSQL's ``now()`` (the
+    transaction's start); SQLite is one file on one host, whose processes share
+    one clock, so there it is :func:`utcnow`."""
+    bind = db.get_bind() if isinstance(db, Session) else db
+    if bind.dialect.name != "postgresql":
+        return utcnow()
+    return db.execute(_DB_NOW).scalar_one().astimezone(UTC)
 
 
 def _insert(db: Session | Connection) -> Any:

@@ -39,9 +39,8 @@ def _short(line: str) -> str:
 def result_line(outcome: Outcome) -> str:
     """``applied 20 msgs v7 (normal)``, ``skipped: lease held by another job``..."""
     if outcome.status == "applied":
-        mode = outcome.reason.split(":", 1)[0]  # a plan's reason starts with its mode
-        line = (f"applied {outcome.messages_condensed} msgs v{outcome.summary_version}"
-                f" ({mode})")
+        line = f"applied {outcome.messages_condensed} msgs v{outcome.summary_version}"
+        line += f" ({outcome.mode})" if outcome.mode else ""
         return _short(line + (", more queued" if outcome.more_work else ""))
     return _short(f"{outcome.status}: {outcome.reason}")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from worker.api import aio, context, ingest
 from worker.core.assemble import Context, as_request, content_text
-from worker.testing.server import validate_messages_request
+from worker.testing import validate_messages_request
 
 PROMPT = "You are a helpful travel assistant."
 

@@ -21,7 +21,7 @@ from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.llm.tokens import count_tokens
 from worker.store.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
-from worker.testing.server import validate_messages_request
+from worker.testing import validate_messages_request
 
 # -- the sync API's scenarios, against both -----------------------------------------
 

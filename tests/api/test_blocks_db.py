@@ -18,7 +18,7 @@ from worker.api.context import as_request, render_json
 from worker.db import transaction
 from worker.errors import InvalidInput
 from worker.llm.tokens import count_tokens
-from worker.testing.server import validate_messages_request
+from worker.testing import validate_messages_request
 
 
 def stored(sid: str) -> list[ChatMessage]:

@@ -16,7 +16,7 @@ from worker.errors import PermanentLLMError
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
-from worker.testing.server import error
+from worker.testing import error
 
 
 def run_inline(session_id: str) -> Outcome:

@@ -18,7 +18,7 @@ from worker import db
 from worker.core.assemble import system_text
 from worker.db import utcnow
 from worker.ops import requeue as ops
-from worker.testing.server import error
+from worker.testing import error
 
 # -- retry, summarize --------------------------------------------------------------------
 

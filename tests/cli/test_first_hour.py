@@ -28,7 +28,7 @@ from worker import db
 from worker.errors import PermanentLLMError
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
-from worker.testing.server import error, ok
+from worker.testing import error, ok
 
 
 def set_title(session_id: str, title: str) -> None:

@@ -16,7 +16,7 @@ from worker.api.validate import prepare_message
 from worker.core import policy
 from worker.core.assemble import Row, as_request, assemble
 from worker.core.render import parse_links
-from worker.testing.server import validate_messages_request
+from worker.testing import validate_messages_request
 
 
 def rows_of(transcript: list[Message]) -> list[tuple[int, Row, policy.MessageInfo]]:

@@ -31,7 +31,7 @@ import yaml
 from tests.env import API_KEY, ROOT
 from tests.helpers import free_port, message_ids, runs, seed, session_row, statuses, wait_for
 from worker import app
-from worker.testing.server import FakeAnthropic, error
+from worker.testing import FakeAnthropic, error
 
 FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"

@@ -13,7 +13,7 @@ import pytest
 from examples import fastapi_chat
 from tests.helpers import LOW, message_ids, statuses, wait_for
 from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
-from worker.testing.server import FakeAnthropic, error
+from worker.testing import FakeAnthropic, error
 
 
 def post(*turns: tuple[str, str]) -> list[httpx.Response]:

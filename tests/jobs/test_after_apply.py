@@ -11,7 +11,7 @@ from celery.app.task import Task
 from celery.signals import task_failure
 
 from tests.helpers import LOW, assert_invariants, run_and_wait, seed, session_row, statuses
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

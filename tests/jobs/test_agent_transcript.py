@@ -19,7 +19,7 @@ from worker.api.ingest import add_message
 from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
-from worker.testing.server import FakeAnthropic, validate_messages_request
+from worker.testing import FakeAnthropic, validate_messages_request
 
 
 def renamed(content: Any, k: int) -> Any:

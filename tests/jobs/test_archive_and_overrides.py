@@ -21,7 +21,7 @@ from worker.jobs.resources import get_resources
 from worker.llm.templates import shipped_template
 from worker.sessions.overrides import configure_session
 from worker.settings import get_settings
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

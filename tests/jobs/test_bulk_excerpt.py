@@ -17,7 +17,7 @@ from worker.checks import check_invariants
 from worker.db import transaction
 from worker.jobs.archive import resummarize
 from worker.jobs.resources import get_resources
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

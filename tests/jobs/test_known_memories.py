@@ -19,7 +19,7 @@ from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.store.rows import save_memories
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)

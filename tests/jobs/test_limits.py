@@ -28,7 +28,7 @@ from worker.jobs.summarize import summarize
 from worker.llm.summarizer import ClaudeSummarizer
 from worker.sessions.overrides import configure_session
 from worker.settings import MODEL_MAX_CHARS, get_settings
-from worker.testing.server import FakeAnthropic, error
+from worker.testing import FakeAnthropic, error
 
 # -- item 2: a model id longer than summary_runs.model ----------------------------
 

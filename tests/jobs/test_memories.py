@@ -15,7 +15,7 @@ from worker.core.memories import parse_facts
 from worker.db import transaction
 from worker.errors import InvalidExtraction
 from worker.sessions.overrides import memories
-from worker.testing.server import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok
 
 EXTRACTING = {**LOW, "RECAP_EXTRACT_MEMORIES": "true"}
 

@@ -26,7 +26,7 @@ from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
 from worker.sessions.overrides import memories
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 # What the model "says": the fake serialises with json.dumps, so these go out as
 # the escapes \u0000 and \ud800, and the SDK's JSON parser turns them back into

@@ -16,7 +16,7 @@ from worker.cli.stats import format_stats
 from worker.db import transaction, utcnow
 from worker.ops.stats import collect_stats
 from worker.settings import get_settings
-from worker.testing.server import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

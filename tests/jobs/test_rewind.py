@@ -22,7 +22,7 @@ from worker.errors import InvalidInput, SessionBusy
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -19,8 +18,7 @@ from worker.db import transaction
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.sessions.overrides import memories
 from worker.settings import get_settings
-from worker.testing.answers import tool_input
-from worker.testing.server import FakeAnthropic, Reply, ok, validate_messages_request
+from worker.testing import FakeAnthropic, Reply, Request, ok, tool_input, validate_messages_request
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -73,32 +71,28 @@ def test_thirty_long_messages_end_with_a_summary_and_a_small_context(
         assert check_invariants(s, written={sid: written}, written_texts={sid: texts}) == []
 
 
-def mine_user_turns(fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+def mine_user_turns(fake_api: FakeAnthropic) -> None:
     """Answer every summary call (the record_summary tool) with its default summary
     and one fact per user message of its batch (its first words), so memories pile
     up far beyond what a context can show."""
-    answer = fake_api._next
 
-    def routed(body: dict[str, Any], raw: bytes) -> Reply:
-        if not body.get("tools"):
-            return answer(body, raw)
-        prompt = body["messages"][0]["content"]
-        turns = re.findall(r'<message role="user">\n(.*?)\n</message>', prompt, re.S)
-        data = tool_input(body, prompt, None, fraction=0.0, seed=0)
+    @fake_api.route
+    def mined(request: Request) -> Reply | None:
+        if request.tool is None:
+            return None
+        turns = re.findall(r'<message role="user">\n(.*?)\n</message>', request.prompt, re.S)
+        data = tool_input(request.body, request.prompt, None, fraction=0.0, seed=0)
         data["facts"] = [{"fact": "The user wrote: " + " ".join(t.split()[:10]),
                           "category": "fact", "importance": 1 + i % 5}
                          for i, t in enumerate(turns)]
         return ok(json.dumps(data))
 
-    monkeypatch.setattr(fake_api, "_next", routed)
-
 
 def test_a_thousand_message_conversation_stays_within_budget(
-        fake_api: FakeAnthropic, settings_env: Callable[..., None],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     # With memories on: mined from every batch, shown in every context.
     settings_env(RECAP_EXTRACT_MEMORIES="true")
-    mine_user_turns(fake_api, monkeypatch)
+    mine_user_turns(fake_api)
     sid = "spec-1000"
     settings = get_settings()
     budget = settings.context_budget_tokens

@@ -26,7 +26,7 @@ from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query
 from worker.settings import get_settings
-from worker.testing.server import error
+from worker.testing import error
 
 
 @pytest.fixture

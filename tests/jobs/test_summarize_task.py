@@ -21,7 +21,7 @@ from tests.helpers import (
 from tests.helpers import assert_invariants as check_all
 from worker.api.ingest import add_message
 from worker.celery_app import app
-from worker.testing.server import FakeAnthropic, Reply, error, ok
+from worker.testing import FakeAnthropic, Reply, error, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

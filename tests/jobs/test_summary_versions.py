@@ -13,7 +13,7 @@ from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.sessions.history import history
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 
 def fold(sid: str, n: int, fake_api: FakeAnthropic) -> None:

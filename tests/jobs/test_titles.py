@@ -25,7 +25,7 @@ from worker.jobs.titles import sweep_titles, title_session
 from worker.llm.summarizer import OfflineSummarizer
 from worker.settings import get_settings
 from worker.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
-from worker.testing.server import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok
 
 
 def exchange(sid: str, user: str = "Our nginx returns 502s after the deploy. Why?",

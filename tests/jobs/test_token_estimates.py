@@ -13,7 +13,7 @@ from tests.helpers import LOW, run_and_wait, runs, seed
 from worker.db import transaction
 from worker.llm.tokens import count_tokens
 from worker.ops.stats import estimate_ratios
-from worker.testing.server import FakeAnthropic, request_usage
+from worker.testing import FakeAnthropic, request_usage
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -22,7 +22,7 @@ from worker.errors import (
 from worker.jobs.resources import build_resources
 from worker.llm.client import ClientConfig, classify, complete, retry_after
 from worker.settings import load_settings
-from worker.testing.server import FakeAnthropic, Reply, error
+from worker.testing import FakeAnthropic, Reply, error
 
 
 def config() -> ClientConfig:

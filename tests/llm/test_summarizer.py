@@ -21,7 +21,7 @@ from worker.llm.summarizer import ClaudeSummarizer
 from worker.llm.templates import default_template, load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
 from worker.settings import load_settings
-from worker.testing.server import FakeAnthropic, Reply, error, ok, request_usage
+from worker.testing import FakeAnthropic, Reply, error, ok, request_usage
 
 
 def claude(**overrides: object) -> ClaudeSummarizer:

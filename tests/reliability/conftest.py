@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import LOW
 from tests.reliability.procs import WorkerProcess
-from worker.testing.server import FakeAnthropic, Reply
+from worker.testing import FakeAnthropic, Reply, Request
 
 # Low thresholds (11 messages of ~40 words make exactly one batch of 5; 6 stay) and
 # short limits: lease 8s > hard limit 6s; visibility 10s > 6s + backoff cap 1s.
@@ -39,22 +39,18 @@ class RoutingFake(FakeAnthropic):
 
     def __init__(self) -> None:
         self.routes: dict[str, Reply] = {}
-        super().__init__()
         # Killed workers reset their connections on purpose; keep stderr quiet.
-        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
+        super().__init__(routes=[self._by_marker], log_errors=False)
 
-    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
-        with self._lock:
-            routes = list(self.routes.items())
-        for marker, reply in routes:
-            if marker.encode() in raw:
+    def _by_marker(self, request: Request) -> Reply | None:
+        for marker, reply in list(self.routes.items()):
+            if request.mentions(marker):
                 return reply
-        return super()._next(body, raw)
+        return None
 
     def reset(self) -> None:
         super().reset()
-        with self._lock:
-            self.routes.clear()
+        self.routes.clear()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

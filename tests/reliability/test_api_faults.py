@@ -25,7 +25,7 @@ from worker.core.prompt import SYSTEM_PROMPT
 from worker.llm.templates import default_template
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings
-from worker.testing.server import FakeAnthropic, Reply, error, ok
+from worker.testing import FakeAnthropic, Reply, error, ok
 
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."

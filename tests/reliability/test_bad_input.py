@@ -26,7 +26,7 @@ from worker.api.ingest import add_message
 from worker.celery_app import app
 from worker.db import transaction
 from worker.errors import InvalidInput
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 
 def send(session_id: object) -> None:

@@ -30,7 +30,7 @@ from tests.reliability.procs import (
     wait_for_runs,
 )
 from worker.api.ingest import add_message, after_reply
-from worker.testing.server import Reply
+from worker.testing import Reply
 
 LEASE_HELD = "lease held by another job"
 

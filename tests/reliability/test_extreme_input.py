@@ -45,7 +45,7 @@ from worker.jobs.summarize import summarize
 from worker.llm.templates import default_template
 from worker.llm.tokens import count_tokens
 from worker.settings import get_settings, load_settings
-from worker.testing.server import FakeAnthropic, ok
+from worker.testing import FakeAnthropic, ok
 
 # -- size ----------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from tests.reliability.procs import (
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app
 from worker.db import session_factory, transaction
-from worker.testing.server import error
+from worker.testing import error
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

@@ -3,6 +3,8 @@ is in flight changes nothing; the next worker's apply keeps every specific."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.helpers import session_row, statuses, wait_for
@@ -11,7 +13,7 @@ from tests.reliability.procs import publish, settle, sweep_into
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
-from worker.testing.server import ok
+from worker.testing import Reply, Request, ok, recap_kind
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 
@@ -22,16 +24,21 @@ def test_sigkill_during_the_repair_call_loses_nothing(api, spawn, queue,  # type
     api.lose_specifics(0.7, seed=9)
     texts = {add_message("guard-crash", role, text): text
              for role, text in conversation(12)}
-    repair = "omits these specifics"
-    api.routes[repair] = ok(delay=60)  # the repair call is answered after the kill
+    reached = threading.Event()
+
+    @api.route
+    def slow_repair(request: Request) -> Reply | None:
+        if recap_kind(request.body) != "repair" or reached.is_set():
+            return None  # a later repair call (the next worker's) is answered at once
+        reached.set()
+        return ok(delay=60)  # the first repair call is answered after the kill
+
     first = spawn(RECAP_RETENTION_GUARD="true")
     publish("guard-crash", queue)
-    wait_for(lambda: any(repair in p for p in api.prompts()), timeout=30,
-             what="the repair call")
+    assert reached.wait(30), "no repair call reached the fake API"
     first.kill()  # mid-job: the repair call is in flight, the apply has not run
     assert statuses("guard-crash") == []
     assert session_row("guard-crash").lease_token is not None  # type: ignore[union-attr]
-    api.routes.clear()
     spawn(RECAP_RETENTION_GUARD="true")
     wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("guard-crash"),
              timeout=60, interval=0.5, what="the apply after the crash")

@@ -26,7 +26,7 @@ from worker.jobs.outcome import Job
 from worker.jobs.resources import get_resources
 from worker.jobs.summarize import summarize
 from worker.settings import load_settings
-from worker.testing.server import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 

@@ -36,12 +36,13 @@ from worker.core.assemble import system_text
 from worker.db import get_engine, transaction
 from worker.errors import Superseded
 from worker.jobs.claim import Claim, claim_session
+from worker.jobs.fold import fold_of
 from worker.jobs.outcome import Job
 from worker.jobs.resources import build_resources
 from worker.jobs.summarize import apply_summary, record_failure, summarize
 from worker.llm.summarizer import SummaryResult
 from worker.settings import get_settings
-from worker.testing.server import FakeAnthropic
+from worker.testing import FakeAnthropic
 
 # -- Flower is never shipped open --------------------------------------------------------
 
@@ -253,7 +254,7 @@ def test_apply_never_deletes_another_sessions_rows(fake_api: FakeAnthropic) -> N
     ]
     for forged in forgeries:
         with pytest.raises(Superseded):
-            apply_summary(forged, result, job=job, latency_ms=0)
+            apply_summary(forged, fold_of(forged, result), job=job, latency_ms=0)
         assert snapshot(["forge-a", "forge-b"]) == before  # rolled back entirely
 
     record_failure(claim, Superseded("forged"), job=job, status="superseded", model=None,

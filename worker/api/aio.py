@@ -33,10 +33,11 @@ engine (a later call builds a new one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -70,7 +71,8 @@ from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER
 
-__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close"]
+__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
+           "transaction"]
 
 T = TypeVar("T")
 
@@ -116,14 +118,31 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
         return False
     try:
         if db is None:
-            async with (await _ready_engine()).begin() as conn:
-                queue, title = await conn.run_sync(_decide, session_id)
-            return await _in_publisher(send_now, session_id, queue, title)
+            return await _commit_then_publish(session_id)
         queue, title = await db.run_sync(decide_in_savepoint, session_id)
     except Exception as exc:
         return hook_failed(session_id, exc)
     return send_after_commit(db.sync_session, session_id, queue, title,
                              dispatch=_publish_in_background)
+
+
+async def _commit_then_publish(session_id: str) -> bool:
+    """Decide and commit (the pending marker), then publish. Once the decision is
+    made, a cancelled caller (a client gone, a request timeout) still publishes:
+    the marker may have committed, and a marker without its job would keep the
+    hook from queueing the session until the marker goes stale."""
+    decided: tuple[bool, bool] | None = None
+    try:
+        async with (await _ready_engine()).begin() as conn:
+            decided = await conn.run_sync(_decide, session_id)
+    except asyncio.CancelledError:
+        if decided is not None:  # cancelled in the commit: it may have happened
+            _in_publisher(send_now, session_id, *decided)
+        raise
+    assert decided is not None
+    # shield: cancelling this await must not cancel the publish (a publish queued
+    # behind others would otherwise never start).
+    return await asyncio.shield(_in_publisher(send_now, session_id, *decided))
 
 
 async def build_context(session_id: str, *, system_prompt: str,
@@ -142,6 +161,15 @@ async def build_context(session_id: str, *, system_prompt: str,
             window = with_memories(window, kind, (await conn.execute(query)).all(), terms,
                                    dialect="postgresql")
     return await asyncio.to_thread(assemble_window, system_prompt, window, prompt_caching)
+
+
+@contextlib.asynccontextmanager
+async def transaction() -> AsyncIterator[AsyncSession]:
+    """An ``AsyncSession`` on this loop's engine in one transaction: commits on
+    success, rolls back on error. Pass it as ``db=`` to write several messages all
+    or nothing (the adapters in worker.integrations store a turn this way)."""
+    async with AsyncSession(await _ready_engine(), expire_on_commit=False) as db, db.begin():
+        yield db
 
 
 async def close() -> None:
@@ -245,16 +273,18 @@ def _publisher() -> ThreadPoolExecutor:
 
 
 def _in_publisher(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-    # Like asyncio.to_thread (context variables, e.g. the trace, go along), on the
-    # publish pool.
+    """Start ``fn(*args)`` on the publish pool now, like asyncio.to_thread (context
+    variables, e.g. the trace, go along); close() waits for it. Cancelling the
+    returned future cancels a publish still queued: await it through shield."""
     call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return asyncio.get_running_loop().run_in_executor(_publisher(), call)
+    future = asyncio.wrap_future(_publisher().submit(call))
+    publishing = _state().publishing
+    publishing.add(future)
+    future.add_done_callback(publishing.discard)
+    return future
 
 
 def _publish_in_background(jobs: list[tuple[str, str]]) -> None:
     # Runs inside ``await db.commit()`` (SQLAlchemy's after-commit event), so on the
     # loop: schedule, do not wait. close() waits for what is still running.
-    future = _in_publisher(send_jobs, jobs)
-    publishing = _state().publishing
-    publishing.add(future)
-    future.add_done_callback(publishing.discard)
+    _in_publisher(send_jobs, jobs)

@@ -75,6 +75,19 @@ class Settlement:
     specifics_to_memories: int
 
 
+@dataclass(frozen=True)
+class GuardCounts:
+    """What the guard did on one fold: its summary_runs columns."""
+
+    specifics_total: int
+    specifics_missing_before_repair: int
+    specifics_missing_after: int
+    specifics_in_details: int
+    specifics_to_memories: int
+    messages_held_back: int
+    repaired: bool
+
+
 def strip_details(summary: str) -> str:
     """``summary`` without a details section (Recap's, copied back by the model): the
     header line and the ``- `` lines right after it; any text after them stays."""

@@ -2,7 +2,7 @@
 peers, and print how many planted specifics each keeps after every fold.
 
 - ``--quick``: 200 messages with 12 planted facts, against a local stand-in of
-  the Messages API (worker.testing.server, made lossy: it drops a share of the
+  the Messages API (worker.testing, made lossy: it drops a share of the
   specifics from every summary, fact list and repair answer it writes). Runs
   offline in well under a minute. Its figures measure Recap's mechanism (the
   retention guard, memories, the context), not a model.

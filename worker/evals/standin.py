@@ -1,4 +1,4 @@
-"""The Claude stand-in for benchmarks: worker/testing/server.py plus fair peer replies.
+"""The Claude stand-in for benchmarks: worker.testing.FakeAnthropic plus fair peer replies.
 
 The test server answers Recap's prompt with a deterministic digest (previous
 summary + the first 12 words of each message, cut to 3 * max_tokens characters,
@@ -15,12 +15,21 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from worker.testing.answers import drop_specifics, tool_input
-from worker.testing.server import FakeAnthropic, Reply, ok
+from worker.evals.run import QA_PREFIX
+from worker.testing import (
+    FakeAnthropic,
+    Reply,
+    Request,
+    Route,
+    drop_specifics,
+    ok,
+    recap_kind,
+    tool_input,
+)
 
-_RECAP_MARK = '<message role="'
 _LANGMEM_PREVIOUS = re.compile(
     r"This is summary of the conversation so far: (.*?)\n\nExtend this summary", re.S)
 _LANGMEM_ASKS = ("Create a summary of the conversation above:", "This is summary of the "
@@ -73,26 +82,9 @@ def request_tokens(body: dict[str, Any], count: Any) -> int:
     return total
 
 
-def recap_kind(body: dict[str, Any]) -> str | None:
-    """"summary" (with memories on, the same call mines them), "repair" or "title" for
-    Recap's own requests (by system prompt); else None."""
-    from worker.core import prompt, titles
-
-    system = "".join(_texts(body.get("system") or ""))
-    msgs = body.get("messages") or []
-    if system.startswith(prompt.SYSTEM_PROMPT[:40]) and msgs and any(
-            "omits these specifics" in t for t in _texts(msgs[0].get("content", ""))):
-        return "repair"  # the retention guard's repair call
-    for kind, known in (("summary", prompt.SYSTEM_PROMPT), ("title", titles.TITLE_SYSTEM)):
-        if system.startswith(known[:40]):
-            return kind
-    if len(msgs) == 1 and any(_RECAP_MARK in t for t in _texts(msgs[0].get("content", ""))):
-        return "summary"
-    return None
-
-
-def is_recap_request(body: dict[str, Any]) -> bool:
-    return recap_kind(body) is not None
+def peer_route(request: Request) -> Reply | None:
+    """Any request that is not Recap's own is a peer's: it gets :func:`peer_digest`."""
+    return None if recap_kind(request.body) else ok(peer_digest(request.body))
 
 
 class BenchFake(FakeAnthropic):
@@ -102,10 +94,8 @@ class BenchFake(FakeAnthropic):
     any other request is a peer's and gets :func:`peer_digest` of its own messages.
     """
 
-    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
-        if not is_recap_request(body):
-            return ok(peer_digest(body))
-        return super()._next(body, raw)
+    def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True) -> None:
+        super().__init__(routes=[*routes, peer_route], log_errors=log_errors)
 
 
 _WORD = re.compile(r"\w+", re.U)
@@ -144,29 +134,28 @@ def first_person_facts(prompt: str) -> list[dict[str, Any]]:
     return list(facts.values())
 
 
+def qa_route(request: Request) -> Reply | None:
+    """A --qa question (a user turn starting with QA_PREFIX) gets :func:`reader_answer`."""
+    asked = request.last_user_text
+    if QA_PREFIX not in asked:
+        return None
+    return ok(reader_answer(request.body, asked.split(QA_PREFIX, 1)[1]))
+
+
 class EvalFake(BenchFake):
     """BenchFake for ``recap eval``: answers --qa questions with :func:`reader_answer`,
     and mines the user's first-person statements as facts in Recap's summary calls
     (:func:`first_person_facts`, losing the same share of specifics as the rest)."""
 
-    qa_prefix = "Question about our conversation: "
+    def __init__(self) -> None:
+        super().__init__(routes=[qa_route, self._mine])
 
-    def _next(self, body: dict[str, Any], raw: bytes) -> Reply:
-        last = body["messages"][-1]
-        texts = _texts(last.get("content", "")) if last.get("role") == "user" else []
-        asked = [t for t in texts if self.qa_prefix in t]
-        if asked:
-            return ok(reader_answer(body, asked[-1].split(self.qa_prefix, 1)[1]))
-        if body.get("tools") and recap_kind(body) == "summary":
-            with self._lock:
-                if self._script:
-                    return self._script.popleft()
-            prompt = "".join(_texts(body["messages"][0]["content"]))
-            data = tool_input(body, prompt, None, fraction=self.lossy_fraction,
-                              seed=self.lossy_seed)
-            for fact in first_person_facts(prompt):
-                fact["fact"] = drop_specifics(fact["fact"], self.lossy_fraction,
-                                              seed=self.lossy_seed, kind="facts")
-                data["facts"].append(fact)
-            return ok(json.dumps(data))
-        return super()._next(body, raw)
+    def _mine(self, request: Request) -> Reply | None:
+        if request.tool is None or recap_kind(request.body) != "summary":
+            return None
+        fraction, seed = self.lossy_fraction, self.lossy_seed
+        data = tool_input(request.body, request.prompt, None, fraction=fraction, seed=seed)
+        for fact in first_person_facts(request.prompt):
+            fact["fact"] = drop_specifics(fact["fact"], fraction, seed=seed, kind="facts")
+            data["facts"].append(fact)
+        return ok(json.dumps(data))

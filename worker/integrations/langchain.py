@@ -1,4 +1,10 @@
-"""LangChain's chat history on Recap: ``RecapChatMessageHistory``.
+"""LangChain's chat history on Recap: ``RecapChatMessageHistory`` (deprecated).
+
+Deprecated: ``BaseChatMessageHistory`` and ``RunnableWithMessageHistory`` are
+deprecated since langchain-core 1.0 and go in 2.0. New agents use
+``RecapMiddleware`` (worker.integrations.langchain_middleware) with
+``create_agent``. This class keeps working while langchain-core is below 2.0 and
+warns once per process (DeprecationWarning) when first built.
 
 Install with ``pip install 'recap[langchain]'`` (langchain-core). A chain that
 keeps its history with ``RunnableWithMessageHistory`` switches to Recap by
@@ -58,122 +64,39 @@ sync calls in an executor).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from typing import Any
 
 from worker.api.context import build_context
-from worker.api.ingest import add_message, after_reply, prepare
+from worker.api.ingest import add_message, after_reply
 from worker.api.validate import check_session_id, check_user_id
-from worker.core.assemble import system_text
 from worker.core.validate import text_or_raise
 from worker.db import transaction
 from worker.errors import InvalidInput, SessionNotFound
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
-    from langchain_core.messages import (
-        AIMessage,
-        BaseMessage,
-        ChatMessage,
-        HumanMessage,
-        SystemMessage,
-        ToolMessage,
-    )
+    from langchain_core.messages import BaseMessage
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("worker.integrations.langchain needs langchain-core: "
                       "pip install 'recap[langchain]'") from exc
 
+from worker.integrations.langchain_messages import from_context, to_row
+
 __all__ = ["RecapChatMessageHistory", "from_context", "to_row"]
 
-# Checked in this order: the *Chunk classes subclass these.
-_ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
-    (HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"),
-    (ToolMessage, "tool"))
+DEPRECATION = ("RecapChatMessageHistory is deprecated (LangChain deprecated "
+               "RunnableWithMessageHistory in langchain-core 1.0 and removes it in 2.0): "
+               "use worker.integrations.langchain_middleware.RecapMiddleware with "
+               "langchain.agents.create_agent; see docs/INTEGRATIONS.md")
+_WARNED = {"done": False}
 
 
-def _content(content: object, what: str) -> str | list[Any]:
-    """The message's content to store: text-only content joined like LangChain's
-    ``message.text``, anything else as a list of blocks (strings as text blocks)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise InvalidInput(f"{what}: content must be a str or a list of blocks, "
-                           f"got {type(content).__name__}")
-    if all(isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"
-                                  and isinstance(b.get("text"), str)) for b in content):
-        return "".join(b if isinstance(b, str) else b["text"] for b in content)
-    return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content
-            if not (isinstance(b, str) and not b.strip())]
-
-
-def _tool_blocks(message: BaseMessage, content: str | list[Any], what: str) -> str | list[Any]:
-    """``content`` with the message's tool calls or tool result as blocks."""
-    if isinstance(message, AIMessage) and message.invalid_tool_calls:
-        raise InvalidInput(f"{what}: invalid_tool_calls cannot be stored")
-    if isinstance(message, AIMessage) and message.tool_calls:
-        blocks = ([{"type": "text", "text": content}] if content.strip() else []) \
-            if isinstance(content, str) else list(content)
-        present = {b.get("id") for b in blocks if isinstance(b, dict)
-                   and b.get("type") == "tool_use"}
-        return blocks + [{"type": "tool_use", "id": c["id"], "name": c["name"],
-                          "input": c["args"]} for c in message.tool_calls
-                         if c["id"] not in present]
-    if isinstance(message, ToolMessage):
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id,
-                                 "content": content}
-        if message.status == "error":
-            block["is_error"] = True
-        return [block]
-    return content
-
-
-def to_row(message: object, what: str = "message") -> tuple[str, str | list[Any]]:
-    """(role, content) to store for one LangChain message; InvalidInput names the
-    problem (``what`` says which message)."""
-    if not isinstance(message, BaseMessage):
-        raise InvalidInput(f"{what} must be a LangChain BaseMessage, "
-                           f"got {type(message).__name__}")
-    what = f"{what} ({type(message).__name__})"
-    role: str | None
-    if isinstance(message, ChatMessage):
-        role = message.role
-    else:
-        role = next((r for cls, r in _ROLES if isinstance(message, cls)), None)
-    if role is None:
-        raise InvalidInput(f"{what}: Recap stores human, ai, system and tool messages, "
-                           f"not {message.type!r}")
-    content = _tool_blocks(message, _content(message.content, what), what)
-    try:
-        prepare(role, content, False)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{what}: {exc}") from None
-    return role, content
-
-
-def from_context(ctx: Any) -> list[BaseMessage]:
-    """``build_context``'s output as LangChain messages (system first, if any):
-    tool_use blocks as ``AIMessage.tool_calls``, tool_result blocks as
-    ``ToolMessage``s."""
-    system = system_text(ctx["system"])
-    out: list[BaseMessage] = [SystemMessage(content=system)] if system else []
-    for m in ctx["messages"]:
-        content = m["content"]
-        if m["role"] == "assistant":
-            calls = [b for b in content if b["type"] == "tool_use"] \
-                if isinstance(content, list) else []
-            rest = [b for b in content if b["type"] != "tool_use"] if calls else content
-            out.append(AIMessage(content=rest, tool_calls=[
-                {"name": b["name"], "args": b["input"], "id": b["id"]} for b in calls]))
-            continue
-        results = [b for b in content if b["type"] == "tool_result"] \
-            if isinstance(content, list) else []
-        out.extend(ToolMessage(content=b.get("content", ""), tool_call_id=b["tool_use_id"],
-                               status="error" if b.get("is_error") else "success")
-                   for b in results)
-        rest = [b for b in content if b["type"] != "tool_result"] if results else content
-        if rest:
-            out.append(HumanMessage(content=rest))
-    return out
+def warn_deprecated() -> None:
+    """Warn, once per process, that this adapter is deprecated."""
+    if not _WARNED["done"]:
+        _WARNED["done"] = True
+        warnings.warn(DEPRECATION, DeprecationWarning, stacklevel=3)
 
 
 class RecapChatMessageHistory(BaseChatMessageHistory):
@@ -187,6 +110,7 @@ class RecapChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, session_id: str, *, system_prompt: str = "",
                  user_id: str | None = None) -> None:
         super().__init__()
+        warn_deprecated()
         check_session_id(session_id)
         check_user_id(user_id)
         if not isinstance(system_prompt, str):

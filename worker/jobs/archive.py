@@ -15,7 +15,7 @@ from sqlalchemy import func, select, update
 from models import ArchivedMessage, ChatSession
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import Turn
-from worker.db import rowcount, transaction, utcnow
+from worker.db import db_now, rowcount, transaction
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
 from worker.jobs.outcome import Job, Outcome, log_outcome
 from worker.jobs.resources import Resources
@@ -34,9 +34,9 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     """
     settings = res.settings
     job = job or Job(task_id=f"resummarize-{uuid.uuid4()}")
-    now = utcnow()
     token = str(uuid.uuid4())
     with transaction() as s:
+        now = db_now(s)  # one clock for every worker's lease
         row = s.execute(select(ChatSession.summarized_message_count, ChatSession.overrides,
                                ChatSession.summary_version)
                         .where(ChatSession.id == session_id)).one_or_none()

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.orm import Session
@@ -20,7 +21,7 @@ from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.render import parse_links
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -51,10 +52,10 @@ class Claim:
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
-           **fields: object) -> int:
-    """One summary_runs row for this job."""
+           mode: policy.Mode | None = None) -> int:
+    """The summary_runs row of a job that condensed nothing (skipped or dead)."""
     return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
-                      status=status, reason=reason, **fields)
+                      status=status, reason=reason, mode=mode)
 
 
 def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
@@ -73,9 +74,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
 
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
     """
-    now = now or utcnow()
     token = str(uuid.uuid4())
     with transaction() as s:
+        now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(
             lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
                          enqueued_at=None,
@@ -85,7 +86,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                        SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
-                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under)
+                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
+                       SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
+                       SESSIONS.c.noop_context_tokens)
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
@@ -118,14 +121,40 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                       .values(needs_escalation=plan.needs_escalation, **flags))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
-            record(session_id, db=s, job=job, status="skipped", reason=plan.reason)
-            return Outcome(session_id, "skipped", plan.reason)
+            back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
+            record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
+                   mode=plan.mode)
+            return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
         turns = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
                      settings, tuple(messages), tuple(known))
+
+
+# The longest the sweeper leaves a session alone after no-op runs: once a day an
+# unchanged, uncondensable session is looked at again (and audited once).
+NOOP_BACKOFF_MAX_S = 86_400.0
+
+
+def noop_backoff_s(runs: int, *, base_s: float, cap_s: float = NOOP_BACKOFF_MAX_S) -> float:
+    """Seconds the sweeper leaves a session alone after ``runs`` no-op runs in a row
+    on an unchanged context: ``base_s`` (one sweep interval), doubling, capped."""
+    return min(cap_s, base_s * 2 ** min(max(0, runs - 1), 32))
+
+
+def back_off_noops(session_id: str, *, db: Session, row: Any, now: datetime,
+                   base_s: float) -> None:
+    """After a run that found nothing to do: the sweeper leaves the session alone
+    for :func:`noop_backoff_s`, unless its context changes (a new message, an
+    apply, a rewind), so a session at capacity that cannot be condensed costs one
+    job and one audit row per back-off period, not one per sweep."""
+    context = row.summary_tokens + row.active_tokens
+    runs = row.noop_runs + 1 if row.noop_context_tokens == context else 1
+    db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
+        noop_runs=runs, noop_context_tokens=context,
+        noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
 
 
 def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:

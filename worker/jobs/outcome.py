@@ -9,6 +9,7 @@ from typing import Literal
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from worker.core.policy import Mode
 from worker.core.text import redact
 from worker.db import first_line
 from worker.errors import LLMError, TransientLLMError
@@ -37,6 +38,7 @@ class Outcome:
     session_id: str
     status: Status
     reason: str
+    mode: Mode | None = None  # the plan's rule, when the job got as far as planning
     messages_condensed: int = 0
     summary_tokens: int | None = None
     summary_version: int | None = None
@@ -49,7 +51,10 @@ class Outcome:
     error: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.mode is not None:
+            out["mode"] = str(self.mode)  # plain JSON for the log line and the result
+        return out
 
 
 def is_transient(exc: BaseException) -> bool:

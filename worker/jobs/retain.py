@@ -1,48 +1,46 @@
-"""The retention guard inside a job, between the summary call and the apply.
+"""The retention guard inside a job: :func:`retain` is its one entry point.
 
-Checks the new summary against the specifics of the batch and of the previous
-summary (worker.core.guard), makes at most ONE repair call when some are
-missing, and settles the rest: the details section, messages held back in the
-window (the plan's batch shrinks to the condensed prefix, so the apply's
-counters stay exact), memories. Runs outside any transaction, like every call.
+The job calls it between the summary call and the apply, whether the guard is
+on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
+checks the new summary against the specifics of the batch and of the previous
+summary (the rules: worker.core.guard), makes at most ONE repair call when some
+are missing, and settles the rest: the details section, messages held back in
+the window (the batch shrinks to the condensed prefix, so the apply's counters
+stay exact), memories. Runs outside any transaction, like every call.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
 from models import runs_table as RUNS
 from worker.core import guard, policy
-from worker.core.memories import Fact
 from worker.core.prompt import Turn
 from worker.db import transaction
 from worker.jobs.claim import Claim
+from worker.jobs.fold import Fold, fold_of
 from worker.llm.client import Usage
-from worker.llm.summarizer import Summarizer
+from worker.llm.summarizer import Summarizer, SummaryResult
 from worker.llm.tokens import count_tokens
 
 
-@dataclass(frozen=True)
-class Retained:
-    """What the apply writes instead of the model's answer alone."""
+def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
+           summarizer: Summarizer, usage: Usage) -> Fold:
+    """The fold the apply writes for ``result`` (the summary call's answer, facts
+    included). With the guard off, ``result`` as it is.
 
-    summary: str
-    plan: policy.Plan  # the claim's plan, its batch narrowed to the condensed prefix
-    memories: tuple[Fact, ...]
-    counts: dict[str, object] = field(default_factory=dict)  # summary_runs columns
-
-
-def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence[Turn],
-           summarizer: Summarizer, usage: Usage) -> Retained:
-    """Guard one fold. ``turns`` are the batch as stored (not clipped for the call);
-    the repair call's usage is added to ``usage``; its answer replaces the summary
-    only if it misses fewer specifics. A failed repair call raises (the job fails
-    and is retried; nothing was written)."""
+    ``turns`` are the batch as stored (not clipped for the call); the repair
+    call's usage is added to ``usage``; its answer replaces the summary only if
+    it misses fewer specifics. A failed repair call raises (the job fails and is
+    retried; nothing was written).
+    """
     settings = claim.settings
+    if not settings.retention_guard:
+        return fold_of(claim, result)
+    summary, facts = result.text, result.facts
     needed = guard.required(turns, claim.previous_summary)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
@@ -62,7 +60,7 @@ def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence
     settled = guard.settle(
         turns=turns, units=units, previous=claim.previous_summary, summary=summary,
         facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
-        count=count_tokens, aggressive=claim.plan.mode == "aggressive",
+        count=count_tokens, aggressive=claim.plan.mode is policy.Mode.AGGRESSIVE,
         # Only a fold with something still missing can hold a message back: the
         # others skip this read (a transaction of its own).
         held_before=(held_before(claim.session_id, [m.id for m in infos]) if after
@@ -73,14 +71,14 @@ def retain(claim: Claim, summary: str, facts: Sequence[Fact], *, turns: Sequence
         plan = dataclasses.replace(plan, batch_ids=settled.condensed_ids,
                                    batch_tokens=sum(m.token_count for m in infos
                                                     if m.id in kept))
-    return Retained(settled.summary, plan, settled.memories, {
-        "specifics_total": len(needed),
-        "specifics_missing_before_repair": len(before),
-        "specifics_missing_after": len(after),
-        "specifics_in_details": settled.specifics_in_details,
-        "specifics_to_memories": settled.specifics_to_memories,
-        "messages_held_back": len(settled.held_ids),
-        "repaired": repaired})
+    counts = guard.GuardCounts(
+        specifics_total=len(needed), specifics_missing_before_repair=len(before),
+        specifics_missing_after=len(after),
+        specifics_in_details=settled.specifics_in_details,
+        specifics_to_memories=settled.specifics_to_memories,
+        messages_held_back=len(settled.held_ids), repaired=repaired)
+    return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
+                   memories=settled.memories, guard=counts)
 
 
 def held_before(session_id: str, batch: Sequence[int]) -> frozenset[int]:

@@ -21,9 +21,10 @@ from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction, utcnow
 from worker.errors import PermanentLLMError, Superseded
-from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos, record
+from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
+from worker.jobs.fold import Fold
 from worker.jobs.outcome import (
     Job,
     Outcome,
@@ -33,64 +34,56 @@ from worker.jobs.outcome import (
     log_outcome,
 )
 from worker.jobs.resources import Resources
-from worker.jobs.retain import Retained, retain
+from worker.jobs.retain import retain
 from worker.llm.client import Usage, classify
-from worker.llm.summarizer import SummaryResult
 from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.store.rows import archive_messages, release, save_memories, save_summary_version
+from worker.store.rows import (
+    archive_messages,
+    record_run,
+    release,
+    save_memories,
+    save_summary_version,
+)
 
 log = logging.getLogger("recap.jobs")
 
 
-def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: int,
-                  retained: Retained | None = None) -> Outcome:
-    """In one transaction: write the summary, store the mined memories (``result``'s
-    facts), delete (or archive) exactly the batch, record the run.
+def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Outcome:
+    """In one transaction: write ``fold``'s summary, store its memories, delete (or
+    archive) exactly its batch, record the run. Nothing is decided here but what
+    only the transaction can see (messages that arrived during the call).
 
-    With ``retained`` (the retention guard's verdict) its summary, its narrowed
-    batch (held-back messages stay) and its memories are what is written.
     Raises Superseded (and changes nothing) when the claim no longer holds.
     """
     now = utcnow()
-    facts = list(result.facts)
-    if retained is not None:
-        claim = dataclasses.replace(claim, plan=retained.plan)
-        result = dataclasses.replace(result, text=retained.summary)
-        facts += retained.memories
-    ids = claim.plan.batch_ids
-    summary_tokens = count_tokens(result.text)
-    spent_in, spent_out = result.input_tokens, result.output_tokens
-    estimated_in = result.estimated_input_tokens
-    # Plan again on what will be left, to queue a follow-up only for real work and
-    # to record whether the normal rule can fire before the next summary.
-    taken = set(ids)
-    left = [m for m in claim.messages if m.id not in taken]
-    after = policy.plan(left, summary_tokens=summary_tokens, t=claim.settings.thresholds())
+    plan, after = fold.plan, fold.after
+    ids = plan.batch_ids
     with transaction() as s:
         flags = blocked_flags(after, claim.settings)
         row = s.execute(_fenced_update(), {
             "p_sid": claim.session_id, "p_token": claim.token, "p_version": claim.version,
-            "p_summary": result.text, "p_summary_tokens": summary_tokens, "p_n": len(ids),
-            "p_tokens": claim.plan.batch_tokens, "p_now": now,
+            "p_summary": fold.summary, "p_summary_tokens": fold.summary_tokens,
+            "p_n": len(ids), "p_tokens": plan.batch_tokens, "p_now": now,
             "p_enqueued_at": now if after.should_summarize else None,
             "p_needs_escalation": after.needs_escalation,
             "p_normal_blocked": flags["normal_blocked"],
             "p_normal_blocked_under": flags["normal_blocked_under"]}).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
-        run_id = record(claim.session_id, db=s, job=job, status="applied",
-                        reason=claim.plan.reason, messages_condensed=len(ids),
-                        condensed_tokens=claim.plan.batch_tokens,
-                        first_message_id=ids[0], last_message_id=ids[-1],
-                        input_tokens=spent_in, output_tokens=spent_out,
-                        estimated_input_tokens=estimated_in,
-                        summary_tokens=summary_tokens, latency_ms=latency_ms,
-                        model=result.model, **(retained.counts if retained else {}))
+        run_id = record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
+                            status="applied", reason=plan.reason, mode=plan.mode,
+                            messages_condensed=len(ids), condensed_tokens=plan.batch_tokens,
+                            first_message_id=ids[0], last_message_id=ids[-1],
+                            input_tokens=fold.input_tokens, output_tokens=fold.output_tokens,
+                            estimated_input_tokens=fold.estimated_input_tokens,
+                            summary_tokens=fold.summary_tokens, latency_ms=latency_ms,
+                            model=fold.model, guard=fold.guard)
         save_summary_version(claim.session_id, db=s, version=row.summary_version,
-                             text=result.text, tokens=summary_tokens, covers_through=ids[-1],
-                             run_id=run_id, keep=claim.settings.summary_versions_keep)
-        if facts:
-            save_memories(claim.session_id, facts, db=s, first_id=ids[0], last_id=ids[-1])
+                             text=fold.summary, tokens=fold.summary_tokens,
+                             covers_through=ids[-1], run_id=run_id,
+                             keep=claim.settings.summary_versions_keep)
+        if fold.facts:
+            save_memories(claim.session_id, fold.facts, db=s, first_id=ids[0], last_id=ids[-1])
         if claim.settings.archive_summarized:
             archive_messages(claim.session_id, ids, db=s, run_id=run_id)
         deleted = s.execute(delete(MESSAGES)
@@ -101,20 +94,22 @@ def apply_summary(claim: Claim, result: SummaryResult, *, job: Job, latency_ms: 
             raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
                              "were already gone")
         version, message_count = row
-        if message_count != len(left):  # messages arrived during the call: plan on them too
+        if message_count != fold.left:  # messages arrived during the call: plan on them too
             after = policy.plan(message_infos(claim.session_id, db=s),
-                                summary_tokens=summary_tokens, t=claim.settings.thresholds())
+                                summary_tokens=fold.summary_tokens,
+                                t=claim.settings.thresholds())
             s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
                       .values(enqueued_at=now if after.should_summarize else None,
                               needs_escalation=after.needs_escalation,
                               **blocked_flags(after, claim.settings)))
-        more = after.should_summarize
         return Outcome(
-            claim.session_id, "applied", claim.plan.reason, messages_condensed=len(ids),
-            summary_tokens=summary_tokens, summary_version=version, more_work=more,
-            model=result.model, input_tokens=spent_in, output_tokens=spent_out,
+            claim.session_id, "applied", plan.reason, mode=plan.mode,
+            messages_condensed=len(ids), summary_tokens=fold.summary_tokens,
+            summary_version=version, more_work=after.should_summarize, model=fold.model,
+            input_tokens=fold.input_tokens, output_tokens=fold.output_tokens,
             latency_ms=latency_ms,
-            memories=len(facts) if claim.settings.extract_memories or facts else None)
+            memories=len(fold.facts) if claim.settings.extract_memories or fold.facts
+            else None)
 
 
 @functools.cache
@@ -143,23 +138,24 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                    model: str | None, latency_ms: int | None, secret: str | None = None,
                    spent: Usage | None = None) -> Outcome:
     """Release the lease and record a failed/superseded/dead run; nothing else changes."""
-    now = utcnow()
     settings = claim.settings
     error = None if status == "superseded" else describe_error(exc, secret=secret)
     reason = str(exc) if status == "superseded" else claim.plan.reason
     with transaction() as s:
+        now = db_now(s)  # the cool-down and marker on the clock the sweeper reads
         release(claim.session_id, db=s, token=claim.token,
                 blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
                                if status == "dead" else None),
                 # A retry is coming: keep the hook from queueing another job meanwhile.
                 enqueued_at=now if status == "failed" else None)
         ids = claim.plan.batch_ids
-        record(claim.session_id, db=s, job=job, status=status, reason=reason, error=error,
-               model=model,
-             latency_ms=latency_ms, first_message_id=ids[0], last_message_id=ids[-1],
-             input_tokens=spent.input_tokens if spent else None,
-             output_tokens=spent.output_tokens if spent else None,
-             estimated_input_tokens=spent.estimated_input_tokens if spent else None)
+        record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
+                   status=status, reason=reason, mode=claim.plan.mode, error=error,
+                   model=model, latency_ms=latency_ms, first_message_id=ids[0],
+                   last_message_id=ids[-1],
+                   input_tokens=spent.input_tokens if spent else None,
+                   output_tokens=spent.output_tokens if spent else None,
+                   estimated_input_tokens=spent.estimated_input_tokens if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 
@@ -203,14 +199,9 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
         # With memories on, the same calls mine the batch before its rows go.
         result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent,
                                       facts=tuned.extract_memories, known=claimed.known)
-        retained = None
-        if tuned.retention_guard:
-            retained = retain(claimed, result.text, result.facts, turns=stored,
-                              summarizer=summarizer, usage=spent)
-            result = SummaryResult.of(retained.summary, spent, result.facts)
+        fold = retain(claimed, result, turns=stored, summarizer=summarizer, usage=spent)
         latency_ms = int((time.monotonic() - started) * 1000)
-        return log_outcome(apply_summary(claimed, result, job=job, latency_ms=latency_ms,
-                                         retained=retained), job)
+        return log_outcome(apply_summary(claimed, fold, job=job, latency_ms=latency_ms), job)
     except Superseded as exc:
         return log_outcome(record_failure(claimed, exc, job=job, status="superseded",
                                           model=summarizer.model, latency_ms=None), job)

@@ -1,7 +1,9 @@
 """The sweeper: finds sessions that need work and nobody is handling, and queues them.
 
 Heals lost enqueues, broker outages, expired leases (dead workers) and
-dead-lettered sessions once their cool-down has passed. Sessions on the global
+dead-lettered sessions once their cool-down has passed. A session whose jobs
+found nothing to do is left alone for a back-off period that doubles while its
+context stays the same (worker.jobs.claim.back_off_noops). Sessions on the global
 thresholds are judged in SQL (one indexed query on the counters); sessions with
 their own overrides are paged through and judged with their settings. At most
 RECAP_SWEEP_BATCH sessions are queued per run.
@@ -20,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from models import ChatSession, Heartbeat
 from worker.core import policy
-from worker.db import insert_or_update, transaction, utcnow
+from worker.db import db_now, insert_or_update, transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.titles import sweep_titles
 from worker.settings import Settings, effective
@@ -36,6 +38,14 @@ def blocked_now(settings: Settings) -> ColumnElement[bool]:
     """normal_blocked, and computed under these very thresholds (else it no longer holds)."""
     return ChatSession.normal_blocked.is_(True) & (
         ChatSession.normal_blocked_under == settings.thresholds_key())
+
+
+def backoff_over(now: datetime) -> ColumnElement[bool]:
+    """Not backing off after no-op runs: never did, the period is over, or the
+    context changed since (worker.jobs.claim.back_off_noops)."""
+    return or_(ChatSession.noop_backoff_until.is_(None), ChatSession.noop_backoff_until <= now,
+               ChatSession.noop_context_tokens
+               != ChatSession.summary_tokens + ChatSession.active_tokens)
 
 
 def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select[Any]:
@@ -56,7 +66,8 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
                    ChatSession.overrides.isnot(None)),
                or_(ChatSession.lease_token.is_(None), ChatSession.lease_expires_at <= now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),
-               or_(ChatSession.blocked_until.is_(None), ChatSession.blocked_until <= now))
+               or_(ChatSession.blocked_until.is_(None), ChatSession.blocked_until <= now),
+               backoff_over(now))
         .order_by(ChatSession.active_tokens.desc())
     )
     return query.limit(limit) if limit else query
@@ -114,8 +125,8 @@ def claim_due(query: Select[Any], settings: Settings, *, db: Session,
 
 def sweep(settings: Settings, *, limit: int | None = None) -> int:
     """Queue up to ``limit`` (default RECAP_SWEEP_BATCH) due sessions; returns how many."""
-    now = utcnow()
     with transaction() as s:
+        now = db_now(s)  # leases, markers and cool-downs on the database's clock
         due = find_due(settings, db=s, now=now, limit=limit or settings.sweep_batch)
         marked = [sid for sid in due if mark_pending(sid, db=s, now=now, settings=settings)]
     sent = sum(1 for sid in marked if send(sid))

@@ -2,9 +2,10 @@
 
 ``ClientConfig`` holds what every caller of the Messages API shares (client,
 model, timeout, input limit, tokenizer). ``complete`` makes one non-streaming
-call; ``classify`` maps SDK exceptions to Recap's error tree by HTTP status
-(the SDK's class hierarchy, e.g. where ``OverloadedError`` sits, differs between
-versions) and honours the server's ``x-should-retry`` and ``retry-after``.
+call within a total deadline (worker.llm.deadline); ``classify`` maps SDK
+exceptions to Recap's error tree by HTTP status (the SDK's class hierarchy,
+e.g. where ``OverloadedError`` sits, differs between versions) and honours the
+server's ``x-should-retry`` and ``retry-after``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from worker import tracing
 from worker.core.text import redact, sanitize
 from worker.errors import LLMError, PermanentLLMError, PromptTooLong, TransientLLMError
+from worker.llm.deadline import call_within
 
 
 @dataclass(frozen=True)
@@ -192,10 +194,13 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
         try:
             extra: dict[str, Any] = {} if tool is None else {
                 "tools": [tool], "tool_choice": {"type": "tool", "name": tool["name"]}}
-            response = config.client.messages.create(
+            # timeout= bounds each socket read; call_within bounds the whole call.
+            response = call_within(lambda: config.client.messages.create(
                 model=config.model, max_tokens=max_tokens, system=system,
                 messages=[{"role": "user", "content": prompt}], timeout=config.timeout_s,
-                **extra)
+                **extra), config.timeout_s, what=f"the {operation} call")
+        except LLMError:
+            raise  # the deadline's own verdict, already classified
         except Exception as exc:
             limit = _time_limit(exc)
             if limit is not None:

@@ -1,7 +1,7 @@
 """Why a session is not summarized yet and what will trigger it (``recap context``,
 ``recap stats``, ``recap sessions``).
 
-The answer is :func:`worker.core.policy.outlook` on the session's active
+The answer is :func:`worker.core.outlook.outlook` on the session's active
 messages under its own settings (overrides applied), plus what the session's
 markers say: a job queued, a job running, or a dead-letter cool-down. Helpers
 take the database session as ``db=`` and never commit; every query runs on
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from models import ChatSession
 from worker.core import policy
+from worker.core.outlook import outlook
 from worker.errors import InvalidInput, SessionNotFound
 from worker.jobs.claim import message_infos
 from worker.settings import Settings, effective
@@ -34,7 +35,7 @@ class SessionOutlook:
     summary_tokens: int
     summary_version: int
     budget: int  # the session's context budget
-    state: str  # a policy.State, or "invalid-overrides"
+    state: str  # a worker.core.outlook.State, or "invalid-overrides"
     why: str  # why no summary now (for "due": the rule that fires)
     trigger: str  # what will trigger the next summary ("" when due)
     forced_messages: int  # what `recap summarize ID --force` condenses now (0: nothing)
@@ -76,7 +77,7 @@ def _outlook(row: Any, *, db: Session, settings: Settings) -> SessionOutlook:
         return make(settings.context_budget_tokens, "invalid-overrides",
                     f"{exc} (a job dead-letters the session)",
                     "fixing chat_sessions.overrides (recap configure), then recap retry", 0, 0)
-    o = policy.outlook(message_infos(row.id, db=db), summary_tokens=int(row.summary_tokens),
+    o = outlook(message_infos(row.id, db=db), summary_tokens=int(row.summary_tokens),
                        t=tuned.thresholds())
     return make(tuned.context_budget_tokens, o.state, o.why, o.trigger, o.forced_messages,
                 o.forced_tokens)

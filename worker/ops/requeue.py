@@ -91,7 +91,7 @@ def queue_jobs(session_ids: Sequence[str], *, settings: Settings, now: datetime,
             raise SessionNotFound("no chat session with id " + ", ".join(map(repr, missing)))
         if unblock:
             s.execute(update(ChatSession).where(ChatSession.id.in_(session_ids))
-                      .values(blocked_until=None, lost_leases=0))
+                      .values(blocked_until=None, lost_leases=0, noop_backoff_until=None))
         marked = {sid for sid in session_ids if mark_pending(sid, db=s, now=now, settings=settings)}
     return [publish(sid) if sid in marked else Queued(sid, "already pending")
             for sid in session_ids]

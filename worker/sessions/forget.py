@@ -4,7 +4,8 @@ one transaction.
 What goes, per session (a user's: every session that names the user): its
 messages (chat_messages, archived_messages), the session row (summary, title,
 settings), its memories (those mined from it, and the session's or user's
-scope), and its audit rows (summary_runs, title_runs). Audit rows are deleted,
+scope), the framework ids its adapters stored (stored_keys), and its audit rows
+(summary_runs, title_runs). Audit rows are deleted,
 not scrubbed: their reasons and errors may quote chat text, and a row kept
 without them would still name the session. ``recap stats`` and ``recap
 failures`` then count without them, which is what erasure means; the invariant
@@ -28,14 +29,22 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, or_, select
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, ChatMessage, ChatSession, Memory, SummaryRun, TitleRun
+from models import (
+    ArchivedMessage,
+    ChatMessage,
+    ChatSession,
+    Memory,
+    StoredKey,
+    SummaryRun,
+    TitleRun,
+)
 from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from worker.db import rowcount, transaction
 from worker.errors import InvalidInput
 
 # The tables erased, in the order of the deletes.
 TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
-          "chat_sessions")
+          "stored_keys", "chat_sessions")
 
 
 def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict[str, int]:
@@ -69,7 +78,7 @@ def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
     ``scopes``, inside the caller's transaction; rows deleted per table."""
     counts = {"memories": _delete(s, Memory, or_(Memory.session_id.in_(ids),
                                                  Memory.scope.in_(scopes)))}
-    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun):
+    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun, StoredKey):
         counts[model.__tablename__] = _delete(s, model, model.session_id.in_(ids))
     counts["chat_sessions"] = _delete(s, ChatSession, ChatSession.id.in_(ids))
     return counts

@@ -37,7 +37,7 @@ from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core.message import prepare_content
 from worker.core.validate import check_session_id
-from worker.db import transaction, utcnow
+from worker.db import db_now, transaction, utcnow
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound
 from worker.llm.tokens import message_tokens
 from worker.settings import Settings, effective, get_settings
@@ -139,7 +139,7 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
 def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
     now = utcnow()
     with transaction() as s:
-        head = _locked(session_id, db=s, now=now)
+        head = _locked(session_id, db=s, now=db_now(s))
         settings = effective(settings, head.overrides)
         live = _live_runs(session_id, db=s)
         covers = max((r.last_message_id for r in live), default=0)
@@ -279,7 +279,7 @@ def edit_message(session_id: str, message_id: int, content: object, *,
 
 def _edit(session_id: str, message_id: int, content: object, settings: Settings) -> Edited:
     with transaction() as s:
-        _locked(session_id, db=s, now=utcnow())
+        _locked(session_id, db=s, now=db_now(s))
         row = s.execute(select(MESSAGES.c.role, MESSAGES.c.token_count).where(
             MESSAGES.c.session_id == session_id, MESSAGES.c.id == message_id)).one_or_none()
         if row is None:

@@ -6,6 +6,7 @@ Each takes the chat session's id first and the database session as ``db=``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ from models import messages_table as MESSAGES
 from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
 from models import versions_table as VERSIONS
+from worker.core.guard import GuardCounts
 from worker.core.memories import Fact
 from worker.db import insert_or_update, rowcount
 from worker.store.recall import session_scopes
@@ -59,8 +61,16 @@ def session_exists(session_id: str, *, db: Session) -> bool:
 
 
 def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: int,
-               status: str, reason: str, **fields: object) -> int:
-    """Insert one summary_runs row; returns its id.
+               status: str, reason: str, mode: str | None = None,
+               messages_condensed: int = 0, condensed_tokens: int | None = None,
+               first_message_id: int | None = None, last_message_id: int | None = None,
+               input_tokens: int | None = None, output_tokens: int | None = None,
+               estimated_input_tokens: int | None = None, summary_tokens: int | None = None,
+               latency_ms: int | None = None, model: str | None = None,
+               error: str | None = None, rewound_after: int | None = None,
+               guard: GuardCounts | None = None) -> int:
+    """Insert one summary_runs row; returns its id. ``mode`` is the plan's
+    (worker.core.policy.Mode), ``guard`` the retention guard's counts.
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
@@ -69,9 +79,16 @@ def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: in
     """
     if status != "skipped" and not session_exists(session_id, db=db):
         return 0
-    row = {"session_id": session_id[:255], "task_id": task_id, "attempt": attempt,
-           "status": status, "reason": reason, **fields}
-    keys = tuple(sorted(row))
+    row: dict[str, object] = {
+        "session_id": session_id[:255], "task_id": task_id, "attempt": attempt,
+        "status": status, "reason": reason, "mode": None if mode is None else str(mode),
+        "messages_condensed": messages_condensed, "condensed_tokens": condensed_tokens,
+        "first_message_id": first_message_id, "last_message_id": last_message_id,
+        "input_tokens": input_tokens, "output_tokens": output_tokens,
+        "estimated_input_tokens": estimated_input_tokens, "summary_tokens": summary_tokens,
+        "latency_ms": latency_ms, "model": model, "error": error,
+        "rewound_after": rewound_after, **(dataclasses.asdict(guard) if guard else {})}
+    keys = tuple(sorted(k for k, v in row.items() if v is not None))
     return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
 
 

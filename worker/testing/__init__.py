@@ -6,13 +6,26 @@ Point the real SDK at it with ``base_url``::
 
     fake = FakeAnthropic().start()
     fake.script(ok("a summary"), error(529, "Overloaded"))
+    fake.route(lambda r: ok("A title") if r.system.startswith("You write short titles")
+               else None)
     ...  # RECAP_ANTHROPIC_BASE_URL=fake.url
     fake.stop()
 
-Unscripted calls get a deterministic answer; every request is validated as the
-API does and recorded (``fake.requests``).
+Each call is answered by the routes the test set, then the script, then ``always``,
+then a deterministic default answer. Every request is validated as the API does and
+recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte every
+50 ms (a slow or hostile server or proxy), to test that your calls have a total
+deadline and not only a per-read timeout. See docs/TESTING.md.
 """
 
-from worker.testing.server import FakeAnthropic, Gate, Reply, error, ok
+from worker.testing.answers import default_summary, drop_specifics, tool_input
+from worker.testing.gate import Gate
+from worker.testing.recap import recap_kind
+from worker.testing.replies import Reply, Request, Route, error, ok
+from worker.testing.server import FakeAnthropic
+from worker.testing.usage import fake_tokens, request_usage
+from worker.testing.validate import validate_cache_control, validate_messages_request
 
-__all__ = ["FakeAnthropic", "Gate", "Reply", "error", "ok"]
+__all__ = ["FakeAnthropic", "Gate", "Reply", "Request", "Route", "default_summary",
+           "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
+           "tool_input", "validate_cache_control", "validate_messages_request"]

@@ -1,4 +1,4 @@
-"""The fake Messages API's answers for issue 12 (worker/testing/server.py uses them):
+"""The fake Messages API's default answers (worker.testing.recap picks one per call):
 digests that keep specifics, the retention guard's repair answer, the forced
 ``record_summary`` tool's input, and the lossy mode that drops specifics."""
 
@@ -62,11 +62,11 @@ def tool_input(body: dict[str, Any], prompt: str, scripted: str | None, *, fract
         # A scripted plain text is the summary; the facts are still the FACT: lines,
         # as when mining was a call of its own that the test left unscripted.
         return data if isinstance(data, dict) else {
-            "summary": scripted, "facts": json.loads(default_facts(prompt))}
+            "summary": scripted, "facts": default_facts(prompt)}
     described = json.dumps(body["tools"][0].get("input_schema", {}))
     cap = re.search(r"at most (\d+) tokens", described)
     summary = default_summary(prompt, 3 * int(cap.group(1) if cap else body["max_tokens"]))
-    facts = json.loads(default_facts(prompt))
+    facts = default_facts(prompt)
     if fraction:
         summary = drop_specifics(summary, fraction, seed=seed, kind="summary")
         for f in facts:
@@ -89,8 +89,23 @@ def default_summary(prompt: str, max_chars: int = 100_000) -> str:
     return text
 
 
-def default_facts(prompt: str) -> str:
-    """Memory extraction: every line starting with ``FACT:`` becomes one fact."""
-    facts = [{"fact": line.split("FACT:", 1)[1].strip(), "category": "fact", "importance": 3}
-             for line in prompt.splitlines() if line.strip().startswith("FACT:")]
-    return json.dumps(facts)
+def default_facts(prompt: str) -> list[dict[str, Any]]:
+    """Memory mining: every line starting with ``FACT:`` becomes one fact."""
+    return [{"fact": line.split("FACT:", 1)[1].strip(), "category": "fact", "importance": 3}
+            for line in prompt.splitlines() if line.strip().startswith("FACT:")]
+
+
+def digest_messages(messages: list[dict[str, Any]], max_chars: int = 100_000) -> str:
+    """Any other client's request: a digest of each of its messages' text, dropping the
+    oldest lines to stay within ``max_chars``."""
+    lines = []
+    for m in messages:
+        content = m.get("content")
+        blocks = [content] if isinstance(content, str) else [
+            str(b.get("text", "")) for b in content or []
+            if isinstance(b, dict) and b.get("type") == "text"]
+        lines += [digest_line(str(m.get("role")), t) for t in blocks if t.strip()]
+    text = "\n".join(lines) or "The conversation was empty."
+    while len(text) > max_chars and "\n" in text:
+        text = text.split("\n", 1)[1]
+    return text

@@ -1,0 +1,130 @@
+"""Reach: how many rooms one reply and one job pass through.
+
+Counts the files of ``worker/`` and ``models/`` whose code runs, and the
+functions called, while Recap serves
+
+- one reply: ``add_message`` (user), ``add_message`` (assistant), ``after_reply``
+  and ``build_context``, the second of two replies so that nothing is counted
+  for first-use imports;
+- one summarize job: the Celery task body run in this process (eagerly), the
+  stand-in answering the model call.
+
+A smaller figure means a reader follows fewer modules to understand the path.
+It measures structure, not speed: the figures do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bench import env as benv
+from bench.stats import report, table
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOMS = (str(ROOT / "worker") + "/", str(ROOT / "models") + "/")
+# Code objects that are not functions a reader follows on their own.
+NOT_FUNCTIONS = ("<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+TARGET_REPLY_FILES = 18
+
+
+@dataclass
+class Reach:
+    files: set[str] = field(default_factory=set)
+    functions: set[tuple[str, str]] = field(default_factory=set)
+
+    def note(self, frame: FrameType) -> None:
+        code = frame.f_code
+        path = code.co_filename
+        if not path.startswith(ROOMS):
+            return
+        rel = str(Path(path).relative_to(ROOT))
+        self.files.add(rel)
+        if code.co_name not in NOT_FUNCTIONS:
+            self.functions.add((rel, code.co_qualname))
+
+
+@contextmanager
+def traced() -> Iterator[Reach]:
+    """Record every Python call into worker/ and models/ (all threads) while open."""
+    reach = Reach()
+
+    def profile(frame: FrameType, event: str, _arg: Any) -> None:
+        if event == "call":
+            reach.note(frame)
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        yield reach
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+
+def one_reply(session_id: str, i: int) -> None:
+    from worker.api.context import build_context
+    from worker.api.ingest import add_message, after_reply
+
+    add_message(session_id, "user", f"Question {i}: how do I rotate the staging keys?")
+    add_message(session_id, "assistant", f"Answer {i}: run the rotation job, then redeploy.")
+    after_reply(session_id)
+    build_context(session_id, system_prompt=benv.SYSTEM_PROMPT)
+
+
+def measure_reply() -> Reach:
+    benv.reset_state()
+    one_reply("reach-reply", 0)  # first use: imports, caches, engine
+    with traced() as reach:
+        one_reply("reach-reply", 1)
+    return reach
+
+
+def measure_job() -> Reach:
+    from worker.api.ingest import add_message
+    from worker.tasks import summarize_session
+
+    benv.reset_state()
+    benv.configure(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=50, RECAP_BATCH_SIZE=5,
+                   RECAP_KEEP_RECENT=4)
+    sid = "reach-job"
+    for i in range(12):
+        add_message(sid, "user" if i % 2 == 0 else "assistant",
+                    f"Message {i}: the invoice INV-{1000 + i} is due on 14 March.")
+    summarize_session.apply(args=[f"{sid}-warm"])  # first use of the task path
+    with traced() as reach:
+        outcome = summarize_session.apply(args=[sid]).result
+    if not str(outcome).startswith("applied"):
+        raise RuntimeError(f"the measured job did not apply: {outcome}")
+    return reach
+
+
+def rows_of(name: str, reach: Reach, target: str) -> list[object]:
+    return [name, len(reach.files), len(reach.functions), target]
+
+
+def run(quick: bool = False) -> str:
+    benv.setup(0.0)
+    reply, job = measure_reply(), measure_job()
+    body = table(["path", "files", "functions", "target"],
+                 [rows_of("one reply (2 x add_message, after_reply, build_context)", reply,
+                          f"<= {TARGET_REPLY_FILES} files"),
+                  rows_of("one summarize job (task body)", job, "")])
+    listing = "\n".join(f"- {f}" for f in sorted(reply.files))
+    return report("reach: files and functions one reply and one job run through",
+                  body + "\n\nFiles of one reply:\n" + listing)
+
+
+def main(argv: list[str] | None = None) -> int:
+    benv.run_alone(lambda: print(run()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

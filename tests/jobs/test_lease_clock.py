@@ -1,0 +1,85 @@
+"""Leases are taken and judged on the database's clock, not each worker's: a worker
+whose clock runs a day ahead (or behind) neither takes a live lease nor writes one
+that others see as expired, and the sweeper does not queue a leased session."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import pytest
+
+import worker.db
+from tests.helpers import LOW, seed
+from worker.db import transaction
+from worker.jobs.claim import Claim, claim_session
+from worker.jobs.outcome import Job, Outcome
+from worker.jobs.sweeper import find_due
+from worker.settings import get_settings
+from worker.store.rows import release
+
+DAY = timedelta(days=1)
+
+
+def skew_clock(monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
+    """This process's clock (every Recap module's ``utcnow``) runs ``by`` off."""
+    real = worker.db.utcnow
+
+    def skewed() -> datetime:
+        return real() + by
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "worker" and getattr(module, "utcnow", None) is real:
+            monkeypatch.setattr(module, "utcnow", skewed)
+
+
+def claim(sid: str, task: str) -> Claim | Outcome:
+    return claim_session(sid, job=Job(task_id=task), settings=get_settings())
+
+
+@pytest.fixture(autouse=True)
+def low(settings_env: Callable[..., None]) -> None:
+    settings_env(**LOW)
+
+
+@pytest.mark.parametrize("skewed", ["second", "first"])
+def test_a_skewed_worker_clock_never_gives_two_workers_one_lease(
+        monkeypatch: pytest.MonkeyPatch, skewed: str) -> None:
+    sid = f"clock-{skewed}"
+    seed(sid, 11)
+    # "second": the taker's clock is a day ahead, so the holder's lease looks expired
+    # to it; "first": the holder's clock is a day behind, so it writes a lease that
+    # every other worker sees as long expired.
+    if skewed == "first":
+        skew_clock(monkeypatch, -DAY)
+    first = claim(sid, "holder")
+    assert isinstance(first, Claim)
+    monkeypatch.undo()
+    if skewed == "second":
+        skew_clock(monkeypatch, DAY)
+
+    second = claim(sid, "taker")
+    assert isinstance(second, Outcome)
+    assert (second.status, second.reason) == ("skipped", "lease held by another job")
+    with transaction() as s:
+        # The sweeper sees the lease as live too: it queues nothing.
+        assert sid not in find_due(get_settings(), db=s, now=worker.db.db_now(s), limit=10)
+        release(sid, db=s, token=first.token)
+
+
+def test_the_lease_expires_on_the_databases_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker a day behind still writes a lease of RECAP_LEASE_S from the database's now.
+    seed("clock-expiry", 11)
+    skew_clock(monkeypatch, -DAY)
+    held = claim("clock-expiry", "holder")
+    assert isinstance(held, Claim)
+    with transaction() as s:
+        now = worker.db.db_now(s)
+        from models import ChatSession
+
+        row = s.get(ChatSession, "clock-expiry")
+        assert row is not None and row.lease_expires_at is not None
+        left = row.lease_expires_at - now
+        assert timedelta(0) < left <= timedelta(seconds=get_settings().lease_s)
+        release("clock-expiry", db=s, token=held.token)

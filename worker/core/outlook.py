@@ -1,0 +1,79 @@
+"""Why a session is (or is not) summarized now, and what triggers its next summary
+(pure): :func:`outlook` explains a :func:`worker.core.policy.plan` that does not
+fire (``recap stats``, ``recap context``, ``recap sessions``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from worker.core.policy import CAPACITY_USAGE, MessageInfo, Plan, Thresholds, plan, usage
+
+State = Literal["due", "empty", "few-messages", "small-batch", "normal-blocked",
+                "nothing-to-condense"]
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """Why a session is (or is not) summarized now, and what triggers its next summary."""
+
+    plan: Plan  # what a job would do now
+    state: State  # "due": a job would condense plan.batch_ids now
+    why: str
+    trigger: str  # what makes a job condense something ("" when due)
+    forced_messages: int  # what a forced job would condense now (0: nothing can be)
+    forced_tokens: int
+
+
+def tokens_to_capacity(summary_tokens: int, active_tokens: int, budget: int) -> int:
+    """More context tokens needed before the capacity rule fires (0: it does)."""
+    need = max(0, math.ceil(CAPACITY_USAGE * budget) - summary_tokens - active_tokens)
+    while need and usage(summary_tokens, active_tokens + need - 1, budget) >= CAPACITY_USAGE:
+        need -= 1
+    return need
+
+
+def outlook(messages: Sequence[MessageInfo], *, summary_tokens: int,
+            t: Thresholds) -> Outlook:
+    """:func:`plan` for ``messages``, explained: why no rule fires (if none does) and
+    what will make one fire. The figures are the plan's own; nothing is re-decided."""
+    now = plan(messages, summary_tokens=summary_tokens, t=t)
+    forced = now if now.should_summarize else plan(messages, summary_tokens=summary_tokens,
+                                                   t=t, force=True)
+    n_forced, forced_tokens = len(forced.batch_ids), forced.batch_tokens
+    if now.should_summarize:
+        return Outlook(now, "due", now.reason, "", n_forced, forced_tokens)
+    active = sum(m.token_count for m in messages)
+    more = tokens_to_capacity(summary_tokens, active, t.context_budget_tokens)
+    capacity = (f"the context reaching {CAPACITY_USAGE:.0%} of the {t.context_budget_tokens}"
+                f"-token budget ({more} more tokens)")
+    stuck = Outlook(now, "nothing-to-condense", now.reason,
+                    "nothing Recap can condense: unpin messages or raise the context budget"
+                    if now.needs_escalation else
+                    f"more messages than the newest {t.keep_recent} (the keep window) "
+                    "that are not pinned", 0, 0)
+    if not messages:
+        return Outlook(now, "empty", "no active messages", "new messages", 0, 0)
+    if more == 0:  # capacity or aggressive fired, and found nothing it may take
+        return stuck
+    batch = (f"the candidate batch ({n_forced} oldest messages, {forced_tokens} tokens) is "
+             f"not over {t.trigger_tokens} tokens")
+    if now.normal_blocked:
+        return Outlook(now, "normal-blocked",
+                       f"{batch} and is full (up to {t.batch_size} messages), so new messages "
+                       "cannot grow it: the normal rule cannot fire before the next summary",
+                       capacity, n_forced, forced_tokens)
+    if len(messages) <= t.trigger_messages:
+        return Outlook(now, "few-messages",
+                       f"{len(messages)} messages, not over {t.trigger_messages}",
+                       f"over {t.trigger_messages} messages "
+                       f"({t.trigger_messages + 1 - len(messages)} more) with a candidate "
+                       f"batch over {t.trigger_tokens} tokens (now {forced_tokens}), or "
+                       + capacity, n_forced, forced_tokens)
+    if not forced.should_summarize:  # every message outside the keep window is pinned
+        return stuck
+    return Outlook(now, "small-batch", batch,
+                   f"the candidate batch (up to {t.batch_size} messages) passing "
+                   f"{t.trigger_tokens} tokens, or " + capacity, n_forced, forced_tokens)

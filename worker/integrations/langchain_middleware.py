@@ -1,0 +1,209 @@
+"""Recap as LangChain v1 agent middleware: ``RecapMiddleware``.
+
+Install with ``pip install 'recap[langchain]'`` (langchain 1.x, LangGraph). A
+drop-in for LangChain's ``SummarizationMiddleware``::
+
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from worker.integrations.langchain_middleware import RecapMiddleware
+
+    agent = create_agent(model, tools, middleware=[RecapMiddleware()],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [{"role": "user", "content": "..."}]},
+                 {"configurable": {"thread_id": "c-42"}})
+
+The session is the run's LangGraph ``thread_id`` (or ``session_id=`` given here).
+
+What it stores: every message of the agent's state, once, as it becomes
+complete: before each model call, the new user message, or the previous model
+turn with its tool calls together with all their results (a turn whose results
+are not all in yet waits, so a tool call is never stored without its result);
+when the agent finishes, its final reply. Each message is keyed by its LangGraph
+id (worker.api.turns), so a retried or resumed step stores nothing twice.
+``after_reply`` runs once per stored model turn; it only queues a job: the
+summary is written by a Recap worker, never on the agent's reply path.
+
+What the model sees: Recap's context instead of the raw thread: one system
+message (the agent's ``system_prompt``, the user's memories and the rolling
+summary), then the recent window as messages, each tool result right after the
+AI turn that called it. The agent's state (and checkpointer) keeps the thread as
+LangGraph stores it; only the model's input changes.
+
+Sync (``invoke``) and async (``ainvoke``, on the asyncio API worker.api.aio,
+PostgreSQL) both work. Without a checkpointer, pass only the new messages to
+each run (the state starts empty every time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, NotRequired, cast
+
+from worker.api import context as sync_context
+from worker.api.ingest import after_reply
+from worker.api.turns import Turn, astore_turns, store_turns
+from worker.api.validate import check_session_id, check_user_id
+from worker.core.assemble import Context, system_text
+from worker.errors import InvalidInput, SessionNotFound
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware.types import (
+        ModelRequest,
+        ModelResponse,
+        PrivateStateAttr,
+    )
+    from langchain_core.messages import (
+        AIMessage,
+        AnyMessage,
+        BaseMessage,
+        SystemMessage,
+        ToolMessage,
+    )
+    from langgraph.config import get_config
+    from langgraph.runtime import Runtime
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("worker.integrations.langchain_middleware needs langchain 1.x: "
+                      "pip install 'recap[langchain]'") from exc
+
+from worker.integrations.langchain_messages import from_context, to_turn
+
+__all__ = ["RecapMiddleware", "RecapState", "complete_prefix"]
+
+
+class RecapState(AgentState[Any]):
+    """The agent's state plus how many of its messages Recap has stored."""
+
+    recap_stored: NotRequired[Annotated[int, PrivateStateAttr]]
+
+
+def complete_prefix(messages: Sequence[BaseMessage], stored: int) -> tuple[list[BaseMessage], int]:
+    """(the messages after the first ``stored`` that are complete, the new count).
+
+    An AI turn with tool calls is complete once every call has its result; it
+    and everything after it waits until then. A count beyond the list (another
+    middleware removed messages) starts over from the beginning: the keys skip
+    what was stored."""
+    start = stored if 0 <= stored <= len(messages) else 0
+    new = list(messages[start:])
+    for i, m in enumerate(new):
+        if isinstance(m, AIMessage) and m.tool_calls:
+            answered = {t.tool_call_id for t in new[i + 1:] if isinstance(t, ToolMessage)}
+            if not {c["id"] for c in m.tool_calls} <= answered:
+                return new[:i], start + i
+    return new, start + len(new)
+
+
+class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
+    """Recap's rolling summary for a ``create_agent`` agent (see the module's docs).
+
+    ``session_id``: a fixed session (default: the run's ``thread_id``);
+    ``user_id``: the app's user the session belongs to (memories are then the
+    user's). Raises InvalidInput for bad ids; a run with neither a
+    ``session_id`` nor a ``thread_id`` raises InvalidInput before the model call.
+    """
+
+    state_schema = RecapState
+
+    def __init__(self, session_id: str | None = None, *, user_id: str | None = None) -> None:
+        super().__init__()
+        if session_id is not None:
+            check_session_id(session_id)
+        check_user_id(user_id)
+        self.session_id = session_id
+        self.user_id = user_id
+
+    def _session(self) -> str:
+        if self.session_id is not None:
+            return self.session_id
+        try:
+            thread = get_config().get("configurable", {}).get("thread_id")
+        except RuntimeError:
+            thread = None
+        if thread is None:
+            raise InvalidInput("RecapMiddleware needs a session: pass session_id= or run the "
+                               "agent with config={'configurable': {'thread_id': ...}}")
+        sid = str(thread)
+        check_session_id(sid)
+        return sid
+
+    def _pending(self, state: AgentState[Any]) -> tuple[list[Turn], int]:
+        stored = cast(RecapState, state).get("recap_stored", 0)
+        done, count = complete_prefix(state["messages"], stored)
+        return [to_turn(m, f"message {i}") for i, m in enumerate(done)], count
+
+    # -- storing: before each model call and when the agent ends ---------------------
+
+    def _store(self, state: AgentState[Any]) -> dict[str, Any] | None:
+        turns, count = self._pending(state)
+        if not turns:
+            return None
+        sid = self._session()
+        if store_turns(sid, turns, user_id=self.user_id).replied:
+            after_reply(sid)
+        return {"recap_stored": count}
+
+    async def _astore(self, state: AgentState[Any]) -> dict[str, Any] | None:
+        from worker.api import aio
+
+        turns, count = self._pending(state)
+        if not turns:
+            return None
+        sid = self._session()
+        if (await astore_turns(sid, turns, user_id=self.user_id)).replied:
+            await aio.after_reply(sid)
+        return {"recap_stored": count}
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self._store(state)
+
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]
+                            ) -> dict[str, Any] | None:
+        return await self._astore(state)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self._store(state)
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]
+                           ) -> dict[str, Any] | None:
+        return await self._astore(state)
+
+    # -- what the model reads ----------------------------------------------------------
+
+    @staticmethod
+    def _prompt(request: ModelRequest[Any]) -> str:
+        message = request.system_message
+        return message.text if message is not None else ""
+
+    @staticmethod
+    def _with_context(request: ModelRequest[Any], ctx: Context) -> ModelRequest[Any]:
+        messages = from_context(ctx)
+        if messages and isinstance(messages[0], SystemMessage):
+            messages = messages[1:]
+        system = system_text(ctx["system"])
+        return request.override(
+            system_message=SystemMessage(content=system) if system else None,
+            messages=cast("list[AnyMessage]", messages))
+
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+                        ) -> ModelResponse[Any]:
+        try:
+            ctx = sync_context.build_context(self._session(), system_prompt=self._prompt(request),
+                                             prompt_caching=False)
+        except SessionNotFound:
+            return handler(request)  # nothing stored (an empty input): the raw request
+        return handler(self._with_context(request, ctx))
+
+    async def awrap_model_call(self, request: ModelRequest[Any],
+                               handler: Callable[[ModelRequest[Any]],
+                                                 Awaitable[ModelResponse[Any]]]
+                               ) -> ModelResponse[Any]:
+        from worker.api import aio
+
+        try:
+            ctx = await aio.build_context(self._session(), system_prompt=self._prompt(request),
+                                          prompt_caching=False)
+        except SessionNotFound:
+            return await handler(request)
+        return await handler(self._with_context(request, ctx))

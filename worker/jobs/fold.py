@@ -1,0 +1,52 @@
+"""What one apply writes, decided once, before its transaction (:class:`Fold`).
+
+The job plans in its claim; the retention guard (worker.jobs.retain) may narrow
+that plan to a prefix and add memories; :func:`fold_of` then settles everything
+the apply needs, including the plan for what the batch leaves behind, so the
+apply only executes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from worker.core import policy
+from worker.core.guard import GuardCounts
+from worker.core.memories import Fact
+from worker.jobs.claim import Claim
+from worker.llm.summarizer import SummaryResult
+from worker.llm.tokens import count_tokens
+
+
+@dataclass(frozen=True)
+class Fold:
+    """The summary to write, the batch it condenses (``plan.batch_ids``), the
+    memories to store, what the calls spent, the guard's counts (None: guard off)
+    and ``after``, the plan on the messages the batch leaves (``left`` of them)."""
+
+    summary: str
+    summary_tokens: int
+    plan: policy.Plan
+    facts: tuple[Fact, ...]
+    model: str
+    input_tokens: int
+    output_tokens: int
+    estimated_input_tokens: int
+    after: policy.Plan
+    left: int
+    guard: GuardCounts | None = None
+
+
+def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = None,
+            memories: Sequence[Fact] = (), guard: GuardCounts | None = None) -> Fold:
+    """The fold of ``result`` (its text, facts and usage) onto ``claim``: ``plan``
+    (default the claim's) is the batch; ``memories`` are stored besides the facts."""
+    plan = plan or claim.plan
+    tokens = count_tokens(result.text)
+    taken = set(plan.batch_ids)
+    left = [m for m in claim.messages if m.id not in taken]
+    after = policy.plan(left, summary_tokens=tokens, t=claim.settings.thresholds())
+    return Fold(result.text, tokens, plan, (*result.facts, *memories), result.model,
+                result.input_tokens, result.output_tokens, result.estimated_input_tokens,
+                after, len(left), guard)

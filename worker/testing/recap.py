@@ -1,0 +1,79 @@
+"""The fake's default answers: what an unscripted request gets.
+
+Recap's own calls are told apart by what Recap sends, never by the conversation's
+wording: a forced tool (``record_summary``) is answered with its input, the
+retention guard's repair call (Recap's summary system prompt and repair template)
+with the summary plus the listed items, a title call and any other request with a
+digest of its messages. :func:`recap_kind` names the call for routes and
+benchmarks that count by kind.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from worker.core.guard import REPAIR_PROMPT
+from worker.core.prompt import SYSTEM_PROMPT
+from worker.core.titles import TITLE_SYSTEM
+from worker.testing.answers import (
+    default_repair,
+    default_summary,
+    digest_messages,
+    drop_specifics,
+    tool_input,
+)
+from worker.testing.replies import Reply, Request, texts
+
+RecapKind = Literal["summary", "repair", "title"]
+_REPAIR_HEAD = REPAIR_PROMPT.split("{", 1)[0]
+_MESSAGE_MARK = '<message role="'
+
+
+def recap_kind(body: dict[str, Any]) -> RecapKind | None:
+    """"summary" (with memories on, the same call mines them), "repair" or "title"
+    for Recap's own requests, by their system prompt and template; None for any
+    other request."""
+    system = "".join(texts(body.get("system") or ""))
+    msgs = body.get("messages") or []
+    first = "".join(texts(msgs[0].get("content", ""))) if msgs else ""
+    if system == SYSTEM_PROMPT:
+        return "repair" if first.startswith(_REPAIR_HEAD) else "summary"
+    if system == TITLE_SYSTEM:
+        return "title"
+    if len(msgs) == 1 and _MESSAGE_MARK in first:
+        return "summary"  # Recap's summary template under another system prompt
+    return None
+
+
+def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float = 0.0,
+           seed: int = 0) -> tuple[list[dict[str, Any]], str, str]:
+    """(content blocks, their text for the output count, stop_reason) answering
+    ``request`` with ``reply`` (an ok reply: its text, or the default answer when
+    None); ``number`` names the tool call. Default answers lose ``fraction`` of
+    their specifics (by ``seed``)."""
+    prompt, stop = request.prompt, reply.stop_reason
+    if request.tool is not None or request.body.get("tools"):
+        tools = request.body["tools"]
+        name = request.tool or tools[0]["name"]
+        schema = next((t for t in tools if t.get("name") == name), tools[0])
+        data = tool_input({**request.body, "tools": [schema]}, prompt, reply.text,
+                          fraction=fraction, seed=seed)
+        content = [{"type": "tool_use", "id": f"toolu_{number}",
+                    "name": name, "input": data}]
+        return content, json.dumps(data), "tool_use" if stop == "end_turn" else stop
+    if reply.text is not None:
+        text = reply.text
+    else:
+        kind = recap_kind(request.body)
+        cap = 3 * request.max_tokens  # characters, as a model stays under max_tokens
+        if kind == "repair":
+            text = default_repair(prompt, cap)
+        elif kind is None:
+            text = digest_messages(request.body["messages"], cap)
+        else:
+            text = default_summary(prompt, cap)
+        if fraction:
+            text = drop_specifics(text, fraction, seed=seed,
+                                  kind="repair" if kind == "repair" else "summary")
+    return ([{"type": "text", "text": text}] if text != "" else []), text, stop
