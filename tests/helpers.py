@@ -31,6 +31,17 @@ def require(present: object, reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_module(module: str, install: str) -> None:
+    """:func:`require` for an importable ``module``; ``install`` says how to get it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        found = False
+    require(found, f"{module} is not installed ({install})")
+
+
 # Thresholds low enough that a dozen short messages trigger a summary of five.
 LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
        "RECAP_KEEP_RECENT": 4}

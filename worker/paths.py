@@ -40,3 +40,9 @@ def default_broker_path() -> Path:
 
 def default_beat_schedule() -> Path:
     return data_dir() / "celerybeat-schedule"
+
+
+def cli_log() -> Path:
+    """Where ``recap`` writes the traceback of an unexpected error (its one line on
+    stderr gives this path)."""
+    return data_dir() / "logs" / "recap.log"

@@ -126,9 +126,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         line = _database_error(exc)
         if line is None:
-            raise
+            line = _logged(exc, argv)
         err(f"error: {line}")  # one line, not a traceback
     return 1
+
+
+def _logged(exc: Exception, argv: Sequence[str] | None) -> str:
+    """One line for an unexpected error; its traceback goes to the CLI's log file in
+    the data directory, whose path the line gives (printed here if it cannot be
+    written)."""
+    import traceback
+    from datetime import UTC, datetime
+
+    from worker.db import scrub
+    from worker.paths import cli_log
+
+    scrub(exc)  # a database error's DETAIL may quote chat text: never into the log
+    first = (str(exc).strip().splitlines() or [""])[0]
+    summary = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    path = cli_log()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log:
+            command = " ".join(sys.argv[:1] + list(sys.argv[1:] if argv is None else argv))
+            log.write(f"--- {datetime.now(UTC).isoformat()} {command}\n")
+            log.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        traceback.print_exception(exc)
+        return summary
+    return f"{summary} (traceback in {path})"
 
 
 if __name__ == "__main__":
