@@ -141,7 +141,7 @@ def test_recap_configure_and_context_budget(capsys) -> None:  # type: ignore[no-
     assert json.loads(capsys.readouterr().out) == {
         "session_id": "cfg", "overrides": {"context_budget_tokens": 50000, "prompt": "es"}}
     assert build_context("cfg", system_prompt="")["budget"] == 50000
-    assert recap(["configure", "cfg", "--reset", "prompt=es"]) == 1  # one or the other
+    assert recap(["configure", "cfg", "prompt=es", "--reset"]) == 1  # one or the other
     assert recap(["configure", "cfg", "--reset"]) == 0
     assert build_context("cfg", system_prompt="")["budget"] == get_settings().context_budget_tokens
     capsys.readouterr()
