@@ -30,6 +30,7 @@ _refuse_a_foreign_worker()
 
 from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table  # noqa: E402 (after the check)
 from models.base import Base  # noqa: E402
+from models.idempotency import IdempotencyKey  # noqa: E402
 from models.keys import StoredKey  # noqa: E402
 from models.tables import (  # noqa: E402
     MEMORY_CATEGORIES,
@@ -44,6 +45,7 @@ from models.tables import (  # noqa: E402
     versions_table,
 )
 
-__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat", "Memory",
-           "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun", "MEMORY_CATEGORIES", "ROLES",
+__all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
+           "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
+           "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table"]

@@ -63,6 +63,11 @@ class SummaryRun(Base):
     specifics_to_memories: Mapped[int | None] = mapped_column(Integer)
     messages_held_back: Mapped[int | None] = mapped_column(Integer)
     repaired: Mapped[bool | None] = mapped_column(Boolean)
+    # What the repair call cost (API tokens), and whether the guard skipped it because
+    # repairs had stopped helping this model (worker.core.repairs).
+    repair_input_tokens: Mapped[int | None] = mapped_column(Integer)
+    repair_output_tokens: Mapped[int | None] = mapped_column(Integer)
+    repair_skipped: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # A rewind's run (worker.sessions.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.

@@ -103,6 +103,9 @@ TEST_ENV = {
     # Likewise: scripted summaries here lose specifics on purpose; the scenarios,
     # tests/jobs/test_retention.py and the soak turn the guard on (on in production).
     "RECAP_RETENTION_GUARD": "false",
+    # Likewise: a worker's start-up call would take a scripted reply meant for a job;
+    # tests/jobs/test_worker_check.py turns it on (on in production).
+    "RECAP_CHECK_AT_START": "false",
 }
 os.environ.update(TEST_ENV)
 

@@ -49,10 +49,11 @@ if TYPE_CHECKING:
     from worker import errors
     from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message, after_reply
+    from worker.sessions.edit import edit_message
     from worker.sessions.forget import forget
     from worker.sessions.history import summary_at
     from worker.sessions.overrides import configure_session
-    from worker.sessions.rewind import edit_message, rewind
+    from worker.sessions.rewind import rewind
 
     app: Celery
     celery: Celery
@@ -70,7 +71,7 @@ _PUBLIC = {
     "summary_at": "worker.sessions.history",
     # Not on the reply path: one transaction under the session's lease.
     "rewind": "worker.sessions.rewind",
-    "edit_message": "worker.sessions.rewind",
+    "edit_message": "worker.sessions.edit",
     # For `celery -A worker`: the app, not part of the chat app's API.
     "app": "worker.celery_app",
     "celery": "worker.celery_app",

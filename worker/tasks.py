@@ -22,6 +22,7 @@ from worker.jobs.outcome import Job, Outcome, is_transient, log_outcome
 from worker.jobs.resources import Resources, get_resources, reset_process_state
 from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import sweep as sweep_sessions
+from worker.llm.probe import probe
 from worker.llm.tokens import count_tokens
 from worker.store.enqueue import send
 
@@ -137,7 +138,7 @@ def _validate_at_start(**_: Any) -> None:
     # Fail the worker at start-up (bad prompt file, offline in production, no
     # tokenizer) rather than on its first job.
     try:
-        get_resources()
+        res = get_resources()
         count_tokens("warm up")
         # Before the first message is consumed: a database that is unreachable or
         # not at the migration head ends the worker here (DatabaseNotReady), so no
@@ -147,6 +148,19 @@ def _validate_at_start(**_: Any) -> None:
         # Celery only logs exceptions raised by signal handlers; exit for real.
         print(f"recap: error: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+    check_model_and_key(res)
+
+
+def check_model_and_key(res: Resources) -> None:
+    """One cheap call (``recap check``) at start; a wrong key or model name is logged
+    once as a warning, naming which. The worker still starts: an outage at start
+    proves nothing, and a fixed key or model is picked up by a restart anyway."""
+    if res.client is None or not res.settings.check_at_start:
+        return
+    result = probe(res.client)
+    if not result.ok:
+        log.warning("recap check at worker start: %s is wrong or unproven: %s",
+                    result.problem, res.redact(result.message))
 
 
 @worker_process_init.connect

@@ -20,7 +20,8 @@ log = logging.getLogger("recap.tracing")
 
 TRACER_NAME = "recap"
 # The GenAI semantic conventions' operation names for Recap's Claude calls.
-LLM_OPERATIONS = frozenset({"summarize", "extract_memory", "repair_summary", "generate_title"})
+LLM_OPERATIONS = frozenset({"summarize", "extract_memory", "repair_summary", "generate_title",
+                            "check_model"})
 _ATTRIBUTE_TYPES = (str, bool, int, float)
 
 

@@ -6,7 +6,8 @@ import asyncio
 from typing import Any
 
 from worker.api import aio, context, ingest
-from worker.core.assemble import Context, as_request, content_text
+from worker.core.assemble import Context, content_text
+from worker.core.request import as_request
 from worker.testing import validate_messages_request
 
 PROMPT = "You are a helpful travel assistant."

@@ -17,12 +17,12 @@ from worker.core.assemble import (
     TOOL_PREFIX,
     Context,
     Row,
-    as_request,
     assemble,
     content_text,
     neutralize,
     system_text,
 )
+from worker.core.request import as_request
 from worker.errors import InvalidInput
 
 

@@ -22,10 +22,10 @@ from worker.core.assemble import (
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
     TOOL_PREFIX,
-    as_request,
     content_text,
     system_text,
 )
+from worker.core.request import as_request
 from worker.db import get_engine, transaction
 from worker.errors import InvalidInput, SessionNotFound
 from worker.llm.tokens import count_tokens

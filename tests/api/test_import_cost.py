@@ -76,8 +76,9 @@ def test_the_public_api_is_exactly_these_names() -> None:
     assert errors.__name__ == "worker.errors"
     assert add_message.__module__ == after_reply.__module__ == "worker.api.ingest"
     assert build_context.__module__ == "worker.api.context"
-    assert as_request.__module__ == "worker.core.assemble"  # re-exported by worker.api.context
+    assert as_request.__module__ == "worker.core.request"  # re-exported by worker.api.context
     assert configure_session.__module__ == "worker.sessions.overrides"
     assert forget.__module__ == "worker.sessions.forget"
-    assert worker.rewind.__module__ == worker.edit_message.__module__ == "worker.sessions.rewind"
+    assert worker.rewind.__module__ == "worker.sessions.rewind"
+    assert worker.edit_message.__module__ == "worker.sessions.edit"
     assert worker.summary_at.__module__ == "worker.sessions.history"

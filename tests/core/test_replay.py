@@ -14,8 +14,9 @@ from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, call, image, result, scripted, thinking, transcripts
 from worker.api.validate import prepare_message
 from worker.core import policy
-from worker.core.assemble import Row, as_request, assemble
+from worker.core.assemble import Row, assemble
 from worker.core.render import parse_links
+from worker.core.request import as_request
 from worker.testing import validate_messages_request
 
 

@@ -18,13 +18,21 @@ CASES = [
     ("Nothing specific here, just words and/or opinions.", set()),
     # Spanish
     ("El vuelo IB3456 sale el 15/03/2026 a las 9:45; cuesta 1.250,50 €.",
-     {"IB3456", "15/03/2026", "9:45", "1.250,50"}),
+     {"IB3456", "15/03/2026", "9:45", "1.250,50 €"}),
     ("¿Puedes escribir a soporte@tienda.es antes del 3 de mayo?",
-     {"soporte@tienda.es", "3"}),
+     {"soporte@tienda.es", "3 de mayo"}),
     # German
     ("Der Termin ist am 3. März um 10 Uhr, Ticket #4711, Datei /etc/nginx/nginx.conf.",
      {"3", "10", "#4711", "/etc/nginx/nginx.conf"}),
-    ("Die Miete beträgt 1.280 € ab dem 01.04.2026.", {"1.280", "01.04.2026"}),
+    ("Die Miete beträgt 1.280 € ab dem 01.04.2026.", {"1.280 €", "01.04.2026"}),
+    # Dates, times and amounts with their words or units: one specific each
+    ("I fly on 3 March 2025 at 9:30 am and paid $89.99 plus 40 euros.",
+     {"3 March 2025", "9:30 am", "$89.99", "40 euros"}),
+    ("Moved to March 3rd, 2025; the box weighs 12 kg and the file is 5 GB.",
+     {"March 3rd, 2025", "12 kg", "5 GB"}),
+    ("El 3 de marzo de 2025 pagué 89,99 € y USD 40; el envío tarda 3 días.",
+     {"3 de marzo de 2025", "89,99 €", "USD 40", "3 días"}),
+    ("Starting in March 2025, at 9 pm.", {"March 2025", "9 pm"}),
     # Japanese (no spaces): CJK text cuts pieces, number units stay on their number
     ("2026年3月15日に東京で会いましょう。", {"2026年3月15日"}),
     ("価格は3,500円です。", {"3,500円"}),

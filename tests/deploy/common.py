@@ -25,11 +25,11 @@ DOCKERFILE = ROOT / "Dockerfile"
 APP_SERVICES = ("migrate", "worker", "beat", "flower")
 
 
-SECRETS = ("ANTHROPIC_API_KEY", "POSTGRES_PASSWORD", "FLOWER_PASSWORD")
+SECRETS = ("ANTHROPIC_API_KEY", "POSTGRES_PASSWORD", "FLOWER_PASSWORD", "RECAP_API_KEYS")
 
 
 FULL_ENV = {"ANTHROPIC_API_KEY": "sk-ant-compose", "POSTGRES_PASSWORD": "pgsecret",
-            "FLOWER_PASSWORD": "flowersecret"}
+            "FLOWER_PASSWORD": "flowersecret", "RECAP_API_KEYS": "apikey1,apikey2"}
 
 
 # Compose interpolation: $$ is a literal $, then ${NAME}, ${NAME:-d}, ${NAME-d},

@@ -98,15 +98,16 @@ def _normalise(command: str) -> tuple[dict[str, str], list[str]]:
 def test_procfile_runs_the_same_commands_as_compose() -> None:
     entries = procfile()
     svcs = services()
-    assert set(entries) == {"release", "worker", "beat", "flower", "metrics"}
+    assert set(entries) == {"release", "worker", "beat", "flower", "metrics", "web"}
     assert entries["release"] == svcs["migrate"]["command"]
-    for name in ("worker", "beat", "flower", "metrics"):
-        compose_env, compose_argv = _normalise(svcs[name]["command"].replace("$$", "$"))
+    for name, service in (("worker", "worker"), ("beat", "beat"), ("flower", "flower"),
+                          ("metrics", "metrics"), ("web", "api")):
+        compose_env, compose_argv = _normalise(svcs[service]["command"].replace("$$", "$"))
         proc_env, proc_argv = _normalise(entries[name])
         assert proc_argv == compose_argv, name
         assert not compose_env
         for key, value in proc_env.items():
-            assert svcs[name]["environment"][key] == value, key
+            assert svcs[service]["environment"][key] == value, key
     assert "FLOWER_BASIC_AUTH" in _normalise(entries["flower"])[0]
     assert "--address=127.0.0.1" in entries["flower"]
 
@@ -156,10 +157,11 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     rendered = yaml.safe_load(ok.stdout)["services"]
     assert rendered["flower"]["environment"]["FLOWER_BASIC_AUTH"] == "admin:flowersecret"
-    for name in ("migrate", "worker", "beat", "flower", "metrics"):
+    for name in ("migrate", "worker", "beat", "flower", "metrics", "api"):
         env = rendered[name]["environment"]
         assert env["RECAP_BATCH_SIZE"] == "7", name  # every setting, from the env file
         assert (env["ANTHROPIC_API_KEY"] != "") == (name == "worker"), name
+        assert (env["RECAP_API_KEYS"] != "") == (name == "api"), name
     refused = config({k: v for k, v in dotenv.items() if k != "FLOWER_PASSWORD"})
     assert refused.returncode != 0 and "FLOWER_PASSWORD" in refused.stderr
 

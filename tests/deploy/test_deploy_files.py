@@ -70,14 +70,14 @@ def test_migrate_runs_once_before_the_app() -> None:
     assert migrate["command"] == "recap db upgrade"
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
-    for name in ("worker", "beat", "flower", "metrics"):
+    for name in ("worker", "beat", "flower", "metrics", "api"):
         assert (svcs[name]["depends_on"]["migrate"]["condition"]
                 == "service_completed_successfully"), name
 
 
 def test_every_app_service_reads_the_one_env_file() -> None:
     svcs = services()
-    for name in (*APP_SERVICES, "metrics"):
+    for name in (*APP_SERVICES, "metrics", "api"):
         assert svcs[name]["env_file"] == ".env", name
     # Compose sets only what it wires itself and the secrets it withholds; every
     # setting comes from the env file as written there.

@@ -116,12 +116,13 @@ def test_a_failed_call_leaves_the_title_null_and_raises(
 
 def test_permanent_and_unusable_answers(fake_api: FakeAnthropic) -> None:
     exchange("s1")
-    fake_api.script(error(401), ok('"?!"'), ok("A title that runs on", stop_reason="max_tokens"))
+    cut = ok("A title that runs on", stop_reason="max_tokens")
+    fake_api.script(error(401), ok('"?!"'), cut, cut)
     with pytest.raises(PermanentLLMError):
         title_session("s1", res=get_resources())
     with pytest.raises(UnusableSummary, match="no usable title"):
         title_session("s1", res=get_resources())
-    with pytest.raises(UnusableSummary, match="cut off"):
+    with pytest.raises(PermanentLLMError, match="cut off"):  # retried once, then kept none
         title_session("s1", res=get_resources())
     assert title_of("s1") is None
 

@@ -13,12 +13,14 @@
 The same contract as the sync API (:mod:`worker.api.ingest`,
 :mod:`worker.api.context`), built from the same pieces: the same validation and
 errors (InvalidInput, SessionNotFound), statements, coalescing (pending
-markers), title jobs and circuit breaker. Only the waiting differs:
+markers), title jobs and circuit breaker: the reply core (:mod:`worker.api.core`,
+:mod:`worker.api.window`) decides and builds the statements, this module only awaits them. Only the
+waiting differs:
 
 - the database is reached through SQLAlchemy's asyncio engine on psycopg's async
-  driver; the sync statement code runs through ``run_sync``, whose I/O is awaited
-  on the loop. PostgreSQL only: with SQLite, DATABASE_URL raises ConfigError
-  here (call the sync API through ``asyncio.to_thread`` instead);
+  driver, the reply core's statements awaited on the loop. PostgreSQL only: with
+  SQLite, DATABASE_URL raises ConfigError here (call the sync API through
+  ``asyncio.to_thread`` instead);
 - token counting and context assembly (CPU work; the tokenizer loads on first
   use) run in the loop's default executor;
 - broker publishes run in a small thread pool of their own, so a stuck broker
@@ -43,33 +45,42 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    create_async_engine,
+)
 from sqlalchemy.pool import NullPool
 
-from worker.api.context import (
-    _snapshot_query,
+from worker.api.core import (
+    JobToSend,
+    NewMessage,
+    ReplyJobs,
+    add_statement,
+    counters_query,
+    other_user,
+    owner_query,
+    plan_hook,
+    validate_message,
+)
+from worker.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
+from worker.api.window import (
     assemble_window,
     check_system_prompt,
     memories_queries,
+    snapshot_query,
     window_of,
     with_memories,
 )
-from worker.api.ingest import (
-    _add,
-    _decide,
-    decide_in_savepoint,
-    hook_failed,
-    prepare,
-    send_after_commit,
-    send_jobs,
-    send_now,
-)
-from worker.api.validate import check_session_id, check_user_id
-from worker.core.assemble import Context, as_request
+from worker.core.assemble import Context
+from worker.core.request import as_request
+from worker.core.validate import check_session_id
+from worker.db import rowcount, utcnow
 from worker.errors import ConfigError
-from worker.llm.tokens import message_tokens
+from worker.llm.tokens import count_tokens, message_tokens
 from worker.settings import get_settings
-from worker.store.enqueue import BREAKER
+from worker.store.enqueue import BREAKER, stale_before
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
            "transaction"]
@@ -92,15 +103,34 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
     (the caller commits); otherwise in a transaction of its own. Raises
     InvalidInput, writing nothing.
     """
-    check_session_id(session_id)
-    msg = prepare(role, content, pinned)
-    check_user_id(user_id)
-    tokens = await asyncio.to_thread(message_tokens, msg)
-    args = (session_id, role, msg.content, pinned, tokens, user_id, msg.blocks, msg.tool_links)
+    msg = validate_message(session_id, role, content, pinned=pinned, user_id=user_id,
+                           max_inline_chars=get_settings().max_inline_base64_chars)
+    new = NewMessage(session_id, role, msg, await asyncio.to_thread(message_tokens, msg),
+                     pinned, user_id)
     if db is not None:
-        return await db.run_sync(_add, *args)
+        return await _insert(db, new)
     async with (await _ready_engine()).begin() as conn:
-        return await conn.run_sync(_add, *args)
+        return await _insert(conn, new)
+
+
+async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage) -> int:
+    added = (await db.execute(add_statement(), new.params(utcnow()))).scalar()
+    if added is None:  # the upsert's WHERE refused: another user's session
+        owner = (await db.execute(owner_query(new.session_id))).scalar()
+        raise other_user(new.session_id, owner, new.user_id or "")
+    return int(added)
+
+
+async def _decide(db: AsyncSession | AsyncConnection, session_id: str) -> ReplyJobs:
+    # The sync worker.api.ingest.decide, awaited.
+    settings = get_settings()
+    now = utcnow()
+    stale = stale_before(now, settings)
+    row = (await db.execute(counters_query(session_id, now=now, stale=stale))).one_or_none()
+    hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)
+    title = hook.title is not None and rowcount(await db.execute(hook.title)) == 1
+    queue = hook.summarize is not None and rowcount(await db.execute(hook.summarize)) == 1
+    return ReplyJobs(queue, title)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:
@@ -119,10 +149,11 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
     try:
         if db is None:
             return await _commit_then_publish(session_id)
-        queue, title = await db.run_sync(decide_in_savepoint, session_id)
+        async with db.begin_nested():  # a failure leaves the caller's transaction usable
+            jobs = await _decide(db, session_id)
     except Exception as exc:
         return hook_failed(session_id, exc)
-    return send_after_commit(db.sync_session, session_id, queue, title,
+    return send_after_commit(db.sync_session, session_id, jobs,
                              dispatch=_publish_in_background)
 
 
@@ -131,18 +162,18 @@ async def _commit_then_publish(session_id: str) -> bool:
     made, a cancelled caller (a client gone, a request timeout) still publishes:
     the marker may have committed, and a marker without its job would keep the
     hook from queueing the session until the marker goes stale."""
-    decided: tuple[bool, bool] | None = None
+    decided: ReplyJobs | None = None
     try:
         async with (await _ready_engine()).begin() as conn:
-            decided = await conn.run_sync(_decide, session_id)
+            decided = await _decide(conn, session_id)
     except asyncio.CancelledError:
         if decided is not None:  # cancelled in the commit: it may have happened
-            _in_publisher(send_now, session_id, *decided)
+            _in_publisher(send_both, session_id, decided)
         raise
     assert decided is not None
     # shield: cancelling this await must not cancel the publish (a publish queued
     # behind others would otherwise never start).
-    return await asyncio.shield(_in_publisher(send_now, session_id, *decided))
+    return (await asyncio.shield(_in_publisher(send_both, session_id, decided))).summarize
 
 
 async def build_context(session_id: str, *, system_prompt: str,
@@ -154,13 +185,16 @@ async def build_context(session_id: str, *, system_prompt: str,
     """
     check_system_prompt(system_prompt)
     check_session_id(session_id)
+    settings = get_settings()
     async with (await _ready_engine()).connect() as conn:
-        window = window_of(session_id, (await conn.execute(_snapshot_query(session_id))).all())
+        window = window_of(session_id, (await conn.execute(snapshot_query(session_id))).all(),
+                           default_budget=settings.context_budget_tokens)
         # Later statements, as in the sync read_window (see there).
-        for kind, query, terms in memories_queries(window, dialect="postgresql"):
-            window = with_memories(window, kind, (await conn.execute(query)).all(), terms,
+        for read in memories_queries(window, dialect="postgresql", settings=settings):
+            window = with_memories(window, read, (await conn.execute(read.query)).all(),
                                    dialect="postgresql")
-    return await asyncio.to_thread(assemble_window, system_prompt, window, prompt_caching)
+    return await asyncio.to_thread(assemble_window, system_prompt, window, settings=settings,
+                                   count=count_tokens, prompt_caching=prompt_caching)
 
 
 @contextlib.asynccontextmanager
@@ -284,7 +318,7 @@ def _in_publisher(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
     return future
 
 
-def _publish_in_background(jobs: list[tuple[str, str]]) -> None:
+def _publish_in_background(jobs: list[JobToSend]) -> None:
     # Runs inside ``await db.commit()`` (SQLAlchemy's after-commit event), so on the
     # loop: schedule, do not wait. close() waits for what is still running.
     _in_publisher(send_jobs, jobs)

@@ -1,4 +1,5 @@
-"""The chat app's entry points: ``add_message`` and the ``after_reply`` hook.
+"""The chat app's entry points: ``add_message`` and the ``after_reply`` hook (the
+sync driver of the reply core, :mod:`worker.api.core`).
 
 Both are on the chat app's reply path, so they do as little as possible:
 ``add_message`` is one upsert, one counter update and one INSERT; ``after_reply``
@@ -8,68 +9,50 @@ could trigger marks the session pending and queues one job.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
-from sqlalchemy import (
-    Boolean,
-    Connection,
-    DateTime,
-    Executable,
-    Integer,
-    String,
-    Table,
-    Text,
-    bindparam,
-    event,
-    func,
-    insert,
-    select,
-)
-from sqlalchemy import cast as sql_cast
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, event, func, insert
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession
-from worker.api.validate import Message, check_session_id, check_user_id, prepare_message
-from worker.core import policy
-from worker.core.titles import needs_title
-from worker.db import autocommit_connection, get_engine, insert_or_update, utcnow
-from worker.errors import InvalidInput
-from worker.llm.tokens import message_tokens
-from worker.settings import effective, get_settings
-from worker.store.enqueue import (
-    BREAKER,
-    mark_pending,
-    mark_title_requested,
-    send,
-    send_title,
-    stale_before,
+from worker.api.core import (
+    MESSAGES,
+    SESSIONS,
+    JobKind,
+    JobToSend,
+    NewMessage,
+    ReplyJobs,
+    add_statement,
+    counters_query,
+    other_user,
+    owner_query,
+    plan_hook,
+    validate_message,
 )
+from worker.api.validate import check_session_id, prepare_message
+from worker.core.message import Message
+from worker.db import autocommit_connection, get_engine, insert_or_update, rowcount, utcnow
+from worker.llm.tokens import message_tokens
+from worker.settings import get_settings
+from worker.store.enqueue import BREAKER, send, send_title, stale_before
+
+__all__ = ["ReplyJobs", "add_message", "after_reply", "insert_message", "prepare",
+           "raise_other_user", "reply_jobs"]
 
 log = logging.getLogger("recap.ingest")
 
-# Core tables on the reply path: skips the ORM's bulk-persistence layer.
-SESSIONS = cast(Table, ChatSession.__table__)
-MESSAGES = cast(Table, ChatMessage.__table__)
 
-
-def _add(s: Session | Connection, session_id: str, role: str, content: str, pinned: bool,
-         tokens: int, user_id: str | None = None, blocks: list[dict[str, Any]] | None = None,
-         tool_links: str | None = None) -> int:
+def insert_message(s: Session | Connection, new: NewMessage) -> int:
+    """Run the INSERT of ``new`` (and its session's upsert) on ``s``; its id."""
     if _dialect(s) == "postgresql":
-        added = s.execute(_add_statement(), {
-            "session_id": session_id, "role": role, "content": content, "pinned": pinned,
-            "tokens": tokens, "now": utcnow(), "user_id": user_id, "blocks": blocks,
-            "tool_links": tool_links}).scalar()
+        added = s.execute(add_statement(), new.params(utcnow())).scalar()
         if added is None:  # the upsert's WHERE refused: another user's session
-            raise_other_user(s, session_id, user_id or "")
+            raise_other_user(s, new.session_id, new.user_id or "")
         return int(added)
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
+    session_id, user_id, tokens = new.session_id, new.user_id, new.tokens
     changes = {"message_count": SESSIONS.c.message_count + 1,
                "active_tokens": SESSIONS.c.active_tokens + tokens, "updated_at": utcnow()}
     if user_id is None:
@@ -83,59 +66,23 @@ def _add(s: Session | Connection, session_id: str, role: str, content: str, pinn
             # A session belongs to one user: another user's id writes nothing.
             where=SESSIONS.c.user_id.is_(None) | (SESSIONS.c.user_id == user_id)):
         raise_other_user(s, session_id, user_id)
+    msg = new.message
     return int(s.execute(insert(MESSAGES).values(
-        session_id=session_id, role=role, content=content, token_count=tokens,
-        pinned=pinned, **({"blocks": blocks, "tool_links": tool_links} if blocks else {}))
+        session_id=session_id, role=new.role, content=msg.content, token_count=tokens,
+        pinned=new.pinned,
+        **({"blocks": msg.blocks, "tool_links": msg.tool_links} if msg.blocks else {}))
         .returning(MESSAGES.c.id)).scalar_one())
 
 
 def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> NoReturn:
     """Raise InvalidInput: ``session_id`` belongs to another user than ``user_id``."""
-    owner = s.execute(select(SESSIONS.c.user_id).where(SESSIONS.c.id == session_id)).scalar()
-    raise InvalidInput(f"session {session_id!r} belongs to user {owner!r}, not {user_id!r}; "
-                       "a session's user_id cannot change")
+    raise other_user(session_id, s.execute(owner_query(session_id)).scalar(), user_id)
 
 
 def prepare(role: object, content: object, pinned: object) -> Message:
     """:func:`worker.api.validate.prepare_message` under the settings' inline cap."""
     return prepare_message(role, content, pinned,
                            max_inline_chars=get_settings().max_inline_base64_chars)
-
-
-@functools.cache
-def _add_statement() -> Executable:
-    """PostgreSQL: :func:`_add`'s two writes as one statement (one round trip), built
-    once with bound parameters so each call skips building and cache-keying it.
-
-    The session upsert (which locks the session row) runs in a CTE that the
-    message INSERT selects from, so the message's id is drawn after the lock is
-    held: concurrent writers of one session still commit in id order. A session
-    of another user than ``user_id`` is left alone (the upsert's WHERE): the CTE
-    is then empty, so is the INSERT, and the statement returns no row.
-    """
-    user = sql_cast(bindparam("user_id", type_=String), String)
-    upserted = (pg_insert(SESSIONS)
-                .values(id=bindparam("session_id", type_=String), message_count=1,
-                        active_tokens=bindparam("tokens", type_=Integer), user_id=user)
-                .on_conflict_do_update(index_elements=["id"], set_={
-                    "message_count": SESSIONS.c.message_count + 1,
-                    "active_tokens": SESSIONS.c.active_tokens
-                    + bindparam("tokens", type_=Integer),
-                    "updated_at": bindparam("now", type_=DateTime(timezone=True)),
-                    "user_id": func.coalesce(SESSIONS.c.user_id, user)},
-                    where=user.is_(None) | SESSIONS.c.user_id.is_(None)
-                    | (SESSIONS.c.user_id == user))
-                .returning(SESSIONS.c.id).cte("upserted"))
-    return (insert(MESSAGES)
-            .from_select(["session_id", "role", "content", "token_count", "pinned", "blocks",
-                          "tool_links"],
-                         select(upserted.c.id, bindparam("role", type_=String),
-                                bindparam("content", type_=Text),
-                                bindparam("tokens", type_=Integer),
-                                bindparam("pinned", type_=Boolean),
-                                bindparam("blocks", type_=MESSAGES.c.blocks.type),
-                                bindparam("tool_links", type_=Text)))
-            .returning(MESSAGES.c.id))
 
 
 def _dialect(s: Session | Connection) -> str:
@@ -158,64 +105,26 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
     own. Raises InvalidInput naming the problem (for an array: the block and
     field), writing nothing.
     """
-    check_session_id(session_id)
-    msg = prepare(role, content, pinned)
-    check_user_id(user_id)
-    args = (session_id, role, msg.content, pinned, message_tokens(msg), user_id, msg.blocks,
-            msg.tool_links)
+    msg = validate_message(session_id, role, content, pinned=pinned, user_id=user_id,
+                           max_inline_chars=get_settings().max_inline_base64_chars)
+    new = NewMessage(session_id, role, msg, message_tokens(msg), pinned, user_id)
     if db is not None:
-        return _add(db, *args)
+        return insert_message(db, new)
     with autocommit_connection() as conn:  # Core: no ORM session needed on the reply path
-        return _add(conn, *args)
+        return insert_message(conn, new)
 
 
-def _decide(s: Session | Connection, session_id: str) -> tuple[bool, bool]:
-    """(queue a summarize job, queue a title job), from one read of the session's
-    counters; each yes has already set its pending marker in this transaction."""
+def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
+    """The jobs to send, from one read of the session's counters; each has already
+    set its pending marker in this transaction."""
     settings = get_settings()
     now = utcnow()
     stale = stale_before(now, settings)
-    row = s.execute(
-        select(ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
-               (ChatSession.lease_token.isnot(None)
-                & (ChatSession.lease_expires_at > now)).label("leased"),
-               (ChatSession.blocked_until > now).label("blocked"), ChatSession.normal_blocked,
-               ChatSession.normal_blocked_under,
-               ChatSession.overrides, ChatSession.title,
-               # Compared in SQL: SQLite hands back naive datetimes.
-               (ChatSession.title_requested_at > stale).label("title_fresh"))
-        .where(ChatSession.id == session_id)).one_or_none()
-    if row is None:
-        return False, False
-    want_title = (settings.titles_enabled
-                  and needs_title(title=row.title, message_count=row.message_count,
-                                  title_requested_at_is_fresh=bool(row.title_fresh))
-                  and mark_title_requested(session_id, db=s, now=now, stale_before=stale))
-    if row.leased or row.blocked:
-        # A running job re-checks when it applies; a dead-lettered session waits
-        # for its cool-down or `recap retry`.
-        return False, want_title
-    if row.overrides:
-        try:
-            settings = effective(settings, row.overrides)
-        except InvalidInput:
-            pass  # the job records the bad overrides (and dead-letters the session)
-    if not policy.might_trigger(message_count=row.message_count,
-                                active_tokens=row.active_tokens,
-                                summary_tokens=row.summary_tokens, t=settings.thresholds(),
-                                # The flag holds only under the thresholds it was set under.
-                                normal_blocked=row.normal_blocked and
-                                row.normal_blocked_under == settings.thresholds_key()):
-        return False, want_title
-    return mark_pending(session_id, db=s, now=now, settings=settings), want_title
-
-
-@dataclass(frozen=True)
-class ReplyJobs:
-    """What one :func:`reply_jobs` call sent (or, with ``db``, will send on commit)."""
-
-    summarize: bool = False
-    title: bool = False
+    row = s.execute(counters_query(session_id, now=now, stale=stale)).one_or_none()
+    hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)
+    title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
+    queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
+    return ReplyJobs(queue, title)
 
 
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
@@ -242,23 +151,17 @@ def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
     try:
         if db is None:
             with get_engine().begin() as conn:
-                queue, title = _decide(conn, session_id)
-            return send_both(session_id, queue, title)
-        queue, title = decide_in_savepoint(db, session_id)
+                jobs = decide(conn, session_id)
+            return send_both(session_id, jobs)
+        with db.begin_nested():  # a failure leaves the caller's transaction usable
+            jobs = decide(db, session_id)
     except Exception as exc:
         return ReplyJobs(summarize=hook_failed(session_id, exc))
-    return ReplyJobs(send_after_commit(db, session_id, queue, title), title)
+    return ReplyJobs(send_after_commit(db, session_id, jobs), jobs.title)
 
 
-# The pieces below are shared with the asyncio API (worker.api.aio), which runs
-# the same decision through SQLAlchemy's run_sync and the sends off its loop.
-
-def decide_in_savepoint(db: Session, session_id: str) -> tuple[bool, bool]:
-    """:func:`_decide` in a savepoint of the caller's transaction: a failure leaves
-    that transaction usable."""
-    with db.begin_nested():
-        return _decide(db, session_id)
-
+# The sending below is shared with the asyncio API (worker.api.aio), which runs it
+# off its loop.
 
 def hook_failed(session_id: str, exc: Exception) -> bool:
     """Log a failed hook (the sweeper catches up) and return its result, False."""
@@ -267,36 +170,29 @@ def hook_failed(session_id: str, exc: Exception) -> bool:
     return False
 
 
-def send_now(session_id: str, queue: bool, title: bool) -> bool:
-    """Publish what :func:`_decide` asked for; True if a summarize job was sent."""
-    return send_both(session_id, queue, title).summarize
+def send_both(session_id: str, jobs: ReplyJobs) -> ReplyJobs:
+    """Publish what the hook decided; which jobs were sent."""
+    titled = send_title(session_id) if jobs.title else False
+    return ReplyJobs(send(session_id) if jobs.summarize else False, titled)
 
 
-def send_both(session_id: str, queue: bool, title: bool) -> ReplyJobs:
-    """Publish what :func:`_decide` asked for; which jobs were sent."""
-    titled = send_title(session_id) if title else False
-    return ReplyJobs(send(session_id) if queue else False, titled)
+def send_jobs(jobs: list[JobToSend]) -> None:
+    """Publish ``jobs``."""
+    for job in jobs:
+        send_title(job.session_id) if job.kind is JobKind.TITLE else send(job.session_id)
 
 
-def send_jobs(jobs: list[tuple[str, str]]) -> None:
-    """Publish ``(kind, session_id)`` jobs, kind "title" or "summarize"."""
-    for kind, sid in jobs:
-        send_title(sid) if kind == "title" else send(sid)
+def send_after_commit(db: Session, session_id: str, jobs: ReplyJobs, *,
+                      dispatch: Callable[[list[JobToSend]], None] = send_jobs) -> bool:
+    """Have ``dispatch`` publish ``jobs`` once ``db``'s outermost transaction commits
+    (never if it rolls back); returns whether a summarize job is among them."""
+    for job in jobs.to_send(session_id):
+        _send_after_commit(db, job, dispatch)
+    return jobs.summarize
 
 
-def send_after_commit(db: Session, session_id: str, queue: bool, title: bool, *,
-                      dispatch: Callable[[list[tuple[str, str]]], None] = send_jobs) -> bool:
-    """Have ``dispatch`` publish what :func:`_decide` asked for once ``db``'s outermost
-    transaction commits (never if it rolls back); returns ``queue``."""
-    if title:
-        _send_after_commit(db, ("title", session_id), dispatch)
-    if queue:
-        _send_after_commit(db, ("summarize", session_id), dispatch)
-    return queue
-
-
-def _send_after_commit(db: Session, job: tuple[str, str],
-                       dispatch: Callable[[list[tuple[str, str]]], None]) -> None:
+def _send_after_commit(db: Session, job: JobToSend,
+                       dispatch: Callable[[list[JobToSend]], None]) -> None:
     db.info.setdefault("recap_pending_sends", set()).add(job)
     db.info["recap_dispatch"] = dispatch
     if not db.info.get("recap_listening"):

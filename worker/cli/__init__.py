@@ -18,6 +18,7 @@ from typing import Protocol
 
 from worker.cli import (
     bench,
+    check,
     configure,
     context,
     db,
@@ -33,6 +34,7 @@ from worker.cli import (
     resummarize,
     retry,
     rewind,
+    serve,
     sessions,
     stats,
     summarize,
@@ -54,7 +56,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, db, tokenizer, demo, eval, bench)
+                                 configure, db, tokenizer, serve, demo, eval, bench, check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that bring their own database (or none), or report its state themselves:
-# `metrics` serves recap_up 0 while the database is down.
-_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "db", "metrics")
+# `metrics` serves recap_up 0 while the database is down, `check` reports it.
+_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "db", "metrics", "check")
 
 
 def _database_error(exc: BaseException) -> str | None:

@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from worker.errors import InvalidInput
-    from worker.sessions.rewind import edit_message
+    from worker.sessions.edit import edit_message
 
     content: object = args.content
     if args.blocks is not None:

@@ -39,6 +39,10 @@ STATS_LABELS = {
     "title_output_tokens": "API output tokens (titles)",
     "retention_rate": "specifics kept by summaries (retention)",
     "repair_rate": "guarded runs needing a repair call",
+    "repair_success_rate": "repair calls that helped",
+    "repair_input_tokens": "API input tokens (repair calls)",
+    "repair_output_tokens": "API output tokens (repair calls)",
+    "repairs_skipped": "repairs skipped (not helping the model)",
     "specifics_in_details": "specifics Recap put in details",
     "specifics_to_memories": "specifics Recap moved to memories",
     "messages_held_back": "messages held back in the window",
@@ -47,7 +51,7 @@ STATS_LABELS = {
     "sessions_pending": "sessions with a job pending",
     "sessions_blocked": "sessions dead-lettered (cooling down)",
 }
-PERCENT = {"retention_rate", "repair_rate"}
+PERCENT = {"retention_rate", "repair_rate", "repair_success_rate"}
 
 
 def register(sub: Subparsers) -> None:
@@ -102,4 +106,6 @@ def format_stats(data: dict[str, Any]) -> str:
     ratios = ", ".join(f"{model} {ratio:.2f}"
                        for model, ratio in data.get("token_estimate_ratio", {}).items())
     lines.append(f"{'token estimate / API count':<{width}}  {ratios or 'n/a'}")
+    for reason, count in data.get("blocked_reasons", {}).items():
+        lines.append(f"{'why blocked':<{width}}  {count} session(s): {reason}")
     return "\n".join(lines)

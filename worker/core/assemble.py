@@ -43,7 +43,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from worker.core.recall import Candidate, choose
-from worker.core.replay import SEPARATOR, TOOL_PREFIX, replay  # noqa: F401 (TOOL_PREFIX: public)
+from worker.core.replay import SEPARATOR, replay
+from worker.core.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
 from worker.core.text import defuse, tag_opener
 from worker.errors import InvalidInput
 
@@ -250,25 +251,27 @@ def after_history(block: str, system: list[Block], messages: list[dict[str, Any]
     memories = {"type": "text", "text": block}
     if messages and messages[-1]["role"] == "user":
         last = messages[-1]
-        return system, [*messages[:-1], {**last, "content": [*_blocks(last["content"]),
+        return system, [*messages[:-1], {**last, "content": [*as_blocks(last["content"]),
                                                              memories]}]
     return [*system, memories], messages
 
 
-def _is_memories(block: Block) -> bool:
+def is_memories_block(block: Block) -> bool:
+    """Whether ``block`` is the ``<MEMORIES>`` text block."""
     return block.get("type") == "text" and str(block.get("text", "")).startswith(MEMORIES_OPEN)
 
 
 def with_breakpoint_last(message: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``message`` whose content is blocks, the last one with a breakpoint."""
-    blocks = [dict(b) for b in _blocks(message["content"])]
+    blocks = [dict(b) for b in as_blocks(message["content"])]
     for b in blocks:
         b.pop("cache_control", None)
     blocks[-1]["cache_control"] = dict(EPHEMERAL)
     return {**message, "content": blocks}
 
 
-def _blocks(content: str | list[Block]) -> list[Block]:
+def as_blocks(content: str | list[Block]) -> list[Block]:
+    """``content`` as a list of blocks (a string becomes one text block)."""
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
@@ -282,52 +285,3 @@ def content_text(content: str | list[Block]) -> str:
     if isinstance(content, str):
         return content
     return SEPARATOR.join(b["text"] for b in content if b.get("type") == "text")
-
-
-def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, Any]:
-    """Only the Messages API fields of ``ctx``, for ``client.messages.create(**...)``.
-
-    With ``user_message``, it is appended as the new user turn (merged into a
-    trailing user turn, e.g. a tool result). With caching on, the last turn's
-    breakpoint moves to the new message, so the next reply reads all of this
-    request from cache. An empty ``system`` is left out. ``ctx`` is not changed.
-    Raises InvalidInput if ``user_message`` is blank.
-    """
-    messages = [dict(m) for m in ctx["messages"]]
-    if user_message is not None:
-        if not isinstance(user_message, str) or not user_message.strip():
-            raise InvalidInput("user_message is empty or not a str")
-        cached = isinstance(ctx["system"], list) or any(
-            isinstance(m["content"], list) and any("cache_control" in b for b in m["content"])
-            for m in messages[-1:])
-        if cached:
-            last = (messages.pop() if messages and messages[-1]["role"] == "user"
-                    else {"role": "user", "content": ""})
-            messages = [_without_breakpoint(m) for m in messages]
-            earlier = _blocks(last["content"]) if last["content"] else []
-            # The memories block stays last, after the breakpoint (see after_history).
-            trailing = [b for b in earlier if _is_memories(b)]
-            last = with_breakpoint_last({**last, "content": [
-                *(b for b in earlier if not _is_memories(b)),
-                {"type": "text", "text": user_message}]})
-            messages.append({**last, "content": [*last["content"], *trailing]})
-        elif messages and messages[-1]["role"] == "user":
-            last_content = messages[-1]["content"]
-            messages[-1]["content"] = (
-                last_content + SEPARATOR + user_message if isinstance(last_content, str)
-                else [*last_content, {"type": "text", "text": user_message}])
-        else:
-            messages.append({"role": "user", "content": user_message})
-    request: dict[str, Any] = {"messages": messages}
-    if ctx["system"]:
-        request["system"] = ([dict(b) for b in ctx["system"]] if isinstance(ctx["system"], list)
-                             else ctx["system"])
-    return request
-
-
-def _without_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(message["content"], str) or not any(
-            "cache_control" in b for b in message["content"]):
-        return message
-    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"}
-                                   for b in message["content"]]}

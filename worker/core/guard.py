@@ -25,23 +25,35 @@ A memory made here is an ordinary fact (category ``fact``) whose text carries
 the specific with its context. The details section is always rebuilt by Recap:
 a section the model copied from the previous summary is cut off first
 (:func:`strip_details`), so the cap holds across folds.
+
+An entry (a details line, a guard-made memory) is ``specific: context`` and never
+deeper: its context comes from the condensed message's own text, a line the
+previous details section already holds is carried as it is (:func:`tidy`), and
+a context that starts with an entry's prefix or a bullet loses it (:func:`peel`),
+so folds never stack ``X: - X: - X:`` prefixes. An entry is at most
+:data:`MAX_ENTRY_CHARS` long. Sentences that echo what Recap itself sent (the
+prompt, the tool schema) are cut from the summary and are never specifics
+(worker.core.echo).
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from worker.core.echo import strip_echo
+from worker.core.entries import CONTEXT_WORDS, MAX_ENTRY_CHARS, context, entry, peel, tidy
 from worker.core.memories import Fact
 from worker.core.prompt import Turn, escape
 from worker.core.specifics import absent, contains, extract_specifics
 from worker.core.text import defuse, tag_opener
 
+__all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "MAX_ENTRY_CHARS", "Settlement", "context",
+           "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
+           "required", "settle", "strip_details", "tidy"]
+
 DETAILS_HEADER = "Details (kept verbatim by Recap):"
-CONTEXT_WORDS = 12
-CONTEXT_CHARS = 40  # for text without spaces (Japanese, Chinese)
 # A repair prompt names at most this many specifics; the rest are settled by Recap.
 MAX_REPAIR_ITEMS = 200
 MEMORY_IMPORTANCE = 3
@@ -58,7 +70,6 @@ everything else it says. Answer with the revised summary only.
 </summary>"""
 
 _SUMMARY_TAG = tag_opener(["summary"])
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,9 @@ class GuardCounts:
     specifics_to_memories: int
     messages_held_back: int
     repaired: bool
+    repair_input_tokens: int = 0
+    repair_output_tokens: int = 0
+    repair_skipped: bool = False
 
 
 def strip_details(summary: str) -> str:
@@ -105,8 +119,23 @@ def strip_details(summary: str) -> str:
     return "\n".join(out).strip()
 
 
+def details_lines(summary: str) -> list[str]:
+    """The lines of ``summary``'s details section, without their ``- ``."""
+    out: list[str] = []
+    inside = False
+    for line in summary.split("\n"):
+        if line.strip() == DETAILS_HEADER:
+            inside = True
+        elif inside and line.startswith("- "):
+            out.append(line[2:])
+        else:
+            inside = False
+    return out
+
+
 def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
-    """The specifics a fold of ``turns`` onto ``previous`` must keep."""
+    """The specifics a fold of ``turns`` onto ``previous`` must keep (pass the
+    previous summary without its echoes of Recap's prompt: worker.core.echo)."""
     found: set[str] = set(extract_specifics(previous or "", whole=True))
     for t in turns:
         found |= extract_specifics(t.content)
@@ -117,41 +146,6 @@ def missing(specifics: frozenset[str], *, summary: str,
             facts: Sequence[Fact] = ()) -> frozenset[str]:
     """The ``specifics`` present neither in ``summary`` nor in ``facts``."""
     return absent(specifics, [summary, *(f.fact for f in facts)])
-
-
-def context(text: str, specific: str) -> str:
-    """A few words around ``specific`` in ``text``: its sentence, clipped to about
-    CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces)."""
-    text = unicodedata.normalize("NFKC", text)
-    found = re.search(r"(?<![0-9A-Za-z])" + re.escape(specific) + r"(?![0-9A-Za-z])", text,
-                      re.I) or re.search(re.escape(specific), text, re.I)
-    if found is None:
-        return specific
-    at = found.start()
-    start = text.rfind("\n", 0, at) + 1
-    end = text.find("\n", at)
-    line = text[start:end if end >= 0 else len(text)]
-    pos = at - start
-    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        if a <= pos < b:
-            line, pos = line[a:b], pos - a
-            break
-    words = line.split()
-    if len(words) <= 1:  # no spaces to cut at
-        lo = max(0, pos - CONTEXT_CHARS // 2)
-        clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
-    else:
-        index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
-        lo = max(0, index - CONTEXT_WORDS // 2 + 1)
-        clip = " ".join(words[lo:lo + CONTEXT_WORDS])
-    return clip if contains(clip, specific) else specific
-
-
-def entry(text: str, specific: str) -> str:
-    """One line of the details section (and the text of a guard-made memory)."""
-    around = context(text, specific)
-    return specific if around == specific else f"{specific}: {around}"
 
 
 def repair_prompt(summary: str, items: Sequence[str]) -> str:
@@ -180,13 +174,14 @@ def repair_items(turns: Sequence[Turn], previous: str | None,
 def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
            summary: str, facts: Sequence[Fact], details_cap: int,
            count: Callable[[str], int], aggressive: bool,
-           held_before: frozenset[int] = frozenset()) -> Settlement:
+           held_before: frozenset[int] = frozenset(), corpus: str = "") -> Settlement:
     """Settle what ``summary`` (after any repair) and ``facts`` still miss.
 
     ``units`` are the batch's ids grouped in policy units, oldest first;
-    ``details_cap`` is the details section's most tokens (by ``count``).
+    ``details_cap`` is the details section's most tokens (by ``count``);
+    ``corpus``: what Recap sent (worker.core.echo.sent_corpus), cut from the summary.
     """
-    summary = strip_details(summary)
+    summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]
     by_id = {t.id: t.content for t in turns}
     room = details_cap - count(DETAILS_HEADER)
@@ -230,8 +225,18 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
 
     before = extract_specifics(previous or "", whole=True)
     total |= before
-    order = _appearance(previous or "", absent(before - covered, kept))
-    place([entry(previous or "", s) for s in order], overflow=True)
+    lost_before = set(absent(before - covered, kept))
+    # A line the previous details section holds is carried as it is: rebuilding it
+    # from the summary would read Recap's own line and stack its prefix again.
+    carried: list[str] = []
+    for line in details_lines(previous or ""):
+        line = tidy(line)
+        if any(contains(line, s) for s in lost_before):
+            carried.append(line)
+            lost_before -= {s for s in lost_before if contains(line, s)}
+    body = strip_details(previous or "")
+    order = _appearance(body, frozenset(lost_before))
+    place(carried + [entry(body, s) for s in order], overflow=True)
     text = summary
     if details:
         text = f"{summary}\n\n{DETAILS_HEADER}\n" + "\n".join(f"- {d}" for d in details)

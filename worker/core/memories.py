@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from worker.core.specifics import absent, extract_specifics
 from worker.core.text import sanitize
 from worker.errors import InvalidExtraction
 
@@ -70,3 +71,11 @@ def normalize(item: Any) -> Fact | None:
     if isinstance(replaces, bool) or not isinstance(replaces, int):
         replaces = None  # absent, or anything but an id: ignored
     return Fact(text, category, min(5, max(1, importance)), replaces)
+
+
+def may_replace(old: str, new: str) -> bool:
+    """Whether a memory ``new`` may supersede ``old``: only if it keeps every specific
+    of ``old`` (a model's ``replaces`` is a claim, not a proof). Otherwise both stay
+    live: a specific the guard saved never leaves by a supersede, only when the
+    user deletes it (forget, rewind, edit)."""
+    return not absent(extract_specifics(old, whole=True), [new])

@@ -257,7 +257,7 @@ def retry_delay(retries: int, *, retry_after: float | None, base: float, cap: fl
     ``rand`` is a number in [0, 1). A server's ``retry-after`` is a floor, and
     everything is capped so one job cannot park itself for hours.
     """
-    delay = rand * min(cap, base * 2 ** retries)
+    delay = rand * min(cap, base * 2.0 ** retries)
     if retry_after is not None:
         delay = max(delay, retry_after)
     return min(cap, delay)

@@ -19,7 +19,11 @@ or fact, each *normalized* (below). What counts, exactly:
      a longer span is read as prose.
   2. URLs (``http://``, ``https://``, ``ftp://``, ``www.``): casefolded.
   3. e-mail addresses: casefolded.
-  4. The rest is cut at white space, at ``=``, at ``、。「」`` and other CJK
+  4. Dates, times and amounts written with words, each one specific as written
+     (English and Spanish, the languages of the shipped prompts): ``3 March 2025``,
+     ``March 3rd, 2025``, ``3 de marzo de 2025``, ``March 2025``, ``9:30 am``,
+     ``9 pm``, ``89,99 €``, ``USD 40``, ``40 euros``, ``12 kg``, ``5 GB``, ``3 días``.
+  5. The rest is cut at white space, at ``=``, at ``、。「」`` and other CJK
      punctuation, and at every CJK/kana/Hangul character except the units
      ``年月日時分秒円万億兆元件個回人歳号番`` (so ``2026年3月15日に`` gives
      ``2026年3月15日`` and ``価格は3,500円`` gives ``3,500円``); each piece loses
@@ -70,6 +74,25 @@ _DIGIT = re.compile(r"\d")
 # What every specific found by the last prose rule carries: a digit, or a path's
 # separator. A chunk without either is skipped before it is split any further.
 _MAYBE = re.compile(r"[\d/\\]")
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
+           "december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec|enero|febrero|marzo|"
+           "abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre")
+_DAY = r"\d{1,2}(?:st|nd|rd|th|º|°)?"
+_NUMBER = r"\d+(?:[.,]\d+)*"
+_UNIT_WORDS = (
+    "usd|eur|gbp|jpy|mxn|ars|cop|clp|chf|cad|aud|euros?|dollars?|dólares|dolares|pesos?|"
+    "pounds?|libras?|yen|kg|kgs|g|mg|km|m|cm|mm|mi|miles?|millas?|lbs?|kb|mb|gb|tb|ms|"
+    "sec|secs|seconds?|segundos?|mins?|minutes?|minutos?|hrs?|hours?|horas?|days?|días?|"
+    "dias?|weeks?|semanas?|months?|mes|meses|years?|años?|anos?|am|pm|a\\.m\\.|p\\.m\\.|h")
+# A date, time or amount written with words or a unit: one specific, not its numbers.
+_PHRASE = re.compile(
+    rf"(?<![\w.,])(?:"
+    rf"{_DAY}\.?\s+(?:de\s+|of\s+)?(?:{_MONTHS})\.?(?:,?\s+(?:de\s+|del\s+)?\d{{4}})?"
+    rf"|(?:{_MONTHS})\.?\s+{_DAY}(?:,?\s+\d{{4}})?"
+    rf"|(?:{_MONTHS})\.?\s+(?:de\s+|of\s+)?\d{{4}}"
+    rf"|(?:[$€£¥]|us\$|r\$|usd|eur|gbp)\s?{_NUMBER}"
+    rf"|{_NUMBER}(?::\d{{2}})?\s?(?:[€$£¥%]|(?:{_UNIT_WORDS})(?![\w]))"
+    rf")(?![\w])", re.I)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SPACE = re.compile(r"\s+")
 
@@ -181,6 +204,7 @@ def _from_prose(text: str) -> set[str]:
     text = take(_CODE_SPAN, False, text)
     text = take(_URL, True, text)
     text = take(_EMAIL, True, text)
+    text = take(_PHRASE, False, text)
     for chunk in _CUT.split(text):
         if not _MAYBE.search(chunk):
             continue  # no piece of it can carry a digit or be a path

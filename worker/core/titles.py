@@ -5,12 +5,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from worker.core.echo import is_echo, sent_corpus
 from worker.core.prompt import Turn, render_conversation
 
 MAX_TITLE_CHARS = 80
 # 3-7 words is ~15 tokens in English and more in CJK; headroom without paying
 # for an essay when the model ignores the instructions.
 TITLE_MAX_TOKENS = 30
+# A title cut off at TITLE_MAX_TOKENS (or echoing the instruction) is asked for once
+# more with this cap: a long-winded model gets room to finish its line.
+TITLE_RETRY_MAX_TOKENS = 4 * TITLE_MAX_TOKENS
 # Per message: the opening of a conversation says what it is about.
 MESSAGE_MAX_TOKENS = 2000
 # One user message and one assistant reply.
@@ -85,6 +89,12 @@ def title_prompt(first_user: str, first_assistant: str, *,
             "conversation, without quotes and without punctuation at the end.")
 
 
+def echoes_instruction(title: str) -> bool:
+    """Whether ``title`` repeats Recap's own instruction ("3 to 7 words, in the same
+    language as the conversation") instead of describing the conversation."""
+    return is_echo(title, _INSTRUCTION)
+
+
 def needs_title(*, title: str | None, message_count: int,
                 title_requested_at_is_fresh: bool) -> bool:
     """Whether to queue a title job: untitled, past the first exchange, none pending."""
@@ -99,3 +109,6 @@ def offline_title(first_user: str, first_assistant: str) -> str:
             return title
     # Never None: the sweeper would otherwise retry this session forever.
     return OFFLINE_FALLBACK
+
+
+_INSTRUCTION = sent_corpus([TITLE_SYSTEM, title_prompt("", "", split=lambda t, n: [t])])

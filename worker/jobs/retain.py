@@ -4,7 +4,8 @@ The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
 summary (the rules: worker.core.guard), makes at most ONE repair call when some
-are missing, and settles the rest: the details section, messages held back in
+are missing (none when repairs have stopped helping this model lately:
+worker.core.repairs), and settles the rest: the details section, messages held back in
 the window (the batch shrinks to the condensed prefix, so the apply's counters
 stay exact), memories. Runs outside any transaction, like every call.
 """
@@ -17,13 +18,14 @@ from collections.abc import Sequence
 from sqlalchemy import select
 
 from models import runs_table as RUNS
-from worker.core import guard, policy
+from worker.core import echo, guard, policy, repairs
 from worker.core.prompt import Turn
 from worker.db import transaction
+from worker.errors import UnusableSummary
 from worker.jobs.claim import Claim
 from worker.jobs.fold import Fold, fold_of
 from worker.llm.client import Usage
-from worker.llm.summarizer import Summarizer, SummaryResult
+from worker.llm.summarizer import Summarizer, SummaryResult, sent_texts
 from worker.llm.tokens import count_tokens
 
 
@@ -35,21 +37,31 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     ``turns`` are the batch as stored (not clipped for the call); the repair
     call's usage is added to ``usage``; its answer replaces the summary only if
     it misses fewer specifics. A failed repair call raises (the job fails and is
-    retried; nothing was written).
+    retried; nothing was written). What echoes Recap's own prompt (worker.core.echo)
+    is cut from the summary and the facts first, and is never a specific;
+    UnusableSummary when nothing else is left of the summary.
     """
     settings = claim.settings
     if not settings.retention_guard:
         return fold_of(claim, result)
-    summary, facts = result.text, result.facts
-    needed = guard.required(turns, claim.previous_summary)
+    corpus = echo.sent_corpus(sent_texts(summarizer))
+    summary = echo.strip_echo(result.text, corpus)
+    if not guard.strip_details(summary).strip():
+        raise UnusableSummary("the summary only echoes Recap's own prompt; not applied")
+    facts = [f for f in result.facts if not echo.is_echo(f.fact, corpus)]
+    previous = echo.strip_echo(claim.previous_summary or "", corpus) or None
+    needed = guard.required(turns, previous)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
-    if before:
-        items = guard.repair_items(turns, claim.previous_summary, before)
+    skipped = bool(before) and not repairs.should_repair(recent_repairs(summarizer.model))
+    spent_in, spent_out = usage.input_tokens, usage.output_tokens
+    if before and not skipped:
+        items = guard.repair_items(turns, previous, before)
         calls = usage.calls
         revised = summarizer.repair(guard.strip_details(summary), items, usage=usage)
         repaired = usage.calls > calls
         if revised is not None:
+            revised = echo.strip_echo(revised, corpus)
             still = guard.missing(needed, summary=revised, facts=facts)
             if len(still) < len(before):  # a repair that loses more is not taken
                 summary, after = revised, still
@@ -58,7 +70,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     units = ([[m.id for m in unit] for unit in policy.units(infos)] if infos
              else [[t.id] for t in turns])
     settled = guard.settle(
-        turns=turns, units=units, previous=claim.previous_summary, summary=summary,
+        turns=turns, units=units, previous=previous, summary=summary, corpus=corpus,
         facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
         count=count_tokens, aggressive=claim.plan.mode is policy.Mode.AGGRESSIVE,
         # Only a fold with something still missing can hold a message back: the
@@ -76,9 +88,25 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
         specifics_missing_after=len(after),
         specifics_in_details=settled.specifics_in_details,
         specifics_to_memories=settled.specifics_to_memories,
-        messages_held_back=len(settled.held_ids), repaired=repaired)
+        messages_held_back=len(settled.held_ids), repaired=repaired,
+        repair_input_tokens=usage.input_tokens - spent_in,
+        repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped)
     return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
                    memories=settled.memories, guard=counts)
+
+
+def recent_repairs(model: str) -> list[repairs.RepairOutcome]:
+    """The repair outcomes of ``model``'s latest applied runs that had something
+    missing before repair (any session), newest first."""
+    with transaction() as s:
+        rows = s.execute(select(RUNS.c.repaired, RUNS.c.specifics_missing_before_repair,
+                                RUNS.c.specifics_missing_after)
+                         .where(RUNS.c.model == model, RUNS.c.status == "applied",
+                                RUNS.c.specifics_missing_before_repair > 0)
+                         .order_by(RUNS.c.id.desc()).limit(repairs.REPAIR_WINDOW)).all()
+    return [repairs.RepairOutcome(bool(r.repaired),
+                                  bool(r.repaired) and r.specifics_missing_after
+                                  < r.specifics_missing_before_repair) for r in rows]
 
 
 def held_before(session_id: str, batch: Sequence[int]) -> frozenset[int]:

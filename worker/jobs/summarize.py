@@ -13,16 +13,17 @@ import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import Update, bindparam, delete, update
+from sqlalchemy import Update, bindparam, delete, select, update
 
 from models import messages_table as MESSAGES
+from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
 from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
 from worker.db import db_now, transaction, utcnow
-from worker.errors import PermanentLLMError, Superseded
+from worker.errors import PermanentLLMError, Superseded, UnusableSummary
 from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
 from worker.jobs.fold import Fold
 from worker.jobs.outcome import (
@@ -199,6 +200,9 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
         # With memories on, the same calls mine the batch before its rows go.
         result = summarizer.summarize(claimed.previous_summary, claimed.turns, usage=spent,
                                       facts=tuned.extract_memories, known=claimed.known)
+        if spent.notes:  # a fallback was taken: the run's reason says which
+            claimed = dataclasses.replace(claimed, plan=dataclasses.replace(
+                claimed.plan, reason=claimed.plan.reason + "; " + "; ".join(spent.notes)))
         fold = retain(claimed, result, turns=stored, summarizer=summarizer, usage=spent)
         latency_ms = int((time.monotonic() - started) * 1000)
         return log_outcome(apply_summary(claimed, fold, job=job, latency_ms=latency_ms), job)
@@ -208,18 +212,35 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
     except Exception as exc:
         latency_ms = int((time.monotonic() - started) * 1000)
         mapped = classify(exc)
+        repeat = isinstance(exc, UnusableSummary) and repeats_last_failure(
+            session_id, describe_error(exc, secret=res.secret))
+        if repeat:
+            # The same unusable answer twice: the server is deterministic on this
+            # request, and the same request again would only spend more.
+            mapped = PermanentLLMError(f"the same unusable answer twice, not retried: {exc}")
         final = job.final_attempt or isinstance(mapped, PermanentLLMError)
         status: Status = "failed" if is_transient(mapped or exc) and not final else "dead"
         try:
             log_outcome(record_failure(
-                claimed, exc, job=job, status=status, model=summarizer.model,
-                latency_ms=latency_ms, secret=res.secret, spent=spent), job)
+                claimed, mapped if repeat and mapped else exc, job=job, status=status,
+                model=summarizer.model, latency_ms=latency_ms, secret=res.secret, spent=spent), job)
         except Exception as unrecorded:
             log_outcome(record_unrecorded(claimed, exc, unrecorded, job=job, secret=res.secret),
                         job)
         if mapped is not None and mapped is not exc:
             raise mapped from exc
         raise
+
+
+def repeats_last_failure(session_id: str, error: str) -> bool:
+    """Whether the session's last run failed with exactly ``error`` (which names the
+    answer's digest, worker.llm.summarizer.answer_digest)."""
+    with transaction() as s:
+        last = s.execute(select(RUNS.c.status, RUNS.c.error)
+                         .where(RUNS.c.session_id == session_id)
+                         .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
+    return ("(answer sha256:" in error and last is not None and last.status == "failed"
+            and last.error == error)
 
 
 def record_unrecorded(claim: Claim, exc: BaseException, unrecorded: BaseException, *,

@@ -16,7 +16,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -52,6 +52,8 @@ class Usage:
     calls: int = 0
     # Recap's own (tiktoken) estimate of the input the API counted as input_tokens.
     estimated_input_tokens: int = 0
+    # What the calls did besides the plain path (a fallback taken), for the run's reason.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,25 @@ def summary_tool(max_tokens: int) -> dict[str, Any]:
     }
 
 
+def tool_texts(tool: dict[str, Any]) -> list[str]:
+    """Every description in ``tool`` (its own and its schema's, nested)."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "description" and isinstance(value, str):
+                    out.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tool)
+    return out
+
+
 FACTS_INSTRUCTION = """
 
 Answer by calling the record_summary tool. "summary" is the updated summary, as asked

@@ -7,6 +7,8 @@ when a later call fails.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,10 +21,12 @@ from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 from worker.llm.structured import (
     FACTS_INSTRUCTION,
+    KNOWN_INSTRUCTION,
     fact_room,
     known_block,
     parse_answer,
     summary_tool,
+    tool_texts,
 )
 
 OFFLINE_MODEL = "offline-extractive"
@@ -52,6 +56,13 @@ class SummaryResult:
 
 class CutOff(UnusableSummary):
     """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
+
+
+# A chunk whose summary-and-facts answer ran away (cut off, too small to split)
+# gets a second, cheaper chance: its summary alone, then its facts with this
+# smaller share of the usual room for facts; facts cut off again are dropped (the
+# retention guard keeps their specifics in the details section or memories).
+FALLBACK_FACT_SHARE = 4
 
 
 class Summarizer(Protocol):
@@ -118,14 +129,35 @@ class ClaudeSummarizer:
                 # Our estimate was low for this text, or its facts did not fit the
                 # answer: halve the chunk and go on.
                 half = min(room, sum(count(t.content) + 12 for t in chunk)) // 2
-                if half < (MIN_CHUNK_TOKENS if isinstance(exc, PromptTooLong)
-                           else MIN_SPLIT_TOKENS):
+                if isinstance(exc, CutOff) and half < MIN_SPLIT_TOKENS:
+                    text = self._fallback(text, chunk, usage, mined, known)
+                    continue
+                if half < MIN_CHUNK_TOKENS and isinstance(exc, PromptTooLong):
                     raise
                 text = self._fold(text, chunk, half, usage, mined, known)
         return text
 
+    def _fallback(self, previous: str, chunk: Sequence[Turn], usage: Usage,
+                  mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
+        """A runaway summary-and-facts answer on a chunk too small to split: the summary
+        alone (UnusableSummary if that is cut off too), then the facts with a smaller
+        room; facts cut off again are dropped. Noted in ``usage.notes``."""
+        text = self._call(previous, chunk, usage, None)
+        if mined is None:
+            usage.notes.append("answer cut off: summary-only fallback")
+            return text
+        room = fact_room(sum(self.config.count(t.content) for t in chunk))
+        try:
+            self._call(previous, chunk, usage, mined, known,
+                       fact_tokens=room // FALLBACK_FACT_SHARE)
+            usage.notes.append("answer cut off: summary-only fallback, facts with a smaller cap")
+        except CutOff:
+            usage.notes.append("answer cut off: summary-only fallback, runaway facts dropped")
+        return text
+
     def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage,
-              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
+              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = (), *,
+              fact_tokens: int | None = None) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
         count = self.config.count
         cap = self.max_tokens
@@ -135,22 +167,47 @@ class ClaudeSummarizer:
             instruction = FACTS_INSTRUCTION + known_block(known)
             prompt += instruction
             estimate += count(instruction)
-            cap += fact_room(sum(count(t.content) for t in chunk))
+            cap += (fact_room(sum(count(t.content) for t in chunk)) if fact_tokens is None
+                    else fact_tokens)
         answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
                           operation="summarize", estimate=estimate,
                           tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
             cut = CutOff if mined is not None else UnusableSummary
-            raise cut(f"summary cut off at max_tokens={cap}; not applied")
+            raise cut(f"summary cut off at max_tokens={cap}; not applied "
+                      f"(answer {answer_digest(answer.text, answer.tool_input)})")
         text = answer.text
         if mined is not None:
-            text, facts = parse_answer(answer.tool_input, known={i for i, _ in known})
+            try:
+                text, facts = parse_answer(answer.tool_input, known={i for i, _ in known})
+            except UnusableSummary as exc:
+                raise UnusableSummary(f"{exc} (answer "
+                                      f"{answer_digest(answer.text, answer.tool_input)})") from None
             for fact in facts:
                 mined.setdefault(fact.fact, fact)
         if not text:
-            raise UnusableSummary("the model returned an empty summary; not applied")
+            raise UnusableSummary("the model returned an empty summary; not applied "
+                                  f"(answer {answer_digest(answer.text, answer.tool_input)})")
         return text
+
+
+def answer_digest(text: str, tool_input: object) -> str:
+    """A short digest of one answer, in the error of an unusable one: the same digest
+    on the next attempt means the server answers this request deterministically,
+    and retrying it again would only spend more."""
+    raw = text + "\x00" + json.dumps(tool_input, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
+    """What ``summarizer`` itself sends besides the conversation (system prompt,
+    template, instructions, the tool schema's descriptions, the repair prompt): a
+    model that echoes any of it is not telling Recap a specific (worker.core.echo)."""
+    if not isinstance(summarizer, ClaudeSummarizer):
+        return ()
+    return (SYSTEM_PROMPT, summarizer.template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
+            guard.REPAIR_PROMPT, *tool_texts(summary_tool(summarizer.max_tokens)))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

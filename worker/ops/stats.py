@@ -60,6 +60,15 @@ class Stats:
     # rest itself (details, held back, memories). None: no guarded run yet.
     retention_rate: float | None = None
     repair_rate: float | None = None  # guarded runs that needed a repair call
+    # Repair calls that reduced what was missing, what all repair calls cost (API
+    # tokens), and runs that skipped repair because it had stopped helping the model.
+    repair_success_rate: float | None = None
+    repair_input_tokens: int = 0
+    repair_output_tokens: int = 0
+    repairs_skipped: int = 0
+    # Why the sessions cooling down now were dead-lettered: their last dead run's
+    # error (clipped), with how many sessions share it.
+    blocked_reasons: dict[str, int] = field(default_factory=dict)
     # Per model: Recap's token estimate / the API's count of the same requests.
     token_estimate_ratio: dict[str, float] = field(default_factory=dict)
 
@@ -176,17 +185,26 @@ def title_counts(stats: Stats, *, db: Session) -> None:
 
 
 GUARD_SUMS = ("specifics_total", "specifics_missing_after", "specifics_in_details",
-              "specifics_to_memories", "messages_held_back")
+              "specifics_to_memories", "messages_held_back", "repair_input_tokens",
+              "repair_output_tokens")
+# A blocked session's reason in `recap stats`: the start of its dead run's error.
+REASON_CHARS = 160
 
 
 def guard_counts(stats: Stats, *, db: Session) -> None:
     """Fill the retention guard's counters and rates from applied summary_runs."""
+    helped = SummaryRun.repaired.is_(True) & (SummaryRun.specifics_missing_after
+                                              < SummaryRun.specifics_missing_before_repair)
     row = db.execute(
-        select(func.count(), count_where(SummaryRun.repaired.is_(True)),
+        select(func.count(), count_where(SummaryRun.repaired.is_(True)), count_where(helped),
+               count_where(SummaryRun.repair_skipped.is_(True)),
                *(func.coalesce(func.sum(getattr(SummaryRun, c)), 0) for c in GUARD_SUMS))
         .where(SummaryRun.status == "applied", SummaryRun.specifics_total.isnot(None))).one()
     stats.guarded_runs, stats.repair_calls = int(row[0]), int(row[1])
-    for name, value in zip(GUARD_SUMS, row[2:], strict=True):
+    stats.repairs_skipped = int(row[3])
+    if stats.repair_calls:
+        stats.repair_success_rate = round(int(row[2]) / stats.repair_calls, 4)
+    for name, value in zip(GUARD_SUMS, row[4:], strict=True):
         setattr(stats, name, int(value))
     if stats.guarded_runs:
         stats.repair_rate = round(stats.repair_calls / stats.guarded_runs, 4)
@@ -215,6 +233,21 @@ def estimate_ratios(*, db: Session, runs: int = ESTIMATE_RUNS) -> dict[str, floa
     return {model: round(int(est) / int(api), 3) for model, est, api in rows}
 
 
+def blocked_reasons(*, db: Session, now: datetime) -> dict[str, int]:
+    """For the sessions cooling down after a dead letter: the error of each one's
+    last dead run (clipped to REASON_CHARS), with how many sessions share it."""
+    last = (select(SummaryRun.session_id, func.max(SummaryRun.id).label("id"))
+            .where(SummaryRun.status == "dead")
+            .where(SummaryRun.session_id.in_(select(ChatSession.id)
+                                             .where(ChatSession.blocked_until > now)))
+            .group_by(SummaryRun.session_id).subquery())
+    out: dict[str, int] = {}
+    for (error,) in db.execute(select(SummaryRun.error).join(last, SummaryRun.id == last.c.id)):
+        reason = (error or "no error recorded")[:REASON_CHARS]
+        out[reason] = out.get(reason, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     stats = Stats()
     session_counts(stats, db=db, settings=settings, now=now)
@@ -222,6 +255,7 @@ def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     title_counts(stats, db=db)
     guard_counts(stats, db=db)
     stats.tokens_saved = tokens_saved(db=db)
+    stats.blocked_reasons = blocked_reasons(db=db, now=now)
     stats.token_estimate_ratio = estimate_ratios(db=db)
     pct = latency_percentiles(db=db)
     stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]

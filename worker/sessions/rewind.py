@@ -1,4 +1,4 @@
-"""Rewind and edit a conversation, summarized history included.
+"""Rewind a conversation, summarized history included.
 
 ``rewind(session_id, after_message_id)`` deletes every message after
 ``after_message_id`` (regenerate: rewind to the user turn, then add the new
@@ -7,26 +7,24 @@ the summarized range needs the archive (RECAP_ARCHIVE_SUMMARIZED): the newest
 kept summary version covering only messages up to the point is restored, the
 archived messages between its coverage and the point move back into
 chat_messages (original ids and order), the rest goes (from the archive too,
-with the memories mined from the undone batches). ``edit_message`` changes an
-active message in place.
+with the memories mined from the undone batches). ``edit_message``
+(worker.sessions.edit) changes an active message in place.
 
-Each call is one transaction under the session's lease: it runs only while no
-job holds a live lease (it waits up to ``wait_s``, then raises SessionBusy), and
-it clears an expired one, so a job whose lease ran out finds its fence broken
-and changes nothing. Counters are recounted inside the transaction. A rewind is
-recorded as an ``applied`` run that condenses nothing (``rewound_after`` set)
-and bumps the summary version; the runs it undid get ``undone_by``
-(worker.checks knows both). Each emits one ``rewind``/``edit`` log event.
+Each call is one transaction under the session's lease (worker.sessions.lock):
+it runs only while no job holds a live lease (it waits up to ``wait_s``, then
+raises SessionBusy), and it clears an expired one, so a job whose lease ran out
+finds its fence broken and changes nothing. Counters are recounted inside the
+transaction. A rewind is recorded as an ``applied`` run that condenses nothing
+(``rewound_after`` set) and bumps the summary version; the runs it undid get
+``undone_by`` (worker.checks knows both). Each emits one ``rewind`` log event.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -35,18 +33,15 @@ from sqlalchemy.orm import Session
 from models import ArchivedMessage, Memory, SummaryRun, SummaryVersion
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
-from worker.core.message import prepare_content
 from worker.core.validate import check_session_id
 from worker.db import db_now, transaction, utcnow
-from worker.errors import InvalidInput, SessionBusy, SessionNotFound
-from worker.llm.tokens import message_tokens
+from worker.errors import InvalidInput
+from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from worker.settings import Settings, effective, get_settings
-from worker.store.rows import lease_free, record_run, save_summary_version
+from worker.store.rows import record_run, save_summary_version
 
 log = logging.getLogger("recap.jobs")
 
-# How long a rewind or edit waits for a running job to finish before SessionBusy.
-WAIT_S = 2.0
 _MESSAGE_COLS = ("id", "session_id", "role", "content", "token_count", "pinned",
                  "created_at", "blocks", "tool_links")
 
@@ -64,58 +59,6 @@ class Rewound:
     restored_version: int | None  # the summary version restored (0: no summary), if any
 
 
-@dataclass(frozen=True)
-class Edited:
-    session_id: str
-    message_id: int
-    token_count: int
-
-
-class _Busy(Exception):
-    pass
-
-
-def _locked(session_id: str, *, db: Session, now: datetime) -> Any:
-    """Lock the session row if no job holds a live lease, clearing an expired one
-    (its job's apply then fails its fence). Raises _Busy or SessionNotFound."""
-    row = db.execute(
-        update(SESSIONS).where(SESSIONS.c.id == session_id, lease_free(now))
-        .values(lease_token=None, lease_expires_at=None)
-        .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
-                   SESSIONS.c.summary_tokens, SESSIONS.c.overrides)).one_or_none()
-    if row is None:
-        if db.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id)) is None:
-            raise SessionNotFound(f"no chat session with id {session_id!r}")
-        raise _Busy
-    return row
-
-
-def _retrying(session_id: str, wait_s: float, fn: Any) -> Any:
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return fn()
-        except _Busy:
-            if time.monotonic() >= deadline:
-                raise SessionBusy(f"session {session_id!r} is being summarized (a job holds its "
-                                  "lease); nothing changed, retry in a few seconds") from None
-            time.sleep(0.05)
-
-
-def _live_runs(session_id: str, *, db: Session) -> list[Any]:
-    return list(db.execute(
-        select(SummaryRun.id, SummaryRun.first_message_id, SummaryRun.last_message_id,
-               SummaryRun.messages_condensed)
-        .where(SummaryRun.session_id == session_id, SummaryRun.status == "applied",
-               SummaryRun.undone_by.is_(None), SummaryRun.messages_condensed > 0)
-        .order_by(SummaryRun.id)))
-
-
-def _exists(session_id: str, message_id: int, *, db: Session) -> bool:
-    return any(db.scalar(select(t.id).where(t.session_id == session_id, t.id == message_id))
-               is not None for t in (ArchivedMessage, MESSAGES.c))
-
-
 def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) -> Rewound:
     """Delete every message after ``after_message_id`` (0: all of them), restoring
     summarized history from the archive when the point lies inside it.
@@ -130,7 +73,7 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
         raise InvalidInput(f"after_message_id must be a message id (or 0), got "
                            f"{after_message_id!r}")
     settings = get_settings()
-    done: Rewound = _retrying(session_id, wait_s,
+    done: Rewound = retrying(session_id, wait_s,
                               lambda: _rewind(session_id, after_message_id, settings))
     log.info(json.dumps({"event": "rewind", **asdict(done)}))
     return done
@@ -139,14 +82,14 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
 def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
     now = utcnow()
     with transaction() as s:
-        head = _locked(session_id, db=s, now=db_now(s))
+        head = locked(session_id, db=s, now=db_now(s))
         settings = effective(settings, head.overrides)
-        live = _live_runs(session_id, db=s)
+        live = live_runs(session_id, db=s)
         covers = max((r.last_message_id for r in live), default=0)
         summary, tokens, restored_version = head.rolling_summary, head.summary_tokens, None
         restored = memories = 0
         undone: list[Any] = []
-        if after > covers and not _exists(session_id, after, db=s):
+        if after > covers and not exists(session_id, after, db=s):
             raise InvalidInput(f"message {after} is not a message of session {session_id!r}")
         if after < covers:
             point = _restore_point(session_id, after, live, settings, db=s)
@@ -195,7 +138,7 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
             "summary and deleted); rewinding there needs them back, and they are kept only "
             "with RECAP_ARCHIVE_SUMMARIZED=true. Rewind to a later message, or turn the "
             "archive on for new history")
-    if after and not _exists(session_id, after, db=db):
+    if after and not exists(session_id, after, db=db):
         raise InvalidInput(f"message {after} is not a message of session {session_id!r}")
     # The newest kept version covering only messages up to the point, never one
     # an earlier rewind made stale (its run undone, or a later rewind went back
@@ -260,52 +203,3 @@ def _reason(after: int, deleted: int, restored: int, version: int | None) -> str
     return text
 
 
-def edit_message(session_id: str, message_id: int, content: object, *,
-                 wait_s: float = WAIT_S) -> Edited:
-    """Replace an active message's content (string or content array): blocks and
-    token counts follow, the session's counters stay exact.
-
-    Raises SessionNotFound; InvalidInput for bad content or a message that is not
-    active (a summarized one cannot change in place: the error says how to
-    rewind); SessionBusy as :func:`rewind`.
-    """
-    check_session_id(session_id)
-    settings = get_settings()
-    done: Edited = _retrying(session_id, wait_s,
-                             lambda: _edit(session_id, message_id, content, settings))
-    log.info(json.dumps({"event": "edit", **asdict(done)}))
-    return done
-
-
-def _edit(session_id: str, message_id: int, content: object, settings: Settings) -> Edited:
-    with transaction() as s:
-        _locked(session_id, db=s, now=db_now(s))
-        row = s.execute(select(MESSAGES.c.role, MESSAGES.c.token_count).where(
-            MESSAGES.c.session_id == session_id, MESSAGES.c.id == message_id)).one_or_none()
-        if row is None:
-            raise InvalidInput(_not_active(session_id, message_id, settings, db=s))
-        msg = prepare_content(row.role, content,
-                              max_inline_chars=settings.max_inline_base64_chars)
-        tokens = message_tokens(msg)
-        s.execute(update(MESSAGES).where(MESSAGES.c.id == message_id).values(
-            content=msg.content, blocks=msg.blocks, tool_links=msg.tool_links,
-            token_count=tokens))
-        s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
-            active_tokens=SESSIONS.c.active_tokens + tokens - row.token_count))
-        return Edited(session_id, message_id, tokens)
-
-
-def _not_active(session_id: str, message_id: int, settings: Settings, *, db: Session) -> str:
-    covers = max((r.last_message_id for r in _live_runs(session_id, db=db)), default=0)
-    if not (_exists(session_id, message_id, db=db) or 0 < message_id <= covers):
-        return f"message {message_id} is not a message of session {session_id!r}"
-    before = max((db.scalar(select(func.max(t.id)).where(t.session_id == session_id,
-                                                         t.id < message_id)) or 0
-                  for t in (ArchivedMessage, MESSAGES.c)), default=0)
-    if settings.archive_summarized and _exists(session_id, message_id, db=db):
-        return (f"message {message_id} is summarized, so it cannot change in place; to edit it, "
-                f"rewind(session_id, {before}) and add the edited message (the summary goes "
-                "back to the version before it, from the archive)")
-    return (f"message {message_id} is summarized and its text was not kept "
-            "(RECAP_ARCHIVE_SUMMARIZED was off when it was condensed), so it can neither change "
-            "in place nor be restored by a rewind")

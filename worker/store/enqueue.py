@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, or_, update
+from sqlalchemy import ColumnElement, Connection, Update, and_, or_, update
 from sqlalchemy.orm import Session
 
 from models import ChatSession
@@ -34,16 +34,20 @@ def stale_before(now: datetime, settings: Settings) -> datetime:
     return now - timedelta(seconds=settings.enqueue_stale_s)
 
 
+def pending_update(session_id: str, *, now: datetime, settings: Settings) -> Update:
+    """Set the pending marker unless a live one exists: the caller sends a job only
+    if this changed a row."""
+    return (update(ChatSession)
+            .where(ChatSession.id == session_id,
+                   ChatSession.enqueued_at.is_(None)
+                   | (ChatSession.enqueued_at <= stale_before(now, settings)))
+            .values(enqueued_at=now))
+
+
 def mark_pending(session_id: str, *, db: Session | Connection, now: datetime,
                  settings: Settings) -> bool:
     """Set the pending marker unless a live one exists; True if the caller should send."""
-    result = db.execute(
-        update(ChatSession)
-        .where(ChatSession.id == session_id,
-               ChatSession.enqueued_at.is_(None)
-               | (ChatSession.enqueued_at <= stale_before(now, settings)))
-        .values(enqueued_at=now))
-    return rowcount(result) == 1
+    return rowcount(db.execute(pending_update(session_id, now=now, settings=settings))) == 1
 
 
 def send(session_id: str, *, task_id: str | None = None) -> bool:
@@ -124,14 +128,19 @@ def due_for_title(stale_before: datetime) -> ColumnElement[bool]:
                     ChatSession.title_requested_at <= stale_before))
 
 
+def title_due_update(session_id: str, *, now: datetime, stale_before: datetime) -> Update:
+    """Set title_requested_at if the session is due: send a title job only if this
+    changed a row."""
+    return (update(ChatSession)
+            .where(ChatSession.id == session_id, due_for_title(stale_before))
+            .values(title_requested_at=now))
+
+
 def mark_title_requested(session_id: str, *, db: Session | Connection, now: datetime,
                          stale_before: datetime) -> bool:
     """Set title_requested_at if the session is due (caller's transaction); True to send."""
-    result = db.execute(
-        update(ChatSession)
-        .where(ChatSession.id == session_id, due_for_title(stale_before))
-        .values(title_requested_at=now))
-    return rowcount(result) == 1
+    return rowcount(db.execute(title_due_update(session_id, now=now,
+                                                stale_before=stale_before))) == 1
 
 
 def send_title(session_id: str) -> bool:

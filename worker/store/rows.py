@@ -32,7 +32,7 @@ from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
 from models import versions_table as VERSIONS
 from worker.core.guard import GuardCounts
-from worker.core.memories import Fact
+from worker.core.memories import Fact, may_replace
 from worker.db import insert_or_update, rowcount
 from worker.store.recall import session_scopes
 
@@ -122,8 +122,10 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
     said again after it was superseded, it is live again. A fact whose
     ``replaces`` names a live memory the session can read (its user's, or its
     own from before it named its user) marks that memory
-    ``superseded_by`` the fact's row (kept for audit, never shown); an id of
-    another scope, or of the fact itself, is ignored: the model is not trusted.
+    ``superseded_by`` the fact's row (kept for audit, never shown) if the fact keeps
+    every specific of that memory (worker.core.memories.may_replace), else both
+    stay live; an id of another scope, or of the fact itself, is ignored: the
+    model is not trusted.
     """
     readable = session_scopes(session_id, db=db)
     scope = readable[0]
@@ -137,9 +139,11 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
         new_id = int(db.execute(select(Memory.id).where(
             Memory.scope == scope, Memory.fact_hash == f.digest)).scalar_one())
         if f.replaces is not None and f.replaces != new_id:
-            db.execute(update(Memory).where(Memory.id == f.replaces, Memory.scope.in_(readable),
-                                            Memory.superseded_by.is_(None))
-                       .values(superseded_by=new_id))
+            live = (Memory.id == f.replaces, Memory.scope.in_(readable),
+                    Memory.superseded_by.is_(None))
+            old = db.scalar(select(Memory.fact).where(*live))
+            if old is not None and may_replace(old, f.fact):
+                db.execute(update(Memory).where(*live).values(superseded_by=new_id))
         saved.append(new_id)
     return saved
 

@@ -15,7 +15,10 @@ Each call is answered by the routes the test set, then the script, then ``always
 then a deterministic default answer. Every request is validated as the API does and
 recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte every
 50 ms (a slow or hostile server or proxy), to test that your calls have a total
-deadline and not only a per-read timeout. See docs/TESTING.md.
+deadline and not only a per-read timeout. ``fake.route(weak_model(Weak(...)))``
+answers like a small model (echo the schema, loop facts to the cap, replace
+memories with junk, an echoing or over-long title): see worker.testing.weak.
+See docs/TESTING.md.
 """
 
 from worker.testing.answers import default_summary, drop_specifics, tool_input
@@ -25,7 +28,9 @@ from worker.testing.replies import Reply, Request, Route, error, ok
 from worker.testing.server import FakeAnthropic
 from worker.testing.usage import fake_tokens, request_usage
 from worker.testing.validate import validate_cache_control, validate_messages_request
+from worker.testing.weak import Weak, weak_model
 
 __all__ = ["FakeAnthropic", "Gate", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
-           "tool_input", "validate_cache_control", "validate_messages_request"]
+           "tool_input", "validate_cache_control", "validate_messages_request", "Weak",
+           "weak_model"]

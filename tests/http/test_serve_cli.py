@@ -1,0 +1,58 @@
+"""``recap serve`` refuses to start without keys (unless --no-auth on loopback), and
+docs/openapi.json is the app's schema."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.env import ROOT
+from tests.http.server import RECAP, Server
+from worker.cli.serve import is_loopback, openapi_json
+
+
+def _serve(*args: str, keys: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RECAP_API_KEYS": keys}
+    return subprocess.run([RECAP, "serve", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    ((), "RECAP_API_KEYS is not set"),
+    (("--no-auth", "--host", "0.0.0.0"), "refusing --no-auth on 0.0.0.0"),
+    (("--no-auth", "--host", "10.1.2.3"), "refusing --no-auth on 10.1.2.3"),
+])
+def test_refuses_to_start_without_keys(args: tuple[str, ...], why: str) -> None:
+    done = _serve(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and why in lines[0]
+
+
+def test_blank_keys_are_no_keys() -> None:
+    done = _serve(keys=" , ")
+    assert done.returncode == 2 and "RECAP_API_KEYS is not set" in done.stderr
+
+
+def test_no_auth_on_loopback_serves_without_a_key(tmp_path: Path) -> None:
+    srv = Server(log_dir=tmp_path, args=["--no-auth"], keys=()).start()
+    try:
+        with srv.client("") as anon:
+            assert anon.get("/v1/sessions/nobody").status_code == 404
+        assert "--no-auth" in srv.logged()
+    finally:
+        srv.stop()
+
+
+def test_loopback() -> None:
+    assert all(map(is_loopback, ("127.0.0.1", "::1", "[::1]", "localhost", "127.8.0.1")))
+    assert not any(map(is_loopback, ("0.0.0.0", "::", "10.0.0.1", "example.com")))
+
+
+def test_docs_openapi_json_is_the_apps_schema() -> None:
+    committed = (ROOT / "docs" / "openapi.json").read_text()
+    assert committed == openapi_json(), (
+        "docs/openapi.json is stale: recap serve --print-openapi > docs/openapi.json")

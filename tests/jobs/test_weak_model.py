@@ -1,0 +1,234 @@
+"""Retention against a weak model, through the public API and a real worker: the
+stand-in misbehaves on demand (worker.testing.Weak) the way a small model did."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import asdict
+
+import pytest
+from sqlalchemy import select
+
+from models import Memory, TitleRun
+from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
+from tests.jobs.test_scenarios import conversation, idle
+from worker.api.ingest import add_message, after_reply
+from worker.checks import check_invariants
+from worker.cli.stats import format_stats
+from worker.core import guard
+from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from worker.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
+from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
+from worker.db import transaction, utcnow
+from worker.ops.stats import collect_stats
+from worker.settings import get_settings
+from worker.store.enqueue import send_title
+from worker.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
+
+pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+GUARDED = {**LOW, "RECAP_RETENTION_GUARD": "true", "RECAP_EXTRACT_MEMORIES": "true",
+           "RECAP_MAX_SUMMARY_TOKENS": 300}
+
+
+def feed(sid: str, messages: list[tuple[str, str]]) -> dict[int, str]:
+    """Write ``messages``, the hook after each reply, waiting for the worker; their texts."""
+    texts = {}
+    for role, text in messages:
+        texts[add_message(sid, role, text)] = text
+        if role == "assistant":
+            after_reply(sid)
+            wait_for(lambda: idle(sid), timeout=60, what="worker caught up")
+    return texts
+
+
+def memories() -> dict[str, int | None]:
+    with transaction() as s:
+        return {m.fact: m.superseded_by for m in s.scalars(select(Memory))}
+
+
+def details(summary: str) -> list[str]:
+    """The lines of the summary's details section (read here, not by the guard)."""
+    _, _, section = summary.partition(guard.DETAILS_HEADER + "\n")
+    return [ln[2:] for ln in section.split("\n") if ln.startswith("- ")]
+
+
+def one_prefix_deep(line: str) -> bool:
+    head, sep, rest = line.partition(": ")
+    if sep and is_prefix(head):
+        return peel(rest) == rest.strip()
+    return peel(line) == line.strip()
+
+
+def test_details_and_guard_memories_never_stack_prefixes(fake_api: FakeAnthropic,
+                                                          settings_env) -> None:  # type: ignore[no-untyped-def]
+    # A tiny details section, so specifics overflow to memories too.
+    settings_env(**GUARDED, RECAP_DETAILS_SHARE=0.2)
+    fake_api.lose_specifics(0.8, seed=4)
+    sid = "stacking"
+    feed(sid, conversation(80))
+    applied = [r for r in runs(sid) if r.status == "applied"]
+    assert len(applied) >= 8
+    row = session_row(sid)
+    assert row is not None and row.rolling_summary
+    lines = details(row.rolling_summary)
+    made = [f for f in memories() if ": " in f and is_prefix(f.partition(": ")[0])]
+    assert lines and made
+    for line in [*lines, *made]:
+        assert one_prefix_deep(line), line
+        assert len(line) <= MAX_ENTRY_CHARS, line
+
+
+def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic,
+                                                         settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**GUARDED)
+    sid = "junk"
+    first = [("user", "FACT: The tracking number of my parcel is 1Z999AA10123456784."),
+             ("assistant", "Noted, I will keep the tracking number.")]
+    feed(sid, first + conversation(14))
+    saved = [f for f in memories() if "1Z999AA10123456784" in f]
+    assert saved, "the fact was mined as a memory"
+    fake_api.route(weak_model(Weak(junk_replaces=True)))
+    feed(sid, conversation(40)[14:])
+    assert any(r.status == "applied" for r in runs(sid)[1:])
+    prompts = [p for p in fake_api.prompts() if "<known_facts>" in p]
+    assert any("1Z999AA10123456784" in p for p in prompts), "it was offered as known"
+    now = memories()
+    assert any(now[f] is None for f in saved), "the tracking number is still live"
+
+
+def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(fake_api: FakeAnthropic,
+                                                                settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**GUARDED)
+    fake_api.route(weak_model(Weak(echo_schema=True)))
+    sid = "echo"
+    feed(sid, [("user", "We land on 3 March 2025 at 9:30 am, flight TP1357."),
+               ("assistant", "Noted: 3 March 2025, 9:30 am, TP1357.")] + conversation(30))
+    assert "applied" in statuses(sid)
+    row = session_row(sid)
+    assert row is not None and row.rolling_summary
+    assert "at most 300 tokens" not in row.rolling_summary
+    kept = [*details(row.rolling_summary), *memories()]
+    assert not any(k == "300" or k.startswith("300:") for k in kept), kept
+    assert not any("at most 300 tokens" in k for k in kept), kept
+    assert not any(k in ("3", "2025") or k.startswith(("3:", "2025:")) for k in kept), kept
+
+
+
+def title_runs(sid: str) -> list[tuple[str, str | None]]:
+    with transaction() as s:
+        return [(r.status, r.error) for r in s.scalars(
+            select(TitleRun).where(TitleRun.session_id == sid).order_by(TitleRun.id))]
+
+
+LONG_TITLE = ("Planning the Lisbon offsite in March with flights, hotels, the budget and the "
+              "conference schedule for the whole team, and who pays for the dinner on Friday")
+
+
+def test_a_cut_off_title_is_retried_once_with_a_larger_cap(fake_api: FakeAnthropic) -> None:
+    fake_api.route(weak_model(Weak(title=LONG_TITLE)))
+    add_message("t1", "user", "Help me plan the Lisbon offsite in March.")
+    add_message("t1", "assistant", "Sure: flights, hotels, budget and the schedule.")
+    assert send_title("t1")
+    wait_for(lambda: title_runs("t1"), what="the title run")
+    assert [r["max_tokens"] for r in fake_api.requests] == [TITLE_MAX_TOKENS,
+                                                              TITLE_RETRY_MAX_TOKENS]
+    row = session_row("t1")
+    assert row is not None and row.title is not None
+    assert row.title.startswith("Planning the Lisbon offsite in March")
+
+
+def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
+        fake_api: FakeAnthropic) -> None:
+    echo = "3 to 7 words, in the same language as the conversation"
+    fake_api.route(weak_model(Weak(title=echo)))
+    add_message("t2", "user", "Help me plan the Lisbon offsite in March.")
+    add_message("t2", "assistant", "Sure: flights, hotels, budget and the schedule.")
+    assert send_title("t2")
+    wait_for(lambda: title_runs("t2"), what="the title run")
+    [(status, error)] = title_runs("t2")
+    assert status == "failed" and "repeats the instruction" in (error or "")
+    assert len(fake_api.requests) == 2  # the retry, then no more: not retried again
+    row = session_row("t2")
+    assert row is not None and row.title is None
+
+
+def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnthropic,
+                                                              settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**GUARDED)
+    fake_api.route(weak_model(Weak(loop_facts=True)))
+    sid = "runaway"
+    texts = {add_message(sid, role, text): text for role, text in conversation(12)}
+    run_and_wait(sid, final={"applied", "dead"})
+    [run] = runs(sid)  # applied on the first attempt: no retry of the same request
+    assert run.status == "applied", run.error
+    reason = run.reason or ""
+    assert "summary-only fallback" in reason and "runaway facts dropped" in reason
+    plain = [r for r in fake_api.requests if not r.get("tools")]
+    assert plain, "the summary was asked for alone"
+    with transaction() as s:
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+
+
+def test_the_same_unusable_answer_twice_is_not_retried_again(fake_api: FakeAnthropic,
+                                                             settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
+    fake_api.always(ok("", stop_reason="max_tokens"))  # a deterministic runaway
+    sid = "deterministic"
+    for role, text in conversation(12):
+        add_message(sid, role, text)
+    run_and_wait(sid, final={"applied", "dead"})
+    assert statuses(sid) == ["failed", "dead"]
+    dead = runs(sid)[-1]
+    assert "the same unusable answer twice" in (dead.error or "")
+    assert len(fake_api.requests) == 2
+    # recap stats says why the session is blocked.
+    with transaction() as s:
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    [(reason, count)] = stats.blocked_reasons.items()
+    assert count == 1 and "the same unusable answer twice" in reason
+    assert "why blocked" in format_stats(asdict(stats))
+
+
+def useless_repair(request: Request) -> Reply | None:
+    """A model whose repair answer is the summary it was given, unchanged."""
+    if recap_kind(request.body) != "repair":
+        return None
+    found = re.search(r"<summary>\n(.*?)\n</summary>", request.prompt, re.S)
+    return ok(html.unescape(found.group(1)) if found else "The summary.")
+
+
+def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
+                                                    settings_env) -> None:  # type: ignore[no-untyped-def]
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
+    fake_api.lose_specifics(0.7, seed=12)
+    fake_api.route(useless_repair)
+    sid = "useless-repair"
+    texts = feed(sid, conversation(120))
+    applied = [r for r in runs(sid) if r.status == "applied"]
+    missing = [r for r in applied if r.specifics_missing_before_repair]
+    assert len(missing) > REPAIR_MIN_TRIES + 3
+    called = [r for r in missing if r.repaired]
+    assert len(called) >= REPAIR_MIN_TRIES
+    assert all(r.specifics_missing_after == r.specifics_missing_before_repair for r in called)
+    # After REPAIR_MIN_TRIES calls that never helped, repair is skipped, but for
+    # a probe now and then: exactly the calls should_repair allows on this history.
+    expected: list[bool] = []
+    for _ in missing:
+        history = [RepairOutcome(c, False) for c in reversed(expected)]
+        expected.append(should_repair(history))
+    assert [bool(r.repaired) for r in missing] == expected
+    assert [bool(r.repair_skipped) for r in missing] == [not e for e in expected]
+    assert expected[REPAIR_MIN_TRIES] is False
+    with transaction() as s:  # the details section and memories kept everything
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+    with transaction() as s:
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    assert stats.repair_success_rate == 0.0
+    assert stats.repair_input_tokens > 0 and stats.repair_output_tokens > 0
+    assert stats.repairs_skipped == expected.count(False)
+    shown = format_stats(asdict(stats))
+    assert "repair calls that helped" in shown and "0.0%" in shown

@@ -1,0 +1,245 @@
+"""The reply core: what ``add_message``, ``after_reply`` and ``build_context``
+decide and which statements they run, written once, with no I/O (``build_context``'s
+half is :mod:`worker.api.window`).
+
+Functions here build statements and decide from rows already read; they never
+open a connection, wait or publish. Two drivers execute them: the sync API
+(:mod:`worker.api.ingest`, :mod:`worker.api.context`) and the asyncio API
+(:mod:`worker.api.aio`). A change to the reply path is made here, once.
+
+- ``add_message``: :func:`validate_message` -> :class:`NewMessage` ->
+  :func:`add_statement` with :meth:`NewMessage.params` (no row back: the session
+  belongs to another user, :func:`owner_query` -> :func:`other_user`).
+- ``after_reply``: :func:`counters_query` -> :func:`plan_hook` (the marker
+  updates to run) -> a job is sent for each update that changed a row.
+- ``build_context`` (:mod:`worker.api.window`): ``snapshot_query`` ->
+  ``window_of`` -> ``memories_queries`` / ``with_memories`` -> ``assemble_window``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Executable,
+    Integer,
+    Select,
+    String,
+    Text,
+    Update,
+    bindparam,
+    cast,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from models import ROLES, ChatSession, messages_table, sessions_table
+from worker.core import policy
+from worker.core.message import MAX_CONTENT_CHARS, Message, prepare_content
+from worker.core.titles import needs_title
+from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
+from worker.errors import InvalidInput
+from worker.settings import Settings, effective
+from worker.store.enqueue import pending_update, title_due_update
+
+SESSIONS = sessions_table
+MESSAGES = messages_table
+
+# -- add_message ---------------------------------------------------------------------
+
+
+def check_message(role: object, content: object, pinned: object) -> None:
+    """Raise InvalidInput naming the problem unless the (string) message can be stored."""
+    _check_role(role)
+    check_str(content, "content", max_chars=MAX_CONTENT_CHARS)
+    _check_pinned(pinned)
+
+
+def prepare_message(role: object, content: object, pinned: object, *,
+                    max_inline_chars: int) -> Message:
+    """The message to store, from a string or a Messages API content array (see
+    :func:`worker.core.message.prepare_content`). Raises InvalidInput."""
+    _check_role(role)
+    _check_pinned(pinned)
+    assert isinstance(role, str)
+    return prepare_content(role, content, max_inline_chars=max_inline_chars)
+
+
+def _check_role(role: object) -> None:
+    if role not in ROLES:
+        raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+
+
+def _check_pinned(pinned: object) -> None:
+    if not isinstance(pinned, bool):
+        raise InvalidInput(f"pinned must be a bool, got {type(pinned).__name__}")
+
+
+def check_user_id(user_id: object) -> str | None:
+    """Return ``user_id`` if it is None or a usable id (validated like session ids),
+    else raise InvalidInput."""
+    return None if user_id is None else check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
+
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A validated message to insert, with its stored token count."""
+
+    session_id: str
+    role: str
+    message: Message
+    tokens: int
+    pinned: bool = False
+    user_id: str | None = None
+
+    def params(self, now: datetime) -> dict[str, object]:
+        """The bound values of :func:`add_statement`."""
+        return {"session_id": self.session_id, "role": self.role,
+                "content": self.message.content, "pinned": self.pinned, "tokens": self.tokens,
+                "now": now, "user_id": self.user_id, "blocks": self.message.blocks,
+                "tool_links": self.message.tool_links}
+
+
+def validate_message(session_id: object, role: object, content: object, *, pinned: object,
+                     user_id: object, max_inline_chars: int) -> Message:
+    """The message to store, or InvalidInput naming the problem (nothing is written)."""
+    check_session_id(session_id)
+    msg = prepare_message(role, content, pinned, max_inline_chars=max_inline_chars)
+    check_user_id(user_id)
+    return msg
+
+
+@functools.cache
+def add_statement() -> Executable:
+    """PostgreSQL: the session upsert and the message INSERT as one statement (one
+    round trip), built once with bound parameters (:meth:`NewMessage.params`).
+
+    The session upsert (which locks the session row) runs in a CTE that the
+    message INSERT selects from, so the message's id is drawn after the lock is
+    held: concurrent writers of one session still commit in id order. A session
+    of another user than ``user_id`` is left alone (the upsert's WHERE): the CTE
+    is then empty, so is the INSERT, and the statement returns no row.
+    """
+    user = cast(bindparam("user_id", type_=String), String)
+    upserted = (pg_insert(SESSIONS)
+                .values(id=bindparam("session_id", type_=String), message_count=1,
+                        active_tokens=bindparam("tokens", type_=Integer), user_id=user)
+                .on_conflict_do_update(index_elements=["id"], set_={
+                    "message_count": SESSIONS.c.message_count + 1,
+                    "active_tokens": SESSIONS.c.active_tokens
+                    + bindparam("tokens", type_=Integer),
+                    "updated_at": bindparam("now", type_=DateTime(timezone=True)),
+                    "user_id": func.coalesce(SESSIONS.c.user_id, user)},
+                    where=user.is_(None) | SESSIONS.c.user_id.is_(None)
+                    | (SESSIONS.c.user_id == user))
+                .returning(SESSIONS.c.id).cte("upserted"))
+    return (insert(MESSAGES)
+            .from_select(["session_id", "role", "content", "token_count", "pinned", "blocks",
+                          "tool_links"],
+                         select(upserted.c.id, bindparam("role", type_=String),
+                                bindparam("content", type_=Text),
+                                bindparam("tokens", type_=Integer),
+                                bindparam("pinned", type_=Boolean),
+                                bindparam("blocks", type_=MESSAGES.c.blocks.type),
+                                bindparam("tool_links", type_=Text)))
+            .returning(MESSAGES.c.id))
+
+
+def owner_query(session_id: str) -> Select[tuple[str | None]]:
+    """The user a session belongs to (read after :func:`add_statement` refused)."""
+    return select(SESSIONS.c.user_id).where(SESSIONS.c.id == session_id)
+
+
+def other_user(session_id: str, owner: object, user_id: str) -> InvalidInput:
+    """The error for a message to ``session_id`` (``owner``'s) under another ``user_id``."""
+    return InvalidInput(f"session {session_id!r} belongs to user {owner!r}, not {user_id!r}; "
+                        "a session's user_id cannot change")
+
+
+# -- after_reply ---------------------------------------------------------------------
+
+
+class JobKind(StrEnum):
+    """The jobs the hook queues."""
+
+    SUMMARIZE = "summarize"
+    TITLE = "title"
+
+
+class JobToSend(NamedTuple):
+    """One job the hook decided to send (after the caller's commit, with ``db``)."""
+
+    kind: JobKind
+    session_id: str
+
+
+@dataclass(frozen=True)
+class ReplyJobs:
+    """What one ``after_reply`` sent (or, with ``db``, will send on commit)."""
+
+    summarize: bool = False
+    title: bool = False
+
+    def to_send(self, session_id: str) -> list[JobToSend]:
+        """These jobs as :class:`JobToSend`, the title job first."""
+        return [*([JobToSend(JobKind.TITLE, session_id)] if self.title else []),
+                *([JobToSend(JobKind.SUMMARIZE, session_id)] if self.summarize else [])]
+
+
+def counters_query(session_id: str, *, now: datetime, stale: datetime) -> Select[Any]:
+    """One primary-key read of what the hook decides on (:func:`plan_hook`)."""
+    return select(
+        ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
+        (ChatSession.lease_token.isnot(None)
+         & (ChatSession.lease_expires_at > now)).label("leased"),
+        (ChatSession.blocked_until > now).label("blocked"), ChatSession.normal_blocked,
+        ChatSession.normal_blocked_under, ChatSession.overrides, ChatSession.title,
+        # Compared in SQL: SQLite hands back naive datetimes.
+        (ChatSession.title_requested_at > stale).label("title_fresh"),
+    ).where(ChatSession.id == session_id)
+
+
+@dataclass(frozen=True)
+class HookPlan:
+    """The marker updates the hook runs, title first (None: not that job). A job is
+    sent only if its update changed a row: it set the pending marker."""
+
+    title: Update | None = None
+    summarize: Update | None = None
+
+
+def plan_hook(session_id: str, row: Any, *, settings: Settings, now: datetime,
+              stale: datetime) -> HookPlan:
+    """What to queue for the ``row`` of :func:`counters_query` (None: no session)."""
+    if row is None:
+        return HookPlan()
+    title = (title_due_update(session_id, now=now, stale_before=stale)
+             if settings.titles_enabled and needs_title(
+                 title=row.title, message_count=row.message_count,
+                 title_requested_at_is_fresh=bool(row.title_fresh)) else None)
+    if row.leased or row.blocked:
+        # A running job re-checks when it applies; a dead-lettered session waits
+        # for its cool-down or `recap retry`.
+        return HookPlan(title)
+    if row.overrides:
+        try:
+            settings = effective(settings, row.overrides)
+        except InvalidInput:
+            pass  # the job records the bad overrides (and dead-letters the session)
+    if not policy.might_trigger(message_count=row.message_count,
+                                active_tokens=row.active_tokens,
+                                summary_tokens=row.summary_tokens, t=settings.thresholds(),
+                                # The flag holds only under the thresholds it was set under.
+                                normal_blocked=row.normal_blocked and
+                                row.normal_blocked_under == settings.thresholds_key()):
+        return HookPlan(title)
+    return HookPlan(title, pending_update(session_id, now=now, settings=settings))

@@ -1,0 +1,149 @@
+"""The reply core's ``build_context`` half (:mod:`worker.api.core` has the
+writes): the one-snapshot read, the memories reads and the assembly, with no I/O.
+
+:func:`snapshot_query` -> :func:`window_of` -> :func:`memories_queries` /
+:func:`with_memories` -> :func:`assemble_window`; the sync driver is
+:mod:`worker.api.context`, the asyncio one :mod:`worker.api.aio`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
+
+from models import ChatMessage, ChatSession
+from worker.core.assemble import Context, Row, assemble
+from worker.core.recall import Candidate, query_terms, topic_terms
+from worker.core.validate import text_or_raise
+from worker.errors import InvalidInput, SessionNotFound
+from worker.settings import Settings
+from worker.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
+
+
+class Window(NamedTuple):
+    """One snapshot of a session: what :func:`assemble_window` needs."""
+
+    summary: str | None
+    summary_tokens: int
+    rows: list[Row]
+    budget: int
+    scopes: tuple[str, ...]  # whose memories (worker.store.recall.scopes)
+    memories: tuple[Candidate, ...] = ()
+    # The few most relevant to the newest user turn, shown besides the block chosen
+    # per summary version (RECAP_MEMORY_REPLY_TOKENS).
+    topical: tuple[Candidate, ...] = ()
+
+
+def check_system_prompt(system_prompt: object) -> None:
+    """Raise InvalidInput unless ``system_prompt`` is storable text ("" is fine)."""
+    if not isinstance(system_prompt, str):
+        raise InvalidInput(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+    text_or_raise(system_prompt, "system_prompt")
+
+
+def snapshot_query(session_id: str) -> CompoundSelect[*tuple[Any, ...]]:
+    """The session row and its active messages in ONE statement (:func:`window_of`).
+
+    Not two in one transaction: under PostgreSQL's default READ COMMITTED every
+    statement takes its own snapshot, so a summary applied between two SELECTs
+    would show both the summary and the rows it deleted, or neither. A single
+    statement always sees one snapshot.
+    """
+    head = select(literal(0).label("kind"), literal(0).label("id"),
+                  literal("session").label("role"),
+                  ChatSession.rolling_summary.label("content"),
+                  ChatSession.summary_tokens.label("tokens"),
+                  cast(ChatSession.overrides, Text).label("overrides"),
+                  ChatSession.user_id.label("user_id"),
+                  null().cast(Text).label("blocks")
+                  ).where(ChatSession.id == session_id)
+    body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
+                  ChatMessage.token_count, null().cast(Text), null().cast(Text),
+                  cast(ChatMessage.blocks, Text)
+                  ).where(ChatMessage.session_id == session_id)
+    return union_all(head, body).order_by("kind", "id")
+
+
+def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) -> Window:
+    """The window from the rows of :func:`snapshot_query`, without memories; raises
+    SessionNotFound when there is no session row."""
+    if not result or result[0].kind != 0:
+        raise SessionNotFound(f"no chat session with id {session_id!r}")
+    head, rows = result[0], result[1:]
+    overrides = json.loads(head.overrides) if head.overrides else None
+    budget = (overrides or {}).get("context_budget_tokens", default_budget)
+    return Window(head.content, int(head.tokens or 0),
+                  [Row(r.role, r.content, int(r.tokens),
+                       json.loads(r.blocks) if r.blocks is not None else None)
+                   for r in rows], int(budget),
+                  scopes(session_id, head.user_id))
+
+
+# Candidates read for the per-reply part: it shows a handful.
+TOPICAL_CANDIDATES = 20
+
+
+class MemoriesRead(NamedTuple):
+    """One memories read of :func:`memories_queries`: which part it fills, its
+    statement, and the query terms its rows are scored by."""
+
+    kind: str  # "memories" or "topical"
+    query: Select[Any]
+    terms: list[str]
+
+
+def memories_queries(window: Window, *, dialect: str, settings: Settings
+                     ) -> list[MemoriesRead]:
+    """The memories reads :func:`with_memories` takes: none when the block is off
+    (RECAP_MEMORY_BUDGET_TOKENS=0); ``memories`` ranked by the summary (or, before
+    the first fold, the first user turn), which changes only when a fold does, so
+    the block is the same on every reply in between and may sit in the cached
+    prefix; and ``topical``, the few most relevant to the newest user turn
+    (RECAP_MEMORY_REPLY_TOKENS > 0). With RECAP_MEMORIES_PER=reply, ``memories``
+    is ranked by the newest user turn and there is no ``topical`` read."""
+    if settings.memory_budget_tokens <= 0:
+        return []
+    newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
+    if settings.memories_per == "reply":
+        terms = query_terms(newest)
+        return [MemoriesRead("memories", candidates_query(window.scopes, terms,
+                                                          dialect=dialect), terms)]
+    first = next((r.content for r in window.rows if r.role == "user"), "")
+    terms = topic_terms(window.summary or first)
+    out = [MemoriesRead("memories", candidates_query(window.scopes, terms, dialect=dialect),
+                        terms)]
+    asked = query_terms(newest)
+    if settings.memory_reply_tokens > 0 and asked:
+        # SQLite scores relevance after the read (word overlap in Python), so there it
+        # reads as many candidates as the main block does.
+        limit = TOPICAL_CANDIDATES if dialect == "postgresql" else MAX_CANDIDATES
+        out.append(MemoriesRead("topical", candidates_query(window.scopes, asked,
+                                                            dialect=dialect, limit=limit),
+                                asked))
+    return out
+
+
+def with_memories(window: Window, read: MemoriesRead, rows: Sequence[Any], *,
+                  dialect: str) -> Window:
+    """``window`` with the memories ``read`` returned (``rows``)."""
+    found = to_candidates(rows, read.terms, dialect=dialect)
+    if read.kind == "topical":  # only what the question is about, not the best-known facts
+        return window._replace(topical=tuple(c for c in found if c.rank > 0))
+    return window._replace(memories=tuple(found))
+
+
+def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
+                    count: Callable[[str], int], prompt_caching: bool | None = None
+                    ) -> Context:
+    """The context from the app's prompt and a window (``prompt_caching``: None
+    means RECAP_PROMPT_CACHING); ``count`` counts tokens."""
+    caching = settings.prompt_caching if prompt_caching is None else prompt_caching
+    return assemble(system_prompt, window.rows, summary=window.summary,
+                    summary_tokens=window.summary_tokens, budget=window.budget,
+                    count=count, memories=window.memories,
+                    memory_budget=settings.memory_budget_tokens, caching=bool(caching),
+                    memories_cached=settings.memories_per == "version",
+                    topical=window.topical, topical_budget=settings.memory_reply_tokens)

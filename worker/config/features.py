@@ -1,0 +1,93 @@
+"""What a job keeps besides the summary, what a reply carries, and how Claude is called."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class Retention(BaseModel):
+    """Memories and retention.
+
+    What is kept of the messages a job condenses: mined memories, the retention
+    guard's details, the archive and the summary versions (docs/MEMORY.md).
+    """
+
+    extract_memories: bool = Field(True, description=(
+        "Mine durable facts about the user in the same call that summarizes a batch."))
+    # About 6% of the default 32,000 budget. Chosen per summary version, the block is
+    # read from the prompt cache at 0.1x, and it carries the specifics the window no
+    # longer holds: with 2,000 the defaults keep the most of every swept setting on
+    # both benchmark conversations (bench/cost.py; 1,000 kept less than a 16k budget
+    # with 2,000). The block only shrinks when the context is above 94% of the budget.
+    memory_budget_tokens: int = Field(2000, ge=0, le=100_000, description=(
+        "Tokens of the <MEMORIES> block build_context adds, inside the budget; 0: off."))
+    # "version": chosen once per summary version (relevance to the summary), so with
+    # prompt caching the block sits in the cached prefix and costs 0.1x per reply;
+    # "reply": ranked by the newest user turn on every reply, after the last
+    # breakpoint at 1x. Chosen by measurement (bench/cost.py).
+    memories_per: Literal["version", "reply"] = Field("version", description=(
+        "Choose the block's memories once per summary version (cached) or per reply."))
+    # A question about an old fact still reaches it, at 1x per reply.
+    memory_reply_tokens: int = Field(200, ge=0, le=100_000, description=(
+        "With version: block tokens (at most half) for memories relevant to the newest turn."))
+    retention_guard: bool = Field(True, description=(
+        "No message is deleted before its specifics are in the summary or the memories."))
+    details_share: float = Field(0.25, ge=0.05, le=1.0, description=(
+        "Share of max_summary_tokens the guard's details section may take."))
+    # The guard needs only a block's first line and what the prose mentions.
+    summarize_bulk_tokens: int = Field(0, ge=0, le=100_000, description=(
+        "Pasted blocks (logs, tables) above this many tokens go as an excerpt; 0: off."))
+    archive_summarized: bool = Field(False, description=(
+        "Keep condensed messages in archived_messages instead of only deleting them."))
+    # Each is one summary's text, so all is cheap next to the archive.
+    summary_versions_keep: int = Field(-1, ge=-1, le=1_000_000, description=(
+        "Summary versions kept per session (recap history, rewind): -1 all, 0 none, N newest."))
+
+
+class Replies(BaseModel):
+    """Replies and titles.
+
+    What build_context sends with each reply, and the title job.
+    """
+
+    # Replies then pay 0.1x for the history Claude has cached.
+    prompt_caching: bool = Field(True, description=(
+        "build_context marks the stable prefix and the last turn with cache breakpoints."))
+    # 5 MiB, the API's own per-image limit; the Messages API caps a request at 32 MB.
+    max_inline_base64_chars: int = Field(5 * 1024 * 1024, ge=1024, le=32 * 1024 * 1024,
+                                         description=(
+        "Inline base64 image/document data one message may carry; larger files by url."))
+    titles_enabled: bool = Field(True, description=(
+        "Queue a title job (one short Claude call) after a session's first exchange."))
+
+
+class Calls(BaseModel):
+    """Claude calls.
+
+    Which summarizer runs and what one request may carry.
+    """
+
+    # Below the model's 200k window.
+    llm_max_input_tokens: int = Field(150_000, ge=2000, le=1_000_000, description=(
+        "Input tokens one request may carry; larger batches are summarized in chunks."))
+    # The offline extractive stand-in loses most details of what it condenses, and
+    # condensed rows are deleted, so using it must be an explicit choice.
+    summarizer: Literal["claude", "offline"] = Field("claude", description=(
+        "claude (refuses to start without a key) or offline (extractive, lossy); "
+        "auto is read as claude."))
+    # Else a wrong key or model would dead-letter every job silently.
+    check_at_start: bool = Field(True, description=(
+        "One cheap Claude call when a worker starts; a wrong key or model is logged once."))
+    allow_offline_summarizer: bool = Field(False, description=(
+        "Allow the offline summarizer when RECAP_ENV=production."))
+    prompt_file: Path | None = Field(None, description=(
+        "A summarization prompt of your own (replaces RECAP_PROMPT)."))
+
+    @field_validator("summarizer", mode="before")
+    @classmethod
+    def _auto_is_claude(cls, value: Any) -> Any:
+        # "auto" always meant Claude; it stays accepted so existing .env files work.
+        return "claude" if isinstance(value, str) and value.strip() == "auto" else value

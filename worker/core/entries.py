@@ -1,0 +1,93 @@
+"""Entries of the retention guard: ``specific: context`` lines (pure).
+
+A details line and a guard-made memory are both an *entry*: the specific, then a
+few words around it in the text it was read from. An entry is never deeper than
+one prefix: a context that starts with a bullet or with another entry's
+``X: `` prefix loses it (:func:`peel`), and it is at most MAX_ENTRY_CHARS long.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from worker.core.specifics import MAX_SPECIFIC_CHARS, contains, extract_specifics
+
+CONTEXT_WORDS = 12
+CONTEXT_CHARS = 40  # for text without spaces (Japanese, Chinese)
+# An entry's context: at most this many characters (a dozen long words), so an
+# entry stays one short line whatever the message looks like.
+MAX_CONTEXT_CHARS = 160
+MAX_ENTRY_CHARS = MAX_SPECIFIC_CHARS + 2 + MAX_CONTEXT_CHARS
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+# What an entry's context may start with that is not context: a bullet, or the
+# ``specific: `` prefix of an entry it was read from.
+_LEADER = re.compile(rf"^\s*(?:[-*•]\s+|(.{{1,{MAX_SPECIFIC_CHARS}}}?):\s+)")
+
+
+def is_prefix(text: str) -> bool:
+    """Whether ``text`` (what comes before a ``: ``) is a specific on its own."""
+    text = text.strip()
+    return bool(text) and text in extract_specifics(text, whole=True)
+
+
+def peel(text: str) -> str:
+    """``text`` without the bullets and entry prefixes (``X: ``) it starts with."""
+    while True:
+        m = _LEADER.match(text)
+        if m is None or (m.group(1) is not None and not is_prefix(m.group(1))):
+            return text.strip()
+        text = text[m.end():]
+
+
+def _bounded(specific: str, around: str) -> str:
+    around = peel(around)
+    if len(around) > MAX_CONTEXT_CHARS:
+        at = max(0, around.casefold().find(specific.casefold()))
+        lo = max(0, min(at - MAX_CONTEXT_CHARS // 3, len(around) - MAX_CONTEXT_CHARS))
+        around = around[lo:lo + MAX_CONTEXT_CHARS].strip()
+    return specific if not around or around == specific else f"{specific}: {around}"
+
+
+def tidy(line: str) -> str:
+    """A details line carried from an earlier fold, one prefix deep and bounded (a
+    line Recap wrote comes back unchanged; an older, deeper one is mended)."""
+    m = _LEADER.match(line)
+    if m is None or m.group(1) is None or not is_prefix(m.group(1)):
+        return line if len(line) <= MAX_ENTRY_CHARS else line[:MAX_ENTRY_CHARS].rstrip()
+    return _bounded(m.group(1).strip(), line[m.end():])
+
+
+def context(text: str, specific: str) -> str:
+    """A few words around ``specific`` in ``text``: its sentence, clipped to about
+    CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces)."""
+    text = unicodedata.normalize("NFKC", text)
+    found = re.search(r"(?<![0-9A-Za-z])" + re.escape(specific) + r"(?![0-9A-Za-z])", text,
+                      re.I) or re.search(re.escape(specific), text, re.I)
+    if found is None:
+        return specific
+    at = found.start()
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start:end if end >= 0 else len(text)]
+    pos = at - start
+    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if a <= pos < b:
+            line, pos = line[a:b], pos - a
+            break
+    words = line.split()
+    if len(words) <= 1:  # no spaces to cut at
+        lo = max(0, pos - CONTEXT_CHARS // 2)
+        clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
+    else:
+        index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
+        lo = max(0, index - CONTEXT_WORDS // 2 + 1)
+        clip = " ".join(words[lo:lo + CONTEXT_WORDS])
+    return clip if contains(clip, specific) else specific
+
+
+def entry(text: str, specific: str) -> str:
+    """One line of the details section (and the text of a guard-made memory):
+    ``specific: context``, one prefix deep, at most MAX_ENTRY_CHARS long."""
+    return _bounded(specific, context(text, specific))

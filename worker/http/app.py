@@ -1,0 +1,61 @@
+"""The app factory ``recap serve`` runs: ``create_app()`` (for uvicorn, behind the
+guard) and ``build_api()`` (the FastAPI app itself, e.g. for its OpenAPI schema)."""
+
+from __future__ import annotations
+
+import os
+
+from fastapi import FastAPI
+
+from worker.errors import ConfigError
+from worker.http import errors
+from worker.http.guard import ASGIApp, Guard, parse_keys
+from worker.http.routes import health, messages, sessions
+
+# Set by ``recap serve --no-auth`` (only on a loopback address) for its workers.
+NO_AUTH_ENV = "RECAP_SERVE_NO_AUTH"
+VERSION = "1"
+
+DESCRIPTION = """Recap's HTTP API: a rolling summary of long chat conversations.
+
+Every route but `/healthz` needs `Authorization: Bearer KEY` (a key of
+RECAP_API_KEYS). Errors are `{"error": {"type", "message"}}`: 400 a body that is
+not JSON, 401 no or a wrong key, 404 no such session, 409 a job holds the session
+(retry after `Retry-After` seconds), 413 a body over RECAP_API_MAX_BODY_BYTES, 422
+invalid input (nothing was stored; the message names the field), 503 the database
+or the broker is unavailable.
+"""
+
+
+def build_api() -> FastAPI:
+    """The FastAPI app: routes, error mapping and the metrics registry; no guard."""
+    from prometheus_client import CollectorRegistry
+
+    from worker.ops.exporter import RecapCollector
+
+    api = FastAPI(title="Recap", version=VERSION, description=DESCRIPTION,
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    for router in (messages.router, sessions.router, health.router):
+        api.include_router(router)
+    errors.install(api)
+    api.state.registry = CollectorRegistry()
+    api.state.registry.register(RecapCollector())
+    return api
+
+
+def create_app() -> ASGIApp:
+    """The served app: :func:`build_api` behind the key check and the body limit.
+
+    Raises ConfigError when RECAP_API_KEYS holds no key and ``recap serve`` was
+    not started with ``--no-auth`` (which it allows on a loopback address only).
+    """
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    keys = parse_keys(settings.api_keys.get_secret_value())
+    if not keys and os.environ.get(NO_AUTH_ENV) != "1":
+        raise ConfigError("RECAP_API_KEYS is not set: the HTTP API needs at least one key "
+                          "(or recap serve --no-auth on a loopback address)")
+    if os.environ.get(NO_AUTH_ENV) == "1":
+        keys = ()
+    return Guard(build_api(), keys=keys, max_body=settings.api_max_body_bytes)

@@ -1,0 +1,111 @@
+"""The reply path: store turns, the after_reply hook, and the next call's context."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Response
+from fastapi.responses import JSONResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from models import ChatMessage
+from worker.api.context import as_request, build_context
+from worker.api.ingest import add_message, reply_jobs
+from worker.api.validate import check_session_id
+from worker.db import transaction, utcnow
+from worker.errors import InvalidInput
+from worker.http import idempotency
+from worker.http.schemas import (
+    ContextIn,
+    ContextOut,
+    MessageIn,
+    MessagesIn,
+    Replied,
+    Stored,
+    StoredMessage,
+)
+from worker.settings import get_settings
+
+router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reply path"])
+
+# Messages one request may store: a whole imported conversation, not an unbounded one.
+MAX_BATCH = 1000
+REPLAYED = "Idempotent-Replayed"
+
+
+def _messages(body: MessagesIn) -> list[MessageIn]:
+    single = body.role is not None or body.content is not None
+    if body.messages is not None:
+        if single or body.user_id is not None or body.pinned:
+            raise InvalidInput("send either one message (role, content, ...) or messages, "
+                               "not both")
+        if not body.messages:
+            raise InvalidInput("messages: must hold at least one message")
+        if len(body.messages) > MAX_BATCH:
+            raise InvalidInput(f"messages: at most {MAX_BATCH} per request, got "
+                               f"{len(body.messages)}")
+        return body.messages
+    if body.role is None or body.content is None:
+        missing = "role" if body.role is None else "content"
+        raise InvalidInput(f"{missing}: required (or send messages: [...])")
+    return [MessageIn(role=body.role, content=body.content, pinned=body.pinned,
+                      user_id=body.user_id)]
+
+
+def _store(session_id: str, messages: list[MessageIn], *, db: Session) -> Stored:
+    ids = [add_message(session_id, m.role, m.content, pinned=m.pinned, user_id=m.user_id, db=db)
+           for m in messages]
+    counts = {row.id: row.token_count for row in db.execute(
+        select(ChatMessage.id, ChatMessage.token_count).where(ChatMessage.id.in_(ids)))}
+    return Stored(session_id=session_id,
+                  messages=[StoredMessage(id=i, token_count=counts[i]) for i in ids])
+
+
+@router.post("/messages", status_code=201, response_model=Stored,
+             summary="Store one message or several (all or none)",
+             responses={200: {"description": "a retry: the first answer, nothing stored"}})
+def post_messages(session_id: str, body: MessagesIn,
+                  idempotency_key: Annotated[str | None, Header()] = None) -> Any:
+    """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
+    gets the first answer (header ``Idempotent-Replayed: true``) and stores nothing;
+    the same key with another body is 422."""
+    check_session_id(session_id)
+    messages = _messages(body)
+    if idempotency_key is None:
+        with transaction() as db:
+            return _store(session_id, messages, db=db)
+    key = idempotency.check_key(idempotency_key)
+    fp = idempotency.fingerprint(session_id, body.model_dump(mode="json"))
+    with transaction() as db:
+        first = idempotency.claim(key, fp, db=db, now=utcnow(),
+                                  ttl_s=get_settings().api_idempotency_ttl_s)
+        if first is not None:  # the fingerprint matched, so the session is this one
+            return JSONResponse({"session_id": session_id, **first.body},
+                                status_code=first.status, headers={REPLAYED: "true"})
+        stored = _store(session_id, messages, db=db)
+        # Ids and counts only: a kept key names no session (forget erases sessions).
+        idempotency.record(key, idempotency.Reply(
+            201, stored.model_dump(mode="json", exclude={"session_id"})), db=db)
+    return stored
+
+
+@router.post("/replied", status_code=202, response_model=Replied,
+             summary="The after_reply hook: maybe queue a summary")
+def post_replied(session_id: str) -> Replied:
+    """``worker.after_reply``: never fails because the broker or the database is down
+    (the sweeper catches up); only a bad session id is refused."""
+    jobs = reply_jobs(session_id)
+    return Replied(queued=jobs.summarize, title_queued=jobs.title)
+
+
+@router.post("/context", response_model=ContextOut,
+             summary="The system prompt and messages for the next Claude call")
+def post_context(session_id: str, body: ContextIn, response: Response) -> ContextOut:
+    """``worker.build_context``; ``request`` is ``as_request`` of it: add ``model`` and
+    ``max_tokens`` and send it to the Messages API as is."""
+    ctx = build_context(session_id, system_prompt=body.system_prompt,
+                        prompt_caching=body.prompt_caching)
+    response.headers["Cache-Control"] = "no-store"
+    return ContextOut(system=ctx["system"], messages=ctx["messages"], tokens=ctx["tokens"],
+                      budget=ctx["budget"], request=as_request(ctx))

@@ -1,0 +1,96 @@
+"""A whole session: read it, its summary history, rewind, edit, settings, forget."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from models import ChatSession
+from worker.api.validate import check_session_id
+from worker.db import transaction, utcnow
+from worker.errors import SessionNotFound
+from worker.http.schemas import (
+    EditIn,
+    EditOut,
+    Forgotten,
+    RewindIn,
+    RewindOut,
+    SessionOut,
+    SettingsOut,
+    SummaryOut,
+)
+from worker.ops.outlook import session_outlook
+from worker.sessions.edit import edit_message
+from worker.sessions.forget import forget
+from worker.sessions.history import summary_at
+from worker.sessions.overrides import configure_session
+from worker.sessions.rewind import rewind
+from worker.settings import get_settings
+
+router = APIRouter(prefix="/v1", tags=["sessions"])
+
+
+@router.get("/sessions/{session_id}", response_model=SessionOut,
+            summary="The session: summary, counters, version, pending job, title")
+def get_session(session_id: str) -> SessionOut:
+    check_session_id(session_id)
+    with transaction() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise SessionNotFound(f"no chat session with id {session_id!r}")
+        o = session_outlook(session_id, db=db, settings=get_settings(), now=utcnow())
+        return SessionOut(
+            session_id=session_id, user_id=row.user_id, title=row.title,
+            summary=row.rolling_summary, summary_version=row.summary_version,
+            summary_tokens=row.summary_tokens, message_count=row.message_count,
+            summarized_message_count=row.summarized_message_count,
+            active_tokens=row.active_tokens, budget=o.budget, state=o.state, job=o.job,
+            overrides=row.overrides)
+
+
+@router.get("/sessions/{session_id}/summaries/{version}", response_model=SummaryOut,
+            summary="The summary as of a version (worker.summary_at)")
+def get_summary(session_id: str, version: int) -> SummaryOut:
+    v = summary_at(session_id, version)
+    return SummaryOut(session_id=session_id, version=v.version, text=v.text, tokens=v.tokens,
+                      covers_through=v.covers_through, created_at=v.created_at.isoformat())
+
+
+@router.post("/sessions/{session_id}/rewind", response_model=RewindOut,
+             summary="Delete every message after a point (worker.rewind)",
+             responses={409: {"description": "a job holds the session: retry after "
+                                             "Retry-After seconds"}})
+def post_rewind(session_id: str, body: RewindIn) -> RewindOut:
+    return RewindOut(**asdict(rewind(session_id, body.after_message_id)))
+
+
+@router.patch("/sessions/{session_id}/messages/{message_id}", response_model=EditOut,
+              summary="Replace an active message's content (worker.edit_message)",
+              responses={409: {"description": "a job holds the session: retry after "
+                                              "Retry-After seconds"}})
+def patch_message(session_id: str, message_id: int, body: EditIn) -> EditOut:
+    return EditOut(**asdict(edit_message(session_id, message_id, body.content)))
+
+
+@router.put("/sessions/{session_id}/settings", response_model=SettingsOut,
+            summary="Replace the session's tuning overrides ({} clears them)")
+def put_settings(session_id: str,
+                 body: Annotated[dict[str, Any], Body(
+                     examples=[{"trigger_messages": 40, "keep_recent": 12}])]) -> SettingsOut:
+    """``worker.configure_session``: keys are worker.settings.Tuning fields; creates
+    the session if needed."""
+    return SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))
+
+
+@router.delete("/sessions/{session_id}", response_model=Forgotten,
+               summary="Forget the session: every row about it (worker.forget)")
+def delete_session(session_id: str) -> Forgotten:
+    return Forgotten(deleted=forget(session_id=session_id))
+
+
+@router.delete("/users/{user_id}", response_model=Forgotten,
+               summary="Forget the user: every session and memory of theirs (worker.forget)")
+def delete_user(user_id: str) -> Forgotten:
+    return Forgotten(deleted=forget(user_id=user_id))

@@ -1,0 +1,139 @@
+"""Request and response bodies (they are also what docs/openapi.json describes).
+
+Requests refuse unknown fields, so a misspelt one is named in a 422 instead of
+being ignored. Values are checked again by the Python API behind each route
+(worker.api.validate), whose InvalidInput message names the problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MessageIn(_Request):
+    """One message, as ``worker.add_message`` takes it."""
+
+    role: str = Field(description="user, assistant, system or tool")
+    content: str | list[dict[str, Any]] = Field(
+        description="a string, or a Messages API content array (text, tool_use, "
+                    "tool_result, thinking, image, document...)")
+    pinned: StrictBool = Field(False, description="never condensed into the summary")
+    user_id: str | None = Field(None, description="the app's user; set once per session")
+
+
+class MessagesIn(_Request):
+    """One message (``role``, ``content``...) or several (``messages``), never both."""
+
+    role: str | None = Field(None, description="user, assistant, system or tool")
+    content: str | list[dict[str, Any]] | None = Field(
+        None, description="a string, or a Messages API content array")
+    pinned: StrictBool = False
+    user_id: str | None = None
+    messages: list[MessageIn] | None = Field(
+        None, description="several messages, stored in one transaction: all or none")
+
+
+class StoredMessage(BaseModel):
+    id: int
+    token_count: int
+
+
+class Stored(BaseModel):
+    """What POST .../messages stored, in the order given."""
+
+    session_id: str
+    messages: list[StoredMessage]
+
+
+class Replied(BaseModel):
+    """What the after_reply hook queued (it never fails for a broker outage: the
+    sweeper catches up)."""
+
+    queued: bool = Field(description="a summarize job was queued")
+    title_queued: bool = Field(description="a title job was queued")
+
+
+class ContextIn(_Request):
+    system_prompt: str = Field(description="the app's own system prompt (may be empty)")
+    prompt_caching: StrictBool | None = Field(
+        None, description="cache_control breakpoints; default RECAP_PROMPT_CACHING")
+
+
+class ContextOut(BaseModel):
+    """``build_context``'s answer, and ``request``: only the Messages API fields
+    (``as_request``), ready to send with a model and max_tokens."""
+
+    system: str | list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tokens: int
+    budget: int
+    request: dict[str, Any]
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    user_id: str | None
+    title: str | None
+    summary: str | None
+    summary_version: int
+    summary_tokens: int
+    message_count: int = Field(description="active messages (not yet condensed)")
+    summarized_message_count: int
+    active_tokens: int
+    budget: int
+    state: str = Field(description="what the next summary waits for (recap sessions)")
+    job: str | None = Field(description="queued, running or dead-lettered; null: none")
+    overrides: dict[str, Any] | None
+
+
+class SummaryOut(BaseModel):
+    session_id: str
+    version: int
+    text: str
+    tokens: int
+    covers_through: int | None
+    created_at: str
+
+
+class RewindIn(_Request):
+    after_message_id: int = Field(ge=0, description="keep messages up to this id (0: none)")
+
+
+class RewindOut(BaseModel):
+    session_id: str
+    after_message_id: int
+    deleted: int
+    restored: int
+    memories_deleted: int
+    summary_version: int
+    restored_version: int | None
+
+
+class EditIn(_Request):
+    content: str | list[dict[str, Any]]
+
+
+class EditOut(BaseModel):
+    session_id: str
+    message_id: int
+    token_count: int
+
+
+class SettingsOut(BaseModel):
+    session_id: str
+    overrides: dict[str, Any] | None
+
+
+class Forgotten(BaseModel):
+    deleted: dict[str, int] = Field(description="rows deleted per table")
+
+
+class Ready(BaseModel):
+    ready: bool
+    problems: list[str]
