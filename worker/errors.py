@@ -31,6 +31,10 @@ class ConfigError(RecapError):
 class DatabaseNotReady(ConfigError):
     """The database is unreachable or not migrated; the message says how to fix it."""
 
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
+
 
 class InvalidInput(RecapError, ValueError):
     """Input Recap refuses to store; nothing was written."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("recap.migrate")
 
 UPGRADE = "recap db upgrade"
+UNREACHABLE = " is unreachable ("
 PACKAGE = "worker._migrations"
 
 
@@ -120,10 +121,10 @@ def schema_problem(engine: Engine) -> str | None:
     except DBAPIError as exc:
         first = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
         reason = first[0] if first else type(exc).__name__
-        return (f"{where} is unreachable ({reason}): start it or correct DATABASE_URL, "
+        return (f"{where}{UNREACHABLE}{reason}): start it or correct DATABASE_URL, "
                 f"then `{UPGRADE}`")
     except SQLAlchemyError as exc:
-        return (f"{where} is unreachable ({type(exc).__name__}): start it or correct "
+        return (f"{where}{UNREACHABLE}{type(exc).__name__}): start it or correct "
                 f"DATABASE_URL, then `{UPGRADE}`")
     heads = head_revisions()
     if current == heads:
@@ -182,4 +183,4 @@ def ensure_schema(engine: Engine, *,
             "(set DATABASE_URL to use PostgreSQL)")
     problem = schema_problem(engine)
     if problem is not None:
-        raise DatabaseNotReady(problem)
+        raise DatabaseNotReady(problem, unreachable=UNREACHABLE in problem)

@@ -4,10 +4,12 @@ file that holds its traceback, not a page of traceback."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import seed, statuses
 from worker.cli import main, sessions
 
 
@@ -28,3 +30,21 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_is_logged(
     assert "Traceback (most recent call last)" in text and "in broken" in text
     assert main(["sessions"]) == 1  # appended, not replaced
     assert log.read_text().count("Traceback (most recent call last)") == 2
+
+
+def test_summarize_force_without_a_key_says_what_is_missing(
+        monkeypatch: pytest.MonkeyPatch, settings_env: Callable[..., None],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    seed("nokey", 14)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    settings_env()  # settings read again, without the key
+    assert main(["summarize", "nokey", "--force"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("recap: error: summarize --now/--force runs the configured "
+                           "summarizer in this process, and it cannot start: "
+                           "ANTHROPIC_API_KEY is not set"), line
+    assert "RECAP_SUMMARIZER=offline" in line
+    assert statuses("nokey") == []  # nothing was claimed or recorded
+    settings_env(RECAP_SUMMARIZER="offline")  # the configured summarizer is used
+    assert main(["summarize", "nokey", "--force"]) == 0
+    assert statuses("nokey") == ["applied"]
