@@ -12,6 +12,7 @@ command that fixes it.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import logging
@@ -184,3 +185,31 @@ def ensure_schema(engine: Engine, *,
     problem = schema_problem(engine)
     if problem is not None:
         raise DatabaseNotReady(problem, unreachable=UNREACHABLE in problem)
+
+
+# PostgreSQL URLs this process found at the head, for the asyncio API.
+_READY: set[str] = set()
+
+
+async def ensure_schema_once(url: str) -> None:
+    """:func:`ensure_schema` for the asyncio API's database, once per process and URL
+    (off the event loop, through psycopg's sync driver whatever driver ``url`` names);
+    a failed check is made again on the next call."""
+    if url in _READY:
+        return
+    await asyncio.to_thread(_ensure_sync, url)
+    _READY.add(url)
+
+
+def _ensure_sync(url: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    from worker.db import make_engine
+
+    sync_url = make_url(url).set(drivername="postgresql+psycopg")
+    engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)
+    try:
+        ensure_schema(engine)
+    finally:
+        engine.dispose()

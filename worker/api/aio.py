@@ -51,7 +51,6 @@ from sqlalchemy.ext.asyncio import (
     AsyncSession,
     create_async_engine,
 )
-from sqlalchemy.pool import NullPool
 
 from worker.api.core import (
     JobToSend,
@@ -79,6 +78,7 @@ from worker.core.validate import check_session_id
 from worker.db import rowcount, utcnow
 from worker.errors import ConfigError
 from worker.llm.tokens import count_tokens, message_tokens
+from worker.migrate import ensure_schema_once
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER, stale_before
 
@@ -109,7 +109,7 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
                      pinned, user_id)
     if db is not None:
         return await _insert(db, new)
-    async with (await _ready_engine()).begin() as conn:
+    async with (await _engine()).begin() as conn:
         return await _insert(conn, new)
 
 
@@ -164,7 +164,7 @@ async def _commit_then_publish(session_id: str) -> bool:
     hook from queueing the session until the marker goes stale."""
     decided: ReplyJobs | None = None
     try:
-        async with (await _ready_engine()).begin() as conn:
+        async with (await _engine()).begin() as conn:
             decided = await _decide(conn, session_id)
     except asyncio.CancelledError:
         if decided is not None:  # cancelled in the commit: it may have happened
@@ -186,7 +186,7 @@ async def build_context(session_id: str, *, system_prompt: str,
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     settings = get_settings()
-    async with (await _ready_engine()).connect() as conn:
+    async with (await _engine()).connect() as conn:
         window = window_of(session_id, (await conn.execute(snapshot_query(session_id))).all(),
                            default_budget=settings.context_budget_tokens)
         # Later statements, as in the sync read_window (see there).
@@ -202,7 +202,7 @@ async def transaction() -> AsyncIterator[AsyncSession]:
     """An ``AsyncSession`` on this loop's engine in one transaction: commits on
     success, rolls back on error. Pass it as ``db=`` to write several messages all
     or nothing (the adapters in worker.integrations store a turn this way)."""
-    async with AsyncSession(await _ready_engine(), expire_on_commit=False) as db, db.begin():
+    async with AsyncSession(await _engine(), expire_on_commit=False) as db, db.begin():
         yield db
 
 
@@ -239,42 +239,17 @@ def _state() -> _LoopState:
     return state
 
 
-# URLs whose schema this process has found at the migration head.
-_READY: set[str] = set()
-
-
-async def _ready_engine() -> AsyncEngine:
+async def _engine() -> AsyncEngine:
     """This loop's engine, once the database is known reachable and migrated
     (DatabaseNotReady, one line, otherwise; checked again on the next call)."""
-    url = get_settings().database_url
-    engine = _engine()  # ConfigError first for a database the asyncio API cannot use
-    if url not in _READY:
-        await asyncio.to_thread(_check_schema, url)
-        _READY.add(url)
-    return engine
-
-
-def _check_schema(url: str) -> None:
-    from worker.db import make_engine
-    from worker.migrate import ensure_schema
-
-    # The same database through psycopg's sync driver, whatever driver the URL names.
-    sync_url = make_url(url).set(drivername="postgresql+psycopg")
-    engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)
-    try:
-        ensure_schema(engine)
-    finally:
-        engine.dispose()
-
-
-def _engine() -> AsyncEngine:
     settings = get_settings()
     engines = _state().engines
     engine = engines.get(settings.database_url)
-    if engine is None:
+    if engine is None:  # ConfigError here for a database the asyncio API cannot use
         engine = engines[settings.database_url] = make_async_engine(
             settings.database_url, pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow)
+    await ensure_schema_once(settings.database_url)
     return engine
 
 

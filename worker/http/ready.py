@@ -6,10 +6,23 @@ from __future__ import annotations
 
 from worker.migrate import schema_problem
 
-__all__ = ["BROKER_TIMEOUT_S", "broker_problem", "schema_problem"]
+__all__ = ["BROKER_TIMEOUT_S", "broker_problem", "database_problem", "schema_problem"]
 
 # Seconds a readiness probe may wait for the broker: probes run every few seconds.
 BROKER_TIMEOUT_S = 3.0
+
+
+def database_problem() -> str | None:
+    """None if the configured database is reachable and at the migration head, else
+    the one line that says why and how to fix it."""
+    from worker.db import get_engine
+    from worker.errors import DatabaseNotReady
+
+    try:
+        engine = get_engine()  # its first build makes the same check (worker.db)
+    except DatabaseNotReady as exc:
+        return str(exc)
+    return schema_problem(engine)  # checked again on each probe: it may go down later
 
 
 def broker_problem() -> str | None:
