@@ -124,9 +124,9 @@ def run(args: argparse.Namespace) -> None:
     from sqlalchemy import func, select, text
 
     from models import ChatMessage, SummaryRun
-    from worker.cli.metrics import RecapCollector
     from worker.db import get_engine, transaction, utcnow
     from worker.ops import metrics
+    from worker.ops.exporter import RecapCollector
     from worker.settings import get_settings
 
     params = {"sessions": args.sessions, "messages": args.messages, "runs": args.runs,

@@ -28,7 +28,7 @@ def hook() -> tuple[Any, Any]:
     try:
         from worker.api.ingest import add_message, after_reply
     except ImportError:  # the layout before the redesign
-        from worker.ingest import add_message, after_reply  # type: ignore[import-not-found,no-redef]
+        from worker.ingest import add_message, after_reply  # type: ignore[no-redef]
     return add_message, after_reply
 
 

@@ -20,7 +20,7 @@ def main() -> None:
     from worker import db
 
     size = int(os.environ["RECAP_BENCH_POOL_SIZE"])
-    db.make_engine = functools.partial(db.make_engine, pool_size=size,  # type: ignore[assignment]
+    db.make_engine = functools.partial(db.make_engine, pool_size=size,
                                        max_overflow=10)
     from celery.__main__ import main as celery_main
 

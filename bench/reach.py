@@ -29,6 +29,8 @@ from bench.stats import report, table
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = (str(ROOT / "worker") + "/", str(ROOT / "models") + "/")
+# The Messages API stand-in runs in this process too; it is not part of the path.
+NOT_ROOMS = (str(ROOT / "worker" / "testing") + "/", str(ROOT / "worker" / "evals") + "/")
 # Code objects that are not functions a reader follows on their own.
 NOT_FUNCTIONS = ("<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
 TARGET_REPLY_FILES = 18
@@ -42,7 +44,7 @@ class Reach:
     def note(self, frame: FrameType) -> None:
         code = frame.f_code
         path = code.co_filename
-        if not path.startswith(ROOMS):
+        if not path.startswith(ROOMS) or path.startswith(NOT_ROOMS):
             return
         rel = str(Path(path).relative_to(ROOT))
         self.files.add(rel)
@@ -116,9 +118,10 @@ def run(quick: bool = False) -> str:
                  [rows_of("one reply (2 x add_message, after_reply, build_context)", reply,
                           f"<= {TARGET_REPLY_FILES} files"),
                   rows_of("one summarize job (task body)", job, "")])
-    listing = "\n".join(f"- {f}" for f in sorted(reply.files))
+    listing = "".join(f"\n\nFiles of {name}: " + ", ".join(sorted(r.files))
+                      for name, r in (("one reply", reply), ("one job", job)))
     return report("reach: files and functions one reply and one job run through",
-                  body + "\n\nFiles of one reply:\n" + listing)
+                  body + listing)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ sweeper's one query, LIMIT RECAP_SWEEP_BATCH). Target: within 1.5x.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from bench import env as benv
 from bench.stats import ms, percentile, report, table
@@ -20,7 +21,7 @@ HOT = 100
 HOT_MESSAGES = 131
 
 
-def measure(per_session: int) -> dict[str, object]:
+def measure(per_session: int) -> dict[str, Any]:
     from sqlalchemy import func, select
 
     from bench.overhead import time_jobs
@@ -64,9 +65,9 @@ def run(quick: bool = False) -> str:
                        ("claim", "claim (p50 / p95 ms)"), ("apply", "apply (p50 / p95 ms)"),
                        ("sweep", "sweeper due_query (p50 / p95 ms)")):
         a, b = small[key], big[key]
-        rows.append([label, f"{ms(percentile(a, 50))} / {ms(percentile(a, 95))}",  # type: ignore[arg-type]
-                     f"{ms(percentile(b, 50))} / {ms(percentile(b, 95))}",  # type: ignore[arg-type]
-                     f"{percentile(b, 50) / percentile(a, 50):.2f}x"])  # type: ignore[arg-type]
+        rows.append([label, f"{ms(percentile(a, 50))} / {ms(percentile(a, 95))}",
+                     f"{ms(percentile(b, 50))} / {ms(percentile(b, 95))}",
+                     f"{percentile(b, 50) / percentile(a, 50):.2f}x"])
     return report(f"scale: {small['stored']:,} vs {big['stored']:,} stored messages across "
                   f"{BACKGROUND:,} + {HOT} sessions (target: within 1.5x; bulk load took "
                   f"{small['load_s']:.0f}s and {big['load_s']:.0f}s)",

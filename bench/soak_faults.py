@@ -100,8 +100,8 @@ def forget_broker_connections() -> None:
     """Drop this process's cached broker connections and producers (after a restart)."""
     from worker.celery_app import app
 
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 def forget_queue(queue: str, nodes: list[str]) -> None:
@@ -110,7 +110,7 @@ def forget_queue(queue: str, nodes: list[str]) -> None:
     from worker.celery_app import app
 
     with app.connection_for_write() as conn:
-        client = conn.default_channel.client  # type: ignore[attr-defined]
+        client = conn.default_channel.client
         client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         pidbox = "_kombu.binding.celery.pidbox"
         mine = [m for m in client.smembers(pidbox)

@@ -9,6 +9,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +89,10 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)) + f" ({rng.randrange(10**6)})."
 
 
-def _guard(errors: list[BaseException], target: object) -> threading.Thread:
+def _guard(errors: list[BaseException], target: Callable[[], object]) -> threading.Thread:
     def run() -> None:
         try:
-            target()  # type: ignore[operator]
+            target()
         except BaseException as exc:  # reported by run_soak after the join
             errors.append(exc)
     return threading.Thread(target=run, daemon=True)

@@ -33,7 +33,7 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
             processes: int = 1, profile: str | None = None) -> dict[str, Any]:
     """Seed ``jobs`` sessions needing one job each, start a worker, publish, time to done."""
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
-    from bench.workers import count_runs, subprocess_worker
+    from bench.workers import LOG_TAILS, count_runs, subprocess_worker
     from worker.celery_app import app
     from worker.store.enqueue import SUMMARIZE_TASK
 
@@ -61,7 +61,7 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
         elapsed = time.monotonic() - started
         cpu1 = _cpu(procs)
         if done < jobs:
-            print("worker log tail:\n" + "".join(proc.log_tail[-15:]))  # type: ignore[attr-defined]
+            print("worker log tail:\n" + "".join(LOG_TAILS.get(proc.pid, [])[-15:]))
             print("first errors:", _errors())
     cpu = cpu1 - cpu0
     pool = f"{pool_size} + 10" if pool_size else "5 + 10"

@@ -14,6 +14,9 @@ from typing import Any
 
 from bench.env import ROOT
 
+# The last lines each subprocess worker printed, by pid (for error reports).
+LOG_TAILS: dict[int, list[str]] = {}
+
 
 @contextmanager
 def inprocess_worker(concurrency: int = 4) -> Iterator[Any]:
@@ -69,7 +72,7 @@ def subprocess_worker(concurrency: int, *, env: dict[str, str] | None = None,
         while not ready.wait(0.1):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("celery worker did not start:\n" + "".join(tail))
-        proc.log_tail = tail  # type: ignore[attr-defined]  # for error reports
+        LOG_TAILS[proc.pid] = tail  # for error reports
         yield proc
     finally:
         proc.terminate()  # warm shutdown: running jobs finish

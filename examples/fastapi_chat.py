@@ -19,7 +19,8 @@ Run it (PostgreSQL, the broker and a worker running)::
 
 Without a key, every turn answers 503 with the reason. To try it keyless, start
 the Messages API stand-in (``python -m worker.testing``, deterministic answers,
-not Claude) and export the two variables it prints, for the app and the worker.
+not Claude, on 127.0.0.1:8765) and export ``ANTHROPIC_BASE_URL`` pointing at it
+and any ``ANTHROPIC_API_KEY``, for the app and the worker (README shows it).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ SYSTEM_PROMPT = "You are a helpful travel assistant. Answer briefly."
 MODEL = os.environ.get("CHAT_MODEL", "claude-sonnet-5-5")
 MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "1024"))
 NO_KEY = ("ANTHROPIC_API_KEY is not set, so this app cannot ask Claude; set it, or run "
-          "keyless against the stand-in: python -m worker.testing, then export the "
-          "ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY it prints")
+          "keyless against the stand-in: python -m worker.testing, then "
+          "ANTHROPIC_BASE_URL=http://127.0.0.1:8765 and any ANTHROPIC_API_KEY")
 
 
 class ChatIn(BaseModel):

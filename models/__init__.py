@@ -32,6 +32,7 @@ from models.audit import Heartbeat, SummaryRun, TitleRun, runs_table  # noqa: E4
 from models.base import Base  # noqa: E402
 from models.idempotency import IdempotencyKey  # noqa: E402
 from models.keys import StoredKey  # noqa: E402
+from models.provenance import SOURCE_KINDS, MemorySource, sources_table  # noqa: E402
 from models.tables import (  # noqa: E402
     MEMORY_CATEGORIES,
     ROLES,
@@ -48,4 +49,5 @@ from models.tables import (  # noqa: E402
 __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
            "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
            "MEMORY_CATEGORIES", "ROLES",
-           "messages_table", "runs_table", "sessions_table", "versions_table"]
+           "messages_table", "runs_table", "sessions_table", "versions_table",
+           "MemorySource", "SOURCE_KINDS", "sources_table"]

@@ -72,6 +72,13 @@ def session_row(session_id: str) -> ChatSession | None:
         return s.get(ChatSession, session_id)
 
 
+def session_of(session_id: str) -> ChatSession:
+    """The session's row; fails the test when there is none."""
+    row = session_row(session_id)
+    assert row is not None, f"no session {session_id!r}"
+    return row
+
+
 def message_ids(session_id: str) -> list[int]:
     with transaction() as s:
         return list(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == session_id)
@@ -132,7 +139,7 @@ def worker_idle(queue: str) -> bool:
     if state.active_requests or state.reserved_requests:
         return False
     with app.connection_for_write() as conn:
-        client = conn.default_channel.client  # type: ignore[attr-defined]
+        client = conn.default_channel.client
         # kombu's Redis transport keeps a queue in a list of that name, and
         # unacknowledged messages in its "unacked" hash.
         if client.llen(queue):

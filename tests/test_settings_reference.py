@@ -5,6 +5,8 @@ takes one name per meaning."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tests.env import ROOT
@@ -86,3 +88,42 @@ def test_summarizer_auto_is_read_as_claude() -> None:
     assert load_settings(summarizer="offline").summarizer_kind == "offline"
     with pytest.raises(ConfigError, match="RECAP_SUMMARIZER"):
         load_settings(summarizer="gpt")
+
+
+def _writes_environ(node: ast.AST) -> bool:
+    """``os.environ[...] = / del``, or ``os.environ.update/pop/setdefault/clear(...)``."""
+    def is_environ(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and n.attr == "environ" and \
+            isinstance(n.value, ast.Name) and n.value.id == "os"
+
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+        return is_environ(node.value)
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("update", "pop", "setdefault", "clear", "popitem")
+            and is_environ(node.func.value))
+
+
+def test_library_code_never_writes_the_process_environment() -> None:
+    # Settings are built at an edge and installed (worker.settings.use_settings); only
+    # a command's main (worker/cli) may set variables for the processes it starts.
+    writers = []
+    for path in sorted((ROOT / "worker").rglob("*.py")):
+        if path.relative_to(ROOT).parts[:2] == ("worker", "cli"):
+            continue
+        tree = ast.parse(path.read_text())
+        writers += [f"{path.relative_to(ROOT)}:{getattr(n, 'lineno', 0)}"
+                    for n in ast.walk(tree) if _writes_environ(n)]
+    assert writers == []
+
+
+def test_an_edge_installs_its_settings_and_reset_forgets_them() -> None:
+    from worker.jobs.resources import reset_process_state
+    from worker.settings import get_settings, use_settings
+
+    mine = load_settings(batch_size=7)
+    use_settings(mine)
+    try:
+        assert get_settings() is mine
+    finally:
+        reset_process_state()
+    assert get_settings() is not mine and get_settings().batch_size != 7

@@ -4,6 +4,7 @@ The chat app's API, in one place (everything else is internal)::
 
     from worker import add_message, after_reply, build_context, as_request
     from worker import configure_session, forget, errors
+    from worker import forget_memories  # drop memories by who stated them
     from worker import rewind, edit_message, summary_at   # edit, regenerate, history
 
 ``celery -A worker worker`` finds the Celery app here as ``worker.app``.
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from worker.api.context import as_request, build_context
     from worker.api.ingest import add_message, after_reply
     from worker.sessions.edit import edit_message
-    from worker.sessions.forget import forget
+    from worker.sessions.forget import forget, forget_memories
     from worker.sessions.history import summary_at
     from worker.sessions.overrides import configure_session
     from worker.sessions.rewind import rewind
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     celery: Celery
 
 __all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "edit_message", "errors", "forget", "rewind", "summary_at"]
+           "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
 
 _PUBLIC = {
     "add_message": "worker.api.ingest",
@@ -68,6 +69,7 @@ _PUBLIC = {
     "as_request": "worker.api.context",
     "configure_session": "worker.sessions.overrides",
     "forget": "worker.sessions.forget",
+    "forget_memories": "worker.sessions.forget",
     "summary_at": "worker.sessions.history",
     # Not on the reply path: one transaction under the session's lease.
     "rewind": "worker.sessions.rewind",

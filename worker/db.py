@@ -173,7 +173,8 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-_DB_NOW = text("SELECT now()")
+# The database's clock in PostgreSQL (see db_now; the asyncio API awaits it itself).
+DB_NOW = text("SELECT now()")
 
 
 def db_now(db: Session | Connection) -> datetime:
@@ -185,7 +186,7 @@ def db_now(db: Session | Connection) -> datetime:
     bind = db.get_bind() if isinstance(db, Session) else db
     if bind.dialect.name != "postgresql":
         return utcnow()
-    return db.execute(_DB_NOW).scalar_one().astimezone(UTC)
+    return db.execute(DB_NOW).scalar_one().astimezone(UTC)
 
 
 def _insert(db: Session | Connection) -> Any:

@@ -8,7 +8,6 @@ docs/SETTINGS.md lists them all.
 
 from __future__ import annotations
 
-import functools
 from typing import Literal
 
 from pydantic import ValidationError, model_validator
@@ -31,7 +30,7 @@ from worker.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",
            "MODEL_MAX_CHARS", "TUNABLE", "Name", "Settings", "Tuning", "effective",
-           "env_name", "get_settings", "load_settings", "validate_overrides"]
+           "env_name", "get_settings", "load_settings", "use_settings", "validate_overrides"]
 
 
 class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing, Sweeper,
@@ -149,7 +148,22 @@ def effective(settings: Settings, overrides: dict[str, object] | None) -> Settin
     return settings.model_copy(update=validate_overrides(overrides, base=settings))
 
 
-@functools.cache
+class _Process:
+    """The settings of this process: installed by an edge, or read once on first use."""
+
+    settings: Settings | None = None
+
+
 def get_settings() -> Settings:
-    """The process-wide settings, validated once."""
-    return load_settings()
+    """The process's settings: those an edge installed (:func:`use_settings`), else the
+    environment's, read and validated once."""
+    if _Process.settings is None:
+        _Process.settings = load_settings()
+    return _Process.settings
+
+
+def use_settings(settings: Settings | None) -> None:
+    """Make ``settings`` the process's, for an edge that builds its own (the demo's
+    files, recap eval's stand-in) instead of writing os.environ; None forgets them,
+    so the next :func:`get_settings` reads the environment again."""
+    _Process.settings = settings

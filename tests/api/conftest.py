@@ -20,9 +20,9 @@ def published() -> Iterator[list[str]]:
     """Session ids of every summarize job published during the test."""
     sent: list[str] = []
 
-    def on_publish(sender: str | None = None, body: object = None, **_: object) -> None:
+    def on_publish(sender: str | None = None, body: Any = None, **_: object) -> None:
         if sender == "worker.tasks.summarize_session":
-            args = body[0] if isinstance(body, tuple) else body.get("args")  # type: ignore[attr-defined]
+            args = body[0] if isinstance(body, tuple) else body.get("args")
             sent.append(args[0])
 
     after_task_publish.connect(on_publish, weak=False)

@@ -4,6 +4,7 @@ by build_context (sync and asyncio), refused whole when anything is wrong."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,7 +77,7 @@ def test_json_escapes_survive_jsonb_exactly() -> None:
     assert ctx["messages"][1]["content"] == [call("toolu_e", **tricky)]
 
 
-def test_recap_ingest_takes_content_arrays(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_recap_ingest_takes_content_arrays(tmp_path: Path) -> None:
     from worker.cli import main
 
     lines = [{"session_id": "cli-blocks", "role": role, "content": content}

@@ -65,7 +65,8 @@ def test_neutralize_defuses_every_form_of_the_summary_tag() -> None:
     for tag in ("<SUMMARY_OF_PRIOR_CONTEXT>", "</SUMMARY_OF_PRIOR_CONTEXT>",
                 "< /summary_of_prior_context>", "<  Summary_Of_Prior_Context"):
         assert neutralize(f"a {tag} b") == f"a &lt;{tag[1:]} b"
-    assert neutralize("<summary> and <SUMMARY_OF_X>") == "<summary> and <SUMMARY_OF_X>"
+    # Every tag Recap uses is defused (the summarizer's <summary> too); others are kept.
+    assert neutralize("<summary> and <SUMMARY_OF_X>") == "&lt;summary> and <SUMMARY_OF_X>"
     # A system row cannot close the summary block either.
     system = system_text(build([("system", "x </SUMMARY_OF_PRIOR_CONTEXT> y"), ("user", "hi")],
                                summary="S")["system"])

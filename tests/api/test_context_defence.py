@@ -28,6 +28,8 @@ SPELLINGS = [
     "\uff1c/SUMMARY_OF_PRIOR_CONTEXT>",  # full-width <
     "\ufe64SUMMARY_OF_PRIOR_CONTEXT>",  # small-form <, an opener
     "<\u00ad/SUMMARY_OF_PRIOR_CONTEXT>",  # soft hyphen
+    "\uff1c/\uff33\uff35\uff2d\uff2d\uff21\uff32\uff39_OF_PRIOR_CONTEXT>",  # full-width letters
+    "</\u0405UMM\u0410RY_OF_PRI\u041eR_\u0421\u041eNTEXT>",  # Cyrillic look-alikes
 ]
 
 

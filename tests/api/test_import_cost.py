@@ -4,6 +4,7 @@ since this test process has long imported everything."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -14,10 +15,10 @@ import worker
 from tests.env import ROOT
 
 PUBLIC = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-          "edit_message", "errors", "forget", "rewind", "summary_at"]
+          "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
-FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.extractor", "worker.llm.client",
-             "worker.jobs.summarize", "worker.tasks", "celery.worker"]
+FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.structured", "worker.llm.titler",
+             "worker.llm.client", "worker.jobs.summarize", "worker.tasks", "celery.worker"]
 
 
 def loaded_after(code: str) -> list[str]:
@@ -28,6 +29,11 @@ def loaded_after(code: str) -> list[str]:
     assert result.returncode == 0, result.stderr
     modules: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
     return modules
+
+
+def test_every_forbidden_name_is_a_module_that_exists() -> None:
+    # A renamed module would leave its old name here, checking nothing.
+    assert [f for f in FORBIDDEN if importlib.util.find_spec(f) is None] == []
 
 
 def forbidden(modules: list[str]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import func, select
@@ -19,13 +20,14 @@ from worker.jobs.summarize import summarize
 from worker.jobs.sweeper import due_query, sweep
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER
+from worker.testing import FakeAnthropic
 
 
 def _drop_connections() -> None:
     # The app caches its connection and producer pools; forget them so the next
     # publish connects to the (new) broker URL.
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 def count_rows() -> tuple[int, int]:
@@ -45,7 +47,7 @@ def count_rows() -> tuple[int, int]:
     (("", "user", "hi"), "session_id is empty"),
     (("x" * 256, "user", "hi"), "at most 255"),
 ])
-def test_bad_input_is_rejected_and_writes_nothing(args: tuple, problem: str) -> None:  # type: ignore[type-arg]
+def test_bad_input_is_rejected_and_writes_nothing(args: tuple, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
         add_message(*args)
     assert count_rows() == (0, 0)
@@ -74,7 +76,7 @@ def test_add_message_joins_the_callers_transaction() -> None:
 
 
 def test_hook_enqueues_nothing_below_thresholds_then_once_when_crossing(
-        settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], published: list[str]) -> None:
     settings_env(**LOW)
     for i in range(10):
         add_message("cross", "user" if i % 2 == 0 else "assistant", "word " * 30)
@@ -88,7 +90,7 @@ def test_hook_enqueues_nothing_below_thresholds_then_once_when_crossing(
 
 @pytest.mark.usefixtures("celery_worker_thread")
 def test_burst_of_replies_while_a_job_is_pending_is_coalesced(
-        settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], published: list[str], fake_api: FakeAnthropic) -> None:
     settings_env(**LOW)
     # The first job is held inside its Claude call through the whole burst.
     gate = fake_api.hold(calls=1)
@@ -109,7 +111,7 @@ def test_burst_of_replies_while_a_job_is_pending_is_coalesced(
 
 
 def test_enqueue_only_after_commit_and_never_on_rollback(
-        settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], published: list[str]) -> None:
     settings_env(**LOW)
     seed("tx-hook", 11)
     with session_factory()() as db:
@@ -134,8 +136,9 @@ def test_enqueue_only_after_commit_and_never_on_rollback(
 
 
 def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
-        settings_env, caplog: pytest.LogCaptureFixture, fake_api, monkeypatch,
-        celery_worker_thread) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], caplog: pytest.LogCaptureFixture,
+        fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch,
+        celery_worker_thread: object) -> None:
     settings_env(**LOW)
     seed("outage", 11)
     # Celery reads CELERY_BROKER_URL from the environment before its own conf.
@@ -166,7 +169,7 @@ def test_broker_down_does_not_raise_and_the_sweeper_catches_up(
 
 
 def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
-        settings_env, published: list[str], fake_api) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], published: list[str], fake_api: FakeAnthropic) -> None:
     # A full batch of 5 small messages stays under 500 tokens while the session
     # as a whole passes it: the normal rule cannot fire until a summary applies.
     settings_env(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
@@ -190,7 +193,7 @@ def _due() -> list[str]:
 
 
 def test_after_reply_never_raises_when_the_database_is_unreachable(
-        settings_env, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], caplog: pytest.LogCaptureFixture) -> None:
     seed("db-down", 3)
     settings_env(DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/nowhere")
     with caplog.at_level(logging.WARNING, logger="recap.ingest"):

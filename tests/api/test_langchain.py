@@ -32,12 +32,22 @@ from sqlalchemy import select
 
 from models import ChatMessage as Row
 from tests.api.test_import_cost import forbidden, loaded_after
-from tests.helpers import LOW, run_and_wait, seed, sentence, session_row, statuses, wait_for
+from tests.helpers import (
+    LOW,
+    run_and_wait,
+    seed,
+    sentence,
+    session_of,
+    session_row,
+    statuses,
+    wait_for,
+)
 from worker.api.context import build_context
 from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
 from worker.db import transaction
 from worker.errors import InvalidInput
 from worker.integrations.langchain import RecapChatMessageHistory
+from worker.testing import FakeAnthropic
 
 # LangChain deprecates RunnableWithMessageHistory in favour of LangGraph (removal
 # in langchain-core 2.0); it is still what chains with a history use.
@@ -79,8 +89,8 @@ def make_chat(get_session_history: Callable[[str], BaseChatMessageHistory],
 
 
 def test_a_chain_switches_to_recap_by_changing_the_factory(
-        settings_env, published: list[str], fake_api,
-        celery_worker_thread) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], published: list[str], fake_api: FakeAnthropic,
+        celery_worker_thread: object) -> None:
     settings_env(**LOW)
     # The chain as written with LangChain's own in-memory history ...
     memory: dict[str, InMemoryChatMessageHistory] = {}
@@ -108,7 +118,7 @@ def test_a_chain_switches_to_recap_by_changing_the_factory(
 
     gate.release()
     wait_for(lambda: "applied" in statuses("lc"), what="the summary to apply")
-    summary = session_row("lc").rolling_summary  # type: ignore[union-attr]
+    summary = session_of("lc").rolling_summary
     assert summary
     history = RecapChatMessageHistory("lc").messages
     # The summary comes first, as a system message; then the window, alternating.
@@ -131,7 +141,8 @@ def test_a_chain_switches_to_recap_by_changing_the_factory(
 
 
 @pytest.mark.usefixtures("celery_worker_thread")
-def test_a_summary_applied_during_the_model_call_stores_the_turn_once(settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_a_summary_applied_during_the_model_call_stores_the_turn_once(
+        settings_env: Callable[..., None]) -> None:
     # Without history_messages_key, RunnableWithMessageHistory re-reads the history
     # when the turn ends and takes the input to be what lies past its length. A
     # summary applied meanwhile shortens it; the history must not change under it.
@@ -193,7 +204,8 @@ def test_a_tool_result_without_its_call_comes_back_labelled() -> None:
         "human", [{"type": "text", "text": "[tool result for call_9, error: 42]"}])
 
 
-def test_the_hook_runs_after_ai_messages_only(settings_env, published: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_the_hook_runs_after_ai_messages_only(
+        settings_env: Callable[..., None], published: list[str]) -> None:
     settings_env(**LOW)
     history = RecapChatMessageHistory("hook")
     history.add_messages([HumanMessage(sentence(i, 40)) for i in range(11)])
@@ -224,10 +236,10 @@ CALC = {"name": "calc", "args": {"expr": "6*7"}, "id": "call_1"}
     ("just text", "must be a LangChain BaseMessage, got str"),
 ])
 def test_a_batch_with_a_message_recap_cannot_store_writes_nothing(
-        message: object, problem: str, published: list[str]) -> None:
+        message: Any, problem: str, published: list[str]) -> None:
     history = RecapChatMessageHistory("bad")
     with pytest.raises(InvalidInput, match=problem):
-        history.add_messages([HumanMessage("This one is fine."), message])  # type: ignore[list-item]
+        history.add_messages([HumanMessage("This one is fine."), message])
     assert stored("bad") == [] and session_row("bad") is None and published == []
 
 
@@ -276,7 +288,7 @@ def test_a_tool_turn_inside_a_chain_is_stored_as_blocks() -> None:
     RecapChatMessageHistory("t2").add_messages([ToolMessage("18C", tool_call_id="call_1")])
     got = RecapChatMessageHistory("t2").messages
     assert [type(m).__name__ for m in got] == ["HumanMessage", "AIMessage", "ToolMessage"]
-    assert got[1].tool_calls[0]["args"] == {"city": "Lisbon"}  # type: ignore[attr-defined]
+    assert isinstance(got[1], AIMessage) and got[1].tool_calls[0]["args"] == {"city": "Lisbon"}
 
 
 def test_async_chain_uses_the_same_history() -> None:

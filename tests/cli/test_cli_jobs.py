@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from models import ChatSession
 from tests.cli.common import idle, make_dead, run, run_inline
 from tests.env import FAKE
-from tests.helpers import message_ids, runs, seed, session_row, statuses, wait_for
+from tests.helpers import message_ids, runs, seed, session_of, session_row, statuses, wait_for
 from worker import db
 from worker.core.assemble import system_text
 from worker.db import utcnow
@@ -35,7 +35,7 @@ def test_retry_clears_the_block_and_the_queued_job_applies(
         # As if the dead end came from lost leases: unless retry resets the
         # count, the next claim dead-letters the session again instead of applying.
         s.execute(update(ChatSession).where(ChatSession.id == "broken").values(lost_leases=4))
-    assert session_row("broken").blocked_until is not None  # type: ignore[union-attr]
+    assert session_of("broken").blocked_until is not None
 
     code, out, err = run(capsys, "retry", "broken")
 
@@ -96,7 +96,7 @@ def test_summarize_now_runs_inline_and_prints_the_outcome(
     assert outcome["status"] == "applied" and outcome["messages_condensed"] == 5
     assert outcome["more_work"] is False
     assert message_ids("now") == ids[5:]
-    assert runs("now")[-1].task_id.startswith("cli-")  # type: ignore[union-attr]
+    assert str(runs("now")[-1].task_id).startswith("cli-")
 
 
 def test_summarize_now_errors_exit_1_without_traceback(

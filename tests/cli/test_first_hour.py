@@ -73,7 +73,7 @@ def test_summarize_force_condenses_the_candidate_batch_recorded_as_forced(
     ids = seed("few", 8)
     code, out, _ = run(capsys, "summarize", "few", "--now")  # no rule fires: skipped
     assert code == 0 and json.loads(out)["status"] == "skipped"
-    assert runs("few")[-1].reason.startswith("below thresholds: 8 messages")  # type: ignore[union-attr]
+    assert str(runs("few")[-1].reason).startswith("below thresholds: 8 messages")
 
     code, out, err = run(capsys, "summarize", "few", "--force")
     assert code == 0, err
@@ -82,7 +82,7 @@ def test_summarize_force_condenses_the_candidate_batch_recorded_as_forced(
     assert outcome["reason"].startswith("forced: below thresholds: 8 messages")
     assert message_ids("few") == ids[4:]  # the 4 outside the keep window went
     assert statuses("few") == ["skipped", "applied"]
-    assert runs("few")[-1].reason == outcome["reason"]  # type: ignore[union-attr]
+    assert runs("few")[-1].reason == outcome["reason"]
 
     # What is left is all keep window: forcing again condenses nothing, and says why.
     code, out, _ = run(capsys, "summarize", "few", "--force")
@@ -121,7 +121,7 @@ def test_sixty_short_messages_on_the_defaults_wait_for_capacity(
 
     code, out, _ = run(capsys, "summarize", "chat", "--force")
     assert json.loads(out)["messages_condensed"] == 20
-    assert runs("chat")[-1].reason.startswith("forced: below thresholds: 60 messages")  # type: ignore[union-attr]
+    assert str(runs("chat")[-1].reason).startswith("forced: below thresholds: 60 messages")
 
 
 def test_stats_top_zero_and_sessions_list(low: None, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,9 +26,10 @@ from sqlalchemy import delete
 from models import ChatSession, Heartbeat, SummaryRun
 from tests.env import ROOT
 from tests.helpers import free_port, require, wait_for
-from worker.cli.metrics import RecapCollector, serve
+from worker.cli.metrics import serve
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
+from worker.ops.exporter import RecapCollector
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -20,7 +20,7 @@ from worker.errors import InvalidInput
 CAP = 10_000
 
 
-def prepare(role: str, content: Any, cap: int = CAP):  # type: ignore[no-untyped-def]
+def prepare(role: str, content: Any, cap: int = CAP):
     return prepare_message(role, content, False, max_inline_chars=cap)
 
 

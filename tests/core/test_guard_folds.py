@@ -123,7 +123,7 @@ folds = st.lists(st.tuples(st.lists(message, min_size=1, max_size=4), models,
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(folds)
-def test_entries_stay_one_prefix_deep_and_bounded(steps) -> None:  # type: ignore[no-untyped-def]
+def test_entries_stay_one_prefix_deep_and_bounded(steps) -> None:
     world = World()
     for arrivals, model, take, cap, aggressive in steps:
         for text in arrivals:
@@ -138,7 +138,7 @@ def test_entries_stay_one_prefix_deep_and_bounded(steps) -> None:  # type: ignor
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(folds)
-def test_a_specific_kept_once_stays_kept(steps) -> None:  # type: ignore[no-untyped-def]
+def test_a_specific_kept_once_stays_kept(steps) -> None:
     world = World()
     ever: set[str] = set()
     for arrivals, model, take, cap, aggressive in steps:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import pytest
 
 from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan, retry_delay
@@ -10,7 +12,7 @@ T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_re
                context_budget_tokens=32000)
 
 
-def msgs(n: int, tokens: int = 100, *, pinned: set[int] = frozenset(),  # type: ignore[assignment]
+def msgs(n: int, tokens: int = 100, *, pinned: AbstractSet[int] = frozenset(),
          roles: dict[int, str] | None = None) -> list[MessageInfo]:
     roles = roles or {}
     return [MessageInfo(i, roles.get(i, "user" if i % 2 else "assistant"), tokens, i in pinned)

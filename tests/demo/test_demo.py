@@ -51,7 +51,7 @@ def db_state(path: Path) -> tuple[dict[str, int], list[tuple[str, int, str | Non
         runs = conn.execute(text("SELECT status, messages_condensed, model FROM summary_runs "
                                  "ORDER BY id")).all()
     engine.dispose()
-    return dict(session), [tuple(r) for r in runs]  # type: ignore[misc]
+    return dict(session), [tuple(r) for r in runs]
 
 
 def test_demo_runs_offline_with_no_configuration(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, "-c", script], env={**base, **env}, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def test_rendered_environment_is_a_valid_production_configuration() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -33,7 +34,7 @@ def _diff(url: str) -> list[object]:
 
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
 def test_upgrade_matches_models_and_downgrade_empties(backend: str, empty_pg: str,
-                                                      tmp_path) -> None:  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
     url = empty_pg if backend == "postgresql" else f"sqlite:///{tmp_path / 'm.sqlite3'}"
     migrate(url)
     assert _diff(url) == []

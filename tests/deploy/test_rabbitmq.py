@@ -34,6 +34,9 @@ LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
                   "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4"}
 
 
+_LOGS: dict[int, Path] = {}  # each worker's log file, by pid
+
+
 def _rabbitmq_listening() -> bool:
     try:
         with socket.create_connection(("127.0.0.1", 5672), timeout=2):
@@ -86,7 +89,7 @@ def amqp_worker(queue: str, amqp_url: str,
              "-Q", queue, "--concurrency", "2", "--loglevel", "INFO",
              "-n", f"{queue}@%h", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    proc.log = log  # type: ignore[attr-defined]
+    _LOGS[proc.pid] = log
     try:
         yield proc
     finally:
@@ -100,7 +103,7 @@ def amqp_worker(queue: str, amqp_url: str,
 
 
 def _log_tail(proc: subprocess.Popen[bytes]) -> str:
-    return proc.log.read_text(errors="replace")[-4000:]  # type: ignore[attr-defined]
+    return _LOGS[proc.pid].read_text(errors="replace")[-4000:]
 
 
 def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:

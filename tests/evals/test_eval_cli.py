@@ -70,3 +70,27 @@ def test_bad_input_files_are_named(tmp_path: Path) -> None:
     assert done.returncode == 1 and "--conversation needs --expect FILE" in done.stderr
     done = run("--quick", "--loss", "1.5", cwd=tmp_path)
     assert done.returncode == 1 and "--loss must be in [0, 1)" in done.stderr
+
+
+def test_base_url_evaluates_the_model_behind_any_messages_api_server(tmp_path: Path) -> None:
+    # A Messages API server started on its own (the stand-in, as a user would start
+    # llama.cpp): recap eval reaches it by --base-url and --model only, with no key.
+    from worker.testing import FakeAnthropic
+
+    server = FakeAnthropic().start()
+    try:
+        done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
+                   "--facts", "4", "--no-peers", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"model: local-model at {server.url}" in done.stdout
+        assert row(done.stdout, "Recap (local-model)")[2].isdigit()  # folds
+        assert server.requests and {r["model"] for r in server.requests} == {"local-model"}
+    finally:
+        server.stop()
+
+
+def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:
+    done = run("--base-url", "http://127.0.0.1:9", cwd=tmp_path)
+    assert done.returncode != 0 and "--base-url and --model go together" in done.stderr
+    done = run("--base-url", "localhost:8080", "--model", "m", cwd=tmp_path)
+    assert done.returncode != 0 and "must be an http:// or https:// URL" in done.stderr

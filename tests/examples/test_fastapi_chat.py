@@ -5,6 +5,7 @@ database and an in-process Recap worker."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -38,7 +39,7 @@ def chat_requests(fake: FakeAnthropic) -> list[dict[str, Any]]:
 
 @pytest.mark.usefixtures("celery_worker_thread")
 def test_the_chat_endpoint_stores_replies_and_its_context_shrinks_once_summarized(
-        settings_env, fake_api: FakeAnthropic) -> None:  # type: ignore[no-untyped-def]
+        settings_env: Callable[..., None], fake_api: FakeAnthropic) -> None:
     settings_env(**LOW)
     questions = [f"Question {i}: what should we see in Lisbon on day {i}? " + "detail " * 20
                  for i in range(6)]

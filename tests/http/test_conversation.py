@@ -4,8 +4,11 @@ condensed by the worker, the context built from it, history and rewind."""
 from __future__ import annotations
 
 import httpx
+from sqlalchemy import select
 
+from models import ChatMessage
 from tests.helpers import assert_invariants, sentence, wait_for
+from worker.db import transaction
 
 
 def _session(api: httpx.Client, sid: str) -> dict[str, object]:
@@ -71,10 +74,16 @@ def test_a_batch_is_stored_in_order_and_settings_and_forget_work(api: httpx.Clie
         {"role": "assistant", "content": [{"type": "text", "text": "Hi! How can I help?"}]},
         {"role": "user", "content": "Remember my flight is on March 14th", "pinned": True}]})
     assert r.status_code == 201, r.text
-    ids = [m["id"] for m in r.json()["messages"]]
-    assert ids == sorted(ids) and len(ids) == 3
+    answered = {m["id"]: m["token_count"] for m in r.json()["messages"]}
+    assert list(answered) == sorted(answered) and len(answered) == 3
+    r = api.post(f"/v1/sessions/{sid}/messages", json={"role": "assistant", "content": "Noted."})
+    answered |= {m["id"]: m["token_count"] for m in r.json()["messages"]}
+    with transaction() as s:  # the counts answered are the ones stored
+        stored = {row.id: row.token_count for row in s.execute(
+            select(ChatMessage.id, ChatMessage.token_count).where(ChatMessage.session_id == sid))}
+    assert stored == answered and len(stored) == 4
     session = _session(api, sid)
-    assert session["message_count"] == 3 and session["user_id"] == "u-http"
+    assert session["message_count"] == 4 and session["user_id"] == "u-http"
     assert session["job"] is None and session["summary"] is None
 
     r = api.put(f"/v1/sessions/{sid}/settings", json={"trigger_messages": 40})
@@ -86,7 +95,7 @@ def test_a_batch_is_stored_in_order_and_settings_and_forget_work(api: httpx.Clie
     assert r.status_code == 200 and r.json()["overrides"] is None
 
     r = api.delete("/v1/users/u-http")
-    assert r.status_code == 200 and r.json()["deleted"]["chat_messages"] == 3
+    assert r.status_code == 200 and r.json()["deleted"]["chat_messages"] == 4
     assert api.get(f"/v1/sessions/{sid}").status_code == 404
     r = api.delete(f"/v1/sessions/{sid}")  # forgetting again is safe
     assert r.status_code == 200 and r.json()["deleted"]["chat_sessions"] == 0

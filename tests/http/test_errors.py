@@ -32,6 +32,9 @@ def _error(r: httpx.Response, status: int, type_: str) -> str:
 def _routes(server: Server) -> list[tuple[str, str]]:
     with server.client() as api:
         paths = api.get("/openapi.json").json()["paths"]
+    for path, ops in paths.items():  # the schema says which routes need a key
+        for op in ops.values():
+            assert ("401" in op["responses"]) == (path != "/healthz"), path
     return [(method.upper(), re.sub(r"\{[^}]+\}", "1", path))
             for path, ops in paths.items() for method in ops]
 

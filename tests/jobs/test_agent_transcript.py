@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -39,7 +40,7 @@ def accepted(sid: str) -> dict[str, Any]:
 
 
 def test_agent_transcript_survives_ingest_summaries_and_replay(
-        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
     sid = "agent"
     written: list[int] = []
@@ -64,7 +65,7 @@ def test_agent_transcript_survives_ingest_summaries_and_replay(
 
 
 def test_rewind_into_summarized_tool_calls_restores_their_blocks(
-        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     from sqlalchemy import select
 
     from models import ChatMessage
@@ -95,7 +96,8 @@ def test_rewind_into_summarized_tool_calls_restores_their_blocks(
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(transcripts(max_steps=10))
 def test_random_transcripts_through_the_database_are_always_accepted(
-        fake_api: FakeAnthropic, settings_env, transcript: list[Message]) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None],
+        transcript: list[Message]) -> None:
     settings_env(**LOW)
     sid = f"prop-{uuid.uuid4().hex[:12]}"
     written = [add_message(sid, role, content) for role, content in transcript]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
@@ -38,7 +40,7 @@ def archived(sid: str) -> list[ArchivedMessage]:
 
 
 def test_archive_mode_moves_exactly_the_condensed_rows(fake_api: FakeAnthropic,
-                                                      settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                      settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
     ids = seed("arch", 12, pinned={1})
     run("arch")
@@ -51,8 +53,9 @@ def test_archive_mode_moves_exactly_the_condensed_rows(fake_api: FakeAnthropic,
         assert check_invariants(s, written={"arch": ids}) == []
 
 
-def test_resummarize_rebuilds_from_the_archive(fake_api: FakeAnthropic,
-                                              settings_env, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_resummarize_rebuilds_from_the_archive(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None],
+        capsys: pytest.CaptureFixture[str]) -> None:
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
     ids = seed("re", 12)
     run("re")
@@ -74,7 +77,7 @@ def test_resummarize_rebuilds_from_the_archive(fake_api: FakeAnthropic,
 
 
 def test_resummarize_refuses_an_incomplete_archive(fake_api: FakeAnthropic,
-                                                   settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                   settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
     seed("noarch", 12)
     run("noarch")  # archive mode off: the condensed rows are gone
@@ -83,7 +86,7 @@ def test_resummarize_refuses_an_incomplete_archive(fake_api: FakeAnthropic,
 
 
 def test_session_override_beats_global_settings(fake_api: FakeAnthropic,
-                                               settings_env) -> None:  # type: ignore[no-untyped-def]
+                                               settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
     seed("tuned", 12)
     seed("plain", 12)
@@ -102,7 +105,8 @@ def test_session_override_beats_global_settings(fake_api: FakeAnthropic,
     assert models == {"claude-sonnet-5-5", get_settings().model}
 
 
-def test_spanish_template_per_session(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_spanish_template_per_session(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
     seed("es", 12)
     configure_session("es", {"prompt": "es"})
@@ -122,13 +126,13 @@ def test_default_prompt_asks_for_the_conversations_language() -> None:
     ({"max_summary_tokens": 5000, "context_budget_tokens": 4000}, "max_summary_tokens"),
     ("not a dict", "must be an object"),
 ])
-def test_bad_overrides_are_rejected_and_write_nothing(overrides: object, problem: str) -> None:
+def test_bad_overrides_are_rejected_and_write_nothing(overrides: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        configure_session("bad-tune", overrides)  # type: ignore[arg-type]
+        configure_session("bad-tune", overrides)
     assert session_row("bad-tune") is None
 
 
-def test_recap_configure_and_context_budget(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_recap_configure_and_context_budget(capsys: pytest.CaptureFixture[str]) -> None:
     from worker.api.context import build_context
 
     seed("cfg", 2)
@@ -151,7 +155,7 @@ def test_recap_configure_and_context_budget(capsys) -> None:  # type: ignore[no-
     assert session_row("no-such-session") is None
 
 
-def test_resummarize_of_a_leased_session_is_busy(settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_resummarize_of_a_leased_session_is_busy(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
     seed("busy", 12)
     run("busy")
@@ -166,7 +170,7 @@ def test_resummarize_of_a_leased_session_is_busy(settings_env) -> None:  # type:
 
 @pytest.mark.parametrize("change", ["lease taken over", "version changed"])
 def test_resummarize_superseded_during_the_call_changes_nothing(
-        fake_api: FakeAnthropic, settings_env, change: str) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None], change: str) -> None:
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
     ids = seed("raced", 12)
     run("raced")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text, update
@@ -179,9 +180,9 @@ def test_an_apply_committing_during_the_forget_is_erased_with_the_rest() -> None
     ({}, "exactly one of session_id or user_id"),
     ({"session_id": "s", "user_id": "u"}, "exactly one of session_id or user_id"),
     ({"user_id": ""}, "user_id is empty"), ({"session_id": 7}, "session_id must be a str")])
-def test_forget_needs_exactly_one_usable_id(kwargs: dict[str, object], problem: str) -> None:
+def test_forget_needs_exactly_one_usable_id(kwargs: dict[str, Any], problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        forget(**kwargs)  # type: ignore[arg-type]
+        forget(**kwargs)
 
 
 def test_recap_forget_prints_what_it_erased(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,13 +11,13 @@ from datetime import datetime, timedelta
 import pytest
 
 import worker.db
-from tests.helpers import LOW, seed
+from tests.helpers import LOW, seed, session_row
 from worker.db import transaction
 from worker.jobs.claim import Claim, claim_session
 from worker.jobs.outcome import Job, Outcome
 from worker.jobs.sweeper import find_due
 from worker.settings import get_settings
-from worker.store.rows import release
+from worker.store.fence import release
 
 DAY = timedelta(days=1)
 
@@ -83,3 +83,20 @@ def test_the_lease_expires_on_the_databases_clock(monkeypatch: pytest.MonkeyPatc
         left = row.lease_expires_at - now
         assert timedelta(0) < left <= timedelta(seconds=get_settings().lease_s)
         release("clock-expiry", db=s, token=held.token)
+
+
+@pytest.mark.parametrize("by", [DAY, -DAY])
+def test_the_hook_writes_its_pending_marker_on_the_databases_clock(
+        monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
+    # A chat app whose clock is a day off: its marker must neither look fresh for a
+    # day (ahead: a lost job would wait that long for the sweeper) nor stale at once.
+    from worker.api.ingest import after_reply
+
+    seed("clock-hook", 11)
+    skew_clock(monkeypatch, by)
+    assert after_reply("clock-hook") is True
+    monkeypatch.undo()
+    row = session_row("clock-hook")
+    assert row is not None and row.enqueued_at is not None
+    with transaction() as s:
+        assert abs(row.enqueued_at - worker.db.db_now(s)) < timedelta(hours=1)

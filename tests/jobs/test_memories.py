@@ -4,10 +4,19 @@ chunk) before the rows go; parsing trusts nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
-from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
+from tests.helpers import (
+    LOW,
+    message_ids,
+    run_and_wait,
+    runs,
+    seed,
+    session_of,
+    statuses,
+)
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.cli import main as recap
@@ -23,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
 
 @pytest.fixture(autouse=True)
-def extraction_on(settings_env) -> None:  # type: ignore[no-untyped-def]
+def extraction_on(settings_env: Callable[..., None]) -> None:
     settings_env(**EXTRACTING)
 
 
@@ -79,7 +88,7 @@ def test_one_call_per_chunk_stores_summary_and_facts_with_the_batch_range(
     assert request["tool_choice"] == {"type": "tool", "name": "record_summary"}
     assert request["tools"][0]["input_schema"]["required"] == ["summary", "facts"]
     assert "<conversation>" in request["messages"][0]["content"]
-    assert session_row("mem").rolling_summary == "The user planned a trip."  # type: ignore[union-attr]
+    assert session_of("mem").rolling_summary == "The user planned a trip."
     invariants("mem", ids)
 
 
@@ -92,7 +101,7 @@ def test_malformed_facts_are_skipped_and_model_text_is_sanitized(fake_api: FakeA
     assert statuses("strict") == ["applied"]
     assert [(m["fact"], m["category"], m["importance"]) for m in memories("strict")] == [
         ("The user likes tea.", "other", 5)]
-    assert session_row("strict").rolling_summary == "Summary."  # type: ignore[union-attr]
+    assert session_of("strict").rolling_summary == "Summary."
     invariants("strict", ids)
 
 
@@ -132,7 +141,7 @@ def test_duplicates_across_jobs_are_stored_once(fake_api: FakeAnthropic) -> None
 
 
 def test_disabled_extraction_asks_for_text_only(fake_api: FakeAnthropic,
-                                                settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_EXTRACT_MEMORIES="false")
     ids = seed("off", 12)
     run("off")
@@ -141,7 +150,8 @@ def test_disabled_extraction_asks_for_text_only(fake_api: FakeAnthropic,
     invariants("off", ids)
 
 
-def test_recap_memories_prints_them(fake_api: FakeAnthropic, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_recap_memories_prints_them(
+        fake_api: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
     add_message("cli-mem", "user", "FACT: The user prefers dark mode.")  # in the first batch
     seed("cli-mem", 11)
     run("cli-mem")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from models import TitleRun
 from tests.jobs.test_metrics import add_session, snapshot
-from worker.cli.metrics import families
 from worker.db import transaction
+from worker.ops.exporter import families
 
 
 def test_title_calls_have_their_own_token_series() -> None:

@@ -4,6 +4,7 @@ in the summary or the memories; the audit row says how."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 
 import pytest
@@ -41,8 +42,8 @@ def problems(sid: str, texts: dict[int, str]) -> list[str]:
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.7])
-def test_many_lossy_folds_lose_no_specific(fake_api: FakeAnthropic, settings_env,  # type: ignore[no-untyped-def]
-                                           fraction: float) -> None:
+def test_many_lossy_folds_lose_no_specific(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None], fraction: float) -> None:
     settings_env(**GUARDED)
     fake_api.lose_specifics(fraction, seed=12)
     sid = f"lossy-{fraction}"
@@ -70,7 +71,7 @@ def test_many_lossy_folds_lose_no_specific(fake_api: FakeAnthropic, settings_env
 
 
 def test_without_the_guard_the_checker_sees_the_loss(fake_api: FakeAnthropic,
-                                                      settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                      settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_RETENTION_GUARD": "false"})
     fake_api.lose_specifics(0.7, seed=12)
     texts = feed("unguarded", 40)
@@ -82,7 +83,7 @@ def test_without_the_guard_the_checker_sees_the_loss(fake_api: FakeAnthropic,
 @pytest.mark.parametrize("fault", [error(529, "Overloaded"), error(500),
                                    error(429, headers={"retry-after": "0"})])
 def test_a_failed_repair_call_fails_the_job_and_the_retry_keeps_everything(
-        fake_api: FakeAnthropic, settings_env, fault) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None], fault) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.lose_specifics(0.7, seed=3)
     sid = "repair-fault"
@@ -99,7 +100,7 @@ def test_a_failed_repair_call_fails_the_job_and_the_retry_keeps_everything(
 
 
 def test_a_fault_on_the_summary_call_mid_run_changes_nothing(
-        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.lose_specifics(0.5, seed=5)
     sid = "mid-run"
@@ -114,7 +115,8 @@ def test_a_fault_on_the_summary_call_mid_run_changes_nothing(
     assert problems(sid, texts) == []
 
 
-def test_a_message_is_held_back_at_most_once(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_a_message_is_held_back_at_most_once(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     # A tiny details section and a model that keeps no specific at all: the first job
     # condenses a prefix and holds the rest back; the next job may not hold those again.
     settings_env(**{**GUARDED, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import select, update
 
 from models import ArchivedMessage, ChatMessage, ChatSession, Memory
-from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_row
+from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_of, session_row
 from worker import edit_message, rewind, summary_at
 from worker.api.ingest import add_message
 from worker.cli import main
@@ -26,13 +27,13 @@ from worker.testing import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)
-def low(settings_env) -> None:  # type: ignore[no-untyped-def]
+def low(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
 
 
 def fold(sid: str, fake_api: FakeAnthropic, n: int = 1) -> None:
     for _ in range(n):
-        fake_api.script(ok(f"Summary v{session_row(sid).summary_version + 1}."))  # type: ignore[union-attr]
+        fake_api.script(ok(f"Summary v{session_of(sid).summary_version + 1}."))
         out = summarize(sid, job=Job(task_id="t"), res=get_resources(), force=True)
         assert out.status == "applied", out
 
@@ -71,7 +72,7 @@ def test_rewind_at_the_summary_boundary_needs_no_archive(fake_api: FakeAnthropic
     fold("boundary", fake_api)
     done = rewind("boundary", ids[4])  # the newest condensed message
     assert done.deleted == 9 and message_ids("boundary") == []
-    assert session_row("boundary").rolling_summary == "Summary v1."  # type: ignore[union-attr]
+    assert session_of("boundary").rolling_summary == "Summary v1."
     assert_invariants({"boundary": ids})
 
 
@@ -93,7 +94,7 @@ def test_rewind_into_summarized_history_without_archive_is_refused(
 
 
 def test_rewind_deep_inside_summarized_history_with_archive(
-        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true", RECAP_EXTRACT_MEMORIES="true")
     ids = seed("deep", 20)
     ids.append(add_message("deep", "user", "FACT: the user lives in Porto"))
@@ -122,7 +123,7 @@ def test_rewind_deep_inside_summarized_history_with_archive(
     # first rewind undid (v3-v5) are never restore points.
     again = rewind("deep", ids[12])
     assert again.restored == 3 and message_ids("deep") == ids[10:13]
-    assert session_row("deep").rolling_summary == summary_at("deep", 2).text  # type: ignore[union-attr]
+    assert session_of("deep").rolling_summary == summary_at("deep", 2).text
     assert_invariants({"deep": ids})  # the 10 messages after the point: rewound, not lost
     # Edit a summarized (archived) message: the error says how to rewind.
     with pytest.raises(InvalidInput, match=rf"rewind\(session_id, {ids[2]}\)"):
@@ -219,7 +220,7 @@ def test_the_checker_still_catches_a_loss_after_a_rewind() -> None:
 
 
 def test_a_memory_superseded_from_an_undone_batch_is_live_again(
-        fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     from sqlalchemy import insert
 
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")

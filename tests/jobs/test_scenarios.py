@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.env import ROOT
-from tests.helpers import session_row, statuses, wait_for
+from tests.helpers import session_of, session_row, statuses, wait_for
 from worker.api.context import as_request, build_context
 from worker.api.ingest import add_message, after_reply
 from worker.checks import check_invariants
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
 
 @pytest.fixture(autouse=True)
-def guarded(settings_env) -> None:  # type: ignore[no-untyped-def]
+def guarded(settings_env: Callable[..., None]) -> None:
     settings_env(RECAP_RETENTION_GUARD="true")
 
 CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
@@ -120,6 +120,6 @@ def test_a_thousand_message_conversation_stays_within_budget(
     # retention guard held back goes again, at most once (1.19-1.54x measured with
     # the fake, whose summaries are capped at 3 x max_tokens characters).
     sent = sum(p.count("<message role=") for p in fake_api.prompts())
-    assert sent <= 2 * (len(written) - session_row(sid).message_count)  # type: ignore[union-attr]
+    assert sent <= 2 * (len(written) - session_of(sid).message_count)
     with transaction() as s:
         assert check_invariants(s, written={sid: written}, written_texts={sid: texts}) == []

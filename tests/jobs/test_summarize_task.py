@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -34,7 +35,7 @@ def queue(sid: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def low_thresholds(settings_env) -> None:  # type: ignore[no-untyped-def]
+def low_thresholds(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
 
 
@@ -165,7 +166,8 @@ def test_empty_or_truncated_response_not_applied(fake_api: FakeAnthropic, bad: R
     assert_invariants({"bad": ids})
 
 
-def test_giant_message_is_chunked(fake_api: FakeAnthropic, settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_giant_message_is_chunked(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=6000)
     ids = [add_message("giant", "user", " ".join(f"w{i}" for i in range(20000)))]
     ids += seed("giant", 11)

@@ -3,6 +3,8 @@ retention (keep all / keep N / none), and ``recap history``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.helpers import LOW, runs, seed
@@ -23,8 +25,9 @@ def fold(sid: str, n: int, fake_api: FakeAnthropic) -> None:
                          force=True).status == "applied"
 
 
-def test_every_applied_run_keeps_its_summary(fake_api: FakeAnthropic, settings_env,  # type: ignore[no-untyped-def]
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_applied_run_keeps_its_summary(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None],
+        capsys: pytest.CaptureFixture[str]) -> None:
     settings_env(**LOW)
     seed("versions", 20)
     fold("versions", 3, fake_api)
@@ -47,8 +50,9 @@ def test_every_applied_run_keeps_its_summary(fake_api: FakeAnthropic, settings_e
 
 
 @pytest.mark.parametrize(("keep", "versions"), [(1, [3]), (2, [2, 3]), (0, [])])
-def test_retention_keeps_the_newest_n_or_none(fake_api: FakeAnthropic, settings_env,  # type: ignore[no-untyped-def]
-                                              keep: int, versions: list[int]) -> None:
+def test_retention_keeps_the_newest_n_or_none(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None], keep: int,
+        versions: list[int]) -> None:
     settings_env(**LOW, RECAP_SUMMARY_VERSIONS_KEEP=keep)
     seed("kept", 20)
     fold("kept", 3, fake_api)

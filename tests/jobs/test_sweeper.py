@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import update
 
 from models import ChatSession
-from tests.helpers import LOW, runs, seed, session_row, statuses, wait_for
+from tests.helpers import LOW, runs, seed, session_of, session_row, statuses, wait_for
 from worker.celery_app import celery_config
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import due_query, sweep
 from worker.sessions.overrides import configure_session
 from worker.settings import get_settings
+from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)
-def low(settings_env) -> None:  # type: ignore[no-untyped-def]
+def low(settings_env: Callable[..., None]) -> None:
     settings_env(**LOW)
 
 
@@ -44,13 +46,15 @@ def test_due_query_selects_only_sessions_nobody_handles() -> None:
     assert due_ids() == {"free", "expired", "stale", "cooled"}
 
 
-def test_capacity_sessions_are_due_without_the_message_trigger(settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_capacity_sessions_are_due_without_the_message_trigger(
+        settings_env: Callable[..., None]) -> None:
     settings_env(RECAP_CONTEXT_BUDGET_TOKENS=2000)
     seed("fat", 4, words=500)  # few messages, > 80% of a 2000-token budget
     assert "fat" in due_ids()
 
 
-def test_sweep_is_bounded_and_marks_pending(celery_worker_thread, fake_api) -> None:  # type: ignore[no-untyped-def]
+def test_sweep_is_bounded_and_marks_pending(
+        celery_worker_thread: object, fake_api: FakeAnthropic) -> None:
     for i in range(5):
         seed(f"b{i}", 11)
     assert sweep(get_settings(), limit=2) == 2
@@ -63,7 +67,8 @@ def test_sweep_is_bounded_and_marks_pending(celery_worker_thread, fake_api) -> N
     assert sweep(get_settings()) == 0  # nothing left to do
 
 
-def test_expired_lease_of_a_dead_worker_is_recovered(celery_worker_thread, fake_api) -> None:  # type: ignore[no-untyped-def]
+def test_expired_lease_of_a_dead_worker_is_recovered(
+        celery_worker_thread: object, fake_api: FakeAnthropic) -> None:
     seed("crashed", 11)
     set_row("crashed", lease_token="dead-worker", lease_expires_at=utcnow() - timedelta(seconds=1))
     assert sweep(get_settings()) == 1
@@ -72,8 +77,8 @@ def test_expired_lease_of_a_dead_worker_is_recovered(celery_worker_thread, fake_
     assert row is not None and row.lease_token is None and row.lost_leases == 0
 
 
-def test_a_session_that_keeps_killing_workers_is_dead_lettered(celery_worker_thread,  # type: ignore[no-untyped-def]
-                                                                 fake_api) -> None:
+def test_a_session_that_keeps_killing_workers_is_dead_lettered(celery_worker_thread: object,
+                                                                 fake_api: FakeAnthropic) -> None:
     seed("killer", 11)
     set_row("killer", lease_token="dead-worker", lease_expires_at=utcnow() - timedelta(seconds=1),
             lost_leases=get_settings().max_lost_leases)
@@ -102,7 +107,8 @@ def test_due_query_uses_indexes_on_postgres() -> None:
     assert "ix_chat_sessions" in plan, plan
 
 
-def test_not_due_override_sessions_cannot_starve_a_due_one(settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_not_due_override_sessions_cannot_starve_a_due_one(
+        settings_env: Callable[..., None]) -> None:
     # More not-due sessions with overrides than one batch, each
     # bigger than the due ones, must not hide the due sessions whose publish was lost.
     settings_env(**LOW, RECAP_SWEEP_BATCH=5)
@@ -113,7 +119,7 @@ def test_not_due_override_sessions_cannot_starve_a_due_one(settings_env) -> None
     configure_session("zz-due-es", {"prompt": "es"})  # after every big one by id
     for sid in ("zz-due-es", "due-global"):
         seed(sid, 11)  # due, and no job pending (its publish was lost)
-    sizes = {sid: session_row(sid).active_tokens for sid in (*big, "zz-due-es", "due-global")}  # type: ignore[union-attr]
+    sizes = {sid: session_of(sid).active_tokens for sid in (*big, "zz-due-es", "due-global")}
     assert min(sizes[sid] for sid in big) > max(sizes["zz-due-es"], sizes["due-global"])
     assert sweep(get_settings()) == 2
     assert {sid for sid in sizes if queued(sid)} == {"zz-due-es", "due-global"}

@@ -17,6 +17,7 @@ from worker.api.ingest import add_message
 from worker.db import transaction, utcnow
 from worker.jobs.claim import NOOP_BACKOFF_MAX_S, noop_backoff_s
 from worker.jobs.sweeper import sweep
+from worker.ops.stats import collect_stats
 from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -56,6 +57,9 @@ def test_an_uncondensable_session_is_queued_and_audited_once_per_backoff_period(
     assert row is not None and row.noop_runs == 1 and row.noop_backoff_until is not None
     left = row.noop_backoff_until - utcnow()
     assert timedelta(0) < left <= timedelta(seconds=get_settings().sweep_interval_s)
+    with transaction() as s:  # recap stats and recap metrics count it
+        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
+    assert stats.sessions_backing_off == 1
 
     # The period over and nothing changed: one more run, and a period twice as long.
     with transaction() as s:
@@ -78,3 +82,14 @@ def test_a_changed_context_ends_the_backoff() -> None:
     assert len(runs("grows")) == 2
     row = session_row("grows")
     assert row is not None and row.noop_runs == 1  # a new context starts a new count
+
+
+def test_new_session_settings_end_the_backoff() -> None:
+    from worker.sessions.overrides import configure_session
+
+    seed("tuned", 4, words=500)
+    assert sweep_and_settle() == 1
+    assert sweep_and_settle() == 0
+    configure_session("tuned", {"keep_recent": 2})  # judged again under its new settings
+    assert sweep_and_settle() == 1
+    assert len(runs("tuned")) == 2

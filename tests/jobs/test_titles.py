@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from models import ChatSession
 from tests.env import API_KEY
-from tests.helpers import session_row, wait_for
+from tests.helpers import session_of, session_row, wait_for
 from worker.api.ingest import add_message, after_reply
 from worker.celery_app import app
 from worker.core.titles import TITLE_MAX_TOKENS
@@ -252,7 +252,7 @@ def test_titles_can_be_switched_off(sent: Sent) -> None:
     assert after_reply("s1") is False
     assert sweep_titles(off, now=utcnow(), limit=10) == 0
     assert sent.tasks == []
-    assert session_row("s1").title_requested_at is None  # type: ignore[union-attr]
+    assert session_of("s1").title_requested_at is None
 
 
 @pytest.mark.usefixtures("celery_worker_thread", "titles_on")

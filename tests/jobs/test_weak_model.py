@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import asdict
 
 import pytest
@@ -61,8 +62,8 @@ def one_prefix_deep(line: str) -> bool:
     return peel(line) == line.strip()
 
 
-def test_details_and_guard_memories_never_stack_prefixes(fake_api: FakeAnthropic,
-                                                          settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_details_and_guard_memories_never_stack_prefixes(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     # A tiny details section, so specifics overflow to memories too.
     settings_env(**GUARDED, RECAP_DETAILS_SHARE=0.2)
     fake_api.lose_specifics(0.8, seed=4)
@@ -81,7 +82,7 @@ def test_details_and_guard_memories_never_stack_prefixes(fake_api: FakeAnthropic
 
 
 def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic,
-                                                         settings_env) -> None:  # type: ignore[no-untyped-def]
+                                                         settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     sid = "junk"
     first = [("user", "FACT: The tracking number of my parcel is 1Z999AA10123456784."),
@@ -98,8 +99,8 @@ def test_a_junk_replacement_never_drops_a_saved_specific(fake_api: FakeAnthropic
     assert any(now[f] is None for f in saved), "the tracking number is still live"
 
 
-def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(fake_api: FakeAnthropic,
-                                                                settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_an_echoed_schema_is_no_specific_and_leaves_the_summary(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.route(weak_model(Weak(echo_schema=True)))
     sid = "echo"
@@ -154,8 +155,8 @@ def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
     assert row is not None and row.title is None
 
 
-def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnthropic,
-                                                              settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.route(weak_model(Weak(loop_facts=True)))
     sid = "runaway"
@@ -172,8 +173,8 @@ def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(fake_api: FakeAnt
                                 written_texts={sid: texts}) == []
 
 
-def test_the_same_unusable_answer_twice_is_not_retried_again(fake_api: FakeAnthropic,
-                                                             settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_unusable_answer_twice_is_not_retried_again(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.always(ok("", stop_reason="max_tokens"))  # a deterministic runaway
     sid = "deterministic"

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,41 @@ def tail(log: Path, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+class LogFollower:
+    """Copies a process's output to ``log`` line by line and wakes waiters on each line
+    and at its end, so a test waits for a log line instead of polling the file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self._text, self._ended = "", False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._copy, args=(proc, log), daemon=True)
+        self._thread.start()
+
+    def _copy(self, proc: subprocess.Popen[bytes], log: Path) -> None:
+        assert proc.stdout is not None
+        with open(log, "ab") as out:
+            for line in iter(proc.stdout.readline, b""):
+                out.write(line)
+                out.flush()
+                with self._changed:
+                    self._text += line.decode(errors="replace")
+                    self._changed.notify_all()
+        with self._changed:  # the process (and every child holding the pipe) is gone
+            self._ended = True
+            self._changed.notify_all()
+
+    def count(self, text: str) -> int:
+        with self._changed:
+            return self._text.count(text)
+
+    def wait_for(self, text: str, *, times: int = 1, timeout: float = 60.0) -> bool:
+        """True once ``text`` appeared ``times`` times; False at the output's end or timeout."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: self._text.count(text) >= times or self._ended, timeout=timeout
+            ) and self._text.count(text) >= times
+
+
 class WorkerProcess:
     """One ``celery -A worker worker`` subprocess on ``queue``, logging to a file."""
 
@@ -70,34 +106,36 @@ class WorkerProcess:
         self.starts = 0
         self.nodes: list[str] = []  # the node name of every start (before "@host")
         self.log_path = log_dir / f"{label}.log"
+        self._log: LogFollower
 
     def start(self, *, wait: bool = True, timeout: float = 60.0) -> WorkerProcess:
         self.starts += 1
         self.log_path = self.log_dir / f"{self.label}-{self.starts}.log"
         self.nodes.append(f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}")
         name = f"{self.nodes[-1]}@%h"
-        self.proc = start(
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
              "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",
              "-n", name, "--without-heartbeat", "--without-gossip", "--without-mingle"],
-            log=self.log_path, env={**self.env, "RECAP_QUEUE": self.queue})
+            cwd=ROOT, env={**self.env, "RECAP_QUEUE": self.queue}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        self._log = LogFollower(self.proc, self.log_path)
         if wait:
             self.wait_ready(timeout)
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Block until the worker logs 'ready.'; raise with its log if it exits first."""
-        def ready() -> bool:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker {self.label} exited with {self.proc.returncode} "
-                                   f"before it was ready:\n{self.tail()}")
-            return " ready." in self.log_path.read_text(errors="replace")
+        if not self._log.wait_for(" ready.", timeout=timeout):
+            state = ("exited with " + str(self.proc.returncode)
+                     if self.proc is not None and self.proc.poll() is not None
+                     else f"not ready within {timeout}s")
+            raise RuntimeError(f"worker {self.label} {state}:\n{self.tail()}")
 
-        try:
-            wait_for(ready, timeout=timeout, interval=0.1, what=f"worker {self.label} ready")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}:\n{self.tail()}") from None
+    def wait_logged(self, text: str, *, times: int = 1, timeout: float = 60.0) -> bool:
+        """Block until this start's log holds ``text`` ``times`` times (True) or the
+        worker exits or ``timeout`` passes (False): woken by each line, not polled."""
+        return self._log.wait_for(text, times=times, timeout=timeout)
 
     @property
     def alive(self) -> bool:
@@ -111,15 +149,16 @@ class WorkerProcess:
 
     def logged(self, text: str) -> int:
         """How many times ``text`` appears in this start's log."""
-        return self.log_path.read_text(errors="replace").count(text)
+        return self._log.count(text)
 
     def warm_shutdown(self, timeout: float = 30.0) -> None:
         """SIGTERM the main process (Celery's warm shutdown: running jobs finish, no new
-        ones start); returns once the worker says it is shutting down."""
+        ones start); returns once the worker says it is shutting down (or has exited)."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        wait_for(lambda: self.logged("Warm shutdown") or not self.alive, timeout=timeout,
-                 what=f"worker {self.label} to start its warm shutdown")
+        if not self.wait_logged("Warm shutdown", timeout=timeout) and self.alive:
+            raise AssertionError(f"worker {self.label} did not start its warm shutdown "
+                                 f"within {timeout}s")
 
     def wait(self, timeout: float = 60.0) -> int:
         """Wait for the main process to exit; its exit code."""
@@ -233,6 +272,17 @@ def settle(queue: str, *, timeout: float = 90.0) -> None:
         wait_for(idle, timeout=timeout, interval=0.5, what="idle workers")
     except AssertionError as exc:
         raise AssertionError(f"{exc} ({', '.join(busy(queue))})") from None
+
+
+def sweep_until(queue: str, done: Callable[[], bool], *, timeout: float = 60.0,
+                what: str = "condition") -> None:
+    """Run the real sweeper into ``queue`` before each check of ``done()`` until it holds
+    (a dead worker's session comes back only through the sweeper)."""
+    def swept() -> bool:
+        sweep_into(queue)
+        return done()
+
+    wait_for(swept, timeout=timeout, interval=0.5, what=what)
 
 
 def wait_for_runs(session_id: str, predicate: Callable[[list[str]], bool], *,

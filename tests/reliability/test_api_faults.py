@@ -147,7 +147,7 @@ def test_prompt_too_long_halves_the_chunk_instead_of_retrying(
     assert len(rest) >= 2, "the rejected chunk must be resent as smaller chunks"
     assert all(request_tokens(r) < request_tokens(first) for r in rest)
     # The smaller chunks together carry exactly the rejected batch, once each.
-    carried = "".join(str(r["messages"][0]["content"]) for r in rest)  # type: ignore[index]
+    carried = "".join(str(r["messages"][0]["content"]) for r in rest)
     for i in range(5):
         assert carried.count(f"(msg {i}).") == 1
     assert message_ids(sid) == ids[5:]

@@ -4,6 +4,8 @@ injection, and a broken prompt template at start-up."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 
@@ -88,20 +90,20 @@ BAD_CONTENT = [
 
 
 @pytest.mark.parametrize(("content", "problem"), BAD_CONTENT)
-def test_bad_content_is_refused_and_nothing_written(content: object, problem: str) -> None:
+def test_bad_content_is_refused_and_nothing_written(content: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        add_message("s1", "user", content)  # type: ignore[arg-type]
+        add_message("s1", "user", content)
     assert count_rows() == (0, 0)
 
 
 @pytest.mark.parametrize(("content", "problem"), BAD_CONTENT)
-def test_bad_content_in_callers_transaction_writes_nothing(content: object,
+def test_bad_content_in_callers_transaction_writes_nothing(content: Any,
                                                            problem: str) -> None:
     # The caller's transaction goes on: the refused message left nothing behind.
     with transaction() as s:
         good = add_message("s2", "user", "a good message", db=s)
         with pytest.raises(InvalidInput, match=problem):
-            add_message("s2", "assistant", content, db=s)  # type: ignore[arg-type]
+            add_message("s2", "assistant", content, db=s)
     assert message_ids("s2") == [good]
     row = session_row("s2")
     assert row is not None and row.message_count == 1
@@ -112,7 +114,7 @@ def test_bad_content_in_callers_transaction_writes_nothing(content: object,
     ("", "empty"), ("  ", "empty"), ("a\x00b", "NUL"), ("\udc80", "surrogate"),
     (b"s", "must be a str"), ("x" * 256, "at most 255"),
 ])
-def test_bad_session_id_is_refused(session_id: object, problem: str) -> None:
+def test_bad_session_id_is_refused(session_id: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        add_message(session_id, "user", "hello")  # type: ignore[arg-type]
+        add_message(session_id, "user", "hello")
     assert count_rows() == (0, 0)

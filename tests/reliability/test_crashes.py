@@ -8,6 +8,7 @@ import signal
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -20,13 +21,16 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
+from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import (
+    WorkerProcess,
     broker_backlog,
     busy,
     publish,
     publishing_to,
     settle,
     sweep_into,
+    sweep_until,
     wait_for_runs,
 )
 from worker.api.ingest import add_message, after_reply
@@ -38,7 +42,8 @@ pytestmark = pytest.mark.usefixtures("low_settings")
 
 
 @pytest.mark.parametrize("pool", ["threads", "prefork"])
-def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # type: ignore[no-untyped-def]
+def test_sigkill_while_waiting_on_the_api(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, pool: str) -> None:
     """threads: the whole worker dies; prefork: its pool processes die under a live parent."""
     written = {"crash": seed("crash", 11)}
     gate = api.hold()  # the call is in flight when the worker dies
@@ -58,8 +63,8 @@ def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # t
     if pool == "threads":
         spawn(pool=pool)
     # The sweeper path: once the lease expires the session is due and queued again.
-    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("crash"),
-             timeout=60, interval=0.5, what="the sweeper-driven apply")
+    sweep_until(queue, lambda: "applied" in statuses("crash"), timeout=60,
+                what="the sweeper-driven apply")
     settle(queue)
     row = session_row("crash")
     assert row is not None and row.lost_leases == 0 and row.summary_version == 1
@@ -85,7 +90,8 @@ def test_sigkill_while_waiting_on_the_api(api, spawn, queue, pool) -> None:  # t
 
 
 @pytest.mark.parametrize("reply", ["slow", "hang"])
-def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_mid_job_finishes_or_releases_it(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, reply) -> None:
     """Warm shutdown: a call that answers after the SIGTERM finishes and applies; a hung
     call times out, the lease is released with a failed run, and the retry runs on the
     next worker."""
@@ -108,7 +114,8 @@ def test_sigterm_mid_job_finishes_or_releases_it(api, spawn, queue, reply) -> No
     assert_invariants(written)
 
 
-def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_ten_duplicate_deliveries_across_two_workers_apply_once(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     written = {"dup": seed("dup", 11)}
     gate = api.hold()  # the first claim's call keeps its lease held while the others arrive
     spawn()
@@ -128,7 +135,8 @@ def test_ten_duplicate_deliveries_across_two_workers_apply_once(api, spawn, queu
     assert_invariants(written)
 
 
-def test_ingest_while_two_workers_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_while_two_workers_apply(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     """A producer writes and calls the hook while summaries are applied concurrently."""
     sessions = [f"live-{k}" for k in range(3)]
     written: dict[str, list[int]] = {sid: [] for sid in sessions}

@@ -4,7 +4,7 @@ mid-job, PostgreSQL connections killed mid-job, and a poison session."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,10 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
+from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import (
     PrivateRedis,
+    WorkerProcess,
     publish,
     publishing_to,
     settle,
@@ -39,8 +41,8 @@ pytestmark = pytest.mark.usefixtures("low_settings")
 def _drop_broker_connections() -> None:
     # The app caches its connection and producer pools; forget them so the next
     # publish connects to the broker URL now in the environment.
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 @pytest.fixture
@@ -51,7 +53,9 @@ def broker_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     _drop_broker_connections()
 
 
-def test_redis_down_during_ingest(api, spawn, queue, broker_url) -> None:  # type: ignore[no-untyped-def]
+def test_redis_down_during_ingest(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        broker_url: pytest.MonkeyPatch) -> None:
     spawn()
     broker_url.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens there
     _drop_broker_connections()
@@ -86,7 +90,9 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     server.kill()
 
 
-def _kill_redis_mid_job(api, spawn, queue, broker_url, private_redis):  # type: ignore[no-untyped-def]
+def _kill_redis_mid_job(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        broker_url: pytest.MonkeyPatch, private_redis: PrivateRedis):
     """Kill the broker while a job waits on the API, then bring it back (empty) on its
     port. Returns the worker once it has either reconnected or exited."""
     broker_url.setenv("CELERY_BROKER_URL", private_redis.url)
@@ -101,13 +107,14 @@ def _kill_redis_mid_job(api, spawn, queue, broker_url, private_redis):  # type: 
     wait_for_runs("mid", lambda s: "applied" in s, what="the apply during the outage")
     private_redis.start()  # same port, empty
     _drop_broker_connections()
-    wait_for(lambda: not worker.alive or worker.logged("Connected to redis") > 1,
-             timeout=90, what="the worker to reconnect or exit")
+    assert worker.wait_logged("Connected to redis", times=2, timeout=90) or not worker.alive, \
+        "the worker neither reconnected nor exited"
     return worker
 
 
-def test_redis_killed_mid_job_loses_nothing(api, spawn, queue, broker_url,  # type: ignore[no-untyped-def]
-                                            private_redis) -> None:
+def test_redis_killed_mid_job_loses_nothing(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        broker_url: pytest.MonkeyPatch, private_redis: PrivateRedis) -> None:
     written = {"mid": seed("mid", 11), "after": seed("after", 11)}
     worker = _kill_redis_mid_job(api, spawn, queue, broker_url, private_redis)
     if not worker.alive:
@@ -119,8 +126,9 @@ def test_redis_killed_mid_job_loses_nothing(api, spawn, queue, broker_url,  # ty
     assert_invariants(written)
 
 
-def test_worker_process_survives_redis_restart_mid_job(  # type: ignore[no-untyped-def]
-        api, spawn, queue, broker_url, private_redis) -> None:
+def test_worker_process_survives_redis_restart_mid_job(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        broker_url: pytest.MonkeyPatch, private_redis: PrivateRedis) -> None:
     seed("mid", 11)
     seed("after", 11)
     worker = _kill_redis_mid_job(api, spawn, queue, broker_url, private_redis)
@@ -129,8 +137,9 @@ def test_worker_process_survives_redis_restart_mid_job(  # type: ignore[no-untyp
     wait_for_runs("after", lambda s: "applied" in s, what="a job after the broker came back")
 
 
-def test_idle_worker_reconnects_after_redis_restart(  # type: ignore[no-untyped-def]
-        api, spawn, queue, broker_url, private_redis) -> None:
+def test_idle_worker_reconnects_after_redis_restart(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        broker_url: pytest.MonkeyPatch, private_redis: PrivateRedis) -> None:
     written = {"later": seed("later", 11)}
     broker_url.setenv("CELERY_BROKER_URL", private_redis.url)
     _drop_broker_connections()
@@ -138,8 +147,8 @@ def test_idle_worker_reconnects_after_redis_restart(  # type: ignore[no-untyped-
     private_redis.kill()
     private_redis.start()
     _drop_broker_connections()
-    wait_for(lambda: worker.logged("Connected to redis") > 1, timeout=90,
-             what="the worker to reconnect")
+    assert worker.wait_logged("Connected to redis", times=2, timeout=90), \
+        "the worker did not reconnect"
     publish("later", queue)
     wait_for_runs("later", lambda s: "applied" in s, what="a job after the broker came back")
     assert worker.alive
@@ -160,7 +169,8 @@ def _terminate(sql: str) -> list[int]:
         return [pid for pid, _ in s.execute(text(sql))]
 
 
-def test_pg_connections_dropped_between_claim_and_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_pg_connections_dropped_between_claim_and_apply(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     written = {"pg": seed("pg", 11)}
     gate = api.hold()
     spawn()
@@ -176,7 +186,8 @@ def test_pg_connections_dropped_between_claim_and_apply(api, spawn, queue) -> No
     assert_invariants(written)
 
 
-def test_pg_connection_dropped_inside_the_apply(api, spawn, queue) -> None:  # type: ignore[no-untyped-def]
+def test_pg_connection_dropped_inside_the_apply(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str) -> None:
     """The apply's own connection dies mid-transaction: nothing changes, a failed run
     names the error, and the retry applies."""
     written = {"pg2": seed("pg2", 11)}
@@ -190,7 +201,7 @@ def test_pg_connection_dropped_inside_the_apply(api, spawn, queue) -> None:  # t
         locker.execute(text("SELECT id FROM chat_sessions WHERE id = 'pg2' FOR UPDATE"))
         gate.release()
         pids = wait_for(lambda: _terminate(_BLOCKED_APPLY), what="the apply to block")
-        assert len(pids) == 1  # type: ignore[arg-type]
+        assert isinstance(pids, list) and len(pids) == 1
     finally:
         locker.rollback()
         locker.close()
@@ -205,7 +216,7 @@ def test_pg_connection_dropped_inside_the_apply(api, spawn, queue) -> None:  # t
 
 @pytest.mark.parametrize("fault", [500, 400])
 def test_poison_session_is_dead_lettered_and_the_queue_keeps_flowing(
-        api, spawn, queue, fault) -> None:  # type: ignore[no-untyped-def]
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, fault) -> None:
     """500: retried up to RECAP_MAX_RETRIES (3), then dead; 400: dead at once."""
     from worker.cli import main as recap
 

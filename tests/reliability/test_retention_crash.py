@@ -4,12 +4,14 @@ is in flight changes nothing; the next worker's apply keeps every specific."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from tests.helpers import session_row, statuses, wait_for
+from tests.helpers import session_of, session_row, statuses
 from tests.jobs.test_scenarios import conversation
-from tests.reliability.procs import publish, settle, sweep_into
+from tests.reliability.conftest import RoutingFake
+from tests.reliability.procs import WorkerProcess, publish, settle, sweep_until
 from worker.api.ingest import add_message
 from worker.checks import check_invariants
 from worker.db import transaction
@@ -18,8 +20,9 @@ from worker.testing import Reply, Request, ok, recap_kind
 pytestmark = pytest.mark.usefixtures("low_settings")
 
 
-def test_sigkill_during_the_repair_call_loses_nothing(api, spawn, queue,  # type: ignore[no-untyped-def]
-                                                       settings_env) -> None:
+def test_sigkill_during_the_repair_call_loses_nothing(
+        api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str,
+        settings_env: Callable[..., None]) -> None:
     settings_env(RECAP_RETENTION_GUARD="true")
     api.lose_specifics(0.7, seed=9)
     texts = {add_message("guard-crash", role, text): text
@@ -38,10 +41,10 @@ def test_sigkill_during_the_repair_call_loses_nothing(api, spawn, queue,  # type
     assert reached.wait(30), "no repair call reached the fake API"
     first.kill()  # mid-job: the repair call is in flight, the apply has not run
     assert statuses("guard-crash") == []
-    assert session_row("guard-crash").lease_token is not None  # type: ignore[union-attr]
+    assert session_of("guard-crash").lease_token is not None
     spawn(RECAP_RETENTION_GUARD="true")
-    wait_for(lambda: sweep_into(queue) >= 0 and "applied" in statuses("guard-crash"),
-             timeout=60, interval=0.5, what="the apply after the crash")
+    sweep_until(queue, lambda: "applied" in statuses("guard-crash"), timeout=60,
+                what="the apply after the crash")
     settle(queue)
     row = session_row("guard-crash")
     assert row is not None and row.summary_version == statuses("guard-crash").count("applied")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import re
 from typing import Any
@@ -47,6 +48,10 @@ from worker.testing import FakeAnthropic
 # -- Flower is never shipped open --------------------------------------------------------
 
 NO_DEFAULT_PASSWORD = re.compile(r"\$\{FLOWER_PASSWORD:\?[^}]+\}")
+
+
+def applied(sid: str) -> bool:
+    return "applied" in statuses(sid)
 
 
 def flower_auth(command: str, env: dict[str, str]) -> str | None:
@@ -183,8 +188,7 @@ def test_sql_metacharacters_in_session_ids_round_trip(fake_api: FakeAnthropic) -
                                     f"{sentence(i, 40)} {sid}") for i in range(12)]
         assert after_reply(sid)
     for sid in EVIL_IDS:
-        wait_for(lambda sid=sid: "applied" in statuses(sid), timeout=60,  # type: ignore[misc]
-                 what=f"the summary of {sid!r}")
+        wait_for(functools.partial(applied, sid), timeout=60, what=f"the summary of {sid!r}")
     assert set(inspect(get_engine()).get_table_names()) >= {
         "chat_messages", "chat_sessions", "summary_runs"}
     for sid, ids in written.items():

@@ -42,6 +42,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import make_url
@@ -75,7 +76,7 @@ from worker.api.window import (
 from worker.core.assemble import Context
 from worker.core.request import as_request
 from worker.core.validate import check_session_id
-from worker.db import rowcount, utcnow
+from worker.db import DB_NOW, rowcount, utcnow
 from worker.errors import ConfigError
 from worker.llm.tokens import count_tokens, message_tokens
 from worker.migrate import ensure_schema_once
@@ -124,7 +125,8 @@ async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage) -> int:
 async def _decide(db: AsyncSession | AsyncConnection, session_id: str) -> ReplyJobs:
     # The sync worker.api.ingest.decide, awaited.
     settings = get_settings()
-    now = utcnow()
+    # The lease and the marker on the database's clock (PostgreSQL only here).
+    now = (await db.execute(DB_NOW)).scalar_one().astimezone(UTC)
     stale = stale_before(now, settings)
     row = (await db.execute(counters_query(session_id, now=now, stale=stale))).one_or_none()
     hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)

@@ -32,7 +32,14 @@ from worker.api.core import (
 )
 from worker.api.validate import check_session_id, prepare_message
 from worker.core.message import Message
-from worker.db import autocommit_connection, get_engine, insert_or_update, rowcount, utcnow
+from worker.db import (
+    autocommit_connection,
+    db_now,
+    get_engine,
+    insert_or_update,
+    rowcount,
+    utcnow,
+)
 from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER, send, send_title, stale_before
@@ -118,7 +125,7 @@ def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
     """The jobs to send, from one read of the session's counters; each has already
     set its pending marker in this transaction."""
     settings = get_settings()
-    now = utcnow()
+    now = db_now(s)  # the lease and the marker on the clock the jobs and the sweeper use
     stale = stale_before(now, settings)
     row = s.execute(counters_query(session_id, now=now, stale=stale)).one_or_none()
     hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)

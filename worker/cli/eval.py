@@ -1,5 +1,7 @@
-"""``recap eval [--quick] [--qa] [--conversation FILE --expect FILE]``: how many planted
-specifics Recap and its peers keep after each fold (see worker.evals.main)."""
+"""``recap eval [--quick] [--qa] [--conversation FILE --expect FILE] [--base-url URL
+--model NAME]``: how many planted specifics Recap and its peers keep after each fold
+(see worker.evals.main). With ``--base-url``, against any server that speaks the
+Messages API (a local llama.cpp or vLLM server, a proxy): see docs/EVALUATION.md."""
 
 from __future__ import annotations
 
@@ -33,6 +35,13 @@ def register(sub: Subparsers) -> None:
                         f"answer (default {DEFAULT_LOSS})")
     p.add_argument("--seed", type=int, default=7, help="planting and loss seed (default 7)")
     p.add_argument("--no-peers", action="store_true", help="Recap only")
+    p.add_argument("--base-url", metavar="URL",
+                   help="evaluate the model behind URL, any server speaking the Messages "
+                        "API (llama.cpp, vLLM, a proxy); needs --model")
+    p.add_argument("--model", metavar="NAME", help="with --base-url: the model to ask for")
+    p.add_argument("--api-key", metavar="KEY",
+                   help="with --base-url: the key the server wants (default: "
+                        "ANTHROPIC_API_KEY, else a placeholder; local servers need none)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +50,15 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0.0 <= args.loss < 1.0:
         raise ConfigError(f"--loss must be in [0, 1), got {args.loss}")
+    if args.base_url and args.quick:
+        raise ConfigError("--base-url evaluates a real server; --quick the built-in stand-in: "
+                          "choose one")
+    if bool(args.base_url) != bool(args.model):
+        raise ConfigError("--base-url and --model go together: the server's URL and the "
+                          "model name it serves")
+    if args.base_url and not args.base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"--base-url must be an http:// or https:// URL, got "
+                          f"{args.base_url!r}")
     args.messages = args.messages or (QUICK_MESSAGES if args.quick else FULL_MESSAGES)
     args.facts = args.facts or (QUICK_FACTS if args.quick else FULL_FACTS)
     return main(args)

@@ -1,5 +1,10 @@
-"""``recap forget (--session ID | --user ID)``: erase everything stored about one
-session or one user, in one transaction (``worker.forget``).
+"""``recap forget (--session ID | --user ID) [--source KIND]``: erase everything
+stored about one session or one user, in one transaction (``worker.forget``).
+
+With ``--source KIND`` only memories go: what the session (or the user's
+sessions) stated as KIND (user, assistant, tool, document, unverified, guard,
+legacy), a memory going when its last source goes (``worker.forget_memories``);
+messages and summaries stay.
 
 Deletes the messages (active and archived), the session rows (summary, title,
 settings), the memories and the audit rows (summary_runs, title_runs) of the
@@ -21,11 +26,24 @@ def register(sub: Subparsers) -> None:
     target.add_argument("--user", metavar="ID",
                         help="a user: every session that names it (add_message's user_id) "
                              "and the user's memories")
+    p.add_argument("--source", metavar="KIND",
+                   help="only drop the memories stated as KIND (user, assistant, tool, "
+                        "document, unverified, guard, legacy); nothing else is erased")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.sessions.forget import forget
+    from worker.sessions.forget import forget, forget_memories
+
+    if args.source is not None:
+        dropped = forget_memories(session_id=args.session, user_id=args.user,
+                                  source=args.source)
+        if args.json:
+            emit_json({"memories": dropped})
+        else:
+            print(f"dropped {dropped} {'memory' if dropped == 1 else 'memories'} stated as "
+                  f"{args.source}")
+        return 0
 
     counts = forget(session_id=args.session, user_id=args.user)
     if args.json:

@@ -10,7 +10,10 @@ none until its first summary. One line per fact, most important first::
 IMPORTANCE is 1-5 (5: most important, as the model rated it); CATEGORY is one of
 preference, personal, work, plan, fact, other; FIRST-LAST are the ids of the
 condensed batch the fact came from. ``--json`` has the same fields by name, plus
-``id``, ``session_id`` (the session it was mined from) and ``created_at``.
+``id``, ``session_id`` (the session it was mined from), ``created_at`` and
+``sources`` (each batch that stated it: session, kind, message range, run). A
+plain line ends with who stated it (user, assistant, tool, document,
+unverified, guard or legacy).
 """
 
 from __future__ import annotations
@@ -48,5 +51,7 @@ def run(args: argparse.Namespace) -> int:
     for m in facts:
         source = (f"  (messages {m['first_message_id']}-{m['last_message_id']})"
                   if m["first_message_id"] is not None else "")
-        print(f"[{m['importance']}] {m['category']:<10} {m['fact']}{source}")
+        kinds = ",".join(sorted({s["kind"] for s in m.get("sources", [])}))
+        print(f"[{m['importance']}] {m['category']:<10} {m['fact']}{source}"
+              + (f"  [stated by: {kinds}]" if kinds else ""))
     return 0

@@ -18,7 +18,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from worker.cli.base import Subparsers, command
-from worker.ops.exporter import RecapCollector, families
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 9808
 DEFAULT_ADDRESS = "127.0.0.1"
 
-__all__ = ["RecapCollector", "families", "register", "run", "serve"]
+__all__ = ["register", "run", "serve"]
 
 log = logging.getLogger("recap.metrics")
 
@@ -54,6 +53,7 @@ def _port(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
+    from worker.ops.exporter import RecapCollector
     from worker.settings import get_settings
 
     get_settings()  # refuse a bad configuration now, not at the first scrape

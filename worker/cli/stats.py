@@ -50,6 +50,7 @@ STATS_LABELS = {
     "sessions_leased": "sessions with a live lease",
     "sessions_pending": "sessions with a job pending",
     "sessions_blocked": "sessions dead-lettered (cooling down)",
+    "sessions_backing_off": "sessions the sweeper backs off (nothing to condense)",
 }
 PERCENT = {"retention_rate", "repair_rate", "repair_success_rate"}
 

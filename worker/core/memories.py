@@ -14,6 +14,12 @@ from worker.errors import InvalidExtraction
 
 # The fixed set of categories (memories.category); anything else becomes "other".
 CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
+# Bounds on what one answer can store (model output is not trusted): a fact is a
+# sentence or two, and a batch rarely holds more than a handful. Longer facts
+# and those past the count are dropped (the retention guard then keeps their
+# specifics from the summary, as for any fact the model left out).
+MAX_FACT_CHARS = 500
+MAX_FACTS = 50
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,9 @@ class Fact:
     # The id of an existing memory (of the same user or session) this fact replaces,
     # as the model answered it; checked against the scope when saved, never trusted.
     replaces: int | None = None
+    # Who stated it (models.SOURCE_KINDS): as the model claims it until the job
+    # attributes it (worker.core.provenance.attribute); "guard" for the guard's.
+    source: str = "user"
 
     @property
     def digest(self) -> str:
@@ -48,17 +57,17 @@ def parse_facts(text: str) -> list[Fact]:
         fact = normalize(item)
         if fact is not None:
             facts.setdefault(fact.fact, fact)
-    return list(facts.values())
+    return list(facts.values())[:MAX_FACTS]
 
 
 def normalize(item: Any) -> Fact | None:
     """One fact with category from the fixed set (fallback ``other``), importance
     clamped to 1..5 and ``replaces`` (an int memory id, else None); None if it has
-    no usable text."""
+    no usable text or more than MAX_FACT_CHARS characters of it."""
     if not isinstance(item, dict) or not isinstance(item.get("fact"), str):
         raise InvalidExtraction("each memory must be an object with a string \"fact\"")
     text = " ".join(sanitize(item["fact"]).split())
-    if not text:
+    if not text or len(text) > MAX_FACT_CHARS:
         return None
     category = str(item.get("category", "")).strip().lower()
     if category not in CATEGORIES:
@@ -70,7 +79,9 @@ def normalize(item: Any) -> Fact | None:
     replaces = item.get("replaces")
     if isinstance(replaces, bool) or not isinstance(replaces, int):
         replaces = None  # absent, or anything but an id: ignored
-    return Fact(text, category, min(5, max(1, importance)), replaces)
+    source = item.get("source", "user")
+    source = source.strip().lower() if isinstance(source, str) else "unverified"
+    return Fact(text, category, min(5, max(1, importance)), replaces, source)
 
 
 def may_replace(old: str, new: str) -> bool:

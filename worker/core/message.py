@@ -15,6 +15,10 @@ from worker.errors import InvalidInput
 # Far above any real chat message (a bigger one is almost surely a bug upstream),
 # and small enough that one message is summarized within a job's time limit.
 MAX_CONTENT_CHARS = 2 * 1024 * 1024
+# Deepest nesting of lists and objects in a content array (a tool's input nests
+# inside its block): real tool inputs stay far below it, and every walk over a
+# message (validation, rendering, JSON) stays far below Python's recursion limit.
+MAX_NESTING = 64
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,21 @@ class Message:
     tool_links: str | None = None
 
 
+def check_nesting(value: object, *, limit: int = MAX_NESTING) -> None:
+    """Raise InvalidInput if lists and objects in ``value`` nest deeper than ``limit``
+    (checked without recursion, so any depth gets the clear error)."""
+    stack: list[tuple[object, int, str]] = [(value, 1, "content")]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                raise InvalidInput(f"{path} nests lists and objects {depth} levels deep; at "
+                                   f"most {limit} are allowed")
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            stack.extend((v, depth + 1, f"{path}[{k!r}]" if isinstance(item, dict)
+                          else f"{path}[{k}]") for k, v in pairs)
+
+
 def prepare_content(role: str, content: object, *, max_inline_chars: int) -> Message:
     """``content`` (a string or a content array) for a message of ``role``.
 
@@ -38,6 +57,7 @@ def prepare_content(role: str, content: object, *, max_inline_chars: int) -> Mes
     """
     if not isinstance(content, list):
         return Message(check_str(content, "content", max_chars=MAX_CONTENT_CHARS))
+    check_nesting(content)
     blocks = validate_blocks(role, content)
     media.check_inline_size(blocks, cap=max_inline_chars)
     d = digest(blocks)

@@ -8,7 +8,7 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.core.text import defuse, tag_opener
+from worker.core.text import defuse_all
 from worker.errors import ConfigError
 
 SYSTEM_PROMPT = (
@@ -18,8 +18,6 @@ SYSTEM_PROMPT = (
 )
 PLACEHOLDERS = frozenset({"previous_summary", "conversation"})
 NO_PREVIOUS = "(none yet)"
-# Any tag that could close or open one of our delimiters is neutralized.
-_DELIMITER = tag_opener(["message", "conversation", "previous_summary"])
 
 
 @dataclass(frozen=True)
@@ -59,8 +57,9 @@ def validate_template(template: str, *, source: str = "prompt template") -> str:
 
 
 def escape(text: str) -> str:
-    """``text`` with every tag that could open or close one of our delimiters defused."""
-    return defuse(_DELIMITER, text)
+    """``text`` with every tag that could open or close one of our delimiters (or any
+    other tag Recap uses, ``known_facts`` included) defused."""
+    return defuse_all(text)
 
 
 def render_conversation(turns: Sequence[Turn]) -> str:
@@ -71,6 +70,23 @@ def render_conversation(turns: Sequence[Turn]) -> str:
 def render(template: str, *, previous_summary: str | None, turns: Sequence[Turn]) -> str:
     return template.format(previous_summary=escape(previous_summary or NO_PREVIOUS),
                            conversation=render_conversation(turns))
+
+
+def cap_summary(text: str, *, max_tokens: int, count: Callable[[str], int],
+                split: Callable[[str, int], list[str]]) -> str:
+    """``text`` if it fits ``max_tokens`` (by ``count``), else its first ``max_tokens``
+    tokens cut back to the last line break in their second half.
+
+    A model's answer is not trusted to respect its cap (a tool's input can run to
+    the answer's max_tokens, which adds room for facts): a summary above the cap
+    would be stored and sent on every reply. What the cut removes is checked by
+    the retention guard like anything else the summary leaves out.
+    """
+    if count(text) <= max_tokens:
+        return text
+    head = split(text, max(1, max_tokens))[0]
+    line = head.rfind("\n")
+    return (head[:line] if line > len(head) // 2 else head).rstrip()
 
 
 def chunk_turns(turns: Sequence[Turn], *, max_tokens: int,

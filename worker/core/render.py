@@ -56,9 +56,13 @@ def _args(args: dict[str, Any]) -> str:
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, *, whole: bool = False) -> None:
         self.countable: list[str] = []
         self.media_tokens = 0
+        self.whole = whole  # nothing cut (full_text)
+
+    def cut(self, text: str, limit: int, what: str) -> str:
+        return text if self.whole else cut(text, limit, what)
 
     def source(self, block: dict[str, Any], where: str) -> str:
         source = block["source"]
@@ -70,12 +74,12 @@ class _Walker:
         shown = f"[{label}{title}: {media.describe(source, raw)}]"
         if source.get("type") == "text":
             self.countable.append(source["data"])
-            return f"{shown}\n{cut(source['data'], RESULT_CHARS, 'document')}"
+            return f"{shown}\n{self.cut(source['data'], RESULT_CHARS, 'document')}"
         if source.get("type") == "content":
             inner = source["content"]
             if isinstance(inner, str):
                 self.countable.append(inner)
-                return f"{shown}\n{cut(inner, RESULT_CHARS, 'document')}"
+                return f"{shown}\n{self.cut(inner, RESULT_CHARS, 'document')}"
             return "\n".join([shown, *(self.block(b, f"{where}.source.content[{j}]")
                                        for j, b in enumerate(inner))])
         return shown
@@ -89,7 +93,9 @@ class _Walker:
             return self.source(b, where)
         if kind == "tool_use":
             self.countable.append(f'{b["name"]} {json.dumps(b["input"], ensure_ascii=False)}')
-            return f"[tool call {b['name']} ({b['id']}): {_args(b['input'])}]"
+            args = (json.dumps(b["input"], ensure_ascii=False, default=str) if self.whole
+                    else _args(b["input"]))
+            return f"[tool call {b['name']} ({b['id']}): {args}]"
         if kind == "tool_result":
             inner = b.get("content")
             if isinstance(inner, list):
@@ -100,7 +106,7 @@ class _Walker:
                 self.countable.append(body)
             error = ", error" if b.get("is_error") else ""
             return (f"[tool result for {b['tool_use_id']}{error}: "
-                    f"{cut(body, RESULT_CHARS, 'tool result') or '(empty)'}]")
+                    f"{self.cut(body, RESULT_CHARS, 'tool result') or '(empty)'}]")
         if kind == "thinking":
             self.countable.append(b["thinking"])
             return f"[thinking: {len(b['thinking'])} characters]"
@@ -119,6 +125,15 @@ def digest(blocks: list[dict[str, Any]]) -> Digest:
     return Digest(text, "\n".join(w.countable), w.media_tokens,
                   tuple(b["id"] for b in blocks if b["type"] == "tool_use"),
                   tuple(b["tool_use_id"] for b in blocks if b["type"] == "tool_result"))
+
+
+def full_text(blocks: list[dict[str, Any]]) -> str:
+    """The rendering of stored ``blocks`` with nothing cut: every line of every tool
+    call, tool result and text document. What the summarizer and the retention
+    guard read of a message before it is condensed (the stored ``content`` is cut
+    to stay cheap to search and show). Media sources are described, not decoded."""
+    w = _Walker(whole=True)
+    return "\n".join(w.block(b, f"content[{i}] ({b['type']})") for i, b in enumerate(blocks))
 
 
 def links_text(calls: tuple[str, ...], answers: tuple[str, ...]) -> str | None:

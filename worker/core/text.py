@@ -45,17 +45,88 @@ def sanitize(text: str) -> str:
 _INVISIBLE = "".join(ch for ch in map(chr, [*range(0x10000), *range(0xE0000, 0xE0080)])
                      if unicodedata.category(ch) == "Cf")
 _GAP = "[\\s" + re.escape(_INVISIBLE) + "]*"
-# "<" and its look-alikes (full-width, small form variant).
-_LT = "[<\uff1c\ufe64]"
+
+# Every tag Recap emits or parses in text that reaches a model: the reply's blocks
+# (worker.core.assemble), the summarizer's delimiters (worker.core.prompt), the
+# repair call's and the mining call's. Content is defused against all of them.
+RECAP_TAGS = ("SUMMARY_OF_PRIOR_CONTEXT", "MEMORIES", "message", "conversation",
+              "previous_summary", "summary", "known_facts")
+
+# Look-alikes a model reads as the ASCII letter (or ``<``, ``/``, ``_``) that NFKC
+# leaves alone: Cyrillic and Greek letters, arrowheads, slashes. Full-width and
+# small-form variants need no entry: NFKC maps them to ASCII first.
+_LOOKALIKES = {
+    "a": "\u0430\u0410\u03b1\u0391", "b": "\u0412\u03b2\u0392\u044c",
+    "c": "\u0441\u0421\u03f2\u03f9", "d": "\u0501", "e": "\u0435\u0415\u03b5\u0395",
+    "f": "\u0492\u03dc", "g": "\u0261\u050c",
+    "h": "\u04bb\u041d\u0397", "i": "\u0456\u0406\u03b9\u0399\u04c0\u0131", "j": "\u0458\u0408",
+    "k": "\u043a\u041a\u03ba\u039a", "l": "\u04cf\u217c", "m": "\u043c\u041c\u039c",
+    "n": "\u043f\u039d\u03b7", "o": "\u043e\u041e\u03bf\u039f\u03c3\u0585",
+    "p": "\u0440\u0420\u03c1\u03a1", "q": "\u051b", "r": "\u0433\u0491", "s": "\u0455\u0405",
+    "t": "\u0442\u0422\u03c4\u03a4", "u": "\u03c5\u057d\u028b", "v": "\u03bd\u0475\u0474",
+    "w": "\u051d\u0461", "x": "\u0445\u0425\u03c7\u03a7", "y": "\u0443\u0423\u03b3\u04af\u03a5",
+    "z": "\u0396", "<": "\u2039\u2329\u3008\u02c2\u1438\u276e\u27e8\u227a",
+    "/": "\u2215\u2044\u29f8\u2571\u30ce", "_": "\u2017\u02cd\u2e0f",
+}
+CONFUSABLES = str.maketrans({ch: ascii_ for ascii_, chars in _LOOKALIKES.items()
+                             for ch in chars})
+
+# Every character that reads as "<" once normalized: ASCII, NFKC's and the map's
+# (checked by the tests against a scan of the code points).
+OPENERS = "<\u02c2\u1438\u2039\u227a\u2329\u276e\u27e8\u3008\ufe3f\ufe64\uff1c"
+_OPENERS = re.compile(f"[{OPENERS}]")
+
+
+def skeleton(text: str) -> tuple[str, list[int]]:
+    """``text`` as a model may read it (NFKC, then :data:`CONFUSABLES`), and for each
+    character of the result the index of the character of ``text`` it came from."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            out.append(ch)
+            where.append(i)
+            continue
+        mapped = unicodedata.normalize("NFKC", ch).translate(CONFUSABLES)
+        out.append(mapped)
+        where.extend([i] * len(mapped))
+    return "".join(out), where
 
 
 def tag_opener(names: Iterable[str]) -> re.Pattern[str]:
     """A pattern for anything that could open or close one of the tags ``names``, in
-    any case and with whitespace or invisible characters anywhere inside."""
-    spelled = "|".join(_GAP.join(map(re.escape, name)) for name in names)
-    return re.compile(f"{_LT}({_GAP}/?{_GAP})({spelled})", re.IGNORECASE)
+    any case and with whitespace or invisible characters anywhere inside; it is
+    matched against a :func:`skeleton`, so look-alike letters count too."""
+    spelled = "|".join(_GAP.join(map(re.escape, name.lower())) for name in names)
+    return re.compile(f"<({_GAP}/?{_GAP})({spelled})(?![A-Za-z0-9_])", re.IGNORECASE)
 
 
 def defuse(pattern: re.Pattern[str], text: str) -> str:
-    """``text`` with the ``<`` of every match of a :func:`tag_opener` pattern escaped."""
-    return pattern.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    """``text`` with the ``<`` (or look-alike) of every match of a :func:`tag_opener`
+    pattern replaced by ``&lt;``; everything else is kept as written."""
+    if not _OPENERS.search(text):
+        return text  # nothing that reads as "<": the common case, kept cheap
+    if text.isascii():
+        starts = sorted({m.start() for m in pattern.finditer(text)})
+    else:
+        seen, where = skeleton(text)
+        starts = sorted({where[m.start()] for m in pattern.finditer(seen)})
+    if not starts:
+        return text
+    out: list[str] = []
+    last = 0
+    for at in starts:
+        out.append(text[last:at])
+        out.append("&lt;")
+        last = at + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+_ALL_TAGS = tag_opener(RECAP_TAGS)
+
+
+def defuse_all(text: str) -> str:
+    """``text`` with every tag of :data:`RECAP_TAGS` defused (any case, spacing,
+    width or look-alike spelling): data can neither close nor fake a block."""
+    return defuse(_ALL_TAGS, text)

@@ -111,17 +111,25 @@ def demo_environment(data: Path, broker: Path, environ: MutableMapping[str, str]
         environ.setdefault("RECAP_SUMMARIZER", "offline")
 
 
-def use_files(data: Path, broker: Path) -> Settings:
-    """Point settings, engines and the Celery app at the demo's files; returns Settings."""
-    demo_environment(data, broker, os.environ)
-    # Settings, engines or the app's configuration may already have been built
-    # from the old environment in this process: rebuild them from the new one.
+def use_files(data: Path, broker: Path, **overrides: Any) -> Settings:
+    """Point settings, engines and the Celery app at the demo's files (``overrides``:
+    other settings by field name); returns the Settings, installed as the process's.
+    The process environment is read, never written."""
     from worker.celery_app import reconfigure
     from worker.jobs.resources import reset_process_state
-    from worker.settings import get_settings
+    from worker.settings import env_name, load_settings, use_settings
 
+    env = {**os.environ, **{env_name(k): str(v) for k, v in overrides.items()}}
+    demo_environment(data, broker, env)
+    chosen: dict[str, Any] = {"database_url": env["DATABASE_URL"],
+                              "celery_broker_url": env["CELERY_BROKER_URL"]}
+    if "RECAP_SUMMARIZER" in env:
+        chosen["summarizer"] = env["RECAP_SUMMARIZER"]
+    settings = load_settings(**{**chosen, **overrides})
+    # Settings, engines or the app's configuration may already have been built in
+    # this process: rebuild them from these.
     reset_process_state()
-    settings = get_settings()
+    use_settings(settings)
     reconfigure(settings)
     poll_faster()
     return settings

@@ -20,12 +20,15 @@ import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.demo.report import Out
 from worker.errors import ConfigError
 from worker.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
-from worker.evals.run import Ask, Series, environment, run_peer, run_recap
+from worker.evals.run import Ask, Series, run_peer, run_recap
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 FAKE_KEY = "sk-ant-eval-stand-in"
 
@@ -63,35 +66,61 @@ def main(args: argparse.Namespace, out: Out | None = None) -> int:
     out = out or Out()
     messages, facts, what = inputs(args)
     with ExitStack() as stack:
-        base_url, ask, label = stack.enter_context(_stand_in(args)) if args.quick \
-            else _configured(args)
+        base_url: str | None
+        if args.quick:
+            base_url, ask, label, overrides = stack.enter_context(_stand_in(args))
+        elif getattr(args, "base_url", None):
+            base_url, ask, label, overrides = _server(args)
+        else:
+            base_url, ask, label, overrides = _configured(args)
         out.line(f"recap eval: {what}")
         out.line(f"model: {label}")
-        rows = [run_recap(messages, facts, ask=ask, progress=out.progress,
+        rows = [run_recap(messages, facts, ask=ask, progress=out.progress, overrides=overrides,
                           stand_in=args.quick)]
         if not args.no_peers:
             rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
-                           have_key=args.quick or _has_key())
+                           have_key=args.quick or bool(getattr(args, "base_url", None))
+                           or _has_key())
     print_table(rows, out, qa=args.qa, stand_in=args.quick)
     return 0 if all(r.error is None for r in rows[:1]) else 1
 
 
 @contextmanager
-def _stand_in(args: argparse.Namespace) -> Iterator[tuple[str, Ask | None, str]]:
-    """The lossy stand-in server, and the environment pointing Recap at it."""
+def _stand_in(args: argparse.Namespace
+              ) -> Iterator[tuple[str, Ask | None, str, dict[str, Any]]]:
+    """The lossy stand-in server, and the settings pointing Recap at it (handed to
+    run_recap; the process environment is never written)."""
     from worker.evals.standin import EvalFake
+    from worker.settings import load_settings
 
     fake = EvalFake()
     fake.lose_specifics(args.loss, seed=args.seed)
     fake.start()
+    overrides: dict[str, Any] = {"anthropic_api_key": FAKE_KEY,
+                                 "anthropic_base_url": fake.url, "summarizer": "claude"}
     try:
-        with environment({"ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": fake.url,
-                          "RECAP_SUMMARIZER": "claude"}):
-            yield fake.url, _asker() if args.qa else None, (
-                f"local stand-in of the Messages API, dropping {args.loss:.0%} of the "
-                "specifics from each answer (figures measure the mechanism, not a model)")
+        yield fake.url, _asker(load_settings(**overrides)) if args.qa else None, (
+            f"local stand-in of the Messages API, dropping {args.loss:.0%} of the "
+            "specifics from each answer (figures measure the mechanism, not a model)"), overrides
     finally:
         fake.stop()
+
+
+# Local servers (llama.cpp, vLLM) take any key; the SDK only needs one to be set.
+PLACEHOLDER_KEY = "sk-local-no-key"
+
+
+def _server(args: argparse.Namespace) -> tuple[str, Ask | None, str, dict[str, Any]]:
+    """The settings pointing Recap (and the peers) at ``--base-url``/``--model``."""
+    import os
+
+    from worker.settings import load_settings
+
+    key = args.api_key or os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_KEY
+    overrides: dict[str, Any] = {"anthropic_api_key": key, "anthropic_base_url": args.base_url,
+                                 "model": args.model, "summarizer": "claude"}
+    return args.base_url, _asker(load_settings(**overrides)) if args.qa else None, (
+        f"{args.model} at {args.base_url} (any server speaking the Messages API)"), overrides
 
 
 def _has_key() -> bool:
@@ -100,24 +129,23 @@ def _has_key() -> bool:
     return get_settings().anthropic_api_key is not None
 
 
-def _configured(args: argparse.Namespace) -> tuple[str | None, Ask | None, str]:
+def _configured(args: argparse.Namespace
+                ) -> tuple[str | None, Ask | None, str, dict[str, Any]]:
     from worker.settings import get_settings
 
     settings = get_settings()
     if settings.anthropic_api_key is None:
         return None, None, ("no ANTHROPIC_API_KEY: Recap uses the offline extractive "
                             "summarizer and the peers are skipped (use --quick for the "
-                            "stand-in)")
-    return settings.anthropic_base_url, _asker() if args.qa else None, settings.model
+                            "stand-in)"), {}
+    return (settings.anthropic_base_url, _asker(settings) if args.qa else None,
+            settings.model, {})
 
 
-def _asker() -> Ask:
-    """The configured model answering one request (system, messages)."""
+def _asker(settings: Settings) -> Ask:
+    """The model ``settings`` name answering one request (system, messages)."""
     import anthropic
 
-    from worker.settings import get_settings
-
-    settings = get_settings()
     key = settings.anthropic_api_key
     assert key is not None
     client = anthropic.Anthropic(api_key=key.get_secret_value(),

@@ -14,10 +14,8 @@ context after each of their summarization calls.
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,28 +71,14 @@ def context_text(ctx: Any) -> str:
     return "\n".join(parts)
 
 
-@contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in os.environ for the duration (restored after)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 Ask = Callable[[dict[str, Any]], str]  # a Messages API request (system, messages) -> answer
 
 
 def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
               ask: Ask | None = None, progress: Callable[[str], None] = lambda _: None,
-              stand_in: bool = False) -> Series:
-    """Recap on ``messages``; the caller has set the environment (summarizer, key, URL).
+              overrides: dict[str, Any] | None = None, stand_in: bool = False) -> Series:
+    """Recap on ``messages`` with the process's settings and ``overrides`` (by field
+    name: summarizer, key, URL), on files of its own.
 
     ``ask`` (for --qa) answers one request built by ``as_request(build_context(...))``.
     ``stand_in``: the model is the local stand-in, so the row never wears a Claude
@@ -104,13 +88,13 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
     from worker.api.ingest import add_message
     from worker.demo.run import file_paths, migrate, remove_files, use_files
     from worker.jobs.outcome import Job
-    from worker.jobs.resources import get_resources
+    from worker.jobs.resources import get_resources, reset_process_state
     from worker.jobs.summarize import summarize
 
     data, broker = file_paths(None)
     series = Series("Recap", len(facts))
     try:
-        settings = use_files(data, broker)
+        settings = use_files(data, broker, **(overrides or {}))
         migrate(settings.database_url)
         res = get_resources()
         series.name = "Recap (stand-in)" if stand_in else f"Recap ({res.summarizer.model})"
@@ -147,6 +131,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         series.error = f"{type(exc).__name__}: {exc}"
     finally:
         remove_files(data.parent)
+        reset_process_state()  # back to the environment's settings
     return series
 
 

@@ -11,6 +11,7 @@ from worker.errors import ConfigError
 from worker.http import errors
 from worker.http.guard import ASGIApp, Guard, parse_keys
 from worker.http.routes import health, messages, sessions
+from worker.http.schemas import V1_ERRORS
 
 # Set by ``recap serve --no-auth`` (only on a loopback address) for its workers.
 NO_AUTH_ENV = "RECAP_SERVE_NO_AUTH"
@@ -35,8 +36,9 @@ def build_api() -> FastAPI:
 
     api = FastAPI(title="Recap", version=VERSION, description=DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    for router in (messages.router, sessions.router, health.router):
-        api.include_router(router)
+    for router in (messages.router, sessions.router):
+        api.include_router(router, responses=V1_ERRORS)
+    api.include_router(health.router)
     errors.install(api)
     api.state.registry = CollectorRegistry()
     api.state.registry.register(RecapCollector())

@@ -134,6 +134,35 @@ class Forgotten(BaseModel):
     deleted: dict[str, int] = Field(description="rows deleted per table")
 
 
+class ErrorDetail(BaseModel):
+    type: str = Field(description="e.g. invalid_input, not_found, session_busy, "
+                                  "payload_too_large, database_unavailable")
+    message: str = Field(description="what went wrong, naming the field or setting")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: ``{"error": {"type", "message"}}``."""
+
+    error: ErrorDetail
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+# The errors any /v1 route may answer (documented once, for docs/openapi.json).
+V1_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _error("the body is not JSON, or a header is malformed"),
+    401: _error("no key, or not one of RECAP_API_KEYS"),
+    404: _error("no such session"),
+    413: _error("the body is over RECAP_API_MAX_BODY_BYTES (refused before parsing)"),
+    422: _error("invalid input: the message names the field; nothing was stored"),
+    503: _error("the database or the broker is unavailable; retry after Retry-After"),
+}
+BUSY: dict[int | str, dict[str, Any]] = {409: _error(
+    "a job holds the session's lease; nothing changed, retry after Retry-After seconds")}
+
+
 class Ready(BaseModel):
     ready: bool
     problems: list[str]

@@ -21,7 +21,8 @@ from worker.jobs.outcome import Job, Outcome, log_outcome
 from worker.jobs.resources import Resources
 from worker.llm.tokens import count_tokens
 from worker.settings import effective
-from worker.store.rows import lease_update, record_run, release, save_summary_version
+from worker.store.fence import holds, release, take_lease
+from worker.store.rows import record_run, save_summary_version
 
 
 def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:
@@ -50,8 +51,8 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
                 f"session {session_id!r} has {archived} archived of {condensed} condensed "
                 "messages; resummarize needs all of them (RECAP_ARCHIVE_SUMMARIZED=true "
                 "from the session's first summary)")
-        taken = s.execute(lease_update(session_id, token=token, now=now,
-                                       lease_s=settings.lease_s))
+        taken = s.execute(take_lease(session_id, token=token, now=now,
+                                     lease_s=settings.lease_s))
         if rowcount(taken) != 1:
             raise SessionBusy(f"session {session_id!r} is being summarized; try again")
         turns = [Turn(i, role, content) for i, role, content in s.execute(
@@ -75,9 +76,7 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
         f"; {excerpted}" if excerpted else "")
     summary_tokens = count_tokens(result.text)
     with transaction() as s:
-        done = s.execute(update(ChatSession).where(
-            ChatSession.id == session_id, ChatSession.lease_token == token,
-            ChatSession.summary_version == version)
+        done = s.execute(update(ChatSession).where(holds(session_id, token, version))
             .values(rolling_summary=result.text, summary_tokens=summary_tokens,
                     summary_version=ChatSession.summary_version + 1, summary_updated_at=now,
                     lease_token=None, lease_expires_at=None))

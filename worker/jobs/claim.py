@@ -11,22 +11,24 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, case, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
-from worker.core.render import parse_links
+from worker.core.provenance import own_text
+from worker.core.render import full_text, parse_links
 from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
+from worker.store.fence import release, take_lease
 from worker.store.recall import memories_for_prompt
-from worker.store.rows import lease_update, record_run, release
+from worker.store.rows import record_run
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.
@@ -49,6 +51,9 @@ class Claim:
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (worker.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
+    # What the user typed in the batch (worker.core.provenance.own_text, one entry
+    # per user turn): a fact is the user's only if their own words back it.
+    own_words: tuple[str, ...] = ()
 
 
 def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
@@ -78,11 +83,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     with transaction() as s:
         now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(
-            lease_update(session_id, token=token, now=now, lease_s=settings.lease_s,
-                         enqueued_at=None,
-                         # An expired lease that is still set means its holder died mid-job.
-                         lost_leases=SESSIONS.c.lost_leases
-                         + case((SESSIONS.c.lease_token.isnot(None), 1), else_=0))
+            take_lease(session_id, token=token, now=now, lease_s=settings.lease_s,
+                       clear_pending=True, count_lost=True)
             .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                        SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
@@ -116,21 +118,21 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                            t=settings.thresholds(), force=force)
         flags = blocked_flags(plan, settings)
         if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
-                plan.needs_escalation, *flags.values()):
+                plan.needs_escalation, *flags):
             s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
-                      .values(needs_escalation=plan.needs_escalation, **flags))
+                      .values(needs_escalation=plan.needs_escalation, **flags._asdict()))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
             back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
-        turns = _load_turns(session_id, plan.batch_ids, db=s)
+        turns, own = _load_turns(session_id, plan.batch_ids, db=s)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages), tuple(known))
+                     settings, tuple(messages), tuple(known), own)
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an
@@ -157,10 +159,17 @@ def back_off_noops(session_id: str, *, db: Session, row: Any, now: datetime,
         noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
 
 
-def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
-    """The normal_blocked columns for ``plan``: the flag and the thresholds it holds under."""
-    return {"normal_blocked": plan.normal_blocked,
-            "normal_blocked_under": settings.thresholds_key() if plan.normal_blocked else None}
+class BlockedFlags(NamedTuple):
+    """The normal_blocked columns of a plan: the flag and the thresholds it holds under."""
+
+    normal_blocked: bool
+    normal_blocked_under: str | None
+
+
+def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
+    """The normal_blocked columns for ``plan``."""
+    return BlockedFlags(plan.normal_blocked,
+                        settings.thresholds_key() if plan.normal_blocked else None)
 
 
 # Built once, with bound parameters: building a statement and its cache key on
@@ -168,7 +177,7 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> dict[str, object]:
 _MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
                          MESSAGES.c.pinned, MESSAGES.c.tool_links)
                   .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
-_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content)
+_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
           .where(MESSAGES.c.session_id == bindparam("sid"),
                  MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
           .order_by(MESSAGES.c.id))
@@ -182,8 +191,21 @@ def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
                                                              {"sid": session_id})]
 
 
-def _load_turns(session_id: str, ids: Sequence[int], *, db: Session) -> list[Turn]:
+def _load_turns(session_id: str, ids: Sequence[int], *,
+                db: Session) -> tuple[list[Turn], tuple[str, ...]]:
+    """The batch as the summarizer and the retention guard read it: a block
+    message in full (:func:`worker.core.render.full_text`), not its stored
+    rendering, which cuts long tool results and documents to their ends; the
+    guard must require the specifics of every line that the apply deletes. With
+    them, what the user typed in each user turn (:func:`own_text`)."""
     wanted = set(ids)
     rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
-    return [Turn(i, role, content) for i, role, content in rows if i in wanted]
+    turns: list[Turn] = []
+    own: list[str] = []
+    for i, role, content, blocks in rows:
+        if i in wanted:
+            turns.append(Turn(i, role, full_text(blocks) if blocks else content))
+            if role == "user":
+                own.append(own_text(role, content, blocks))
+    return turns, tuple(own)

@@ -8,12 +8,14 @@ apply only executes it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.core import policy
 from worker.core.guard import GuardCounts
 from worker.core.memories import Fact
+from worker.core.provenance import attribute
 from worker.jobs.claim import Claim
 from worker.llm.summarizer import SummaryResult
 from worker.llm.tokens import count_tokens
@@ -47,6 +49,11 @@ def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = N
     taken = set(plan.batch_ids)
     left = [m for m in claim.messages if m.id not in taken]
     after = policy.plan(left, summary_tokens=tokens, t=claim.settings.thresholds())
-    return Fold(result.text, tokens, plan, (*result.facts, *memories), result.model,
+    # Who stated each fact is decided from the batch, not taken from the model; the
+    # guard's lines are verbatim windows of any text, never the user's.
+    facts = (*(dataclasses.replace(f, source=attribute(f.fact, f.source, claim.own_words))
+               for f in result.facts),
+             *(dataclasses.replace(m, source="guard") for m in memories))
+    return Fold(result.text, tokens, plan, facts, result.model,
                 result.input_tokens, result.output_tokens, result.estimated_input_tokens,
                 after, len(left), guard)

@@ -20,7 +20,7 @@ from worker.llm.client import ClientConfig
 from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
 from worker.llm.templates import load_template
 from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.settings import Settings, get_settings
+from worker.settings import Settings, get_settings, use_settings
 from worker.store.enqueue import BREAKER
 
 log = logging.getLogger("recap.worker")
@@ -114,7 +114,7 @@ def get_resources() -> Resources:
 def reset_process_state(*, close: bool = True) -> None:
     """Forget settings, engines, resources and a paused publisher; after fork pass
     ``close=False`` (the parent still owns the sockets)."""
-    get_settings.cache_clear()
+    use_settings(None)
     db.reset_engines(close=close)
     _CURRENT.clear()
     BREAKER.reset()

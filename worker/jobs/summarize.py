@@ -22,7 +22,7 @@ from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
-from worker.db import db_now, transaction, utcnow
+from worker.db import db_now, transaction
 from worker.errors import PermanentLLMError, Superseded, UnusableSummary
 from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
 from worker.jobs.fold import Fold
@@ -38,10 +38,10 @@ from worker.jobs.resources import Resources
 from worker.jobs.retain import retain
 from worker.llm.client import Usage, classify
 from worker.llm.tokens import count_tokens, split_by_tokens
+from worker.store.fence import holds, release
 from worker.store.rows import (
     archive_messages,
     record_run,
-    release,
     save_memories,
     save_summary_version,
 )
@@ -56,10 +56,10 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
 
     Raises Superseded (and changes nothing) when the claim no longer holds.
     """
-    now = utcnow()
     plan, after = fold.plan, fold.after
     ids = plan.batch_ids
     with transaction() as s:
+        now = db_now(s)  # the follow-up's marker on the clock the sweeper reads
         flags = blocked_flags(after, claim.settings)
         row = s.execute(_fenced_update(), {
             "p_sid": claim.session_id, "p_token": claim.token, "p_version": claim.version,
@@ -67,8 +67,8 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
             "p_n": len(ids), "p_tokens": plan.batch_tokens, "p_now": now,
             "p_enqueued_at": now if after.should_summarize else None,
             "p_needs_escalation": after.needs_escalation,
-            "p_normal_blocked": flags["normal_blocked"],
-            "p_normal_blocked_under": flags["normal_blocked_under"]}).one_or_none()
+            "p_normal_blocked": flags.normal_blocked,
+            "p_normal_blocked_under": flags.normal_blocked_under}).one_or_none()
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
         run_id = record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
@@ -84,7 +84,8 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
                              covers_through=ids[-1], run_id=run_id,
                              keep=claim.settings.summary_versions_keep)
         if fold.facts:
-            save_memories(claim.session_id, fold.facts, db=s, first_id=ids[0], last_id=ids[-1])
+            save_memories(claim.session_id, fold.facts, db=s, first_id=ids[0], last_id=ids[-1],
+                          run_id=run_id)
         if claim.settings.archive_summarized:
             archive_messages(claim.session_id, ids, db=s, run_id=run_id)
         deleted = s.execute(delete(MESSAGES)
@@ -102,7 +103,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
             s.execute(update(SESSIONS).where(SESSIONS.c.id == claim.session_id)
                       .values(enqueued_at=now if after.should_summarize else None,
                               needs_escalation=after.needs_escalation,
-                              **blocked_flags(after, claim.settings)))
+                              **blocked_flags(after, claim.settings)._asdict()))
         return Outcome(
             claim.session_id, "applied", plan.reason, mode=plan.mode,
             messages_condensed=len(ids), summary_tokens=fold.summary_tokens,
@@ -120,8 +121,7 @@ def _fenced_update() -> Update:
     row unless the claim's lease token and summary version still hold."""
     p = bindparam
     return (update(SESSIONS)
-            .where(SESSIONS.c.id == p("p_sid"), SESSIONS.c.lease_token == p("p_token"),
-                   SESSIONS.c.summary_version == p("p_version"))
+            .where(holds(p("p_sid"), p("p_token"), p("p_version")))
             .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
                     summary_version=SESSIONS.c.summary_version + 1,
                     summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),
@@ -251,7 +251,7 @@ def record_unrecorded(claim: Claim, exc: BaseException, unrecorded: BaseExceptio
     try:
         with transaction() as s:
             release(claim.session_id, db=s, token=claim.token,
-                    enqueued_at=utcnow() if not job.final_attempt else None)
+                    enqueued_at=db_now(s) if not job.final_attempt else None)
         released = "lease released"
     except Exception as again:  # the database itself is down: the lease expires
         released = f"lease not released ({type(again).__name__}); it expires"

@@ -27,6 +27,7 @@ from worker.errors import InvalidInput
 from worker.jobs.titles import sweep_titles
 from worker.settings import Settings, effective
 from worker.store.enqueue import mark_pending, send, stale_before
+from worker.store.fence import lease_free
 
 log = logging.getLogger("recap.sweeper")
 
@@ -64,7 +65,7 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
                                  ~blocked_now(settings)),
                             ChatSession.summary_tokens + ChatSession.active_tokens >= cap)),
                    ChatSession.overrides.isnot(None)),
-               or_(ChatSession.lease_token.is_(None), ChatSession.lease_expires_at <= now),
+               lease_free(now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),
                or_(ChatSession.blocked_until.is_(None), ChatSession.blocked_until <= now),
                backoff_over(now))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
@@ -51,19 +52,26 @@ def sweep_titles(settings: Settings, *, now: datetime, limit: int) -> int:
     return sum(1 for sid in marked if send_title(sid))
 
 
-def _read_exchange(s: Session, session_id: str) -> tuple[bool, str | None, str | None,
-                                                        str | None]:
-    """(exists, title, first user text, first assistant reply after it), one transaction."""
+class Exchange(NamedTuple):
+    """What a title is made from: the session's title and its first exchange."""
+
+    exists: bool
+    title: str | None
+    first_user: str | None
+    first_reply: str | None  # the first assistant reply after the first user message
+
+
+def _read_exchange(s: Session, session_id: str) -> Exchange:
     title = s.execute(select(ChatSession.title).where(ChatSession.id == session_id)).first()
     if title is None:
-        return False, None, None, None
+        return Exchange(False, None, None, None)
     base = select(ChatMessage.id, func.substr(ChatMessage.content, 1, _MESSAGE_MAX_CHARS)) \
         .where(ChatMessage.session_id == session_id).order_by(ChatMessage.id).limit(1)
     user = s.execute(base.where(ChatMessage.role == "user")).first()
     # The reply to the user, not an app greeting that may come before it.
     reply = (s.execute(base.where(ChatMessage.role == "assistant",
                                   ChatMessage.id > user[0])).first() if user else None)
-    return True, title[0], user[1] if user else None, reply[1] if reply else None
+    return Exchange(True, title[0], user[1] if user else None, reply[1] if reply else None)
 
 
 def _log(session_id: str, status: str, **fields: object) -> None:
@@ -72,14 +80,17 @@ def _log(session_id: str, status: str, **fields: object) -> None:
                                **fields}, default=str, ensure_ascii=False))
 
 
-def _record(session_id: str, status: str, **fields: object) -> None:
+def _record(session_id: str, status: str, *, model: str | None,
+            input_tokens: int | None = None, output_tokens: int | None = None,
+            error: str | None = None) -> None:
     """One title_runs row, unless the session was forgotten meanwhile; never raises
     (a lost audit row must not fail the title)."""
     try:
         with transaction() as s:
             if session_exists(session_id, db=s):
-                s.execute(insert(TitleRun).values(session_id=session_id, status=status,
-                                                  **fields))
+                s.execute(insert(TitleRun).values(
+                    session_id=session_id, status=status, model=model,
+                    input_tokens=input_tokens, output_tokens=output_tokens, error=error))
     except Exception as exc:
         log.warning("could not record the title run of session %r (%s: %s)", session_id,
                     type(exc).__name__, exc)

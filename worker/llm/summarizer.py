@@ -16,7 +16,7 @@ from typing import Protocol
 
 from worker.core import guard
 from worker.core.memories import Fact
-from worker.core.prompt import SYSTEM_PROMPT, Turn, chunk_turns, render
+from worker.core.prompt import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
 from worker.errors import PromptTooLong, UnusableSummary
 from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
 from worker.llm.structured import (
@@ -117,7 +117,12 @@ class ClaudeSummarizer:
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens" or not answer.text:
             return None
-        return answer.text
+        return self._capped(answer.text)
+
+    def _capped(self, text: str) -> str:
+        """``text`` within the summary's cap (worker.core.prompt.cap_summary)."""
+        return cap_summary(text, max_tokens=self.max_tokens, count=self.config.count,
+                           split=self.config.split)
 
     def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage,
               mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
@@ -189,7 +194,7 @@ class ClaudeSummarizer:
         if not text:
             raise UnusableSummary("the model returned an empty summary; not applied "
                                   f"(answer {answer_digest(answer.text, answer.tool_input)})")
-        return text
+        return self._capped(text)
 
 
 def answer_digest(text: str, tool_input: object) -> str:

@@ -42,6 +42,8 @@ class Stats:
     sessions_leased: int = 0
     sessions_pending: int = 0
     sessions_blocked: int = 0
+    # Sessions the sweeper leaves alone after runs that found nothing to do.
+    sessions_backing_off: int = 0
     # Title jobs (title_runs): sessions with a title, calls, failed calls, API usage.
     sessions_titled: int = 0
     title_runs: int = 0
@@ -92,6 +94,7 @@ def session_columns(settings: Settings, now: datetime) -> dict[str, ColumnElemen
                                         & (ChatSession.lease_expires_at > now)),
         "sessions_pending": count_where(ChatSession.enqueued_at > stale),
         "sessions_blocked": count_where(ChatSession.blocked_until > now),
+        "sessions_backing_off": count_where(ChatSession.noop_backoff_until > now),
     }
 
 

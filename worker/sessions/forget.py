@@ -3,8 +3,9 @@ one transaction.
 
 What goes, per session (a user's: every session that names the user): its
 messages (chat_messages, archived_messages), the session row (summary, title,
-settings), its memories (those mined from it, and the session's or user's
-scope), the framework ids its adapters stored (stored_keys), and its audit rows
+settings), its memories (the session's or user's scope, and those of the
+user's scope that no other session also stated: a memory goes with its last
+source), the framework ids its adapters stored (stored_keys), and its audit rows
 (summary_runs, title_runs). Audit rows are deleted,
 not scrubbed: their reasons and errors may quote chat text, and a row kept
 without them would still name the session. ``recap stats`` and ``recap
@@ -26,14 +27,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, or_, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
 from models import (
+    SOURCE_KINDS,
     ArchivedMessage,
     ChatMessage,
     ChatSession,
     Memory,
+    MemorySource,
     StoredKey,
     SummaryRun,
     TitleRun,
@@ -41,6 +44,8 @@ from models import (
 from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from worker.db import rowcount, transaction
 from worker.errors import InvalidInput
+from worker.store.fence import lock_for_erase
+from worker.store.sources import drop_sources, drop_unsourced
 
 # The tables erased, in the order of the deletes.
 TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
@@ -67,17 +72,47 @@ def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict
     with transaction() as s:
         # Lock first: a job's apply holding a session row finishes (its rows are
         # then seen and deleted); one that comes later waits, then finds no row.
-        ids = list(s.scalars(select(ChatSession.id).where(owned).with_for_update()))
+        ids = lock_for_erase(owned, db=s)
         if session_id is not None:
             ids = [session_id]  # also its audit rows if the session row is already gone
         return erase(s, ids, [scope, *(f"s:{sid}" for sid in ids)])
 
 
+def forget_memories(*, source: str, session_id: str | None = None,
+                    user_id: str | None = None) -> int:
+    """Drop what ``session_id`` (or every session of ``user_id``: exactly one) stated
+    as ``source`` (a kind of models.SOURCE_KINDS: ``tool``, ``document``,
+    ``guard``...), in one transaction; returns the memories deleted. A memory goes
+    when its last source goes: one another session (or another kind) also stated
+    stays. Messages, summaries and other memories are untouched.
+
+    Raises InvalidInput for an unknown kind, neither or both ids, or an unusable id.
+    """
+    if source not in SOURCE_KINDS:
+        raise InvalidInput(f"unknown memory source {source!r}; expected one of "
+                           f"{', '.join(SOURCE_KINDS)}")
+    if (session_id is None) == (user_id is None):
+        raise InvalidInput("forget_memories needs exactly one of session_id or user_id")
+    with transaction() as s:
+        if session_id is not None:
+            ids = [check_session_id(session_id)]
+        else:
+            check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
+            ids = list(s.scalars(select(ChatSession.id).where(ChatSession.user_id == user_id)))
+        return drop_sources(MemorySource.session_id.in_(ids) & (MemorySource.kind == source),
+                            db=s)
+
+
 def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
     """The deletes of :func:`forget` for the sessions ``ids`` and the memory
-    ``scopes``, inside the caller's transaction; rows deleted per table."""
-    counts = {"memories": _delete(s, Memory, or_(Memory.session_id.in_(ids),
-                                                 Memory.scope.in_(scopes)))}
+    ``scopes``, inside the caller's transaction; rows deleted per table.
+
+    The scopes' memories go; a memory of another scope (the user's, for one
+    session) goes when these sessions were its last sources: one that another
+    session also stated stays (worker.store.sources)."""
+    counts = {"memories": _delete(s, Memory, Memory.scope.in_(scopes))}
+    counts["memories"] += drop_sources(MemorySource.session_id.in_(ids), db=s)
+    counts["memories"] += drop_unsourced(Memory.session_id.in_(ids), db=s)
     for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun, StoredKey):
         counts[model.__tablename__] = _delete(s, model, model.session_id.in_(ids))
     counts["chat_sessions"] = _delete(s, ChatSession, ChatSession.id.in_(ids))

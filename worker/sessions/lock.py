@@ -12,14 +12,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models import ArchivedMessage, SummaryRun
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.errors import SessionBusy, SessionNotFound
-from worker.store.rows import lease_free
+from worker.store.fence import clear_expired
 
 T = TypeVar("T")
 
@@ -35,8 +35,7 @@ def locked(session_id: str, *, db: Session, now: datetime) -> Any:
     """Lock the session row if no job holds a live lease, clearing an expired one
     (its job's apply then fails its fence). Raises Busy or SessionNotFound."""
     row = db.execute(
-        update(SESSIONS).where(SESSIONS.c.id == session_id, lease_free(now))
-        .values(lease_token=None, lease_expires_at=None)
+        clear_expired(session_id, now=now)
         .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
                    SESSIONS.c.summary_tokens, SESSIONS.c.overrides)).one_or_none()
     if row is None:

@@ -16,6 +16,7 @@ from worker.db import insert_ignoring_duplicates, rowcount, transaction
 from worker.errors import SessionNotFound
 from worker.settings import get_settings, validate_overrides
 from worker.store.recall import session_scopes
+from worker.store.sources import memory_sources
 
 
 def configure_session(session_id: str,
@@ -49,8 +50,9 @@ def configure_session(session_id: str,
             raise_other_user(s, session_id, user_id)
         if keep:
             return s.scalar(select(ChatSession.overrides).where(ChatSession.id == session_id))
+        # New settings may make a session the sweeper was backing off condensable.
         s.execute(update(ChatSession).where(ChatSession.id == session_id)
-                  .values(overrides=stored))
+                  .values(overrides=stored, noop_backoff_until=None))
         return stored
 
     if db is not None:
@@ -62,16 +64,20 @@ def configure_session(session_id: str,
 def memories(session_id: str) -> list[dict[str, Any]]:
     """The live memories a session's context can show (its user's when it names
     one, and its own), most important first; SessionNotFound if unknown.
-    ``session_id`` of each is its provenance: the session it was mined from."""
+    ``session_id`` of each is its oldest source's session; ``sources`` lists every
+    batch that stated it (session, kind: who stated it, message range, run)."""
     check_session_id(session_id)
     with transaction() as s:
         if s.get(ChatSession, session_id) is None:
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-        rows = s.scalars(select(Memory).where(Memory.scope.in_(session_scopes(session_id, db=s)),
-                                              Memory.superseded_by.is_(None))
-                         .order_by(Memory.importance.desc(), Memory.id))
+        scopes = session_scopes(session_id, db=s)
+        found = list(s.scalars(select(Memory).where(Memory.scope.in_(scopes),
+                                                    Memory.superseded_by.is_(None))
+                               .order_by(Memory.importance.desc(), Memory.id)))
+        sources = memory_sources([m.id for m in found], db=s)
         return [{"id": m.id, "fact": m.fact, "category": m.category,
                  "importance": m.importance, "session_id": m.session_id,
                  "first_message_id": m.first_message_id, "last_message_id": m.last_message_id,
-                 "created_at": m.created_at.isoformat() if m.created_at else None}
-                for m in rows]
+                 "created_at": m.created_at.isoformat() if m.created_at else None,
+                 "sources": sources.get(m.id, [])}
+                for m in found]

@@ -25,12 +25,12 @@ import json
 import logging
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, Memory, SummaryRun, SummaryVersion
+from models import ArchivedMessage, Memory, MemorySource, SummaryRun, SummaryVersion
 from models import messages_table as MESSAGES
 from models import sessions_table as SESSIONS
 from worker.core.validate import check_session_id
@@ -39,6 +39,7 @@ from worker.errors import InvalidInput
 from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from worker.settings import Settings, effective, get_settings
 from worker.store.rows import record_run, save_summary_version
+from worker.store.sources import drop_sources, drop_unsourced
 
 log = logging.getLogger("recap.jobs")
 
@@ -127,10 +128,18 @@ def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
                        restored_version)
 
 
+class RestorePoint(NamedTuple):
+    """The summary a rewind goes back to (version 0: no summary)."""
+
+    version: int
+    summary: str | None
+    tokens: int
+    covers_through: int
+
+
 def _restore_point(session_id: str, after: int, live: list[Any], settings: Settings, *,
-                   db: Session) -> tuple[int, str | None, int, int]:
-    """(version, summary text, tokens, covers_through) to go back to for ``after``
-    (version 0: no summary)."""
+                   db: Session) -> RestorePoint:
+    """The summary to go back to for ``after``."""
     if not settings.archive_summarized:
         raise InvalidInput(
             f"message {after} lies inside the summarized history of session {session_id!r} "
@@ -159,19 +168,18 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
                SummaryVersion.run_id.is_(None) | SummaryVersion.run_id.not_in(undone))
         .order_by(SummaryVersion.version.desc()).limit(1)).one_or_none()
     if found is None:
-        return 0, None, 0, 0
-    return found.version, found.text, found.tokens, int(found.covers_through)
+        return RestorePoint(0, None, 0, 0)
+    return RestorePoint(found.version, found.text, found.tokens, int(found.covers_through))
 
 
 def _forget_undone_memories(session_id: str, covers: int, *, db: Session) -> int:
-    """Delete the memories mined from the undone batches (this session's, after
-    ``covers``); a memory one of them had superseded is live again."""
-    undone = select(Memory.id).where(Memory.session_id == session_id,
-                                     Memory.last_message_id > covers)
-    db.execute(update(Memory).where(Memory.superseded_by.in_(undone))
-               .values(superseded_by=None))
-    return _count(db.execute(delete(Memory).where(Memory.session_id == session_id,
-                                                  Memory.last_message_id > covers)))
+    """Drop this session's sources of the memories mined from the undone batches
+    (after ``covers``): a memory goes with its last source, and one it had
+    superseded is live again (worker.store.sources)."""
+    return (drop_sources((MemorySource.session_id == session_id)
+                         & (MemorySource.last_message_id > covers), db=db)
+            + drop_unsourced((Memory.session_id == session_id)
+                             & (Memory.last_message_id > covers), db=db))
 
 
 def _unarchive(session_id: str, covers: int, after: int, undone: list[Any], *,

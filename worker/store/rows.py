@@ -9,14 +9,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
-    ColumnElement,
     Executable,
-    Update,
     bindparam,
     delete,
     insert,
@@ -26,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, Memory
+from models import SOURCE_KINDS, ArchivedMessage, Memory
 from models import messages_table as MESSAGES
 from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
@@ -35,21 +31,7 @@ from worker.core.guard import GuardCounts
 from worker.core.memories import Fact, may_replace
 from worker.db import insert_or_update, rowcount
 from worker.store.recall import session_scopes
-
-
-def lease_free(now: datetime) -> ColumnElement[bool]:
-    """No job holds the session: no lease, or one that expired (its holder died)."""
-    return SESSIONS.c.lease_token.is_(None) | (SESSIONS.c.lease_expires_at <= now)
-
-
-def lease_update(session_id: str, *, token: str, now: datetime, lease_s: int,
-                 **values: Any) -> Update:
-    """The lease-taking UPDATE (to execute): ``token`` holds the session for
-    ``lease_s`` seconds, if no live lease exists; ``values`` are set with it."""
-    return (update(SESSIONS)
-            .where(SESSIONS.c.id == session_id, lease_free(now))
-            .values(lease_token=token, lease_expires_at=now + timedelta(seconds=lease_s),
-                    **values))
+from worker.store.sources import add_source
 
 
 def session_exists(session_id: str, *, db: Session) -> bool:
@@ -100,37 +82,31 @@ def _run_insert(keys: tuple[str, ...]) -> Executable:
             .returning(RUNS.c.id))
 
 
-def release(session_id: str, *, db: Session, token: str,
-            blocked_until: datetime | None = None, enqueued_at: datetime | None = None) -> None:
-    """Drop the lease if ``token`` still holds it."""
-    values: dict[str, object] = {"lease_token": None, "lease_expires_at": None,
-                                 "lost_leases": 0, "enqueued_at": enqueued_at}
-    if blocked_until is not None:
-        values["blocked_until"] = blocked_until
-    db.execute(update(SESSIONS)
-               .where(SESSIONS.c.id == session_id, SESSIONS.c.lease_token == token)
-               .values(**values))
-
-
 def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_id: int,
-                  last_id: int) -> list[int]:
+                  last_id: int, run_id: int | None = None) -> list[int]:
     """Store facts mined from messages first_id..last_id; returns their memory ids.
 
-    They go to the session's scope: its user's when the session names one
-    (shared by all the user's sessions), else the session's. A fact already in
-    the scope stays one row with its first provenance (session, message range);
-    said again after it was superseded, it is live again. A fact whose
-    ``replaces`` names a live memory the session can read (its user's, or its
-    own from before it named its user) marks that memory
+    A fact whose ``source`` is ``user`` (the user's own words, as the job
+    attributed it) goes to the session's scope: its user's when the session names
+    one (shared by all the user's sessions), else the session's. Any other fact
+    (tool results, documents, assistant turns, unverified claims, the guard's)
+    stays in the session's own scope. A fact already in the scope stays one row
+    and gains a source (worker.store.sources): it goes only when its last source
+    goes; said again after it was superseded, it is live again. A fact whose
+    ``replaces`` names a live memory it may replace (a user fact: its user's or
+    the session's; any other: the session's only) marks that memory
     ``superseded_by`` the fact's row (kept for audit, never shown) if the fact keeps
     every specific of that memory (worker.core.memories.may_replace), else both
     stay live; an id of another scope, or of the fact itself, is ignored: the
     model is not trusted.
     """
     readable = session_scopes(session_id, db=db)
-    scope = readable[0]
+    own = f"s:{session_id}"
     saved: list[int] = []
     for f in facts:
+        kind = f.source if f.source in SOURCE_KINDS else "unverified"
+        user = kind == "user"
+        scope = readable[0] if user else own
         insert_or_update(Memory, {
             "session_id": session_id, "scope": scope, "fact": f.fact, "fact_hash": f.digest,
             "category": f.category, "importance": f.importance,
@@ -138,8 +114,10 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
             db=db, keys=("scope", "fact_hash"), changes={"superseded_by": None})
         new_id = int(db.execute(select(Memory.id).where(
             Memory.scope == scope, Memory.fact_hash == f.digest)).scalar_one())
+        add_source(new_id, db=db, session_id=session_id, kind=kind, first_id=first_id,
+                   last_id=last_id, run_id=run_id)
         if f.replaces is not None and f.replaces != new_id:
-            live = (Memory.id == f.replaces, Memory.scope.in_(readable),
+            live = (Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),
                     Memory.superseded_by.is_(None))
             old = db.scalar(select(Memory.fact).where(*live))
             if old is not None and may_replace(old, f.fact):

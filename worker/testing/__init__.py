@@ -18,11 +18,15 @@ recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte
 deadline and not only a per-read timeout. ``fake.route(weak_model(Weak(...)))``
 answers like a small model (echo the schema, loop facts to the cap, replace
 memories with junk, an echoing or over-long title): see worker.testing.weak.
+``fake.route(hostile_model(Hostile(obey=..., oversize_tokens=...)))`` answers like a
+model that follows an injected instruction or ignores its length cap: see
+worker.testing.hostile.
 See docs/TESTING.md.
 """
 
 from worker.testing.answers import default_summary, drop_specifics, tool_input
 from worker.testing.gate import Gate
+from worker.testing.hostile import Hostile, hostile_model
 from worker.testing.recap import recap_kind
 from worker.testing.replies import Reply, Request, Route, error, ok
 from worker.testing.server import FakeAnthropic
@@ -30,7 +34,7 @@ from worker.testing.usage import fake_tokens, request_usage
 from worker.testing.validate import validate_cache_control, validate_messages_request
 from worker.testing.weak import Weak, weak_model
 
-__all__ = ["FakeAnthropic", "Gate", "Reply", "Request", "Route", "default_summary",
+__all__ = ["FakeAnthropic", "Gate", "Hostile", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
-           "tool_input", "validate_cache_control", "validate_messages_request", "Weak",
-           "weak_model"]
+           "hostile_model", "tool_input", "validate_cache_control", "validate_messages_request",
+           "Weak", "weak_model"]

@@ -32,8 +32,7 @@ class FakeAnthropic:
     ``routes``: standing routes, consulted after the test's own (:meth:`route`) and
     kept by :meth:`reset` (a double that answers other clients' prompts, a fault
     injector). ``log_errors=False`` keeps the server quiet about clients that drop
-    their connections (tests that kill workers on purpose). ``port``: 0 (the
-    default) takes a free one; ``python -m worker.testing`` serves a fixed one.
+    their connections (tests that kill workers on purpose).
     """
 
     def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True,
@@ -55,7 +54,7 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self._gate: Gate | None = None
         self._cache: set[bytes] = set()  # request prefixes written to the "prompt cache"
-        self._server = _Server(("127.0.0.1", port), _handler(self))
+        self._server = _Server(("127.0.0.1", port), _handler(self))  # 0: any free port
         self._server.log_errors = log_errors
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

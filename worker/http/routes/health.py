@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from worker.http.ready import broker_problem, database_problem
-from worker.http.schemas import Ready
+from worker.http.schemas import V1_ERRORS, Ready
 
 router = APIRouter(tags=["operations"])
+KEYED: dict[int | str, dict[str, Any]] = {401: V1_ERRORS[401]}
 
 
 @router.get("/healthz", summary="The process is up (no key needed, no I/O)")
@@ -18,7 +21,7 @@ async def healthz() -> dict[str, bool]:
 
 @router.get("/readyz", response_model=Ready,
             summary="The database is at the migration head and the broker is reachable",
-            responses={503: {"model": Ready, "description": "not ready, and why"}})
+            responses={**KEYED, 503: {"model": Ready, "description": "not ready, and why"}})
 def readyz() -> JSONResponse:
     problems = [p for p in (database_problem(), broker_problem()) if p]
     return JSONResponse(Ready(ready=not problems, problems=problems).model_dump(),
@@ -27,7 +30,7 @@ def readyz() -> JSONResponse:
 
 @router.get("/metrics", summary="Prometheus metrics (the same series as recap metrics)",
             response_class=Response,
-            responses={200: {"content": {"text/plain": {}}}})
+            responses={**KEYED, 200: {"content": {"text/plain": {}}}})
 def metrics(request: Request) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 

@@ -6,12 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from models import ChatMessage
 from worker.api.context import as_request, build_context
-from worker.api.ingest import add_message, reply_jobs
+from worker.api.ingest import add_message, prepare, reply_jobs
 from worker.api.validate import check_session_id
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
@@ -25,6 +23,7 @@ from worker.http.schemas import (
     Stored,
     StoredMessage,
 )
+from worker.llm.tokens import message_tokens
 from worker.settings import get_settings
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reply path"])
@@ -53,18 +52,29 @@ def _messages(body: MessagesIn) -> list[MessageIn]:
                       user_id=body.user_id)]
 
 
-def _store(session_id: str, messages: list[MessageIn], *, db: Session) -> Stored:
+def _counted(messages: list[MessageIn]) -> list[int]:
+    """Each message's token count, as add_message will store it (the same function
+    on the same text; it is memoized, so add_message's own count is a lookup).
+    Checks every message before anything is written."""
+    return [message_tokens(prepare(m.role, m.content, m.pinned)) for m in messages]
+
+
+def _store(session_id: str, messages: list[MessageIn], *, db: Session | None) -> Stored:
+    """Store ``messages`` in ``db``'s transaction, or (one message, no ``db``) in the
+    single autocommitted statement add_message uses on its own."""
+    counts = _counted(messages)
     ids = [add_message(session_id, m.role, m.content, pinned=m.pinned, user_id=m.user_id, db=db)
            for m in messages]
-    counts = {row.id: row.token_count for row in db.execute(
-        select(ChatMessage.id, ChatMessage.token_count).where(ChatMessage.id.in_(ids)))}
     return Stored(session_id=session_id,
-                  messages=[StoredMessage(id=i, token_count=counts[i]) for i in ids])
+                  messages=[StoredMessage(id=i, token_count=n) for i, n in zip(ids, counts,
+                                                                                strict=True)])
 
 
 @router.post("/messages", status_code=201, response_model=Stored,
              summary="Store one message or several (all or none)",
-             responses={200: {"description": "a retry: the first answer, nothing stored"}})
+             responses={201: {"description": "stored; a retry with the same Idempotency-Key "
+                                             "and body gets the first answer again, with "
+                                             "Idempotent-Replayed: true, and stores nothing"}})
 def post_messages(session_id: str, body: MessagesIn,
                   idempotency_key: Annotated[str | None, Header()] = None) -> Any:
     """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
@@ -73,6 +83,8 @@ def post_messages(session_id: str, body: MessagesIn,
     check_session_id(session_id)
     messages = _messages(body)
     if idempotency_key is None:
+        if len(messages) == 1:
+            return _store(session_id, messages, db=None)
         with transaction() as db:
             return _store(session_id, messages, db=db)
     key = idempotency.check_key(idempotency_key)

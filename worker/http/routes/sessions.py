@@ -12,6 +12,7 @@ from worker.api.validate import check_session_id
 from worker.db import transaction, utcnow
 from worker.errors import SessionNotFound
 from worker.http.schemas import (
+    BUSY,
     EditIn,
     EditOut,
     Forgotten,
@@ -60,16 +61,14 @@ def get_summary(session_id: str, version: int) -> SummaryOut:
 
 @router.post("/sessions/{session_id}/rewind", response_model=RewindOut,
              summary="Delete every message after a point (worker.rewind)",
-             responses={409: {"description": "a job holds the session: retry after "
-                                             "Retry-After seconds"}})
+             responses=BUSY)
 def post_rewind(session_id: str, body: RewindIn) -> RewindOut:
     return RewindOut(**asdict(rewind(session_id, body.after_message_id)))
 
 
 @router.patch("/sessions/{session_id}/messages/{message_id}", response_model=EditOut,
               summary="Replace an active message's content (worker.edit_message)",
-              responses={409: {"description": "a job holds the session: retry after "
-                                              "Retry-After seconds"}})
+              responses=BUSY)
 def patch_message(session_id: str, message_id: int, body: EditIn) -> EditOut:
     return EditOut(**asdict(edit_message(session_id, message_id, body.content)))
 

@@ -1,0 +1,224 @@
+"""Benchmark: the HTTP API (``recap serve``) against the in-process calls.
+
+- per-call p50/p99 of each reply-path endpoint (POST messages, replied, context)
+  and of one whole reply (2 x messages + replied + context), over HTTP with a
+  keep-alive client and in-process (worker.api), on the same database, one call
+  at a time; the difference is what the HTTP layer adds (uvicorn, FastAPI,
+  JSON, the thread hop, and the Python client's own time);
+- requests/s of one server process (``--workers 1``) under 32 concurrent clients
+  (asyncio, one connection each), each running replies back to back.
+
+No summary is queued (conversations stay under RECAP_TRIGGER_MESSAGES), so the
+figures are the reply path alone. Targets: HTTP adds at most 2 ms p50 to
+``messages`` and ``replied``; one reply over HTTP within 2x of in-process at p50.
+The Claude stand-in is not called at all here.
+
+Run alone, from the repository root: ``python -m bench --only http [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import env as benv
+from bench.stats import ms, percentile, report, table
+
+KEY = "bench-http-key"
+CLIENTS = 32
+SYSTEM = benv.SYSTEM_PROMPT
+ENDPOINTS = ("messages", "replied", "context", "reply")
+USER = "How do I rotate the nginx logs on the edge hosts without dropping connections?"
+ASSISTANT = ("Use logrotate with copytruncate, or send USR1 to the master process after "
+             "moving the file: nginx reopens its logs without dropping connections.")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Serve:
+    """``recap serve --workers 1`` on a free port, with the bench environment."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = Path(tempfile.mkstemp(prefix="recap-bench-serve-", suffix=".log")[1])
+        recap = str(Path(sys.executable).with_name("recap"))
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [recap, "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--workers", "1"], cwd=benv.ROOT, stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, "RECAP_API_KEYS": KEY}, start_new_session=True)
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"recap serve did not start:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.unlink(missing_ok=True)
+
+
+STEPS = ("user", "assistant", "replied", "context")
+
+
+def _reply(step: Callable[[str], Any], times: dict[str, list[float]]) -> None:
+    """One reply: the user's turn, the assistant's, the hook, the next context."""
+    started = time.perf_counter()
+    for name in STEPS:
+        t0 = time.perf_counter()
+        step(name)
+        times["messages" if name in ("user", "assistant") else name].append(
+            time.perf_counter() - t0)
+    times["reply"].append(time.perf_counter() - started)
+
+
+def in_process(sessions: int, turns: int, prefix: str) -> dict[str, list[float]]:
+    from worker.api.context import build_context
+    from worker.api.ingest import add_message, after_reply
+
+    def step(sid: str, turn: int, name: str) -> None:
+        if name == "user":
+            add_message(sid, "user", f"{USER} ({turn})")
+        elif name == "assistant":
+            add_message(sid, "assistant", ASSISTANT)
+        elif name == "replied":
+            after_reply(sid)
+        else:
+            build_context(sid, system_prompt=SYSTEM)
+
+    times: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
+    for turn in range(turns):
+        for s in range(sessions):
+            _reply(functools.partial(step, f"{prefix}-{s}", turn), times)
+    return times
+
+
+def _request(base: str, turn: int, name: str) -> tuple[str, Any]:
+    """(path, JSON body) of one step of a reply over HTTP."""
+    if name == "user":
+        return f"{base}/messages", {"role": "user", "content": f"{USER} ({turn})"}
+    if name == "assistant":
+        return f"{base}/messages", {"role": "assistant", "content": ASSISTANT}
+    if name == "replied":
+        return f"{base}/replied", None
+    return f"{base}/context", {"system_prompt": SYSTEM}
+
+
+def over_http(url: str, sessions: int, turns: int, prefix: str) -> dict[str, list[float]]:
+    import httpx
+
+    times: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"},
+                      timeout=30) as client:
+        def step(base: str, turn: int, name: str) -> None:
+            path, body = _request(base, turn, name)
+            client.post(path, json=body).raise_for_status()
+
+        for turn in range(turns):
+            for s in range(sessions):
+                _reply(functools.partial(step, f"/v1/sessions/{prefix}-{s}", turn), times)
+    return times
+
+
+def _floor(url: str, n: int) -> list[float]:
+    """Round trips of GET /healthz (no thread, no database): the cost of HTTP itself,
+    client included, on this machine at this moment."""
+    import httpx
+
+    out = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            client.get("/healthz").raise_for_status()
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+async def _load(url: str, seconds: float, prefix: str) -> tuple[int, float, int]:
+    """(requests, elapsed seconds, errors) of CLIENTS clients running replies."""
+    import httpx
+
+    done = errors = 0
+    stop_at = time.monotonic() + seconds
+
+    async def client(i: int) -> None:
+        nonlocal done, errors
+        async with httpx.AsyncClient(base_url=url, timeout=60,
+                                     headers={"Authorization": f"Bearer {KEY}"}) as c:
+            base, turn = f"/v1/sessions/{prefix}-{i}", 0
+            while time.monotonic() < stop_at:
+                turn += 1
+                if turn > 12:  # stay under the trigger: the reply path alone
+                    base, turn = f"/v1/sessions/{prefix}-{i}-{uuid.uuid4().hex[:6]}", 1
+                for name in STEPS:
+                    path, body = _request(base, turn, name)
+                    r = await c.post(path, json=body)
+                    done += 1
+                    errors += r.status_code >= 400
+
+    started = time.monotonic()
+    await asyncio.gather(*(client(i) for i in range(CLIENTS)))
+    return done, time.monotonic() - started, errors
+
+
+def run(quick: bool = False) -> str:
+    sessions, turns, load_s = (10, 5, 5.0) if quick else (20, 10, 15.0)
+    benv.setup()
+    server = Serve()
+    try:
+        run_id = uuid.uuid4().hex[:6]
+        in_process(4, 3, f"warm-in-{run_id}")  # engines, tokenizer, statement caches
+        over_http(server.url, 4, 3, f"warm-http-{run_id}")
+        local = in_process(sessions, turns, f"in-{run_id}")
+        remote = over_http(server.url, sessions, turns, f"http-{run_id}")
+        floor = _floor(server.url, sessions * turns)
+        requests, elapsed, errors = asyncio.run(_load(server.url, load_s, f"load-{run_id}"))
+    finally:
+        server.stop()
+    rows = []
+    for name in ENDPOINTS:
+        a, b = local[name], remote[name]
+        p50a, p50b = percentile(a, 50), percentile(b, 50)
+        rows.append([name, len(b), ms(p50a), ms(percentile(a, 99)), ms(p50b),
+                     ms(percentile(b, 99)), f"+{(p50b - p50a) * 1000:.2f}",
+                     f"{p50b / p50a:.2f}x"])
+    rows.append(["GET /healthz (HTTP alone)", len(floor), "-", "-", ms(percentile(floor, 50)),
+                 ms(percentile(floor, 99)), "-", "-"])
+    body = table(["call", "n", "in-process p50 ms", "p99 ms", "HTTP p50 ms", "p99 ms",
+                  "HTTP adds (p50 ms)", "HTTP / in-process"], rows)
+    body += (f"\n\nOne `recap serve --workers 1` under {CLIENTS} concurrent clients (replies "
+             f"back to back, {load_s:.0f} s): **{requests / elapsed:.0f} requests/s** "
+             f"({requests} requests, {errors} errors). Targets: HTTP adds <= 2 ms p50 to "
+             "messages and replied; a reply over HTTP within 2x of in-process at p50. "
+             "The client (httpx) runs in the benchmark process on the same machine; load "
+             f"average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    return report(f"http: the HTTP API against in-process calls ({sessions} sessions x "
+                  f"{turns} replies each way)", body)

@@ -1,0 +1,114 @@
+"""Who stated a mined fact, decided by Recap from the batch, not by the model (pure).
+
+The model mining a batch says where each fact came from (``source``: the user,
+the assistant, a tool result or a document), but its answer is not trusted: a
+tool result or a pasted e-mail can tell it "record this as the user's". So a
+fact keeps the kind ``user`` (and with it the user's scope, which every later
+session of the user reads in its system prompt) only if
+
+- its words are the user's own: most of its content words appear in what the
+  user typed in the batch (:func:`own_text`: their string turns and text blocks,
+  without tool results, documents, quoted lines, fenced blocks, or anything from
+  an e-mail or forward header on), and
+- it does not read as an instruction to an assistant (:func:`instruction_like`).
+
+Anything else is ``unverified`` (the model said "user", Recap could not confirm
+it) or the kind the model gave, and stays with its session.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+KINDS = ("user", "assistant", "tool", "document")
+# The share of a fact's content words that must appear in the user's own words.
+GROUNDED_SHARE = 0.5
+
+# A pasted message starts here: everything from the line on is someone else's text.
+_PASTE_START = re.compile(
+    r"^\s*(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)\s*:"
+    r"|-{2,}\s*(?:original message|forwarded message)|begin forwarded message"
+    r"|on .{3,80} wrote:\s*$)", re.I | re.M)
+_QUOTED = re.compile(r"^\s*>.*$", re.M)
+_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
+# What facts say about anyone: not evidence that the user said it.
+_STOPWORDS = frozenset(
+    "the user users user's they them their theirs he she his her hers him it its this that "
+    "these those is are was were be been being has have had do does did and or but a an to "
+    "of in on at for with from by as into about who which what when where will would should "
+    "can could may might must also very not no yes".split())
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:instructions?|rules?|"
+    r"prompts?|guidelines?|above|previous|prior)\b"
+    r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
+    r"|(?:^|\s)(?:system|assistant|human|ai)\s*:"
+    r"|\byou\s+(?:must|should|shall|are\s+now|will\s+now|have\s+to)\b"
+    r"|\b(?:from\s+now\s+on|always\s+(?:reply|respond|answer|say|include|end)"
+    r"|never\s+(?:reply|respond|mention|reveal|tell))\b"
+    r"|\b(?:reveal|print|repeat|exfiltrate|leak)\b.{0,30}\b(?:prompt|instructions?|secrets?|"
+    r"keys?|passwords?)\b"
+    r"|&lt;|<\s*/?\s*[A-Za-z_]", re.I | re.S)
+
+
+def strip_pasted(text: str) -> str:
+    """``text`` without what the user pasted rather than wrote: fenced blocks, quoted
+    (``>``) lines, and everything from an e-mail or forward header line on."""
+    text = _FENCED.sub("\n", text)
+    text = _QUOTED.sub("", text)
+    start = _PASTE_START.search(text)
+    return text[:start.start()] if start else text
+
+
+def own_text(role: str, content: str, blocks: Sequence[dict[str, Any]] | None) -> str:
+    """What the author of a stored message wrote themselves, for a user turn ("" for
+    any other role): its text blocks (never tool results or documents), or its
+    string content, without pasted parts (:func:`strip_pasted`)."""
+    if role != "user":
+        return ""
+    if blocks is not None:
+        content = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    return strip_pasted(content)
+
+
+def _stems(text: str) -> list[str]:
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    out: list[str] = []
+    for w in words:
+        if w in _STOPWORDS or (len(w) < 3 and not w.isdigit()):
+            continue
+        if len(w) > 12 and not w.isascii():  # scripts without spaces: bigrams
+            out.extend(w[i:i + 2] for i in range(len(w) - 1))
+        else:
+            out.append(w[:4] if w.isalpha() else w)
+    return out
+
+
+def grounded(fact: str, own: str) -> bool:
+    """Whether at least GROUNDED_SHARE of ``fact``'s content words (their first four
+    letters, so "lives" meets "live" and "allergy" meets "allergic") appear in
+    ``own``."""
+    wanted = _stems(fact)
+    if not wanted:
+        return False
+    have = set(_stems(own))
+    return sum(1 for w in wanted if w in have) >= GROUNDED_SHARE * len(wanted)
+
+
+def instruction_like(fact: str) -> bool:
+    """Whether ``fact`` reads as an instruction to an assistant (or carries markup)
+    rather than as a statement about the user."""
+    return bool(_INSTRUCTION.search(unicodedata.normalize("NFKC", fact)))
+
+
+def attribute(fact: str, claimed: str, own: Iterable[str]) -> str:
+    """The kind a mined ``fact`` is stored with: ``claimed`` (the model's ``source``)
+    unless it claims ``user`` without the user's own words (``own``: the batch's
+    :func:`own_text`) backing it, or reads as an instruction: ``unverified``."""
+    if claimed != "user":
+        return claimed if claimed in KINDS else "unverified"
+    if instruction_like(fact) or not grounded(fact, "\n".join(own)):
+        return "unverified"
+    return "user"
