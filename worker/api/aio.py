@@ -242,15 +242,14 @@ def _state() -> _LoopState:
 
 
 async def _engine() -> AsyncEngine:
-    """This loop's engine, once the database is known reachable and migrated
-    (DatabaseNotReady, one line, otherwise; checked again on the next call)."""
+    """This loop's engine, once the database is reachable and migrated (else
+    DatabaseNotReady)."""
     settings = get_settings()
     engines = _state().engines
     engine = engines.get(settings.database_url)
     if engine is None:  # ConfigError here for a database the asyncio API cannot use
-        engine = engines[settings.database_url] = make_async_engine(
-            settings.database_url, pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow)
+        engine = engines[settings.database_url] = make_async_engine(settings.database_url,
+            pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
     await ensure_schema_once(settings.database_url)
     return engine
 
