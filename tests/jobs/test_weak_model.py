@@ -201,8 +201,8 @@ def useless_repair(request: Request) -> Reply | None:
     return ok(html.unescape(found.group(1)) if found else "The summary.")
 
 
-def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
-                                                    settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_repairs_that_never_help_stop_being_called(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.lose_specifics(0.7, seed=12)
     fake_api.route(useless_repair)
@@ -233,3 +233,36 @@ def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
     assert stats.repairs_skipped == expected.count(False)
     shown = format_stats(asdict(stats))
     assert "repair calls that helped" in shown and "0.0%" in shown
+
+
+def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    budget = 6000
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_CONTEXT_BUDGET_TOKENS": budget})
+    fake_api.always(ok("", stop_reason="max_tokens"))  # the fold fails, deterministically
+    sid = "over-budget"
+    messages = conversation(200)
+    for role, text in messages[:12]:
+        add_message(sid, role, text)
+    run_and_wait(sid, final={"applied", "dead"})
+    assert statuses(sid) == ["failed", "dead"]
+    fake_api.always(None)  # the model behaves again; the session is still cooling down
+
+    def usage() -> float:
+        row = session_row(sid)
+        assert row is not None
+        return (row.summary_tokens + row.active_tokens) / budget
+
+    for role, text in messages[12:]:
+        add_message(sid, role, text)
+        after_reply(sid)
+        if usage() > 0.95:
+            break
+    assert usage() > 0.95, "the conversation filled the context"
+    wait_for(lambda: "applied" in statuses(sid), timeout=60, what="the aggressive fold")
+    applied = next(r for r in runs(sid) if r.status == "applied")
+    assert (applied.reason or "").startswith("aggressive")
+    row = session_row(sid)
+    assert row is not None and row.blocked_until is None
+    assert usage() <= 0.95

@@ -40,14 +40,15 @@ _STOPWORDS = frozenset(
     "these those is are was were be been being has have had do does did and or but a an to "
     "of in on at for with from by as into about who which what when where will would should "
     "can could may might must also very not no yes".split())
+# The marks of an injected instruction (not of a preference: "answer in French"
+# is the user's to keep): overriding instructions, naming the system prompt, a
+# role prefix, a change of persona, exfiltration, markup.
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:instructions?|rules?|"
     r"prompts?|guidelines?|above|previous|prior)\b"
     r"|\b(?:system|developer)\s+(?:prompt|message|instructions?)\b"
     r"|(?:^|\s)(?:system|assistant|human|ai)\s*:"
-    r"|\byou\s+(?:must|should|shall|are\s+now|will\s+now|have\s+to)\b"
-    r"|\b(?:from\s+now\s+on|always\s+(?:reply|respond|answer|say|include|end)"
-    r"|never\s+(?:reply|respond|mention|reveal|tell))\b"
+    r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b"
     r"|\b(?:reveal|print|repeat|exfiltrate|leak)\b.{0,30}\b(?:prompt|instructions?|secrets?|"
     r"keys?|passwords?)\b"
     r"|&lt;|<\s*/?\s*[A-Za-z_]", re.I | re.S)

@@ -51,7 +51,12 @@ def error_json(status: int, type_: str, message: str, *,
 
 def classify(exc: BaseException) -> ApiError | None:
     """The answer for an exception a Recap call raised; None for an unexpected one."""
-    from sqlalchemy.exc import DBAPIError, DisconnectionError, ProgrammingError
+    from sqlalchemy.exc import (
+        DisconnectionError,
+        InterfaceError,
+        OperationalError,
+        ProgrammingError,
+    )
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
     if isinstance(exc, ApiError):
@@ -78,8 +83,9 @@ def classify(exc: BaseException) -> ApiError | None:
             return ApiError(503, "database_not_migrated",
                             f"the database is not migrated ({first}); run recap db upgrade")
         return None
-    if isinstance(exc, DBAPIError | DisconnectionError | PoolTimeout):
+    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError | PoolTimeout):
         # The database is down, unreachable or saturated: the request may be retried.
+        # (Any other database error is a bug, not an outage: a 500, logged.)
         # Only the driver's first line: statements and parameters stay in no answer.
         first = str(getattr(exc, "orig", None) or type(exc).__name__).splitlines()[0]
         return ApiError(503, "database_unavailable", f"the database is unavailable: {first}",
