@@ -7,6 +7,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from worker.errors import (
     BrokerUnavailable,
+    DatabaseNotReady,
     InvalidInput,
     SessionBusy,
     SessionNotFound,
@@ -30,12 +31,17 @@ class _Orig(Exception):
      "database_unavailable"),
     (ProgrammingError("SELECT", {}, _Orig('relation "chat_sessions" does not exist')), 503,
      "database_not_migrated"),
+    (DatabaseNotReady("database ... is unreachable (refused): ...", unreachable=True), 503,
+     "database_unavailable"),
+    (DatabaseNotReady("database ... has no Recap tables: run `recap db upgrade`"), 503,
+     "database_not_migrated"),
 ])
 def test_each_error_has_its_status(exc: Exception, status: int, type_: str) -> None:
     found = classify(exc)
     assert found is not None and (found.status, found.type) == (status, type_)
     assert ("Retry-After" in found.headers) == (status in (409,) or
-                                                type_ == "database_unavailable")
+                                                type_ == "database_unavailable" or
+                                                isinstance(exc, DatabaseNotReady))
 
 
 def test_a_database_bug_is_not_called_an_outage() -> None:
