@@ -83,26 +83,11 @@ def file_paths(db: str | None) -> tuple[Path, Path]:
     return path, path.with_name(f"{path.stem}-broker{path.suffix or '.sqlite3'}")
 
 
-def find_alembic_ini() -> Path:
-    """The repository's alembic.ini (migrations ship with the source, not the wheel)."""
-    # Only next to this package: an alembic.ini in the current directory may
-    # belong to another project, whose migrations must never run here.
-    root = Path(__file__).resolve().parents[2]  # worker/demo/run.py -> the checkout
-    ini = root / "alembic.ini"
-    if ini.is_file() and (root / "migrations" / "env.py").is_file():
-        return ini
-    raise ConfigError(f"cannot find alembic.ini and migrations/ in {root}; the demo needs "
-                      "Recap's source checkout (pip install -e .), not only the package")
-
-
 def migrate(url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
+    """Create the demo's database at the migration head (from the installed package)."""
+    from worker.migrate import upgrade
 
-    cfg = Config(str(find_alembic_ini()))
-    cfg.attributes["url"] = url
-    cfg.attributes["configure_logger"] = False  # keep the demo's output readable
-    command.upgrade(cfg, "head")
+    upgrade(url)
 
 
 def poll_faster() -> None:
