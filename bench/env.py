@@ -107,6 +107,11 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
     return env
 
 
+def current() -> BenchEnv | None:
+    """The environment :func:`setup` made, if any (a bench run alone sets it up)."""
+    return _CURRENT
+
+
 def teardown() -> None:
     """Drop the database and the Redis queue; stop the stand-in."""
     global _CURRENT
