@@ -27,7 +27,8 @@ RUN if [ -n "$RECAP_EXTRAS" ]; then pip install ".[$RECAP_EXTRAS]"; fi
 # reaching the internet (worker start-up refuses to run without it).
 RUN python -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"
 
-# `alembic upgrade head` runs from /app (alembic.ini reads DATABASE_URL via settings).
+# The migrate service runs `recap db upgrade` (the package carries the migrations);
+# alembic.ini keeps `alembic upgrade head` working from /app as well.
 COPY alembic.ini ./
 COPY migrations ./migrations
 

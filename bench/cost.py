@@ -1,4 +1,4 @@
-"""Benchmark 9: what a user pays for a conversation, modeled (issue 14 §2).
+"""Benchmark 9: what a user pays for a conversation, modeled.
 
 Users pay mostly for the replies: each sends the assembled context. For every
 reply of the shared demo conversation (after each user message) this takes the
@@ -56,7 +56,7 @@ PLOT = "docs/bench/cost.png"
 DEFAULT_ROW = "Recap, caching (default)"
 EXCERPTS = "bulk excerpts"  # in the name of a swept setting with RECAP_SUMMARIZE_BULK_TOKENS
 PEER_PREFIXES = ("LangMem", "LangChain")
-MIN_CACHE_HITS = 0.85  # issue 14: a dominating setting reads >= 85% of reply input from cache
+MIN_CACHE_HITS = 0.85  # a dominating setting reads >= 85% of reply input from cache
 _DEEP: dict[str, object] = {"RECAP_CONTEXT_BUDGET_TOKENS": 16000, "RECAP_CONDENSE_TO": 0.1,
                             "RECAP_KEEP_RECENT": 3, "RECAP_SUMMARIZE_BULK_TOKENS": 150}
 # Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).

@@ -22,6 +22,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+def use_offline_encodings() -> None:
+    """Point tiktoken at a tiktoken-cache folder next to the checkout, if there is one
+    and TIKTOKEN_CACHE_DIR is not set (a machine that cannot download encodings)."""
+    cache = ROOT.parent / "shared" / "tiktoken-cache"
+    if cache.is_dir():
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache))
+
 PG_ADMIN = os.environ.get("RECAP_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("RECAP_BENCH_REDIS", "redis://127.0.0.1:6379/13")
 DEFAULT_LATENCY_S = 0.8
@@ -83,7 +91,7 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
         _CURRENT.fake.delay = latency
         _CURRENT.latency = latency
         return _CURRENT
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/work/shared/tiktoken-cache")
+    use_offline_encodings()
     from worker.evals.standin import BenchFake
 
     run = uuid.uuid4().hex[:8]
@@ -97,6 +105,11 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
     _migrate(env.database_url)
     _CURRENT = env
     return env
+
+
+def current() -> BenchEnv | None:
+    """The environment :func:`setup` made, if any (a bench run alone sets it up)."""
+    return _CURRENT
 
 
 def teardown() -> None:

@@ -1,4 +1,4 @@
-"""Benchmark 1: the chat app's reply path cost of Recap (issue 3).
+"""Benchmark 1: the chat app's reply path cost of Recap.
 
 - p50/p99 of ``add_message`` and ``after_reply`` on PostgreSQL over steady
   conversations (the demo's, ``worker/demo/conversation.json``), with a real in-process Celery

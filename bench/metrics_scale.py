@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from bench.env import PG_ADMIN, _admin, _migrate
+from bench.env import PG_ADMIN, _admin, _migrate, use_offline_encodings
 from bench.stats import ms, percentile, table
 
 SEED_SQL = (
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     name = f"recap_bench_metrics_{uuid.uuid4().hex[:8]}"
     url = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
     os.environ.update({"RECAP_ENV": "test", "DATABASE_URL": url})
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/work/shared/tiktoken-cache")
+    use_offline_encodings()
     _admin(f'CREATE DATABASE "{name}"')
     try:
         _migrate(url)

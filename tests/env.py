@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tiktoken_cache() -> str:
-    for candidate in (os.environ.get("TIKTOKEN_CACHE_DIR"), ROOT.parent / "shared" /
-                      "tiktoken-cache", "/work/shared/tiktoken-cache"):
+    # Offline encodings: the variable, else a tiktoken-cache folder next to the checkout.
+    for candidate in (os.environ.get("TIKTOKEN_CACHE_DIR"),
+                      ROOT.parent / "shared" / "tiktoken-cache"):
         if candidate and Path(candidate).is_dir():
             return str(candidate)
     return os.environ.get("TIKTOKEN_CACHE_DIR", "")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Collection
 from typing import Any
 
 import pytest
+from celery.signals import task_postrun
 from sqlalchemy import select
 
 from models import ChatMessage, ChatSession, SummaryRun
@@ -29,6 +31,17 @@ def require(present: object, reason: str) -> None:
     if os.environ.get(NO_SKIP_ENV, "") not in ("", "0"):
         pytest.fail(f"{reason} ({NO_SKIP_ENV} is set: this run may not skip)")
     pytest.skip(reason)
+
+
+def require_module(module: str, install: str) -> None:
+    """:func:`require` for an importable ``module``; ``install`` says how to get it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        found = False
+    require(found, f"{module} is not installed ({install})")
 
 
 # Thresholds low enough that a dozen short messages trigger a summary of five.
@@ -96,8 +109,8 @@ def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
     from worker.celery_app import app
 
     app.send_task("worker.tasks.summarize_session", (sid,))
-    wait_for(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=timeout,
-             what=f"{n} final run(s) of {sid}")
+    wait_for_task(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=timeout,
+                  what=f"{n} final run(s) of {sid}")
 
 
 def assert_invariants(written: dict[str, list[int]]) -> None:
@@ -116,6 +129,48 @@ def wait_for(predicate: Callable[[], object], *, timeout: float = 30.0,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+class _TaskEnds:
+    """Counts the tasks this process's in-process worker finished (Celery's
+    task_postrun), so a test waits for the next one instead of polling."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def finished(self, **_: object) -> None:
+        with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+
+
+TASK_ENDS = _TaskEnds()
+task_postrun.connect(TASK_ENDS.finished, weak=False)
+# A task can also end in a worker subprocess, which this process does not hear of:
+# the check then runs again after this long.
+SUBPROCESS_RECHECK_S = 0.5
+
+
+def wait_for_task(predicate: Callable[[], object], *, timeout: float = 30.0,
+                  what: str = "condition") -> object:
+    """Check ``predicate`` now and again each time a task ends in this process (at the
+    latest every SUBPROCESS_RECHECK_S) until it is truthy (returned), or fail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with TASK_ENDS.changed:
+            seen = TASK_ENDS.count
+        value = predicate()
+        if value:
+            return value
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        def moved(since: int = seen) -> bool:
+            return TASK_ENDS.count != since
+
+        with TASK_ENDS.changed:
+            TASK_ENDS.changed.wait_for(moved, timeout=min(remaining, SUBPROCESS_RECHECK_S))
 
 
 def worker_idle(queue: str) -> bool:
@@ -142,6 +197,7 @@ def join_worker(queue: str, *, timeout: float = 60.0) -> None:
     this process, drop the jobs still waiting in ``queue`` instead (nobody would
     run them, and a worker started by a later test must not inherit them)."""
     if _worker_started():
+        # Polled: a task is still "active" when its end is signalled.
         wait_for(lambda: worker_idle(queue), timeout=timeout, what=f"queue {queue} to drain")
         return
     from worker.celery_app import app

@@ -147,7 +147,7 @@ def test_env_names() -> None:
     assert env_name("batch_size") == "RECAP_BATCH_SIZE"
 
 
-# -- issue 11: settings refused at start, each naming the variable and its range ----
+# -- settings refused at start, each naming the variable and its range ----------
 
 SECONDS = "(valid: {} to 2592000)"
 
@@ -213,7 +213,7 @@ def test_a_session_keep_recent_of_zero_is_refused() -> None:
     assert validate_overrides({"keep_recent": 1}, base=load_settings()) == {"keep_recent": 1}
 
 
-# -- issue 11, item 3: no silent lossy fallback ----------------------------------
+# -- no silent lossy fallback ----------------------------------------------------
 
 @pytest.mark.parametrize("key", [None, ""])
 @pytest.mark.parametrize("env", ["development", "test"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.env import ROOT
-from tests.helpers import wait_for
+from tests.helpers import require_module, wait_for
 from worker import tracing
 from worker.api.ingest import add_message
 from worker.celery_app import app
@@ -21,13 +21,14 @@ from worker.jobs.resources import get_resources
 from worker.jobs.titles import title_session
 
 _EXPORTER: Any = None
+OTEL = "pip install -e '.[otel]' (part of [dev])"
 
 
 def _in_memory_exporter() -> Any:
     """One in-memory exporter on the process's global SDK provider (set at most once)."""
     global _EXPORTER
     if _EXPORTER is None:
-        pytest.importorskip("opentelemetry.sdk.trace")
+        require_module("opentelemetry.sdk.trace", OTEL)
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -136,7 +137,7 @@ def test_off_never_imports_opentelemetry() -> None:
 
 
 def test_configure_provider_installs_one_unless_set() -> None:
-    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    require_module("opentelemetry.exporter.otlp.proto.http.trace_exporter", OTEL)
     out = _run("""
         from opentelemetry import trace
         from worker import tracing
@@ -153,7 +154,7 @@ def test_configure_provider_installs_one_unless_set() -> None:
 
 @pytest.fixture
 def instrumented(spans: Any) -> Iterator[Any]:
-    pytest.importorskip("opentelemetry.instrumentation.celery")
+    require_module("opentelemetry.instrumentation.celery", OTEL)
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
 
     assert tracing.instrument_celery()

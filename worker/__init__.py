@@ -15,7 +15,34 @@ no settings and loads neither SQLAlchemy nor Celery until they are used.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+
+def _refuse_a_foreign_models() -> None:
+    # Recap's code imports its tables as the top-level package `models`; an app's
+    # own models.py (or models/) earlier on sys.path would be imported instead and
+    # fail deep inside Recap. Found without importing it, so this costs a lookup.
+    ours = Path(__file__).resolve().parent.parent / "models"
+    try:
+        spec = importlib.util.find_spec("models")
+    except (ImportError, ValueError):
+        return
+    if spec is None:
+        return  # a broken install: the import itself will say so
+    places = [Path(p).resolve() for p in spec.submodule_search_locations or ()]
+    if ours in places:
+        return
+    theirs = spec.origin or (", ".join(map(str, places)) or "an unknown location")
+    raise ImportError(
+        f"Recap cannot load its package 'models' ({ours}): the name resolves to {theirs}, "
+        "another module of that name earlier on sys.path (your application's own?). "
+        "Either rename that module (e.g. app_models), or run Recap as a separate "
+        "service and talk to it over HTTP (`recap serve`).", name="models", path=theirs)
+
+
+_refuse_a_foreign_models()
 
 if TYPE_CHECKING:
     from celery import Celery

@@ -15,6 +15,7 @@ from celery import Celery
 from kombu.transport import TRANSPORT_ALIASES
 
 from worker import tracing
+from worker.paths import default_beat_schedule
 from worker.settings import Settings, get_settings
 
 
@@ -54,6 +55,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "recap-sweep": {"task": "worker.tasks.sweep", "schedule": settings.sweep_interval_s},
         },
         "timezone": "UTC",
+        # Beat's schedule is scratch, kept in the user's data directory by default
+        # (worker.beat creates the folder; --schedule overrides the file).
+        "beat_scheduler": "worker.beat:Scheduler",
+        "beat_schedule_filename": str(default_beat_schedule()),
     }
 
 

@@ -10,7 +10,7 @@ Rewinds (worker.sessions.rewind) delete on purpose: a message may also be gone
 because a rewind deleted it (inside the rewind's recorded range and condensed
 by no live run), and a run a rewind undid (``undone_by``) no longer condenses
 anything; every applied run, rewinds included, still counts one version.
-Retention (issue 12): every specific (worker.core.specifics) of every condensed
+Retention: every specific (worker.core.specifics) of every condensed
 message is in the session's summary or in its memories (:func:`session_memories`)
 or the message is still stored. The retention guard holds messages back by
 shrinking a batch to the prefix before the first held unit, so every run still

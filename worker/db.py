@@ -97,8 +97,18 @@ def session_factory() -> sessionmaker[Session]:
     if factory is None:
         pool = ({} if url.startswith("sqlite") else
                 {"pool_size": settings.db_pool_size, "max_overflow": settings.db_max_overflow})
-        factory = _FACTORIES[url] = sessionmaker(make_engine(url, **pool),
-                                                 expire_on_commit=False)
+        engine = make_engine(url, **pool)
+        try:
+            # The first use refuses a database that is unreachable or not at the
+            # migration head, in one line (the embedded default is migrated here);
+            # the next call checks again, so a database fixed meanwhile is used.
+            from worker.migrate import ensure_schema
+
+            ensure_schema(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        factory = _FACTORIES[url] = sessionmaker(engine, expire_on_commit=False)
     return factory
 
 

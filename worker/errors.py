@@ -2,6 +2,7 @@
 
     RecapError
     ├── ConfigError          a setting is missing or invalid (raised at start-up)
+    │   └── DatabaseNotReady     the database is unreachable or not at the migration head
     ├── InvalidInput         a caller passed something Recap refuses to store
     ├── SessionNotFound      no chat session with that id
     ├── SessionBusy          another job holds the session's lease; try again later
@@ -25,6 +26,14 @@ class RecapError(Exception):
 
 class ConfigError(RecapError):
     """A setting is missing or invalid; the message names the variable."""
+
+
+class DatabaseNotReady(ConfigError):
+    """The database is unreachable or not migrated; the message says how to fix it."""
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 class InvalidInput(RecapError, ValueError):

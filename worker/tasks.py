@@ -14,7 +14,7 @@ from worker import tracing
 from worker.celery_app import app
 from worker.core.policy import retry_delay
 from worker.core.validate import check_session_id
-from worker.db import scrub
+from worker.db import get_engine, scrub
 from worker.errors import ConfigError, InvalidInput, TransientLLMError
 from worker.jobs import titles
 from worker.jobs.claim import record_rejected
@@ -140,6 +140,10 @@ def _validate_at_start(**_: Any) -> None:
     try:
         res = get_resources()
         count_tokens("warm up")
+        # Before the first message is consumed: a database that is unreachable or
+        # not at the migration head ends the worker here (DatabaseNotReady), so no
+        # job is taken only to fail.
+        get_engine()
     except ConfigError as exc:
         # Celery only logs exceptions raised by signal handlers; exit for real.
         print(f"recap: error: {exc}", file=sys.stderr, flush=True)

@@ -1,4 +1,4 @@
-"""build_context against hostile text (issue 11, item 14): a system prompt that is
+"""build_context against hostile text: a system prompt that is
 not valid text is the caller's InvalidInput, and no spelling of the summary tag
 (invisible characters inside, look-alike brackets) in a stored system row or in
 the summary can close or open the summary block. Read from PostgreSQL."""

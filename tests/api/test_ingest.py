@@ -198,6 +198,7 @@ def test_after_reply_never_raises_when_the_database_is_unreachable(
     settings_env(DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/nowhere")
     with caplog.at_level(logging.WARNING, logger="recap.ingest"):
         assert after_reply("db-down") is False
-    assert "db-down" in caplog.text and "OperationalError" in caplog.text
+    assert "db-down" in caplog.text and "DatabaseNotReady" in caplog.text
+    assert "is unreachable" in caplog.text and "recap db upgrade" in caplog.text
     with pytest.raises(InvalidInput):  # a bad id is still the caller's bug
         after_reply("")

@@ -1,4 +1,4 @@
-"""A stale normal_blocked flag (issue 11, item 5): the flag holds only under the
+"""A stale normal_blocked flag: the flag holds only under the
 thresholds it was computed under, so changing them (per session or globally)
 re-opens the normal rule at once, for the hook and for the sweeper alike."""
 

@@ -1,4 +1,4 @@
-"""Issue 15, "The first hour": what a new user meets in the ``recap`` commands.
+"""The first hour: what a new user meets in the ``recap`` commands.
 
 Why a session is not summarized yet (``recap context``/``stats``/``sessions``),
 ``recap summarize --force``, titles made visible (ingest, stats, failures,

@@ -1,4 +1,4 @@
-"""Issue 15, "The first hour" (continued): the help texts, ``recap memories``, ``| head``
+"""The first hour (continued): the help texts, ``recap memories``, ``| head``
 without a traceback, ``recap tokenizer export`` for offline machines, and what the
 image needs for ``recap bench``.
 """

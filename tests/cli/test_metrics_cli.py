@@ -25,7 +25,7 @@ from sqlalchemy import delete
 
 from models import ChatSession, Heartbeat, SummaryRun
 from tests.env import ROOT
-from tests.helpers import free_port, wait_for
+from tests.helpers import free_port, require, wait_for
 from worker.cli.metrics import serve
 from worker.db import transaction, utcnow
 from worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
@@ -182,9 +182,9 @@ def _query(base: str, promql: str) -> list[dict[str, Any]]:
 PROMETHEUS = shutil.which("prometheus")
 
 
-@pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus package is not installed "
-                    "(apt-get install prometheus): no real server to scrape the exporter")
 def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
+    require(PROMETHEUS, "Debian's prometheus package is not installed (apt-get install "
+                        "prometheus): no real server to scrape the exporter")
     seed()
     registry = CollectorRegistry()
     registry.register(RecapCollector())
@@ -251,10 +251,10 @@ def documented_rules() -> str:
 PROMTOOL = shutil.which("promtool")
 
 
-@pytest.mark.skipif(PROMTOOL is None, reason="Debian's prometheus package is not installed "
-                    "(apt-get install prometheus): no promtool to check PromQL")
 def test_promtool_accepts_the_documented_rules_and_the_dashboard_queries(
         tmp_path: Path) -> None:
+    require(PROMTOOL, "Debian's prometheus package is not installed (apt-get install "
+                      "prometheus): no promtool to check PromQL")
     alerts = tmp_path / "alerts.yml"
     alerts.write_text(documented_rules())
     records = tmp_path / "dashboard.yml"

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from pydantic import TypeAdapter
+import yaml
 
 from tests.deploy.common import (
     COMPOSE,
@@ -29,7 +28,7 @@ from tests.deploy.common import (
     strings,
 )
 from tests.env import ROOT
-from worker.config.timing import DERIVED
+from tests.helpers import require
 from worker.settings import Settings, env_name
 
 # Settings nothing reads (Flower takes FLOWER_BASIC_AUTH), so nothing to document.
@@ -42,26 +41,6 @@ def test_every_variable_is_documented_in_env_example() -> None:
     settings = {env_name(f) for f in Settings.model_fields if f not in UNUSED_SETTINGS}
     missing = (used | settings) - documented()
     assert not missing, f"not documented in .env.example: {sorted(missing)}"
-
-
-def test_compose_defaults_equal_the_settings_defaults() -> None:
-    app_env = load_compose()["x-app-env"]
-    checked = set()
-    for field, info in Settings.model_fields.items():
-        name = env_name(field)
-        if not name.startswith("RECAP_") or name not in app_env:
-            continue  # the standard names point at compose's own services
-        m = re.fullmatch(r"\$\{(\w+):-([^}]*)\}", str(app_env[name]))
-        if m is None:
-            continue  # fixed (RECAP_ENV) or composed (DATABASE_URL) values
-        if m[2] == "":  # derived from the timing knobs unless set
-            assert field in DERIVED, name
-            checked.add(field)
-            continue
-        assert m[1] == name and info.annotation is not None
-        assert TypeAdapter(info.annotation).validate_python(m[2]) == info.default, name
-        checked.add(field)
-    assert len(checked) >= 20  # every tunable with a plain default
 
 
 def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
@@ -85,8 +64,14 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
 
 
 def test_rendered_environment_is_a_valid_production_configuration() -> None:
-    svcs = render(load_compose(), {**FULL_ENV, "RECAP_QUEUE": "summaries"})["services"]
-    worker = _validate_in_clean_process(svcs["worker"]["environment"])
+    dotenv = {**FULL_ENV, "RECAP_QUEUE": "summaries", "RECAP_BATCH_SIZE": "7"}
+    svcs = render(load_compose(), dotenv)["services"]
+
+    def seen_by(name: str) -> dict[str, str]:
+        # env_file first, then the service's environment over it (compose's order).
+        return {**dotenv, **svcs[name]["environment"]}
+
+    worker = _validate_in_clean_process(seen_by("worker"))
     assert worker["env"] == "production"
     assert worker["db"] == "postgresql+psycopg://recap:pgsecret@postgres:5432/recap"
     assert worker["broker"] == "redis://redis:6379/0"
@@ -95,7 +80,7 @@ def test_rendered_environment_is_a_valid_production_configuration() -> None:
     argv = shlex.split(svcs["worker"]["command"])
     assert worker["queue"] == argv[argv.index("-Q") + 1] == "summaries"
     for name in ("beat", "flower", "migrate"):
-        seen = _validate_in_clean_process(svcs[name]["environment"])
+        seen = _validate_in_clean_process(seen_by(name))
         assert seen["queue"] == "summaries" and seen["env"] == "production"
 
 
@@ -156,22 +141,28 @@ def _compose_cli() -> list[str] | None:
 
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     cli = _compose_cli()
-    if cli is None:
-        pytest.skip("no docker compose client on this machine")
-    empty = tmp_path / "empty.env"
-    empty.write_text("")
-    # --env-file keeps a developer's own .env out of the check.
-    run = [*cli, "--env-file", str(empty), "-f", str(COMPOSE), "config", "--format", "json"]
+    require(cli, "no docker compose client on this machine (apt-get install docker-compose)")
+    assert cli is not None
+    # The file next to an env file of the test's own (never a developer's .env).
+    shutil.copy(COMPOSE, tmp_path / COMPOSE.name)
+    dotenv = {**FULL_ENV, "RECAP_BATCH_SIZE": "7"}
     base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    ok = subprocess.run(run, env={**base, **FULL_ENV}, capture_output=True, text=True,
-                        timeout=60, cwd=ROOT)
+
+    def config(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        (tmp_path / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        return subprocess.run([*cli, "config"], env=base, capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path)
+
+    ok = config(dotenv)
     assert ok.returncode == 0, ok.stderr
-    config = json.loads(ok.stdout)
-    assert (config["services"]["flower"]["environment"]["FLOWER_BASIC_AUTH"]
-            == "admin:flowersecret")
-    no_password = {k: v for k, v in FULL_ENV.items() if k != "FLOWER_PASSWORD"}
-    refused = subprocess.run(run, env={**base, **no_password}, capture_output=True, text=True,
-                             timeout=60, cwd=ROOT)
+    rendered = yaml.safe_load(ok.stdout)["services"]
+    assert rendered["flower"]["environment"]["FLOWER_BASIC_AUTH"] == "admin:flowersecret"
+    for name in ("migrate", "worker", "beat", "flower", "metrics", "api"):
+        env = rendered[name]["environment"]
+        assert env["RECAP_BATCH_SIZE"] == "7", name  # every setting, from the env file
+        assert (env["ANTHROPIC_API_KEY"] != "") == (name == "worker"), name
+        assert (env["RECAP_API_KEYS"] != "") == (name == "api"), name
+    refused = config({k: v for k, v in dotenv.items() if k != "FLOWER_PASSWORD"})
     assert refused.returncode != 0 and "FLOWER_PASSWORD" in refused.stderr
 
 

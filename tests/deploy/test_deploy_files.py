@@ -64,15 +64,26 @@ def test_app_services_build_one_non_root_image() -> None:
     assert users and users[-1] not in ("root", "0")
 
 
-def test_migrate_runs_alembic_once_before_the_app() -> None:
+def test_migrate_runs_once_before_the_app() -> None:
     svcs = services()
     migrate = svcs["migrate"]
-    assert migrate["command"] == "alembic upgrade head"
+    assert migrate["command"] == "recap db upgrade"
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
-    for name in ("worker", "beat"):
+    for name in ("worker", "beat", "flower", "metrics", "api"):
         assert (svcs[name]["depends_on"]["migrate"]["condition"]
-                == "service_completed_successfully")
+                == "service_completed_successfully"), name
+
+
+def test_every_app_service_reads_the_one_env_file() -> None:
+    svcs = services()
+    for name in (*APP_SERVICES, "metrics", "api"):
+        assert svcs[name]["env_file"] == ".env", name
+    # Compose sets only what it wires itself and the secrets it withholds; every
+    # setting comes from the env file as written there.
+    app_env = load_compose()["x-app-env"]
+    assert set(app_env) == {"RECAP_ENV", "DATABASE_URL", "CELERY_BROKER_URL", *SECRETS}
+    assert all(app_env[name] == "" for name in SECRETS)
 
 
 def test_worker_consumes_the_configured_queue_and_has_a_ping_healthcheck() -> None:

@@ -33,8 +33,11 @@ def test_quick_runs_offline_and_prints_the_side_by_side_table(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "figures measure the mechanism, not a model" in out
-    recap = row(out, "Recap (")
+    recap = row(out, "Recap (stand-in)")  # never a Claude model's name on the stand-in
     assert "12/12" in recap  # stored: the guard and the memories keep every planted fact
+    assert "claude-" not in out.split("model:", 1)[1].splitlines()[0]
+    assert "in/out tokens: what each system sent to and received from the model" in out
+    assert "compare the systems' mechanisms, not a Claude bill" in out
     assert row(out, "LangMem summarize_messages")[0] == "LangMem"
     assert row(out, "LangChain SummarizationMiddleware")[0] == "LangChain"
     assert "shown after each fold:" in out

@@ -74,9 +74,27 @@ def test_bad_input_is_a_422_naming_the_problem_and_stores_nothing(
     assert message_ids("trip") == [] and fake_api.requests == []
 
 
-def test_a_model_error_is_a_502_and_the_users_message_is_kept(
+def test_a_model_error_is_a_502_and_the_session_is_left_as_it_was(
         fake_api: FakeAnthropic) -> None:
+    (first,) = post(("trip", "Hello?"))
+    assert first.status_code == 200
     fake_api.always(error(400, "scripted refusal"))  # not retried by the SDK
-    (reply,) = post(("trip", "Hello?"))
+    (reply,) = post(("trip", "And then?"))
     assert reply.status_code == 502 and reply.json()["detail"] == "the model is unavailable"
-    assert len(message_ids("trip")) == 1
+    assert len(message_ids("trip")) == 2  # the first exchange only: no orphaned user turn
+    fake_api.always(None)
+    (retry,) = post(("trip", "And then?"))
+    assert retry.status_code == 200
+    roles = [m["role"] for m in chat_requests(fake_api)[-1]["messages"]]
+    assert roles == ["user", "assistant", "user"]  # alternating: the failed turn left nothing
+
+
+def test_without_a_key_every_turn_is_a_503_with_the_reason_and_stores_nothing(
+        fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    (reply,) = post(("trip", "Hello?"))
+    assert reply.status_code == 503
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["detail"] == fastapi_chat.NO_KEY
+    assert "python -m worker.testing" in fastapi_chat.NO_KEY
+    assert message_ids("trip") == [] and fake_api.requests == []

@@ -146,3 +146,19 @@ def test_a_tool_turn_waits_for_all_its_results() -> None:
     full = [*msgs, ToolMessage("2", tool_call_id="b"), AIMessage("done")]
     assert complete_prefix(full, 1) == (full[1:], 5)
     assert complete_prefix(full, 9) == (full, 5)  # messages removed: start over (keys dedup)
+
+
+def test_the_old_chat_history_warns_once_and_points_at_the_middleware(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from worker.integrations import langchain as old
+
+    monkeypatch.setitem(old.WARNED, "done", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old.RecapChatMessageHistory("old-1")
+        old.RecapChatMessageHistory("old-2")
+    mine = [w for w in caught if "RecapChatMessageHistory is deprecated" in str(w.message)]
+    assert len(mine) == 1 and mine[0].category is DeprecationWarning
+    assert "RecapMiddleware" in str(mine[0].message)

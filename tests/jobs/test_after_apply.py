@@ -1,5 +1,5 @@
-"""After a committed apply nothing may fail the task or skip the follow-up (issue 11,
-item 9): a failing event publish costs Flower a line, never the follow-up job.
+"""After a committed apply nothing may fail the task or skip the follow-up:
+a failing event publish costs Flower a line, never the follow-up job.
 A real in-process worker, Redis, PostgreSQL and the local Messages API server."""
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -138,8 +139,20 @@ def test_recap_configure_and_context_budget(capsys: pytest.CaptureFixture[str]) 
     assert recap(["configure", "cfg", "context_budget_tokens=50000", "prompt=es"]) == 0
     assert build_context("cfg", system_prompt="")["budget"] == 50000
     assert recap(["configure", "cfg", "batch_size=zero"]) == 1
-    assert recap(["configure", "cfg", "--clear"]) == 0
+    capsys.readouterr()
+    # No KEY=VALUE: it prints the overrides and changes nothing.
+    assert recap(["configure", "cfg"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "session_id": "cfg", "overrides": {"context_budget_tokens": 50000, "prompt": "es"}}
+    assert build_context("cfg", system_prompt="")["budget"] == 50000
+    assert recap(["configure", "cfg", "prompt=es", "--reset"]) == 1  # one or the other
+    assert recap(["configure", "cfg", "--reset"]) == 0
     assert build_context("cfg", system_prompt="")["budget"] == get_settings().context_budget_tokens
+    capsys.readouterr()
+    assert recap(["configure", "cfg"]) == 0
+    assert json.loads(capsys.readouterr().out)["overrides"] is None
+    assert recap(["configure", "no-such-session"]) == 1  # read only: nothing created
+    assert session_row("no-such-session") is None
 
 
 def test_resummarize_of_a_leased_session_is_busy(settings_env: Callable[..., None]) -> None:

@@ -1,5 +1,5 @@
 """The mining call sees the user's most relevant stored memories and may say a new
-fact replaces one (issue 12 §3): the old row is kept, superseded, never shown."""
+fact replaces one: the old row is kept, superseded, never shown."""
 
 from __future__ import annotations
 

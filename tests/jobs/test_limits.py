@@ -1,4 +1,4 @@
-"""Limits a job must respect (issue 11, items 2 and 7): a model id the audit column
+"""Limits a job must respect: a model id the audit column
 cannot hold is refused up front; a failure that cannot even be recorded is its own
 outcome and releases the lease; one job's work is bounded so it ends within its
 time limit, and a single giant message is clipped with a reason on record.

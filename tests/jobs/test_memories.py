@@ -1,5 +1,5 @@
-"""Memory extraction: mined by the summary call itself (one tool call per chunk,
-issue 12 §4) before the rows go; parsing trusts nothing."""
+"""Memory extraction: mined by the summary call itself (one tool call per
+chunk) before the rows go; parsing trusts nothing."""
 
 from __future__ import annotations
 

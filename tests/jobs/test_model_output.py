@@ -1,4 +1,4 @@
-"""Model output the database cannot store (issue 11, item 1): NULs and lone
+"""Model output the database cannot store: NULs and lone
 surrogates in a summary, a title or a mined fact are sanitised before they are
 stored, so the apply never dies on them; and an error of Recap's own code is
 never taken for an API failure. Real worker, PostgreSQL and the real SDK against

@@ -109,7 +109,7 @@ def test_due_query_uses_indexes_on_postgres() -> None:
 
 def test_not_due_override_sessions_cannot_starve_a_due_one(
         settings_env: Callable[..., None]) -> None:
-    # Issue 11, item 4: more not-due sessions with overrides than one batch, each
+    # More not-due sessions with overrides than one batch, each
     # bigger than the due ones, must not hide the due sessions whose publish was lost.
     settings_env(**LOW, RECAP_SWEEP_BATCH=5)
     big = [f"big{i}" for i in range(7)]

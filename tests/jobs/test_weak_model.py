@@ -7,11 +7,12 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from models import Memory, TitleRun
+from models import ChatSession, Memory, TitleRun
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
@@ -22,9 +23,11 @@ from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
 from worker.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
 from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from worker.db import transaction, utcnow
+from worker.jobs.claim import POISON_WAITS
 from worker.ops.stats import collect_stats
 from worker.settings import get_settings
 from worker.store.enqueue import send_title
+from worker.store.rows import record_run
 from worker.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -201,8 +204,8 @@ def useless_repair(request: Request) -> Reply | None:
     return ok(html.unescape(found.group(1)) if found else "The summary.")
 
 
-def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
-                                                    settings_env) -> None:  # type: ignore[no-untyped-def]
+def test_repairs_that_never_help_stop_being_called(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.lose_specifics(0.7, seed=12)
     fake_api.route(useless_repair)
@@ -233,3 +236,58 @@ def test_repairs_that_never_help_stop_being_called(fake_api: FakeAnthropic,
     assert stats.repairs_skipped == expected.count(False)
     shown = format_stats(asdict(stats))
     assert "repair calls that helped" in shown and "0.0%" in shown
+
+
+def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    budget = 6000
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_CONTEXT_BUDGET_TOKENS": budget})
+    fake_api.always(ok("", stop_reason="max_tokens"))  # the fold fails, deterministically
+    sid = "over-budget"
+    messages = conversation(200)
+    for role, text in messages[:12]:
+        add_message(sid, role, text)
+    run_and_wait(sid, final={"applied", "dead"})
+    assert statuses(sid) == ["failed", "dead"]
+    fake_api.always(None)  # the model behaves again; the session is still cooling down
+
+    def usage() -> float:
+        row = session_row(sid)
+        assert row is not None
+        return (row.summary_tokens + row.active_tokens) / budget
+
+    for role, text in messages[12:]:
+        add_message(sid, role, text)
+        after_reply(sid)
+        if usage() > 0.95:
+            break
+    assert usage() > 0.95, "the conversation filled the context"
+    wait_for(lambda: "applied" in statuses(sid), timeout=60, what="the aggressive fold")
+    applied = next(r for r in runs(sid) if r.status == "applied")
+    assert (applied.reason or "").startswith("aggressive")
+    row = session_row(sid)
+    assert row is not None and row.blocked_until is None
+    assert usage() <= 0.95
+
+
+def test_a_session_dead_lettered_by_a_lost_worker_waits_even_over_budget(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    # The aggressive exception is for a model's failure only: a session whose worker
+    # died on it (a poison session) is not run again during its cool-down.
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_CONTEXT_BUDGET_TOKENS": 6000})
+    sid = "poison"
+    for role, text in conversation(40):
+        add_message(sid, role, text)
+    with transaction() as s:
+        record_run(sid, db=s, task_id="t", attempt=1, status="dead",
+                   reason="worker lost 4 times in a row while holding this session's lease")
+        s.execute(update(ChatSession).where(ChatSession.id == sid)
+                  .values(blocked_until=utcnow() + timedelta(hours=1)))
+    after_reply(sid)  # over budget: the hook sends the aggressive job
+    wait_for(lambda: "skipped" in statuses(sid), timeout=60, what="the claim's verdict")
+    assert runs(sid)[-1].reason == POISON_WAITS
+    assert fake_api.requests == []  # no call was made
+    row = session_row(sid)
+    assert row is not None and row.blocked_until is not None

@@ -1,4 +1,4 @@
-"""No silent lossy fallback (issue 11, item 3): a real ``celery -A worker worker``
+"""No silent lossy fallback: a real ``celery -A worker worker``
 refuses to start without ANTHROPIC_API_KEY unless RECAP_SUMMARIZER=offline says
 so, and when it does run offline it says so loudly. Each worker is a subprocess
 on a queue of its own, so it never takes another test's jobs."""

@@ -1,6 +1,6 @@
 """Celery's soft time limit fired inside the HTTP call comes out of ``complete`` as
-SoftTimeLimitExceeded, not as the APIConnectionError the SDK wraps it in (issue
-11, item 7): a time limit is recorded as a time limit."""
+SoftTimeLimitExceeded, not as the APIConnectionError the SDK wraps it in: a
+time limit is recorded as a time limit."""
 
 from __future__ import annotations
 

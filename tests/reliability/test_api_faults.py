@@ -62,6 +62,11 @@ TRANSIENT: dict[str, tuple[Reply, str]] = {
 }
 
 
+# A second unusable answer that is not the same as the first.
+AGAIN = {"empty content": ok("", stop_reason="max_tokens"),
+         "max_tokens cut-off": ok("The user said ...", stop_reason="max_tokens")}
+
+
 @pytest.mark.parametrize("name", list(TRANSIENT))
 def test_transient_fault_is_retried_and_changes_nothing(
         name: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
@@ -71,7 +76,9 @@ def test_transient_fault_is_retried_and_changes_nothing(
     ids = with_first_summary(sid, fake_api)
     before = message_ids(sid)
 
-    fake_api.script(fault, fault, ok(SECOND))
+    # The same unusable answer twice is a deterministic failure, not retried again
+    # (tests/jobs/test_weak_model.py): here the second one differs.
+    fake_api.script(fault, AGAIN.get(name, fault), ok(SECOND))
     run_and_wait(sid, n=2)
 
     assert statuses(sid) == ["applied", "failed", "failed", "applied"]

@@ -30,7 +30,7 @@ def test_quick_soak_loses_nothing(settings_env: Callable[..., None], tmp_path: P
 
 def test_quick_soak_with_a_lossy_model_keeps_every_specific(
         settings_env: Callable[..., None], tmp_path: Path) -> None:
-    """Issue 12: the fake drops half the specifics of every summary, fact and repair
+    """The fake drops half the specifics of every summary, fact and repair
     answer; with faults and a SIGKILL, the retention guard still keeps them all."""
     settings_env(**SOAK_SETTINGS)
     cfg = SoakConfig(sessions=3, messages=40, workers=2, concurrency=2, kill_every=1.0,

@@ -79,6 +79,7 @@ from worker.core.validate import check_session_id
 from worker.db import DB_NOW, rowcount, utcnow
 from worker.errors import ConfigError
 from worker.llm.tokens import count_tokens, message_tokens
+from worker.migrate import ensure_schema_once
 from worker.settings import get_settings
 from worker.store.enqueue import BREAKER, stale_before
 
@@ -109,7 +110,7 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
                      pinned, user_id)
     if db is not None:
         return await _insert(db, new)
-    async with _engine().begin() as conn:
+    async with (await _engine()).begin() as conn:
         return await _insert(conn, new)
 
 
@@ -165,7 +166,7 @@ async def _commit_then_publish(session_id: str) -> bool:
     hook from queueing the session until the marker goes stale."""
     decided: ReplyJobs | None = None
     try:
-        async with _engine().begin() as conn:
+        async with (await _engine()).begin() as conn:
             decided = await _decide(conn, session_id)
     except asyncio.CancelledError:
         if decided is not None:  # cancelled in the commit: it may have happened
@@ -187,7 +188,7 @@ async def build_context(session_id: str, *, system_prompt: str,
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     settings = get_settings()
-    async with _engine().connect() as conn:
+    async with (await _engine()).connect() as conn:
         window = window_of(session_id, (await conn.execute(snapshot_query(session_id))).all(),
                            default_budget=settings.context_budget_tokens)
         # Later statements, as in the sync read_window (see there).
@@ -203,7 +204,7 @@ async def transaction() -> AsyncIterator[AsyncSession]:
     """An ``AsyncSession`` on this loop's engine in one transaction: commits on
     success, rolls back on error. Pass it as ``db=`` to write several messages all
     or nothing (the adapters in worker.integrations store a turn this way)."""
-    async with AsyncSession(_engine(), expire_on_commit=False) as db, db.begin():
+    async with AsyncSession(await _engine(), expire_on_commit=False) as db, db.begin():
         yield db
 
 
@@ -240,14 +241,16 @@ def _state() -> _LoopState:
     return state
 
 
-def _engine() -> AsyncEngine:
+async def _engine() -> AsyncEngine:
+    """This loop's engine, once the database is reachable and migrated (else
+    DatabaseNotReady)."""
     settings = get_settings()
     engines = _state().engines
     engine = engines.get(settings.database_url)
-    if engine is None:
-        engine = engines[settings.database_url] = make_async_engine(
-            settings.database_url, pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow)
+    if engine is None:  # ConfigError here for a database the asyncio API cannot use
+        engine = engines[settings.database_url] = make_async_engine(settings.database_url,
+            pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
+    await ensure_schema_once(settings.database_url)
     return engine
 
 

@@ -226,15 +226,19 @@ def plan_hook(session_id: str, row: Any, *, settings: Settings, now: datetime,
              if settings.titles_enabled and needs_title(
                  title=row.title, message_count=row.message_count,
                  title_requested_at_is_fresh=bool(row.title_fresh)) else None)
-    if row.leased or row.blocked:
-        # A running job re-checks when it applies; a dead-lettered session waits
-        # for its cool-down or `recap retry`.
-        return HookPlan(title)
+    if row.leased:
+        return HookPlan(title)  # a running job re-checks when it applies
     if row.overrides:
         try:
             settings = effective(settings, row.overrides)
         except InvalidInput:
             pass  # the job records the bad overrides (and dead-letters the session)
+    if row.blocked and policy.usage(row.summary_tokens, row.active_tokens,
+                                    settings.context_budget_tokens) <= policy.AGGRESSIVE_USAGE:
+        # A dead-lettered session waits for its cool-down or `recap retry`, unless
+        # its context is about to go over budget: a failed fold must not leave it
+        # there, so the aggressive path still gets its job.
+        return HookPlan(title)
     if not policy.might_trigger(message_count=row.message_count,
                                 active_tokens=row.active_tokens,
                                 summary_tokens=row.summary_tokens, t=settings.thresholds(),

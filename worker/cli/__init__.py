@@ -21,6 +21,7 @@ from worker.cli import (
     check,
     configure,
     context,
+    db,
     demo,
     edit,
     eval,
@@ -55,7 +56,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, tokenizer, serve, demo, eval, bench, check)
+                                 configure, db, tokenizer, serve, demo, eval, bench, check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,33 +68,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that bring their own database (or none).
-_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "check")
-_NOT_MIGRATED = ("no such table", "does not exist")
+# Commands that bring their own database (or none), or report its state themselves:
+# `metrics` serves recap_up 0 while the database is down, `serve` answers /readyz
+# with the same one line (and 503 on each route until it is fixed).
+_OWN_DATABASE = ("demo", "bench", "tokenizer", "eval", "db", "metrics", "check", "serve")
 
 
 def _database_error(exc: BaseException) -> str | None:
-    """One line for a database that is down, unreachable or not migrated; None for
-    any other error (which keeps its traceback)."""
-    from sqlalchemy.exc import InterfaceError, OperationalError, ProgrammingError
+    """One line for a database that went away mid-command; None for any other error
+    (which keeps its traceback). Schema problems are found before the command runs."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
 
-    if not isinstance(exc, OperationalError | InterfaceError | ProgrammingError):
+    if not isinstance(exc, OperationalError | InterfaceError):
         return None
-    first = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-    if any(marker in first for marker in _NOT_MIGRATED):
-        return f"database: {first} (is it migrated? alembic upgrade head)"
-    if isinstance(exc, ProgrammingError):
-        return None
-    return f"database: {first}"
+    return f"database: {str(getattr(exc, 'orig', None) or exc).splitlines()[0]}"
 
 
-def _say_which_database(command: str) -> None:
-    if command in _OWN_DATABASE or os.environ.get("DATABASE_URL"):
+def _require_database(command: str) -> None:
+    """Refuse to run against a database that is unreachable or not at the head (one
+    line, raises DatabaseNotReady); create and migrate the embedded default."""
+    if command in _OWN_DATABASE:
         return
-    from worker.settings import DEFAULT_DATABASE_URL
+    from worker.db import make_engine
+    from worker.migrate import ensure_schema
+    from worker.settings import get_settings
 
-    err(f"DATABASE_URL is not set: using the embedded default {DEFAULT_DATABASE_URL} "
-        f"(in {os.getcwd()})")
+    engine = make_engine(get_settings().database_url)
+    try:
+        ensure_schema(engine, announce=err)  # says where the embedded default is, once
+    finally:
+        engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     from worker.errors import RecapError
 
-    _say_which_database(args.command)
     try:
+        _require_database(args.command)
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return code
@@ -125,9 +129,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         line = _database_error(exc)
         if line is None:
-            raise
+            line = _logged(exc, argv)
         err(f"error: {line}")  # one line, not a traceback
     return 1
+
+
+def _logged(exc: Exception, argv: Sequence[str] | None) -> str:
+    """One line for an unexpected error; its traceback goes to the CLI's log file in
+    the data directory, whose path the line gives (printed here if it cannot be
+    written)."""
+    import traceback
+    from datetime import UTC, datetime
+
+    from worker.db import scrub
+    from worker.paths import cli_log
+
+    scrub(exc)  # a database error's DETAIL may quote chat text: never into the log
+    first = (str(exc).strip().splitlines() or [""])[0]
+    summary = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    path = cli_log()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log:
+            command = " ".join(sys.argv[:1] + list(sys.argv[1:] if argv is None else argv))
+            log.write(f"--- {datetime.now(UTC).isoformat()} {command}\n")
+            log.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        traceback.print_exception(exc)
+        return summary
+    return f"{summary} (traceback in {path})"
 
 
 if __name__ == "__main__":

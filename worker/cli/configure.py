@@ -1,9 +1,11 @@
-"""``recap configure SESSION_ID [KEY=VALUE ...] [--clear]``: override settings for
-one session.
+"""``recap configure SESSION_ID [KEY=VALUE ...] [--reset]``: show or override settings
+for one session.
 
-Keys are the per-session settings (:data:`KEYS`, e.g. ``trigger_messages=50
-prompt=es``), validated with the same limits as their RECAP_* variables; prints
-the session's stored overrides as JSON. ``--clear`` removes them all.
+With no KEY=VALUE it only prints the session's stored overrides as JSON (nothing
+changes). Keys are the per-session settings (:data:`KEYS`, e.g.
+``trigger_messages=50 prompt=es``), validated with the same limits as their
+RECAP_* variables; setting keys replaces the earlier overrides and prints the
+stored ones. ``--reset`` removes them all.
 """
 
 from __future__ import annotations
@@ -32,29 +34,52 @@ KEYS = {
 
 
 def register(sub: Subparsers) -> None:
-    p = command(sub, "configure", "Override settings for one session "
+    p = command(sub, "configure", "Show or override settings for one session "
                 "(e.g. trigger_messages=50 prompt=es).", run)
     p.add_argument("session_id", metavar="SESSION_ID")
-    p.add_argument("settings", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--clear", action="store_true", help="remove every override")
+    p.add_argument("settings", nargs="*", metavar="KEY=VALUE",
+                   help="settings to override; none: print the stored overrides only")
+    p.add_argument("--reset", "--clear", dest="reset", action="store_true",
+                   help="remove every override of the session")
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = ("valid keys (each validated with the limits of the RECAP_<KEY> variable of "
                 "the same name):\n"
                 + glossary(KEYS, aligned=True)
-                + "\n\nPrints the stored overrides as JSON; setting keys replaces every "
-                "earlier override of the session.")
+                + "\n\nPrints the stored overrides as JSON. With no KEY=VALUE nothing "
+                "changes; setting keys replaces every earlier override of the session; "
+                "only --reset removes them.")
 
 
 def run(args: argparse.Namespace) -> int:
     from worker.errors import InvalidInput
     from worker.sessions.overrides import configure_session
 
+    if args.reset and args.settings:
+        raise InvalidInput("--reset removes every override: give it no KEY=VALUE")
+    if not args.settings and not args.reset:
+        emit_json({"session_id": args.session_id, "overrides": _stored(args.session_id)})
+        return 0
     overrides: dict[str, Any] = {}
     for pair in args.settings:
         key, sep, value = pair.partition("=")
         if not sep:
             raise InvalidInput(f"expected KEY=VALUE, got {pair!r}")
         overrides[key.strip()] = value.strip()
-    stored = configure_session(args.session_id, None if args.clear else overrides)
+    stored = configure_session(args.session_id, None if args.reset else overrides)
     emit_json({"session_id": args.session_id, "overrides": stored})
     return 0
+
+
+def _stored(session_id: str) -> dict[str, Any] | None:
+    """The session's overrides, read only (SessionNotFound for an unknown id)."""
+    from models import ChatSession
+    from worker.core.validate import check_session_id
+    from worker.db import transaction
+    from worker.errors import SessionNotFound
+
+    check_session_id(session_id)
+    with transaction() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise SessionNotFound(f"no chat session with id {session_id!r}")
+        return dict(row.overrides) if row.overrides else None

@@ -2,8 +2,9 @@
 
 Each line is ``{"session_id", "role", "content", "pinned"}`` (``pinned`` optional;
 ``content`` a string or a Messages API content array, as ``add_message`` takes).
-A bad line is reported on stderr with its number and skipped; ``--strict`` stops
-at the first one with exit 1. After each assistant message the reply hook runs
+A bad line is reported on stderr with its number and reason and skipped (every
+valid line is still stored), and the exit code is then 1; ``--strict`` stops at
+the first one. After each assistant message the reply hook runs
 (``after_reply``, as a chat app calls it after its reply): it may queue a
 summarize job and, after a session's first exchange, a title job. Ends with
 ``added N, bad N, summarize jobs queued N, title jobs queued N``.
@@ -29,7 +30,8 @@ def register(sub: Subparsers) -> None:
                 "app: it may queue a summarize job, and after a session's first "
                 "user/assistant exchange a title job. User, system and tool messages are only "
                 "stored. Ends with: added N, bad N, summarize jobs queued N, title jobs "
-                "queued N.")
+                "queued N. Exit code 1 if any line was rejected (each is reported with its "
+                "number and reason; the valid ones are stored).")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="JSON-lines file; '-' or nothing reads stdin")
     p.add_argument("--strict", action="store_true", help="stop with exit 1 at the first bad line")
@@ -105,4 +107,4 @@ def _ingest(stream: IO[str], counts: dict[str, int], *, strict: bool) -> int:
             sent = reply_jobs(session_id)
             counts["queued"] += sent.summarize
             counts["titles"] += sent.title
-    return 0
+    return 1 if counts["bad"] else 0

@@ -47,7 +47,7 @@ def _summarize_now(session_id: str, *, force: bool = False) -> int:
     import uuid
 
     from worker.db import transaction
-    from worker.errors import SessionNotFound
+    from worker.errors import ConfigError, SessionNotFound
     from worker.jobs.outcome import Job, is_transient
     from worker.jobs.resources import get_resources
     from worker.jobs.summarize import summarize
@@ -56,7 +56,11 @@ def _summarize_now(session_id: str, *, force: bool = False) -> int:
     with transaction() as db:
         if ops.missing_sessions([session_id], db=db):
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-    res = get_resources()  # a ConfigError (e.g. offline in production) before any claim
+    try:  # a ConfigError (no key, offline in production) before any claim
+        res = get_resources()
+    except ConfigError as exc:
+        raise ConfigError(f"summarize --now/--force runs the configured summarizer in this "
+                          f"process, and it cannot start: {exc}") from None
     # Not the final attempt: a transient error is recorded as 'failed' (not
     # dead-lettered for a cool-down) and handed to a queued job to retry.
     job = Job(task_id=f"cli-{uuid.uuid4()}", final_attempt=False)

@@ -6,11 +6,14 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
+from worker.paths import default_broker_path, default_database_path
+
 # The embedded default: one SQLite file for data and one for the broker, so
 # `recap demo` and a first `celery -A worker worker` need no services at all.
-# RECAP_ENV=production refuses to start on these defaults.
-DEFAULT_DATABASE_URL = "sqlite:///recap.sqlite3"
-DEFAULT_BROKER_URL = "sqla+sqlite:///recap-broker.sqlite3"
+# RECAP_ENV=production refuses to start on these defaults. Both live in the
+# user's data directory (worker/paths.py), never the current one.
+DEFAULT_DATABASE_URL = f"sqlite:///{default_database_path()}"
+DEFAULT_BROKER_URL = f"sqla+sqlite:///{default_broker_path()}"
 
 # A current Haiku-class model from the installed SDK's model list: summaries are
 # a high-volume, low-difficulty job, so the cheapest fast tier fits.

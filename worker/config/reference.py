@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV_PREAMBLE = """\
 # Recap's environment. Copy to .env (never commit .env) and fill in the three
 # values marked REQUIRED; docker compose refuses to start while any is empty.
-# Commented-out lines show the default that applies when the variable is unset.
+# Every Recap service of docker-compose.yml reads this one file (env_file), and
+# honcho and foreman read it for the Procfile: a setting written here reaches
+# every process. Commented-out lines show the default that applies when unset.
 # Generated from worker/config by `python -m worker.config.reference` (edit the
 # settings' descriptions there, not this file); the same list: docs/SETTINGS.md.
 
@@ -80,11 +82,10 @@ FLOWER_PASSWORD=
 # The api service's port on the host's loopback interface.
 # RECAP_API_HOST_PORT=8000
 
-# Not wired in docker-compose.yml (add them under worker.environment if needed):
-# ANTHROPIC_BASE_URL, an alternative Messages API endpoint (a gateway or proxy).
+# ANTHROPIC_BASE_URL: an alternative Messages API endpoint (a gateway or proxy).
 # ANTHROPIC_BASE_URL=https://api.anthropic.com
-# RECAP_PROMPT_FILE, a custom summarization prompt (mount the file as well);
-# the default is worker/prompts/default.txt.
+# RECAP_PROMPT_FILE: a custom summarization prompt (in compose, mount the file as
+# well); the default is worker/llm/prompts/default.txt.
 # RECAP_PROMPT_FILE=/etc/recap/prompt.txt
 """
 
@@ -103,7 +104,15 @@ def _title(group: type[BaseModel]) -> tuple[str, str]:
     return doc[0].strip().rstrip("."), " ".join(doc[1].split()) if len(doc) > 1 else ""
 
 
+# The embedded defaults live in the user's data directory (worker/paths.py), whose
+# path differs per machine: shown by where they are, not by one machine's path.
+EMBEDDED = {"database_url": "sqlite:///<data dir>/recap.sqlite3",
+            "celery_broker_url": "sqla+sqlite:///<data dir>/recap-broker.sqlite3"}
+
+
 def _default(field: str, info: FieldInfo) -> str:
+    if field in EMBEDDED:
+        return EMBEDDED[field]
     value: Any = info.default
     if value is None:
         return ""

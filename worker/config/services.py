@@ -25,7 +25,11 @@ class Services(BaseModel):
     env: Literal["development", "test", "production"] = Field("development", description=(
         "production refuses the SQLite defaults and, unless allowed, the offline summarizer."))
     database_url: str = Field(DEFAULT_DATABASE_URL, validation_alias=AliasChoices("DATABASE_URL"),
-                              description="SQLAlchemy URL of the database (PostgreSQL or SQLite).")
+                              description="SQLAlchemy URL of the database (PostgreSQL or "
+                                          "SQLite); unset: an embedded SQLite file in the "
+                                          "data directory (<data dir>: $XDG_DATA_HOME/recap, "
+                                          "~/.local/share/recap by default), created and "
+                                          "migrated on first use.")
     celery_broker_url: str = Field(DEFAULT_BROKER_URL,
                                    validation_alias=AliasChoices("CELERY_BROKER_URL"),
                                    description="Celery broker: redis://, amqp:// or sqla+sqlite://.")

@@ -5,11 +5,11 @@ The chat app's API must not load the ``anthropic`` SDK (import-linter contract
 and tests/api/test_import_cost.py: the SDK costs ~1 s and tens of MB per
 process), so the shapes Recap accepts are vendored here as strict pydantic
 models, one per SDK ``...Param`` TypedDict, with the same field names and
-``type`` tags. tests/core/test_blocks_sdk.py checks every model against the
+``type`` tags. tests/core/test_blocks.py checks every model against the
 installed SDK's TypedDict (fields a subset of its keys, same tags) and
 validates the accepted examples with the SDK's own types, so a drift fails CI.
 
-Accepted (the issue's list): ``text``; ``tool_use`` {id, name, input};
+Accepted: ``text``; ``tool_use`` {id, name, input};
 ``tool_result`` {tool_use_id, content (text or text/image/document blocks),
 is_error}; ``thinking`` {thinking, signature}; ``redacted_thinking`` {data};
 ``image`` and ``document`` with ``base64``, ``url`` or ``file`` sources (and a

@@ -1,7 +1,7 @@
 """Whether and what to summarize: a pure decision over plain values.
 
 No I/O and no imports from SQLAlchemy, Celery, settings or the SDK, so the rules
-read as tables in tests (``tests/test_policy.py``).
+read as tables in tests (``tests/core/test_policy.py``).
 
 Rules, in order:
 - usage = (summary tokens + active tokens) / context budget.

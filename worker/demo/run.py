@@ -23,9 +23,10 @@ The embedded broker is kombu's SQLAlchemy transport on the second SQLite file
 
 - it is what a first ``celery -A worker worker`` uses, so the demo proves that
   default works (see ``worker.celery_app.broker_transport_options``);
-- it lives in a file, so it can be shared: ``celery -A worker worker`` started
-  in the demo directory consumes the same queue, which ``memory://`` (private
-  to one process) can never do.
+- it lives in a file, so it can be shared: ``celery -A worker worker`` given the
+  demo's DATABASE_URL and CELERY_BROKER_URL (``--keep`` keeps the files)
+  consumes the same queue, which ``memory://`` (private to one process) can
+  never do.
 
 Checked with kombu 5.7 and SQLAlchemy 2.1: publish, consume and ack work. Its
 limits, acceptable for a demo and a first try but not for production (which
@@ -63,8 +64,8 @@ if TYPE_CHECKING:
     from worker.settings import Settings
 
 DEFAULT_MESSAGES = 80
-DATA_FILE = "recap.sqlite3"  # the file names of the settings defaults, so
-BROKER_FILE = "recap-broker.sqlite3"  # `celery -A worker worker` run there shares them
+DATA_FILE = "recap.sqlite3"  # the file names of the embedded defaults (in the
+BROKER_FILE = "recap-broker.sqlite3"  # user's data directory; the demo's are its own)
 WAIT_S = 60.0  # per job; the offline summarizer takes milliseconds
 TITLE_WAIT_S = 10.0  # for the title job before the report (without it: "no title yet")
 POLL_S = 0.1
@@ -83,26 +84,11 @@ def file_paths(db: str | None) -> tuple[Path, Path]:
     return path, path.with_name(f"{path.stem}-broker{path.suffix or '.sqlite3'}")
 
 
-def find_alembic_ini() -> Path:
-    """The repository's alembic.ini (migrations ship with the source, not the wheel)."""
-    # Only next to this package: an alembic.ini in the current directory may
-    # belong to another project, whose migrations must never run here.
-    root = Path(__file__).resolve().parents[2]  # worker/demo/run.py -> the checkout
-    ini = root / "alembic.ini"
-    if ini.is_file() and (root / "migrations" / "env.py").is_file():
-        return ini
-    raise ConfigError(f"cannot find alembic.ini and migrations/ in {root}; the demo needs "
-                      "Recap's source checkout (pip install -e .), not only the package")
-
-
 def migrate(url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
+    """Create the demo's database at the migration head (from the installed package)."""
+    from worker.migrate import upgrade
 
-    cfg = Config(str(find_alembic_ini()))
-    cfg.attributes["url"] = url
-    cfg.attributes["configure_logger"] = False  # keep the demo's output readable
-    command.upgrade(cfg, "head")
+    upgrade(url)
 
 
 def poll_faster() -> None:

@@ -75,12 +75,13 @@ def main(args: argparse.Namespace, out: Out | None = None) -> int:
             base_url, ask, label, overrides = _configured(args)
         out.line(f"recap eval: {what}")
         out.line(f"model: {label}")
-        rows = [run_recap(messages, facts, ask=ask, progress=out.progress, overrides=overrides)]
+        rows = [run_recap(messages, facts, ask=ask, progress=out.progress, overrides=overrides,
+                          stand_in=args.quick)]
         if not args.no_peers:
             rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
                            have_key=args.quick or bool(getattr(args, "base_url", None))
                            or _has_key())
-    print_table(rows, out, qa=args.qa)
+    print_table(rows, out, qa=args.qa, stand_in=args.quick)
     return 0 if all(r.error is None for r in rows[:1]) else 1
 
 
@@ -172,7 +173,7 @@ def _peers(messages: Sequence[Message], facts: Sequence[Planted], *, base_url: s
     return rows
 
 
-def print_table(rows: Sequence[Series], out: Out, *, qa: bool) -> None:
+def print_table(rows: Sequence[Series], out: Out, *, qa: bool, stand_in: bool = False) -> None:
     out.line()
     head = f"{'system':<40} {'folds':>5} {'shown min':>9} {'shown end':>9} " \
            f"{'stored':>7} {'repairs':>8} {'in tokens':>10} {'out tokens':>10}" \
@@ -192,6 +193,11 @@ def print_table(rows: Sequence[Series], out: Out, *, qa: bool) -> None:
     out.line("shown: planted specifics in the context the model gets (min over the folds, "
              "at the end); stored: anywhere the system keeps them (Recap: summary, all "
              "memories, window)")
+    out.line("in/out tokens: what each system sent to and received from the model for its "
+             "own summaries and memories (not the chat replies), all systems on the same "
+             "conversation: lower in tokens is less to pay for the same work"
+             + ("; counted by the stand-in as the API would, so they compare the systems' "
+                "mechanisms, not a Claude bill" if stand_in else ""))
     for r in rows:
         if not r.error and r.after_fold:
             out.line(f"{r.name}: shown after each fold: "

@@ -76,11 +76,13 @@ Ask = Callable[[dict[str, Any]], str]  # a Messages API request (system, message
 
 def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
               ask: Ask | None = None, progress: Callable[[str], None] = lambda _: None,
-              overrides: dict[str, Any] | None = None) -> Series:
+              overrides: dict[str, Any] | None = None, stand_in: bool = False) -> Series:
     """Recap on ``messages`` with the process's settings and ``overrides`` (by field
     name: summarizer, key, URL), on files of its own.
 
     ``ask`` (for --qa) answers one request built by ``as_request(build_context(...))``.
+    ``stand_in``: the model is the local stand-in, so the row never wears a Claude
+    model's name.
     """
     from worker.api.context import build_context
     from worker.api.ingest import add_message
@@ -95,7 +97,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         settings = use_files(data, broker, **(overrides or {}))
         migrate(settings.database_url)
         res = get_resources()
-        series.name = f"Recap ({res.summarizer.model})"
+        series.name = "Recap (stand-in)" if stand_in else f"Recap ({res.summarizer.model})"
         sid = f"eval-{uuid.uuid4().hex[:8]}"
         last_id = 0
         for i, (role, content) in enumerate(messages, start=1):

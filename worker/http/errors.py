@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from worker.errors import (
     BrokerUnavailable,
     ConfigError,
+    DatabaseNotReady,
     InvalidInput,
     RecapError,
     SessionBusy,
@@ -50,7 +51,12 @@ def error_json(status: int, type_: str, message: str, *,
 
 def classify(exc: BaseException) -> ApiError | None:
     """The answer for an exception a Recap call raised; None for an unexpected one."""
-    from sqlalchemy.exc import DBAPIError, DisconnectionError, ProgrammingError
+    from sqlalchemy.exc import (
+        DisconnectionError,
+        InterfaceError,
+        OperationalError,
+        ProgrammingError,
+    )
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
     if isinstance(exc, ApiError):
@@ -64,6 +70,9 @@ def classify(exc: BaseException) -> ApiError | None:
                         headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, BrokerUnavailable):
         return ApiError(503, "broker_unavailable", str(exc))
+    if isinstance(exc, DatabaseNotReady):  # one line naming the fix (worker.migrate)
+        kind = "database_unavailable" if exc.unreachable else "database_not_migrated"
+        return ApiError(503, kind, str(exc), headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, ConfigError):
         return ApiError(503, "misconfigured", str(exc))
     if isinstance(exc, RecapError):
@@ -72,10 +81,11 @@ def classify(exc: BaseException) -> ApiError | None:
         first = str(exc.orig or exc).splitlines()[0]
         if "does not exist" in first or "no such table" in first:
             return ApiError(503, "database_not_migrated",
-                            f"the database is not migrated ({first}); run alembic upgrade head")
+                            f"the database is not migrated ({first}); run recap db upgrade")
         return None
-    if isinstance(exc, DBAPIError | DisconnectionError | PoolTimeout):
+    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError | PoolTimeout):
         # The database is down, unreachable or saturated: the request may be retried.
+        # (Any other database error is a bug, not an outage: a 500, logged.)
         # Only the driver's first line: statements and parameters stay in no answer.
         first = str(getattr(exc, "orig", None) or type(exc).__name__).splitlines()[0]
         return ApiError(503, "database_unavailable", f"the database is unavailable: {first}",

@@ -1,36 +1,28 @@
-"""What ``/readyz`` checks: the database answers and is at the migration head, and
-the broker accepts a connection. Each check returns a problem (one line) or None."""
+"""What ``/readyz`` checks: the database answers and is at the migration head
+(:func:`worker.migrate.schema_problem`, as every entry point checks it), and the
+broker accepts a connection. Each check returns a problem (one line) or None."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from worker.migrate import schema_problem
 
-from sqlalchemy import Engine
+__all__ = ["BROKER_TIMEOUT_S", "broker_problem", "database_problem", "schema_problem"]
 
 # Seconds a readiness probe may wait for the broker: probes run every few seconds.
 BROKER_TIMEOUT_S = 3.0
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def schema_problem(engine: Engine) -> str | None:
-    """None if the database at ``engine`` is at the newest migration, else why not."""
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
+def database_problem() -> str | None:
+    """None if the configured database is reachable and at the migration head, else
+    the one line that says why and how to fix it."""
+    from worker.db import get_engine
+    from worker.errors import DatabaseNotReady
 
-    if not (MIGRATIONS / "env.py").is_file():
-        return f"cannot check the schema: no migrations directory at {MIGRATIONS}"
-    heads = set(ScriptDirectory(str(MIGRATIONS)).get_heads())
     try:
-        with engine.connect() as conn:
-            current = set(MigrationContext.configure(conn).get_current_heads())
-    except Exception as exc:
-        first = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        return f"database unreachable: {first}"
-    if current != heads:
-        now = ", ".join(sorted(current)) or "none (not migrated)"
-        return (f"database at migration {now}, the code needs {', '.join(sorted(heads))}: "
-                "run alembic upgrade head")
-    return None
+        engine = get_engine()  # its first build makes the same check (worker.db)
+    except DatabaseNotReady as exc:
+        return str(exc)
+    return schema_problem(engine)  # checked again on each probe: it may go down later
 
 
 def broker_problem() -> str | None:

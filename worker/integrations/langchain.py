@@ -89,13 +89,13 @@ DEPRECATION = ("RecapChatMessageHistory is deprecated (LangChain deprecated "
                "RunnableWithMessageHistory in langchain-core 1.0 and removes it in 2.0): "
                "use worker.integrations.langchain_middleware.RecapMiddleware with "
                "langchain.agents.create_agent; see docs/INTEGRATIONS.md")
-_WARNED = {"done": False}
+WARNED = {"done": False}  # whether this process has warned (tests reset it)
 
 
 def warn_deprecated() -> None:
     """Warn, once per process, that this adapter is deprecated."""
-    if not _WARNED["done"]:
-        _WARNED["done"] = True
+    if not WARNED["done"]:
+        WARNED["done"] = True
         warnings.warn(DEPRECATION, DeprecationWarning, stacklevel=3)
 
 

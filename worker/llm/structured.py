@@ -1,4 +1,4 @@
-"""Summary and memories in one call: the ``record_summary`` tool (issue 12, cost).
+"""Summary and memories in one call: the ``record_summary`` tool (one call, not two).
 
 With memories on, each summary call also asks for the durable facts of its
 chunk, as the input of a tool with a JSON schema that the call must use

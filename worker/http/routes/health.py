@@ -7,8 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from worker.db import get_engine
-from worker.http.ready import broker_problem, schema_problem
+from worker.http.ready import broker_problem, database_problem
 from worker.http.schemas import V1_ERRORS, Ready
 
 router = APIRouter(tags=["operations"])
@@ -24,7 +23,7 @@ async def healthz() -> dict[str, bool]:
             summary="The database is at the migration head and the broker is reachable",
             responses={**KEYED, 503: {"model": Ready, "description": "not ready, and why"}})
 def readyz() -> JSONResponse:
-    problems = [p for p in (schema_problem(get_engine()), broker_problem()) if p]
+    problems = [p for p in (database_problem(), broker_problem()) if p]
     return JSONResponse(Ready(ready=not problems, problems=problems).model_dump(),
                         status_code=503 if problems else 200)
 

@@ -1,0 +1,2 @@
+"""Recap's Alembic migrations, installed as the package ``worker._migrations``
+(``recap db upgrade``); from a checkout, ``alembic upgrade head`` reads them here."""

@@ -1,0 +1,215 @@
+"""The schema: Alembic run from the installed package, and the check every entry
+point makes before it touches a row.
+
+The migrations are the checkout's top-level ``migrations/`` folder, shipped in
+the wheel as ``worker._migrations`` (pyproject.toml maps the folder into the
+package: one source, no copy, no new top-level import name). From a checkout
+without an install, the folder next to ``worker/`` is used.
+
+Every refusal is one line: the URL without its password, what is wrong, and the
+command that fixes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from worker.errors import DatabaseNotReady
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from sqlalchemy import Engine
+
+log = logging.getLogger("recap.migrate")
+
+UPGRADE = "recap db upgrade"
+UNREACHABLE = " is unreachable ("
+PACKAGE = "worker._migrations"
+
+
+def script_location() -> Path:
+    """The folder holding env.py and versions/: the installed package's copy of
+    ``migrations/``, else the checkout's."""
+    try:
+        spec = importlib.util.find_spec(PACKAGE)
+    except ImportError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            if (Path(folder) / "env.py").is_file():
+                return Path(folder)
+    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise DatabaseNotReady(f"Recap's migrations are missing: neither the package {PACKAGE} "
+                           f"nor {checkout} holds env.py; reinstall Recap")
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic configuration for ``url`` that needs no alembic.ini."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(script_location()))
+    cfg.set_main_option("path_separator", "os")
+    cfg.attributes["url"] = url
+    cfg.attributes["configure_logger"] = False
+    return cfg
+
+
+@functools.cache
+def head_revisions() -> tuple[str, ...]:
+    """The revision(s) this Recap's schema is at when fully migrated."""
+    from alembic.script import ScriptDirectory
+
+    return tuple(sorted(ScriptDirectory(str(script_location())).get_heads()))
+
+
+def safe_url(url: object) -> str:
+    """``url`` as text with its password masked (``***``)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(str(url)).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unparsable DATABASE_URL)"
+
+
+def sqlite_file(url: object) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(str(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database or "")
+
+
+def current_revisions(engine: Engine) -> tuple[str, ...]:
+    """The revision(s) recorded in the database (empty: never migrated).
+    Raises SQLAlchemy's errors when the database cannot be reached."""
+    quiet = logging.getLogger("alembic")
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))  # a read: no "Context impl" lines in logs
+    try:
+        from alembic.runtime.migration import MigrationContext
+
+        with engine.connect() as conn:
+            return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
+    finally:
+        quiet.setLevel(level)
+
+
+def schema_problem(engine: Engine) -> str | None:
+    """None when the database is reachable and at the migration head; otherwise one
+    line naming the URL (no password), what is wrong and the command that fixes it.
+    Creates nothing (a missing SQLite file is reported, not created)."""
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+    where = f"database {safe_url(engine.url)}"
+    path = sqlite_file(engine.url)
+    if path is not None and not path.is_file():
+        return f"{where}: the file does not exist: run `{UPGRADE}` to create it"
+    try:
+        current = current_revisions(engine)
+    except DBAPIError as exc:
+        first = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
+        reason = first[0] if first else type(exc).__name__
+        return (f"{where}{UNREACHABLE}{reason}): start it or correct DATABASE_URL, "
+                f"then `{UPGRADE}`")
+    except SQLAlchemyError as exc:
+        return (f"{where}{UNREACHABLE}{type(exc).__name__}): start it or correct "
+                f"DATABASE_URL, then `{UPGRADE}`")
+    heads = head_revisions()
+    if current == heads:
+        return None
+    if not current:
+        return f"{where} has no Recap tables (never migrated): run `{UPGRADE}`"
+    known = _known_revisions()
+    unknown = [rev for rev in current if rev not in known]
+    if unknown:
+        return (f"{where} is at migration {', '.join(unknown)}, which this Recap does not "
+                f"know (migrated by a newer Recap?): upgrade Recap to that version")
+    return (f"{where} is at migration {', '.join(current)}, this Recap needs "
+            f"{', '.join(heads)}: run `{UPGRADE}`")
+
+
+@functools.cache
+def _known_revisions() -> frozenset[str]:
+    from alembic.script import ScriptDirectory
+
+    return frozenset(s.revision for s in ScriptDirectory(str(script_location())).walk_revisions())
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate ``url`` to ``revision`` (a SQLite file and its folder are created)."""
+    from alembic import command
+
+    path = sqlite_file(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), revision)
+
+
+def is_embedded_default(url: str) -> bool:
+    """Whether ``url`` is the embedded default (no DATABASE_URL given)."""
+    from worker.settings import DEFAULT_DATABASE_URL
+
+    return url == DEFAULT_DATABASE_URL
+
+
+def ensure_schema(engine: Engine, *,
+                  announce: Callable[[str], None] | None = None) -> None:
+    """Refuse a database that is unreachable or not at the head (DatabaseNotReady,
+    one line). The embedded default is Recap's own: it is created and migrated
+    here, and ``announce`` (a warning in the log by default) says where, once."""
+    url = engine.url.render_as_string(hide_password=False)
+    if is_embedded_default(url):
+        problem = schema_problem(engine)
+        if problem is None:
+            return
+        path = sqlite_file(url)
+        created = path is not None and not path.exists()
+        upgrade(url)
+        say = announce or log.warning
+        verb = "created" if created else "migrated"
+        say(f"DATABASE_URL is not set: {verb} the embedded SQLite database {path} "
+            "(set DATABASE_URL to use PostgreSQL)")
+    problem = schema_problem(engine)
+    if problem is not None:
+        raise DatabaseNotReady(problem, unreachable=UNREACHABLE in problem)
+
+
+# PostgreSQL URLs this process found at the head, for the asyncio API.
+_READY: set[str] = set()
+
+
+async def ensure_schema_once(url: str) -> None:
+    """:func:`ensure_schema` for the asyncio API's database, once per process and URL
+    (off the event loop, through psycopg's sync driver whatever driver ``url`` names);
+    a failed check is made again on the next call."""
+    if url in _READY:
+        return
+    await asyncio.to_thread(_ensure_sync, url)
+    _READY.add(url)
+
+
+def _ensure_sync(url: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    from worker.db import make_engine
+
+    sync_url = make_url(url).set(drivername="postgresql+psycopg")
+    engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)
+    try:
+        ensure_schema(engine)
+    finally:
+        engine.dispose()
