@@ -7,11 +7,12 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from models import Memory, TitleRun
+from models import ChatSession, Memory, TitleRun
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 from worker.api.ingest import add_message, after_reply
@@ -22,9 +23,11 @@ from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
 from worker.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
 from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from worker.db import transaction, utcnow
+from worker.jobs.claim import POISON_WAITS
 from worker.ops.stats import collect_stats
 from worker.settings import get_settings
 from worker.store.enqueue import send_title
+from worker.store.rows import record_run
 from worker.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -266,3 +269,25 @@ def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
     row = session_row(sid)
     assert row is not None and row.blocked_until is None
     assert usage() <= 0.95
+
+
+def test_a_session_dead_lettered_by_a_lost_worker_waits_even_over_budget(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    # The aggressive exception is for a model's failure only: a session whose worker
+    # died on it (a poison session) is not run again during its cool-down.
+    settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_CONTEXT_BUDGET_TOKENS": 6000})
+    sid = "poison"
+    for role, text in conversation(40):
+        add_message(sid, role, text)
+    with transaction() as s:
+        record_run(sid, db=s, task_id="t", attempt=1, status="dead",
+                   reason="worker lost 4 times in a row while holding this session's lease")
+        s.execute(update(ChatSession).where(ChatSession.id == sid)
+                  .values(blocked_until=utcnow() + timedelta(hours=1)))
+    after_reply(sid)  # over budget: the hook sends the aggressive job
+    wait_for(lambda: "skipped" in statuses(sid), timeout=60, what="the claim's verdict")
+    assert runs(sid)[-1].reason == POISON_WAITS
+    assert fake_api.requests == []  # no call was made
+    row = session_row(sid)
+    assert row is not None and row.blocked_until is not None

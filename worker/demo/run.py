@@ -23,9 +23,10 @@ The embedded broker is kombu's SQLAlchemy transport on the second SQLite file
 
 - it is what a first ``celery -A worker worker`` uses, so the demo proves that
   default works (see ``worker.celery_app.broker_transport_options``);
-- it lives in a file, so it can be shared: ``celery -A worker worker`` started
-  in the demo directory consumes the same queue, which ``memory://`` (private
-  to one process) can never do.
+- it lives in a file, so it can be shared: ``celery -A worker worker`` given the
+  demo's DATABASE_URL and CELERY_BROKER_URL (``--keep`` keeps the files)
+  consumes the same queue, which ``memory://`` (private to one process) can
+  never do.
 
 Checked with kombu 5.7 and SQLAlchemy 2.1: publish, consume and ack work. Its
 limits, acceptable for a demo and a first try but not for production (which
@@ -63,8 +64,8 @@ if TYPE_CHECKING:
     from worker.settings import Settings
 
 DEFAULT_MESSAGES = 80
-DATA_FILE = "recap.sqlite3"  # the file names of the settings defaults, so
-BROKER_FILE = "recap-broker.sqlite3"  # `celery -A worker worker` run there shares them
+DATA_FILE = "recap.sqlite3"  # the file names of the embedded defaults (in the
+BROKER_FILE = "recap-broker.sqlite3"  # user's data directory; the demo's are its own)
 WAIT_S = 60.0  # per job; the offline summarizer takes milliseconds
 TITLE_WAIT_S = 10.0  # for the title job before the report (without it: "no title yet")
 POLL_S = 0.1

@@ -17,6 +17,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from models import messages_table as MESSAGES
+from models import runs_table as RUNS
 from models import sessions_table as SESSIONS
 from worker.core import policy
 from worker.core.prompt import Turn
@@ -73,6 +74,19 @@ def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
     return Outcome(shown, "skipped", reason)
 
 
+POISON_WAITS = ("dead-lettered by a lost worker or bad overrides: waits for its cool-down "
+                "or recap retry")
+
+
+def dead_lettered_by_claim(session_id: str, *, db: Session) -> bool:
+    """Whether the session's last dead run was recorded by the claim itself (a worker
+    lost while holding it, or bad overrides: no model error), not by a failed call."""
+    last = db.execute(select(RUNS.c.error).where(RUNS.c.session_id == session_id,
+                                                 RUNS.c.status == "dead")
+                      .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
+    return last is not None and last.error is None
+
+
 def claim_session(session_id: str, *, job: Job, settings: Settings,
                   now: datetime | None = None, force: bool = False) -> Claim | Outcome:
     """Take the lease and read the batch, or record why not (skipped/dead).
@@ -90,7 +104,8 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                        SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
                        SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
                        SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
-                       SESSIONS.c.noop_context_tokens)
+                       SESSIONS.c.noop_context_tokens,
+                       (SESSIONS.c.blocked_until > now).label("blocked"))
         ).one_or_none()
         if row is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
@@ -99,6 +114,14 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             record(session_id, db=s, job=job, status="skipped", reason=reason)
             return Outcome(session_id, "skipped", reason)
 
+        if row.blocked and dead_lettered_by_claim(session_id, db=s):
+            # Only a model's failure may be folded past during a cool-down (the
+            # aggressive path, over budget): a worker lost on this session, or bad
+            # overrides, waits for the cool-down or `recap retry`.
+            release(session_id, db=s, token=token)
+            reason = POISON_WAITS
+            record(session_id, db=s, job=job, status="skipped", reason=reason)
+            return Outcome(session_id, "skipped", reason)
         dead_reason = None
         if row.lost_leases > settings.max_lost_leases:
             dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
