@@ -10,7 +10,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONPATH=/app \
-    TIKTOKEN_CACHE_DIR=/opt/recap/tiktoken
+    TIKTOKEN_CACHE_DIR=/opt/recap/tiktoken \
+    XDG_DATA_HOME=/var/lib
 
 WORKDIR /app
 
@@ -37,7 +38,8 @@ COPY migrations ./migrations
 COPY bench ./bench
 COPY tests ./tests
 
-# /var/lib/recap: beat's schedule file (RECAP_BEAT_DIR), writable by recap only.
+# /var/lib/recap: beat's schedule file (RECAP_BEAT_DIR), writable by recap only;
+# also Recap's data directory ($XDG_DATA_HOME/recap: the CLI's error log).
 RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin recap \
     && install -d -o recap -m 0700 /var/lib/recap

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,6 +101,13 @@ def test_the_wheel_migrates_and_runs_the_demo_outside_the_checkout(
     run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
          str(source)], cwd=tmp_path, env=base)
     [wheel] = dist.glob("recap-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    # No top-level name beyond Recap's two packages: an app's own `migrations` (or
+    # anything else) cannot collide with the wheel.
+    assert {n.split("/")[0] for n in names} == {"worker", "models",
+                                                "recap-0.1.0.dist-info"}
+    assert "worker/_migrations/env.py" in names and "worker/_migrations/script.py.mako" in names
 
     # A fresh virtualenv outside the repository; pip takes the dependencies from its
     # configured index or cache.
@@ -108,8 +116,10 @@ def test_the_wheel_migrates_and_runs_the_demo_outside_the_checkout(
     python, recap = str(venv / "bin" / "python"), str(venv / "bin" / "recap")
     run([python, "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path, env=base)
 
-    work = tmp_path / "work"  # an empty directory: no checkout, no alembic.ini
-    work.mkdir()
+    work = tmp_path / "work"  # no checkout, no alembic.ini; an app's own migrations
+    (work / "migrations").mkdir(parents=True)
+    (work / "migrations" / "__init__.py").write_text("")
+    (work / "migrations" / "env.py").write_text("raise SystemExit('the app migrations ran')\n")
     env = {**base, "DATABASE_URL": fresh_postgres}
     where = run([python, "-c", "import worker, models, worker._migrations as m; "
                  "print(worker.__file__, models.__file__, *m.__path__, sep='\\n')"],
@@ -117,9 +127,11 @@ def test_the_wheel_migrates_and_runs_the_demo_outside_the_checkout(
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     assert all(Path(line).is_relative_to(site) for line in where.split()), where
     head = ", ".join(head_revisions())
-    assert run([recap, "db", "upgrade"], cwd=work, env=env).endswith(
+    # From the app's folder, first on sys.path: Recap's migrations run, not the app's.
+    upgrade = "import sys; from worker.cli import main; sys.exit(main(['db', 'upgrade']))"
+    assert run([python, "-c", upgrade], cwd=work, env=env).endswith(
         f": upgraded from no revision (empty) to {head}\n")
     assert run([recap, "db", "check"], cwd=work, env=env).endswith(f"({head})\n")
     out = run([recap, "demo"], cwd=work, env=env)
     assert "a summary was applied" in out
-    assert list(work.iterdir()) == []  # the demo cleaned up after itself
+    assert [p.name for p in work.iterdir()] == ["migrations"]  # the demo cleaned up
