@@ -220,11 +220,13 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 
         def _trickle(self, data: bytes) -> None:
             generation = fake.generation
-            if send_trickled(self.wfile.write, data, self.trickle,
-                             stopped=lambda: fake.generation != generation):
+
+            def finishing() -> None:
                 with fake._lock:
                     fake.trickles_finished += 1
-            else:
+
+            if not send_trickled(self.wfile.write, data, self.trickle,
+                                 stopped=lambda: fake.generation != generation, last=finishing):
                 self.close_connection = True
 
         def _reset_mid_body(self) -> None:

@@ -16,14 +16,17 @@ def raw_response(status: int, reason: str, fields: Sequence[tuple[str, str]],
 
 
 def send_trickled(write: Callable[[bytes], object], data: bytes, seconds_per_byte: float, *,
-                  stopped: Callable[[], bool]) -> bool:
+                  stopped: Callable[[], bool], last: Callable[[], object] = lambda: None) -> bool:
     """Write ``data`` a byte at a time, ``seconds_per_byte`` apart, until done or
-    ``stopped()``; True when every byte went out. A client that hangs up (what a
-    deadline does) ends it quietly."""
+    ``stopped()``; True when every byte went out. ``last()`` runs just before the
+    final byte, so whatever it records is there before the client can have the
+    whole answer. A client that hangs up (what a deadline does) ends it quietly."""
     try:
         for i in range(len(data)):
             if stopped():
                 return False
+            if i == len(data) - 1:
+                last()
             write(data[i:i + 1])
             time.sleep(seconds_per_byte)
     except OSError:
