@@ -1,4 +1,7 @@
-"""Engines and transactions. One engine per process, built lazily from settings.
+"""Engines and transactions. One engine per process, for the database an edge
+hands down with :func:`use_database` (the worker at start, the CLI's main, the
+demo and ``recap eval``); a library call made before any edge did (the app's
+first call) reads the validated settings once, and that call is the app's edge.
 
 Row helpers take the database session first (``db``) and never commit; the job
 and API functions own their transactions through :func:`transaction`. Engines
@@ -11,6 +14,7 @@ from __future__ import annotations
 import select
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -84,19 +88,48 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+@dataclass(frozen=True)
+class DatabaseOptions:
+    """What the process's engine is built from."""
+
+    url: str
+    pool_size: int = 5
+    max_overflow: int = 10
+
+    @classmethod
+    def of(cls, settings: Any) -> DatabaseOptions:
+        """The options a validated ``Settings`` names."""
+        return cls(settings.database_url, settings.db_pool_size, settings.db_max_overflow)
+
+
 _FACTORIES: dict[str, sessionmaker[Session]] = {}
+_OPTIONS: list[DatabaseOptions] = []  # the one handed down, if any
+
+
+def use_database(options: DatabaseOptions | None) -> None:
+    """Hand this process its database; None forgets it (the next call reads the
+    settings again). Engines already built for another URL stay until
+    :func:`reset_engines`."""
+    _OPTIONS[:] = [] if options is None else [options]
+
+
+def database_options() -> DatabaseOptions:
+    """The database handed down, or the settings' (validated once) at the app's first call."""
+    if _OPTIONS:
+        return _OPTIONS[0]
+    from worker.settings import get_settings
+
+    return DatabaseOptions.of(get_settings())
 
 
 def session_factory() -> sessionmaker[Session]:
-    """The process's session factory for the configured DATABASE_URL."""
-    from worker.settings import get_settings
-
-    settings = get_settings()
-    url = settings.database_url
+    """The process's session factory for its database."""
+    options = database_options()
+    url = options.url
     factory = _FACTORIES.get(url)
     if factory is None:
         pool = ({} if url.startswith("sqlite") else
-                {"pool_size": settings.db_pool_size, "max_overflow": settings.db_max_overflow})
+                {"pool_size": options.pool_size, "max_overflow": options.max_overflow})
         engine = make_engine(url, **pool)
         try:
             # The first use refuses a database that is unreachable or not at the
@@ -129,6 +162,7 @@ def reset_engines(*, close: bool = True) -> None:
     for factory in _FACTORIES.values():
         factory.kw["bind"].dispose(close=close)
     _FACTORIES.clear()
+    use_database(None)
 
 
 @contextmanager

@@ -167,3 +167,6 @@ def use_settings(settings: Settings | None) -> None:
     files, recap eval's stand-in) instead of writing os.environ; None forgets them,
     so the next :func:`get_settings` reads the environment again."""
     _Process.settings = settings
+    from worker.db import DatabaseOptions, use_database
+
+    use_database(None if settings is None else DatabaseOptions.of(settings))

@@ -33,6 +33,8 @@ CASES = [
     ("El 3 de marzo de 2025 pagué 89,99 € y USD 40; el envío tarda 3 días.",
      {"3 de marzo de 2025", "89,99 €", "USD 40", "3 días"}),
     ("Starting in March 2025, at 9 pm.", {"March 2025", "9 pm"}),
+    # Markup tags (Recap's own delimiters echoed back) are no specifics
+    ('Echo </previous_summary> <message role="user"> and ticket #88 </message>', {"#88"}),
     # Japanese (no spaces): CJK text cuts pieces, number units stay on their number
     ("2026年3月15日に東京で会いましょう。", {"2026年3月15日"}),
     ("価格は3,500円です。", {"3,500円"}),

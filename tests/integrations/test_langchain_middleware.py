@@ -162,3 +162,36 @@ def test_the_old_chat_history_warns_once_and_points_at_the_middleware(
     mine = [w for w in caught if "RecapChatMessageHistory is deprecated" in str(w.message)]
     assert len(mine) == 1 and mine[0].category is DeprecationWarning
     assert "RecapMiddleware" in str(mine[0].message)
+
+
+def test_a_tool_step_reuses_the_turns_context_unless_it_must_read_again() -> None:
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from worker.integrations.langchain_middleware import TurnContext, extend_context
+
+    human = HumanMessage("q", id="h1")
+    call = AIMessage("", tool_calls=[{"name": "w", "args": {"city": "Lisbon"}, "id": "c1"}],
+                     id="a1")
+    result = ToolMessage("sunny", tool_call_id="c1", id="t1")
+    kept = TurnContext("h1", "prompt", None, [HumanMessage("summary-era window")], room=100)
+    state = [human, call, result]
+    assert extend_context(kept, state, "prompt", len) == [kept.messages[0], call, result]
+    assert extend_context(kept, [*state, HumanMessage("next", id="h2")], "prompt", len) is None
+    assert extend_context(kept, state, "another prompt", len) is None
+    over = TurnContext("h1", "prompt", None, [], room=3)  # the step's messages do not fit
+    assert extend_context(over, state, "prompt", len) is None
+    assert extend_context(TurnContext("gone", "prompt", None, [], 100), state, "prompt",
+                          len) is None
+
+
+def test_each_tool_step_extends_its_turns_first_input(settings_env: Callable[..., None]
+                                                      ) -> None:
+    settings_env(**THRESHOLDS)
+    model = RecordingChatModel(messages=iter(script(3)))
+    agent = _agent(model)
+    config = {"configurable": {"thread_id": "lc-steps"}}
+    for i in range(3):
+        agent.invoke({"messages": [HumanMessage(question(i))]}, config)
+    for first, step in zip(model.seen[0::2], model.seen[1::2], strict=True):
+        assert step[:len(first)] == first  # the same context, the step's messages after it
+        assert [type(m).__name__ for m in step[len(first):]] == ["AIMessage", "ToolMessage"]

@@ -89,11 +89,13 @@ def _require_database(command: str) -> None:
     line, raises DatabaseNotReady); create and migrate the embedded default."""
     if command in _OWN_DATABASE:
         return
-    from worker.db import make_engine
+    from worker.db import DatabaseOptions, make_engine, use_database
     from worker.migrate import ensure_schema
     from worker.settings import get_settings
 
-    engine = make_engine(get_settings().database_url)
+    options = DatabaseOptions.of(get_settings())
+    use_database(options)  # every command's transactions use the database checked here
+    engine = make_engine(options.url)
     try:
         ensure_schema(engine, announce=err)  # says where the embedded default is, once
     finally:

@@ -22,6 +22,10 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.jobs.archive import resummarize
     from worker.jobs.resources import get_resources
+    from worker.store.enqueue import send
 
-    emit_json(resummarize(args.session_id, res=get_resources()).as_dict())
+    outcome = resummarize(args.session_id, res=get_resources())
+    if outcome.more_work:  # its pending marker was set with the write; never raises
+        send(args.session_id)
+    emit_json(outcome.as_dict())
     return 0

@@ -1,5 +1,12 @@
 """The retention guard: nothing is deleted until its specifics are kept (pure).
 
+**The invariant.** A specific that was kept once (in the summary, its details
+section, a live memory or a message held back in the window) stays kept until
+the user deletes it (forget, rewind, edit). Folds keep it (below), and so do
+supersedes: a memory is superseded only by one that keeps all of its specifics
+(worker.core.memories.may_replace). tests/core/test_guard_folds.py checks it
+across random fold sequences with a weak model (copies, echoes, junk replaces).
+
 A fold must keep every specific (worker.core.specifics) of the messages it
 condenses and of the previous summary. *Kept* means present in the new summary
 or in the facts mined from this batch. The job asks the model once to repair a

@@ -18,7 +18,9 @@ or fact, each *normalized* (below). What counts, exactly:
   1. ``code spans`` of 1 to 60 characters: the span's text, whitespace collapsed;
      a longer span is read as prose.
   2. URLs (``http://``, ``https://``, ``ftp://``, ``www.``): casefolded.
-  3. e-mail addresses: casefolded.
+  3. e-mail addresses: casefolded. Then markup tags (``<summary>``,
+     ``</previous_summary>``, ``<message role="user">``) are dropped: a tag name
+     (Recap's own delimiters echoed back, pasted HTML) is never a specific.
   4. Dates, times and amounts written with words, each one specific as written
      (English and Spanish, the languages of the shipped prompts): ``3 March 2025``,
      ``March 3rd, 2025``, ``3 de marzo de 2025``, ``March 2025``, ``9:30 am``,
@@ -93,6 +95,7 @@ _PHRASE = re.compile(
     rf"|(?:[$€£¥]|us\$|r\$|usd|eur|gbp)\s?{_NUMBER}"
     rf"|{_NUMBER}(?::\d{{2}})?\s?(?:[€$£¥%]|(?:{_UNIT_WORDS})(?![\w]))"
     rf")(?![\w])", re.I)
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>\n]*)?/?>")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SPACE = re.compile(r"\s+")
 
@@ -204,6 +207,7 @@ def _from_prose(text: str) -> set[str]:
     text = take(_CODE_SPAN, False, text)
     text = take(_URL, True, text)
     text = take(_EMAIL, True, text)
+    text = _TAG.sub(" ", text)
     text = take(_PHRASE, False, text)
     for chunk in _CUT.split(text):
         if not _MAYBE.search(chunk):

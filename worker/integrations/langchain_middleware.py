@@ -26,7 +26,10 @@ summary is written by a Recap worker, never on the agent's reply path.
 What the model sees: Recap's context instead of the raw thread: one system
 message (the agent's ``system_prompt``, the user's memories and the rolling
 summary), then the recent window as messages, each tool result right after the
-AI turn that called it. The agent's state (and checkpointer) keeps the thread as
+AI turn that called it. The context is read at a turn's first model call; the
+tool steps of the same turn reuse it with the turn's new messages appended (one
+read per user turn), unless they would overflow the context budget, which
+reads it again. The agent's state (and checkpointer) keeps the thread as
 LangGraph stores it; only the model's input changes.
 
 Sync (``invoke``) and async (``ainvoke``, on the asyncio API worker.api.aio,
@@ -37,6 +40,7 @@ each run (the state starts empty every time).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, cast
 
 from worker.api import context as sync_context
@@ -45,6 +49,7 @@ from worker.api.turns import Turn, astore_turns, store_turns
 from worker.api.validate import check_session_id, check_user_id
 from worker.core.assemble import Context, system_text
 from worker.errors import InvalidInput, SessionNotFound
+from worker.llm.tokens import count_tokens
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -68,7 +73,10 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from worker.integrations.langchain_messages import from_context, to_turn
 
-__all__ = ["RecapMiddleware", "RecapState", "complete_prefix"]
+__all__ = ["RecapMiddleware", "RecapState", "TurnContext", "complete_prefix", "extend_context"]
+
+# Turns whose context is kept at once (one per session running a turn).
+MAX_KEPT = 1024
 
 
 class RecapState(AgentState[Any]):
@@ -94,6 +102,36 @@ def complete_prefix(messages: Sequence[BaseMessage], stored: int) -> tuple[list[
     return new, start + len(new)
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """The context read at a turn's first model call, kept for its tool steps."""
+
+    anchor: str  # the id of the state's last message when it was read
+    prompt: str  # the agent's system prompt it was built with
+    system: SystemMessage | None
+    messages: list[BaseMessage]
+    room: int  # tokens left under the session's context budget
+
+
+def extend_context(kept: TurnContext | None, messages: Sequence[BaseMessage], prompt: str,
+                   count: Callable[[str], int]) -> list[BaseMessage] | None:
+    """The kept context plus the state's messages after its anchor, for a tool step
+    of the same turn; None when the context must be read again (a new user turn,
+    another prompt, the anchor gone, or the step's messages over the room left)."""
+    if kept is None or kept.prompt != prompt or not messages \
+            or not isinstance(messages[-1], ToolMessage):
+        return None
+    at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == kept.anchor),
+              None)
+    if at is None:
+        return None
+    new = list(messages[at + 1:])
+    if sum(count(m.text) + sum(count(str(c["args"])) for c in getattr(m, "tool_calls", []))
+           for m in new) > kept.room:
+        return None
+    return kept.messages + new
+
+
 class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Recap's rolling summary for a ``create_agent`` agent (see the module's docs).
 
@@ -112,6 +150,7 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         check_user_id(user_id)
         self.session_id = session_id
         self.user_id = user_id
+        self._turns: dict[str, TurnContext] = {}
 
     def _session(self) -> str:
         if self.session_id is not None:
@@ -162,11 +201,19 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return await self._astore(state)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self._forget_turn()
         return self._store(state)
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]
                            ) -> dict[str, Any] | None:
+        self._forget_turn()
         return await self._astore(state)
+
+    def _forget_turn(self) -> None:
+        try:
+            self._turns.pop(self._session(), None)
+        except InvalidInput:
+            pass
 
     # -- what the model reads ----------------------------------------------------------
 
@@ -175,19 +222,39 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         message = request.system_message
         return message.text if message is not None else ""
 
-    @staticmethod
-    def _with_context(request: ModelRequest[Any], ctx: Context) -> ModelRequest[Any]:
+    def _kept(self, request: ModelRequest[Any]) -> ModelRequest[Any] | None:
+        """The request on the turn's kept context, or None to read it again."""
+        kept = self._turns.get(self._session())
+        messages = extend_context(kept, request.state["messages"], self._prompt(request),
+                                  count_tokens)
+        if kept is None or messages is None:
+            return None
+        return request.override(system_message=kept.system,
+                                messages=cast("list[AnyMessage]", messages))
+
+    def _with_context(self, request: ModelRequest[Any], ctx: Context) -> ModelRequest[Any]:
         messages = from_context(ctx)
         if messages and isinstance(messages[0], SystemMessage):
             messages = messages[1:]
         system = system_text(ctx["system"])
-        return request.override(
-            system_message=SystemMessage(content=system) if system else None,
-            messages=cast("list[AnyMessage]", messages))
+        message = SystemMessage(content=system) if system else None
+        state = request.state["messages"]
+        anchor = state[-1].id if state else None
+        if anchor:
+            if len(self._turns) >= MAX_KEPT:
+                self._turns.clear()
+            self._turns[self._session()] = TurnContext(
+                anchor, self._prompt(request), message, list(messages),
+                int(ctx["budget"]) - int(ctx["tokens"]))
+        return request.override(system_message=message,
+                                messages=cast("list[AnyMessage]", messages))
 
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
                         ) -> ModelResponse[Any]:
+        kept = self._kept(request)
+        if kept is not None:
+            return handler(kept)
         try:
             ctx = sync_context.build_context(self._session(), system_prompt=self._prompt(request),
                                              prompt_caching=False)
@@ -201,6 +268,9 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
                                ) -> ModelResponse[Any]:
         from worker.api import aio
 
+        kept = self._kept(request)
+        if kept is not None:
+            return await handler(kept)
         try:
             ctx = await aio.build_context(self._session(), system_prompt=self._prompt(request),
                                           prompt_caching=False)

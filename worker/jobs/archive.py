@@ -10,18 +10,21 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from models import ArchivedMessage, ChatSession
+from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import Turn
 from worker.db import db_now, rowcount, transaction
 from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
+from worker.jobs.claim import message_infos
 from worker.jobs.outcome import Job, Outcome, log_outcome
 from worker.jobs.resources import Resources
+from worker.jobs.write import write_summary
 from worker.llm.tokens import count_tokens
 from worker.settings import effective
-from worker.store.fence import holds, release, take_lease
+from worker.store.fence import release, take_lease
 from worker.store.rows import record_run, save_summary_version
 
 
@@ -76,11 +79,15 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
         f"; {excerpted}" if excerpted else "")
     summary_tokens = count_tokens(result.text)
     with transaction() as s:
-        done = s.execute(update(ChatSession).where(holds(session_id, token, version))
-            .values(rolling_summary=result.text, summary_tokens=summary_tokens,
-                    summary_version=ChatSession.summary_version + 1, summary_updated_at=now,
-                    lease_token=None, lease_expires_at=None))
-        applied = rowcount(done) == 1
+        # The new summary's size changes what the remaining messages need: plan on
+        # them, as an apply does.
+        after = policy.plan(message_infos(session_id, db=s), summary_tokens=summary_tokens,
+                            t=tuned.thresholds())
+        written = write_summary(session_id, db=s, token=token, version=version,
+                                summary=result.text, summary_tokens=summary_tokens,
+                                condensed=(), condensed_tokens=0, after=after, settings=tuned,
+                                now=db_now(s))
+        applied = written is not None
         if not applied:  # released with this commit; raised after it (a raise rolls back)
             release(session_id, db=s, token=token)
         else:
@@ -99,5 +106,6 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
         raise Superseded(f"session {session_id!r} changed during resummarize; try again")
     return log_outcome(Outcome(session_id, "applied", reason, summary_tokens=summary_tokens,
                                summary_version=version + 1, model=result.model,
+                               more_work=after.should_summarize,
                                input_tokens=result.input_tokens,
                                output_tokens=result.output_tokens, latency_ms=latency_ms), job)

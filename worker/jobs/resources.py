@@ -66,6 +66,7 @@ class Resources:
 def build_resources(settings: Settings) -> Resources:
     """The configured summarizer and client; ConfigError if they may not or cannot be used."""
     tracing.configure(enabled=settings.otel_enabled)
+    db.use_database(db.DatabaseOptions.of(settings))  # handed down, not read again
     template = load_template(settings.prompt_file, settings.prompt)
     if settings.summarizer_kind == "offline":
         if settings.env == "production" and not settings.allow_offline_summarizer:

@@ -8,12 +8,11 @@ version, and deletes (or archives) exactly the claimed ids or nothing.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import Update, bindparam, delete, select, update
+from sqlalchemy import delete, select, update
 
 from models import messages_table as MESSAGES
 from models import runs_table as RUNS
@@ -36,9 +35,10 @@ from worker.jobs.outcome import (
 )
 from worker.jobs.resources import Resources
 from worker.jobs.retain import retain
+from worker.jobs.write import write_summary
 from worker.llm.client import Usage, classify
 from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.store.fence import holds, release
+from worker.store.fence import release
 from worker.store.rows import (
     archive_messages,
     record_run,
@@ -60,15 +60,10 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
     ids = plan.batch_ids
     with transaction() as s:
         now = db_now(s)  # the follow-up's marker on the clock the sweeper reads
-        flags = blocked_flags(after, claim.settings)
-        row = s.execute(_fenced_update(), {
-            "p_sid": claim.session_id, "p_token": claim.token, "p_version": claim.version,
-            "p_summary": fold.summary, "p_summary_tokens": fold.summary_tokens,
-            "p_n": len(ids), "p_tokens": plan.batch_tokens, "p_now": now,
-            "p_enqueued_at": now if after.should_summarize else None,
-            "p_needs_escalation": after.needs_escalation,
-            "p_normal_blocked": flags.normal_blocked,
-            "p_normal_blocked_under": flags.normal_blocked_under}).one_or_none()
+        row = write_summary(claim.session_id, db=s, token=claim.token, version=claim.version,
+                            summary=fold.summary, summary_tokens=fold.summary_tokens,
+                            condensed=ids, condensed_tokens=plan.batch_tokens, after=after,
+                            settings=claim.settings, now=now)
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
         run_id = record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
@@ -112,27 +107,6 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
             latency_ms=latency_ms,
             memories=len(fold.facts) if claim.settings.extract_memories or fold.facts
             else None)
-
-
-@functools.cache
-def _fenced_update() -> Update:
-    """The apply's fenced UPDATE, built once with bound parameters (``p_*``): building
-    it and its cache key on every job cost more CPU than sending it. It matches no
-    row unless the claim's lease token and summary version still hold."""
-    p = bindparam
-    return (update(SESSIONS)
-            .where(holds(p("p_sid"), p("p_token"), p("p_version")))
-            .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
-                    summary_version=SESSIONS.c.summary_version + 1,
-                    summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),
-                    message_count=SESSIONS.c.message_count - p("p_n"),
-                    active_tokens=SESSIONS.c.active_tokens - p("p_tokens"),
-                    summary_updated_at=p("p_now"), lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None, enqueued_at=p("p_enqueued_at"),
-                    needs_escalation=p("p_needs_escalation"),
-                    normal_blocked=p("p_normal_blocked"),
-                    normal_blocked_under=p("p_normal_blocked_under"))
-            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count))
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status,

@@ -1,0 +1,71 @@
+"""The fenced write every new summary goes through: a summarize job's apply and
+a resummarize alike.
+
+:func:`write_summary` runs one UPDATE that matches no row unless the caller's
+lease token and summary version still hold; it writes the summary, moves the
+counters by what was condensed, releases the lease and records what the plan on
+the remaining messages says (pending follow-up, escalation, normal_blocked). The
+caller owns the transaction and does the rest of its writes in it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+from sqlalchemy import Update, bindparam, update
+from sqlalchemy.orm import Session
+
+from models import sessions_table as SESSIONS
+from worker.core import policy
+from worker.jobs.claim import blocked_flags
+from worker.settings import Settings
+from worker.store.fence import holds
+
+
+class Written(NamedTuple):
+    """The session's counters right after the write."""
+
+    summary_version: int
+    message_count: int
+
+
+def write_summary(session_id: str, *, db: Session, token: str, version: int, summary: str,
+                  summary_tokens: int, condensed: Sequence[int], condensed_tokens: int,
+                  after: policy.Plan, settings: Settings, now: datetime) -> Written | None:
+    """Write ``summary`` under the fence; None (nothing written) when the lease
+    ``token`` or the summary ``version`` no longer hold. ``condensed`` are the ids
+    the caller deletes or archives in the same transaction (none for a rebuild);
+    ``after`` is the plan on what stays."""
+    flags = blocked_flags(after, settings)
+    row = db.execute(_fenced_update(), {
+        "p_sid": session_id, "p_token": token, "p_version": version,
+        "p_summary": summary, "p_summary_tokens": summary_tokens,
+        "p_n": len(condensed), "p_tokens": condensed_tokens, "p_now": now,
+        "p_enqueued_at": now if after.should_summarize else None,
+        "p_needs_escalation": after.needs_escalation,
+        "p_normal_blocked": flags.normal_blocked,
+        "p_normal_blocked_under": flags.normal_blocked_under}).one_or_none()
+    return None if row is None else Written(*row)
+
+
+@functools.cache
+def _fenced_update() -> Update:
+    """Built once with bound parameters (``p_*``): building it and its cache key on
+    every job cost more CPU than sending it."""
+    p = bindparam
+    return (update(SESSIONS)
+            .where(holds(p("p_sid"), p("p_token"), p("p_version")))
+            .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
+                    summary_version=SESSIONS.c.summary_version + 1,
+                    summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),
+                    message_count=SESSIONS.c.message_count - p("p_n"),
+                    active_tokens=SESSIONS.c.active_tokens - p("p_tokens"),
+                    summary_updated_at=p("p_now"), lease_token=None, lease_expires_at=None,
+                    lost_leases=0, blocked_until=None, enqueued_at=p("p_enqueued_at"),
+                    needs_escalation=p("p_needs_escalation"),
+                    normal_blocked=p("p_normal_blocked"),
+                    normal_blocked_under=p("p_normal_blocked_under"))
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count))
