@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from worker.errors import ConfigError
 from worker.http import errors
 from worker.http.guard import ASGIApp, Guard, parse_keys
-from worker.http.routes import health, messages, sessions
+from worker.http.routes import health, memories, messages, sessions
 from worker.http.schemas import V1_ERRORS
 
 # Set by ``recap serve --no-auth`` (only on a loopback address) for its workers.
@@ -36,7 +36,7 @@ def build_api() -> FastAPI:
 
     api = FastAPI(title="Recap", version=VERSION, description=DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    for router in (messages.router, sessions.router):
+    for router in (messages.router, sessions.router, memories.router):
         api.include_router(router, responses=V1_ERRORS)
     api.include_router(health.router)
     errors.install(api)

@@ -134,6 +134,36 @@ class Forgotten(BaseModel):
     deleted: dict[str, int] = Field(description="rows deleted per table")
 
 
+class MemorySourceOut(BaseModel):
+    session_id: str
+    kind: str = Field(description="who stated it: user, assistant, tool, document, "
+                                  "unverified, guard or legacy")
+    first_message_id: int | None = None
+    last_message_id: int | None = None
+    run_id: int | None = None
+
+
+class MemoryOut(BaseModel):
+    id: int
+    fact: str
+    category: str
+    importance: int
+    session_id: str | None = Field(None, description="its oldest source's session")
+    first_message_id: int | None = None
+    last_message_id: int | None = None
+    created_at: str | None = None
+    sources: list[MemorySourceOut] = Field(description="every batch that stated it")
+
+
+class MemoriesOut(BaseModel):
+    memories: list[MemoryOut]
+
+
+class MemoriesDeleted(BaseModel):
+    deleted: int = Field(description="memories deleted (one still backed by another "
+                                     "source stays)")
+
+
 class ErrorDetail(BaseModel):
     type: str = Field(description="e.g. invalid_input, not_found, session_busy, "
                                   "payload_too_large, database_unavailable")

@@ -1,0 +1,57 @@
+"""Memories over HTTP: listed with their sources, deleted by the kind of source
+that stated them, by session or by user; a bad kind is a 422 that names the kinds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from tests.helpers import run_and_wait, sentence, statuses
+from worker.api.ingest import add_message
+from worker.testing import FakeAnthropic
+
+FACT = "The user is allergic to peanuts."
+WHOLE = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200,
+         "RECAP_KEEP_RECENT": 2, "RECAP_EXTRACT_MEMORIES": "true"}
+
+
+def say(sid: str, user: str) -> None:
+    add_message(sid, "user", f"Note this.\nFACT: {FACT}", user_id=user)
+    for i in range(11):
+        add_message(sid, "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    run_and_wait(sid)
+    assert statuses(sid) == ["applied"]
+
+
+def test_memories_are_listed_with_sources_and_deleted_by_source(
+        api: httpx.Client, celery_worker_thread: object, fake_api: FakeAnthropic,
+        settings_env: Callable[..., None]) -> None:
+    settings_env(**WHOLE)
+    say("mem-a", "u-mem")
+    say("mem-b", "u-mem")
+    r = api.get("/v1/sessions/mem-b/memories")
+    assert r.status_code == 200, r.text
+    [memory] = r.json()["memories"]
+    assert memory["fact"] == FACT
+    assert [(s["session_id"], s["kind"]) for s in memory["sources"]] == [("mem-a", "user"),
+                                                                          ("mem-b", "user")]
+    # Another kind deletes nothing; one session's user source leaves the other's.
+    r = api.delete("/v1/sessions/mem-a/memories", params={"source": "tool"})
+    assert r.status_code == 200 and r.json() == {"deleted": 0}
+    r = api.delete("/v1/sessions/mem-a/memories", params={"source": "user"})
+    assert r.status_code == 200 and r.json() == {"deleted": 0}
+    [memory] = api.get("/v1/sessions/mem-b/memories").json()["memories"]
+    assert [s["session_id"] for s in memory["sources"]] == ["mem-b"]
+    r = api.delete("/v1/users/u-mem/memories", params={"source": "user"})
+    assert r.status_code == 200 and r.json() == {"deleted": 1}
+    assert api.get("/v1/sessions/mem-b/memories").json() == {"memories": []}
+
+
+def test_a_bad_source_or_session_is_a_clear_error(api: httpx.Client) -> None:
+    add_message("mem-c", "user", "hello")
+    r = api.delete("/v1/sessions/mem-c/memories", params={"source": "stranger"})
+    assert r.status_code == 422 and "tool" in r.json()["error"]["message"]
+    r = api.delete("/v1/sessions/mem-c/memories")
+    assert r.status_code == 422 and "source" in r.json()["error"]["message"]
+    assert api.get("/v1/sessions/no-such-session/memories").status_code == 404

@@ -1,0 +1,37 @@
+"""Memories with their provenance: list what a session's context can show, and
+delete what a session or a user stated as one kind of source (a tool result, a
+document, the guard's fallback...)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from worker.http.schemas import MemoriesDeleted, MemoriesOut, MemoryOut
+from worker.sessions.forget import forget_memories
+from worker.sessions.overrides import memories
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+
+Source = Annotated[str, Query(description="the kind of source to delete: user, assistant, "
+                                          "tool, document, unverified, guard or legacy")]
+
+
+@router.get("/sessions/{session_id}/memories", response_model=MemoriesOut,
+            summary="The live memories the session's context can show, with their sources")
+def get_memories(session_id: str) -> MemoriesOut:
+    return MemoriesOut(memories=[MemoryOut.model_validate(m) for m in memories(session_id)])
+
+
+@router.delete("/sessions/{session_id}/memories", response_model=MemoriesDeleted,
+               summary="Delete what the session stated as one kind of source "
+                       "(worker.forget_memories); a memory another source backs stays")
+def delete_session_memories(session_id: str, source: Source) -> MemoriesDeleted:
+    return MemoriesDeleted(deleted=forget_memories(session_id=session_id, source=source))
+
+
+@router.delete("/users/{user_id}/memories", response_model=MemoriesDeleted,
+               summary="Delete what every session of the user stated as one kind of source")
+def delete_user_memories(user_id: str, source: Source) -> MemoriesDeleted:
+    return MemoriesDeleted(deleted=forget_memories(user_id=user_id, source=source))
