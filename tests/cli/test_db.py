@@ -112,6 +112,9 @@ def test_an_unreachable_database_is_one_line(settings_env: Callable[..., None],
     line = one_line(capsys)
     assert " is unreachable (" in line and line.endswith(
         "start it or correct DATABASE_URL, then `recap db upgrade`")
+    for action in ("upgrade", "check", "current"):
+        assert main(["db", action]) == 1
+        assert " is unreachable (" in one_line(capsys)
 
 
 def recap(*args: str, cwd: Path, data: Path) -> subprocess.CompletedProcess[str]:

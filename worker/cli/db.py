@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from worker.db import make_engine
     from worker.migrate import (
+        UNREACHABLE,
         head_revisions,
         safe_url,
         schema_problem,
@@ -42,6 +43,14 @@ def run(args: argparse.Namespace) -> int:
     url = get_settings().database_url
     where = safe_url(url)
     if args.db_action == "upgrade":
+        engine = make_engine(url)
+        try:
+            problem = schema_problem(engine)
+        finally:
+            engine.dispose()
+        if problem is not None and UNREACHABLE in problem:
+            err(f"error: {problem}")  # the URL (password masked) and what to do
+            return 1
         before = _current_or_none(url)
         upgrade(url, args.revision)
         after = _current_or_none(url)
