@@ -72,14 +72,21 @@ def test_sigkill_while_waiting_on_the_api(
     if pool == "threads":
         # Redis redelivers the unacked original once it is older than the visibility
         # timeout (10s) and a consumer scans for it (a starting worker does; so does
-        # broker_backlog(restore=True)). It must change nothing.
+        # broker_backlog(restore=True)). Usually the sweeper's job has applied by then
+        # and the redelivery changes nothing; on a loaded machine the redelivery can
+        # come first and apply, and then the sweeper's job changes nothing. Either way
+        # exactly one run applies and every other run is a no-op.
         wait_for(lambda: broker_backlog(queue, restore=True) >= 0
                  and any(r.task_id == task_id for r in runs("crash")), timeout=60,
                  interval=0.5, what="the redelivered original message")
         settle(queue)
         (redelivered,) = [r for r in runs("crash") if r.task_id == task_id]
-        assert redelivered.status == "skipped"
-        assert (redelivered.reason or "").startswith("below thresholds"), redelivered.reason
+        assert redelivered.status in ("applied", "skipped"), redelivered.status
+        noops = [r for r in runs("crash") if r.status != "applied"]
+        assert all(
+            r.status == "skipped" and ((r.reason or "").startswith("below thresholds")
+                                       or r.reason == LEASE_HELD)
+            for r in noops), [(r.status, r.reason) for r in noops]
     else:
         # reject_on_worker_lost requeued the original at once; it ran while the dead
         # child's lease was still live.
