@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from worker.errors import ConfigError
 from worker.http import errors
+from worker.http.fast import ReplyPath
 from worker.http.guard import ASGIApp, Guard, parse_keys
 from worker.http.routes import health, memories, messages, sessions
 from worker.http.schemas import V1_ERRORS
@@ -60,4 +61,4 @@ def create_app() -> ASGIApp:
                           "(or recap serve --no-auth on a loopback address)")
     if os.environ.get(NO_AUTH_ENV) == "1":
         keys = ()
-    return Guard(build_api(), keys=keys, max_body=settings.api_max_body_bytes)
+    return Guard(ReplyPath(build_api()), keys=keys, max_body=settings.api_max_body_bytes)

@@ -81,10 +81,11 @@ async def post_messages(session_id: str, body: MessagesIn,
     """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
     gets the first answer (header ``Idempotent-Replayed: true``) and stores nothing;
     the same key with another body is 422."""
-    return await in_thread(lambda: _post_messages(session_id, body, idempotency_key))
+    return await in_thread(lambda: store(session_id, body, idempotency_key))
 
 
-def _post_messages(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Response:
+def store(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Response:
+    """POST messages' answer (201), or the first answer to its Idempotency-Key."""
     check_session_id(session_id)
     messages = _messages(body)
     if idempotency_key is None:
@@ -112,7 +113,12 @@ def _post_messages(session_id: str, body: MessagesIn, idempotency_key: str | Non
 async def post_replied(session_id: str) -> Response:
     """``worker.after_reply``: never fails because the broker or the database is down
     (the sweeper catches up); only a bad session id is refused."""
-    jobs = await in_thread(lambda: reply_jobs(session_id))
+    return await in_thread(lambda: replied(session_id))
+
+
+def replied(session_id: str) -> Response:
+    """POST replied's answer (202)."""
+    jobs = reply_jobs(session_id)
     return json_response(Replied(queued=jobs.summarize, title_queued=jobs.title),
                          status_code=202)
 
@@ -122,10 +128,11 @@ async def post_replied(session_id: str) -> Response:
 async def post_context(session_id: str, body: ContextIn) -> Response:
     """``worker.build_context``; ``request`` is ``as_request`` of it: add ``model`` and
     ``max_tokens`` and send it to the Messages API as is."""
-    return await in_thread(lambda: _context(session_id, body))
+    return await in_thread(lambda: context(session_id, body))
 
 
-def _context(session_id: str, body: ContextIn) -> Response:
+def context(session_id: str, body: ContextIn) -> Response:
+    """POST context's answer (200, not to be cached)."""
     ctx = build_context(session_id, system_prompt=body.system_prompt,
                         prompt_caching=body.prompt_caching)
     return json_response(ContextOut(system=ctx["system"], messages=ctx["messages"],
