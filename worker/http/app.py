@@ -47,7 +47,8 @@ def build_api() -> FastAPI:
 
 
 def create_app() -> ASGIApp:
-    """The served app: :func:`build_api` behind the key check and the body limit.
+    """The served app: :func:`build_api` behind the key check and the body limit, with
+    the reply path's POSTs served by :class:`~worker.http.fast.ReplyPath`.
 
     Raises ConfigError when RECAP_API_KEYS holds no key and ``recap serve`` was
     not started with ``--no-auth`` (which it allows on a loopback address only).
