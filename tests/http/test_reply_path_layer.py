@@ -45,8 +45,8 @@ CASES: list[tuple[str, str, bytes, dict[str, str]]] = [
 ]
 
 
-async def _answers(app: object, sid: str) -> list[tuple[int, dict[str, str], bytes]]:
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+async def _answers(app: Any, sid: str) -> list[tuple[int, dict[str, str], bytes]]:
+    transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         out = []
         for method, path, body, headers in CASES:
