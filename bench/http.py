@@ -3,8 +3,9 @@
 - per-call p50/p99 of each reply-path endpoint (POST messages, replied, context)
   and of one whole reply (2 x messages + replied + context), over HTTP with a
   keep-alive client and in-process (worker.api), on the same database, one call
-  at a time; the difference is what the HTTP layer adds (uvicorn, FastAPI,
-  JSON, the thread hop, and the Python client's own time);
+  at a time, one in-process reply then one over HTTP (so a busy moment of a
+  shared machine weighs on both alike); the difference is what the HTTP layer
+  adds (uvicorn, FastAPI, JSON, the thread hop, and the Python client's own time);
 - requests/s of one server process (``--workers 1``) under 32 concurrent clients
   (asyncio, one connection each), each running replies back to back.
 
@@ -100,25 +101,19 @@ def _reply(step: Callable[[str], Any], times: dict[str, list[float]]) -> None:
     times["reply"].append(time.perf_counter() - started)
 
 
-def in_process(sessions: int, turns: int, prefix: str) -> dict[str, list[float]]:
+def in_process_step(sid: str, turn: int, name: str) -> None:
+    """One step of a reply, in-process (worker.api)."""
     from worker.api.context import build_context
     from worker.api.ingest import add_message, after_reply
 
-    def step(sid: str, turn: int, name: str) -> None:
-        if name == "user":
-            add_message(sid, "user", f"{USER} ({turn})")
-        elif name == "assistant":
-            add_message(sid, "assistant", ASSISTANT)
-        elif name == "replied":
-            after_reply(sid)
-        else:
-            build_context(sid, system_prompt=SYSTEM)
-
-    times: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
-    for turn in range(turns):
-        for s in range(sessions):
-            _reply(functools.partial(step, f"{prefix}-{s}", turn), times)
-    return times
+    if name == "user":
+        add_message(sid, "user", f"{USER} ({turn})")
+    elif name == "assistant":
+        add_message(sid, "assistant", ASSISTANT)
+    elif name == "replied":
+        after_reply(sid)
+    else:
+        build_context(sid, system_prompt=SYSTEM)
 
 
 def _request(base: str, turn: int, name: str) -> tuple[str, Any]:
@@ -132,20 +127,27 @@ def _request(base: str, turn: int, name: str) -> tuple[str, Any]:
     return f"{base}/context", {"system_prompt": SYSTEM}
 
 
-def over_http(url: str, sessions: int, turns: int, prefix: str) -> dict[str, list[float]]:
+def side_by_side(url: str, sessions: int, turns: int, prefix: str
+                 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """(in-process, HTTP) times of ``sessions`` x ``turns`` replies each way, one
+    in-process reply then one over HTTP, so both see the same machine: on a shared
+    one, the load of the moment weighs on both alike."""
     import httpx
 
-    times: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
+    local: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
+    remote: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"},
                       timeout=30) as client:
-        def step(base: str, turn: int, name: str) -> None:
+        def http_step(base: str, turn: int, name: str) -> None:
             path, body = _request(base, turn, name)
             client.post(path, json=body).raise_for_status()
 
         for turn in range(turns):
             for s in range(sessions):
-                _reply(functools.partial(step, f"/v1/sessions/{prefix}-{s}", turn), times)
-    return times
+                _reply(functools.partial(in_process_step, f"in-{prefix}-{s}", turn), local)
+                _reply(functools.partial(http_step, f"/v1/sessions/http-{prefix}-{s}", turn),
+                       remote)
+    return local, remote
 
 
 def _floor(url: str, n: int) -> list[float]:
@@ -195,10 +197,9 @@ def run(quick: bool = False) -> str:
     server = Serve()
     try:
         run_id = uuid.uuid4().hex[:6]
-        in_process(4, 3, f"warm-in-{run_id}")  # engines, tokenizer, statement caches
-        over_http(server.url, 4, 3, f"warm-http-{run_id}")
-        local = in_process(sessions, turns, f"in-{run_id}")
-        remote = over_http(server.url, sessions, turns, f"http-{run_id}")
+        # Engines, tokenizer and statement caches first.
+        side_by_side(server.url, 4, 3, f"warm-{run_id}")
+        local, remote = side_by_side(server.url, sessions, turns, run_id)
         floor = _floor(server.url, sessions * turns)
         requests, elapsed, errors = asyncio.run(_load(server.url, load_s, f"load-{run_id}"))
     finally:

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from worker.errors import ConfigError
 from worker.http import errors
+from worker.http.fast import ReplyPath
 from worker.http.guard import ASGIApp, Guard, parse_keys
 from worker.http.routes import health, memories, messages, sessions
 from worker.http.schemas import V1_ERRORS
@@ -46,7 +47,8 @@ def build_api() -> FastAPI:
 
 
 def create_app() -> ASGIApp:
-    """The served app: :func:`build_api` behind the key check and the body limit.
+    """The served app: :func:`build_api` behind the key check and the body limit, with
+    the reply path's POSTs served by :class:`~worker.http.fast.ReplyPath`.
 
     Raises ConfigError when RECAP_API_KEYS holds no key and ``recap serve`` was
     not started with ``--no-auth`` (which it allows on a loopback address only).
@@ -60,4 +62,4 @@ def create_app() -> ASGIApp:
                           "(or recap serve --no-auth on a loopback address)")
     if os.environ.get(NO_AUTH_ENV) == "1":
         keys = ()
-    return Guard(build_api(), keys=keys, max_body=settings.api_max_body_bytes)
+    return Guard(ReplyPath(build_api()), keys=keys, max_body=settings.api_max_body_bytes)

@@ -102,14 +102,22 @@ def field_problems(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+def answer(exc: BaseException, *, method: str, path: str) -> JSONResponse:
+    """The error response for an exception a route raised; an unexpected one is a 500
+    whose traceback goes to the server's log, never to the client."""
+    found = classify(exc)
+    if found is None:
+        log.error("unexpected %s in %s %s", type(exc).__name__, method, path, exc_info=exc)
+        return error_json(500, "internal", "an unexpected error; the server log has the "
+                          "details")
+    return error_json(found.status, found.type, found.message, headers=found.headers)
+
+
 def install(app: FastAPI) -> None:
     """Map every exception to a JSON error on ``app``."""
 
-    async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
-        found = classify(exc)
-        if found is None:
-            return await on_unexpected(_request, exc)
-        return error_json(found.status, found.type, found.message, headers=found.headers)
+    async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
+        return answer(exc, method=request.method, path=request.url.path)
 
     async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -122,13 +130,6 @@ def install(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return error_json(exc.status_code, _HTTP_TYPES.get(exc.status_code, "http_error"),
                           detail, headers=dict(exc.headers or {}))
-
-    async def on_unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        # The traceback goes to the server's log, never to the client.
-        log.error("unexpected %s in %s %s", type(exc).__name__, _request.method,
-                  _request.url.path, exc_info=exc)
-        return error_json(500, "internal", "an unexpected error; the server log has the "
-                          "details")
 
     handlers: dict[Any, Any] = {
         ApiError: on_api_error, RecapError: on_api_error, RequestValidationError: on_validation,

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from starlette.responses import Response
 
+from worker.http.offload import in_thread, json_response
 from worker.http.schemas import MemoriesDeleted, MemoriesOut, MemoryOut
 from worker.sessions.forget import forget_memories
 from worker.sessions.overrides import memories
@@ -20,18 +22,21 @@ Source = Annotated[str, Query(description="the kind of source to delete: user, a
 
 @router.get("/sessions/{session_id}/memories", response_model=MemoriesOut,
             summary="The live memories the session's context can show, with their sources")
-def get_memories(session_id: str) -> MemoriesOut:
-    return MemoriesOut(memories=[MemoryOut.model_validate(m) for m in memories(session_id)])
+async def get_memories(session_id: str) -> Response:
+    return await in_thread(lambda: json_response(
+        MemoriesOut(memories=[MemoryOut.model_validate(m) for m in memories(session_id)])))
 
 
 @router.delete("/sessions/{session_id}/memories", response_model=MemoriesDeleted,
                summary="Delete what the session stated as one kind of source "
                        "(worker.forget_memories); a memory another source backs stays")
-def delete_session_memories(session_id: str, source: Source) -> MemoriesDeleted:
-    return MemoriesDeleted(deleted=forget_memories(session_id=session_id, source=source))
+async def delete_session_memories(session_id: str, source: Source) -> Response:
+    return await in_thread(lambda: json_response(
+        MemoriesDeleted(deleted=forget_memories(session_id=session_id, source=source))))
 
 
 @router.delete("/users/{user_id}/memories", response_model=MemoriesDeleted,
                summary="Delete what every session of the user stated as one kind of source")
-def delete_user_memories(user_id: str, source: Source) -> MemoriesDeleted:
-    return MemoriesDeleted(deleted=forget_memories(user_id=user_id, source=source))
+async def delete_user_memories(user_id: str, source: Source) -> Response:
+    return await in_thread(lambda: json_response(
+        MemoriesDeleted(deleted=forget_memories(user_id=user_id, source=source))))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
@@ -14,6 +14,7 @@ from worker.api.validate import check_session_id
 from worker.db import transaction, utcnow
 from worker.errors import InvalidInput
 from worker.http import idempotency
+from worker.http.offload import in_thread, json_response
 from worker.http.schemas import (
     ContextIn,
     ContextOut,
@@ -75,18 +76,23 @@ def _store(session_id: str, messages: list[MessageIn], *, db: Session | None) ->
              responses={201: {"description": "stored; a retry with the same Idempotency-Key "
                                              "and body gets the first answer again, with "
                                              "Idempotent-Replayed: true, and stores nothing"}})
-def post_messages(session_id: str, body: MessagesIn,
-                  idempotency_key: Annotated[str | None, Header()] = None) -> Any:
+async def post_messages(session_id: str, body: MessagesIn,
+                        idempotency_key: Annotated[str | None, Header()] = None) -> Response:
     """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
     gets the first answer (header ``Idempotent-Replayed: true``) and stores nothing;
     the same key with another body is 422."""
+    return await in_thread(lambda: store(session_id, body, idempotency_key))
+
+
+def store(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Response:
+    """POST messages' answer (201), or the first answer to its Idempotency-Key."""
     check_session_id(session_id)
     messages = _messages(body)
     if idempotency_key is None:
         if len(messages) == 1:
-            return _store(session_id, messages, db=None)
+            return json_response(_store(session_id, messages, db=None), status_code=201)
         with transaction() as db:
-            return _store(session_id, messages, db=db)
+            return json_response(_store(session_id, messages, db=db), status_code=201)
     key = idempotency.check_key(idempotency_key)
     fp = idempotency.fingerprint(session_id, body.model_dump(mode="json"))
     with transaction() as db:
@@ -99,25 +105,37 @@ def post_messages(session_id: str, body: MessagesIn,
         # Ids and counts only: a kept key names no session (forget erases sessions).
         idempotency.record(key, idempotency.Reply(
             201, stored.model_dump(mode="json", exclude={"session_id"})), db=db)
-    return stored
+    return json_response(stored, status_code=201)
 
 
 @router.post("/replied", status_code=202, response_model=Replied,
              summary="The after_reply hook: maybe queue a summary")
-def post_replied(session_id: str) -> Replied:
+async def post_replied(session_id: str) -> Response:
     """``worker.after_reply``: never fails because the broker or the database is down
     (the sweeper catches up); only a bad session id is refused."""
+    return await in_thread(lambda: replied(session_id))
+
+
+def replied(session_id: str) -> Response:
+    """POST replied's answer (202)."""
     jobs = reply_jobs(session_id)
-    return Replied(queued=jobs.summarize, title_queued=jobs.title)
+    return json_response(Replied(queued=jobs.summarize, title_queued=jobs.title),
+                         status_code=202)
 
 
 @router.post("/context", response_model=ContextOut,
              summary="The system prompt and messages for the next Claude call")
-def post_context(session_id: str, body: ContextIn, response: Response) -> ContextOut:
+async def post_context(session_id: str, body: ContextIn) -> Response:
     """``worker.build_context``; ``request`` is ``as_request`` of it: add ``model`` and
     ``max_tokens`` and send it to the Messages API as is."""
+    return await in_thread(lambda: context(session_id, body))
+
+
+def context(session_id: str, body: ContextIn) -> Response:
+    """POST context's answer (200, not to be cached)."""
     ctx = build_context(session_id, system_prompt=body.system_prompt,
                         prompt_caching=body.prompt_caching)
-    response.headers["Cache-Control"] = "no-store"
-    return ContextOut(system=ctx["system"], messages=ctx["messages"], tokens=ctx["tokens"],
-                      budget=ctx["budget"], request=as_request(ctx))
+    return json_response(ContextOut(system=ctx["system"], messages=ctx["messages"],
+                                    tokens=ctx["tokens"], budget=ctx["budget"],
+                                    request=as_request(ctx)),
+                         headers={"Cache-Control": "no-store"})

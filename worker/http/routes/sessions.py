@@ -6,11 +6,13 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
+from starlette.responses import Response
 
 from models import ChatSession
 from worker.api.validate import check_session_id
 from worker.db import transaction, utcnow
 from worker.errors import SessionNotFound
+from worker.http.offload import in_thread, json_response
 from worker.http.schemas import (
     BUSY,
     EditIn,
@@ -35,7 +37,11 @@ router = APIRouter(prefix="/v1", tags=["sessions"])
 
 @router.get("/sessions/{session_id}", response_model=SessionOut,
             summary="The session: summary, counters, version, pending job, title")
-def get_session(session_id: str) -> SessionOut:
+async def get_session(session_id: str) -> Response:
+    return await in_thread(lambda: json_response(_session(session_id)))
+
+
+def _session(session_id: str) -> SessionOut:
     check_session_id(session_id)
     with transaction() as db:
         row = db.get(ChatSession, session_id)
@@ -53,7 +59,11 @@ def get_session(session_id: str) -> SessionOut:
 
 @router.get("/sessions/{session_id}/summaries/{version}", response_model=SummaryOut,
             summary="The summary as of a version (worker.summary_at)")
-def get_summary(session_id: str, version: int) -> SummaryOut:
+async def get_summary(session_id: str, version: int) -> Response:
+    return await in_thread(lambda: json_response(_summary(session_id, version)))
+
+
+def _summary(session_id: str, version: int) -> SummaryOut:
     v = summary_at(session_id, version)
     return SummaryOut(session_id=session_id, version=v.version, text=v.text, tokens=v.tokens,
                       covers_through=v.covers_through, created_at=v.created_at.isoformat())
@@ -62,34 +72,37 @@ def get_summary(session_id: str, version: int) -> SummaryOut:
 @router.post("/sessions/{session_id}/rewind", response_model=RewindOut,
              summary="Delete every message after a point (worker.rewind)",
              responses=BUSY)
-def post_rewind(session_id: str, body: RewindIn) -> RewindOut:
-    return RewindOut(**asdict(rewind(session_id, body.after_message_id)))
+async def post_rewind(session_id: str, body: RewindIn) -> Response:
+    return await in_thread(lambda: json_response(
+        RewindOut(**asdict(rewind(session_id, body.after_message_id)))))
 
 
 @router.patch("/sessions/{session_id}/messages/{message_id}", response_model=EditOut,
               summary="Replace an active message's content (worker.edit_message)",
               responses=BUSY)
-def patch_message(session_id: str, message_id: int, body: EditIn) -> EditOut:
-    return EditOut(**asdict(edit_message(session_id, message_id, body.content)))
+async def patch_message(session_id: str, message_id: int, body: EditIn) -> Response:
+    return await in_thread(lambda: json_response(
+        EditOut(**asdict(edit_message(session_id, message_id, body.content)))))
 
 
 @router.put("/sessions/{session_id}/settings", response_model=SettingsOut,
             summary="Replace the session's tuning overrides ({} clears them)")
-def put_settings(session_id: str,
-                 body: Annotated[dict[str, Any], Body(
-                     examples=[{"trigger_messages": 40, "keep_recent": 12}])]) -> SettingsOut:
+async def put_settings(session_id: str,
+                       body: Annotated[dict[str, Any], Body(
+                           examples=[{"trigger_messages": 40, "keep_recent": 12}])]) -> Response:
     """``worker.configure_session``: keys are worker.settings.Tuning fields; creates
     the session if needed."""
-    return SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))
+    return await in_thread(lambda: json_response(
+        SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))))
 
 
 @router.delete("/sessions/{session_id}", response_model=Forgotten,
                summary="Forget the session: every row about it (worker.forget)")
-def delete_session(session_id: str) -> Forgotten:
-    return Forgotten(deleted=forget(session_id=session_id))
+async def delete_session(session_id: str) -> Response:
+    return await in_thread(lambda: json_response(Forgotten(deleted=forget(session_id=session_id))))
 
 
 @router.delete("/users/{user_id}", response_model=Forgotten,
                summary="Forget the user: every session and memory of theirs (worker.forget)")
-def delete_user(user_id: str) -> Forgotten:
-    return Forgotten(deleted=forget(user_id=user_id))
+async def delete_user(user_id: str) -> Response:
+    return await in_thread(lambda: json_response(Forgotten(deleted=forget(user_id=user_id))))
