@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
+from worker.core import adaptive
 from worker.core.assemble import Context, Row, assemble
 from worker.core.recall import Candidate, query_terms, topic_terms
 from worker.core.validate import text_or_raise
@@ -135,6 +136,14 @@ def with_memories(window: Window, read: MemoriesRead, rows: Sequence[Any], *,
     return window._replace(memories=tuple(found))
 
 
+def memories_budget(summary_tokens: int, *, settings: Settings) -> int:
+    """Tokens of the memories block: RECAP_MEMORY_BUDGET_TOKENS, or under the adaptive
+    policy as much of it as the session's folds have condensed call for."""
+    if settings.policy == "adaptive":
+        return adaptive.memory_budget(summary_tokens, limit=settings.memory_budget_tokens)
+    return settings.memory_budget_tokens
+
+
 def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                     count: Callable[[str], int], prompt_caching: bool | None = None
                     ) -> Context:
@@ -144,6 +153,7 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
     return assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count, memories=window.memories,
-                    memory_budget=settings.memory_budget_tokens, caching=bool(caching),
+                    memory_budget=memories_budget(window.summary_tokens, settings=settings),
+                    caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
                     topical=window.topical, topical_budget=settings.memory_reply_tokens)
