@@ -26,9 +26,9 @@ def size(n: int, tokens: int, summary: int = 0) -> Sizing:
 @pytest.mark.parametrize(("tokens", "summary", "keep", "high", "low", "memories"), [
     (60, 0, 10, 3757, 1200, 500),       # short turns: a small, cheap fold often
     (60, 900, 10, 4972, 1500, 1800),    # a longer session: its summary raises the mark
-    (400, 0, 4, 10174, 2200, 500),      # longer turns: keep fewer, fold deeper
-    (1500, 0, 4, 25599, 6600, 500),     # pasted blocks: keep the minimum, fold much deeper
-    (6000, 1000, 4, 25599, 12799, 2000),  # tool results: capped below the capacity rule
+    (400, 0, 3, 9256, 1800, 500),       # longer turns: keep fewer, fold deeper
+    (1500, 0, 2, 22133, 3600, 500),     # pasted blocks: keep the minimum, fold much deeper
+    (6000, 1000, 2, 25599, 12799, 2000),  # tool results: capped below the capacity rule
 ])
 def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
                       memories: int) -> None:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 WRITE = 1.25  # a cache write, relative to base input
 READ = 0.1  # a cache read
-# Newest messages always kept verbatim: the turn being answered and the exchange
-# before it, whatever their size.
-MIN_KEEP = 4
+# Newest messages always kept verbatim, whatever their size: the turn being
+# answered and the one before it.
+MIN_KEEP = 2
 # Verbatim tokens the window aims at: the keep window is as many messages as fit
 # (at least MIN_KEEP, at most RECAP_KEEP_RECENT). The summary and the memories
 # carry the specifics of what is folded (the retention guard checks each fold).
