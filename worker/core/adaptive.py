@@ -37,9 +37,12 @@ SUMMARY_GUESS = 600
 # Fewest tokens a fold condenses: below this, a fold's fixed costs (the rewrite of
 # the prefix, the call's prompt) buy too little.
 MIN_DEPTH = 1500
-# The memories block: about this many tokens per summary token (what the folds
-# condensed, and so what the memories hold), within RECAP_MEMORY_BUDGET_TOKENS.
-MEMORIES_PER_SUMMARY = 2.0
+# The memories block: about this many tokens per summary token (the more the
+# folds condensed, the more the memories hold), at most MEMORIES_TIMES
+# RECAP_MEMORY_BUDGET_TOKENS. With a small keep window, the block carries the
+# specifics the window no longer holds.
+MEMORIES_PER_SUMMARY = 4.0
+MEMORIES_TIMES = 2
 MIN_MEMORIES = 500
 
 
@@ -62,12 +65,13 @@ def lowest_high_water(budget: int) -> int:
 
 def memory_budget(summary_tokens: int, *, limit: int) -> int:
     """Tokens of the memories block for a session whose summary has ``summary_tokens``:
-    it grows with what the folds condensed, within ``limit`` (0: off). Fixed between
-    folds, so the block stays in the cached prefix."""
+    it grows with what the folds condensed, up to twice ``limit``
+    (RECAP_MEMORY_BUDGET_TOKENS; 0: off). Fixed between folds, so the block stays in
+    the cached prefix."""
     if limit <= 0:
         return 0
     wanted = max(MIN_MEMORIES, int(MEMORIES_PER_SUMMARY * summary_tokens))
-    return min(limit, wanted)
+    return min(MEMORIES_TIMES * limit, wanted)
 
 
 def best_depth(*, growth: int, low_water: int, summary_tokens: int) -> int:
@@ -81,8 +85,8 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     """The adaptive decision for a session's counters.
 
     ``budget`` is the context budget; the high-water mark stays below 80% of it (the
-    capacity rule). ``keep_recent`` caps the window; ``memory_limit`` caps the
-    memories block (RECAP_MEMORY_BUDGET_TOKENS).
+    capacity rule). ``keep_recent`` caps the window; ``memory_limit`` is
+    RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`).
     """
     per_message = max(1, math.ceil(active_tokens / message_count)) if message_count else 1
     growth = 2 * per_message

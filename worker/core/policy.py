@@ -73,7 +73,7 @@ class Thresholds:
     condense_to: float = 0.0
     # RECAP_POLICY=adaptive: :func:`adapt` derives the session's own thresholds.
     adaptive: bool = False
-    memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, which adaptive sizing stays within
+    memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
     fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
 
 
