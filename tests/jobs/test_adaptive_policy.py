@@ -11,8 +11,9 @@ import pytest
 
 from tests.helpers import FINAL, assert_invariants, runs, seed, session_of, statuses, wait_for_task
 from worker.api.ingest import after_reply
-from worker.core.adaptive import sizing
+from worker.core.adaptive import lowest_high_water, sizing
 from worker.db import transaction, utcnow
+from worker.jobs.sweeper import find_due
 from worker.ops.outlook import session_outlook
 from worker.settings import get_settings
 from worker.testing import FakeAnthropic
@@ -51,3 +52,16 @@ def test_adaptive_folds_a_short_chat_the_fixed_rule_leaves_alone(
     assert o.state == "below-high-water" and o.trigger.startswith(
         "the context passing the high-water mark of ")
     assert_invariants({sid: ids})
+
+
+def test_sweeper_finds_only_sessions_past_their_own_high_water_mark(
+        settings_env: Callable[..., None]) -> None:
+    settings_env(RECAP_POLICY="adaptive")
+    seed("past", 80)
+    seed("between", 50)
+    seed("small", 6)
+    context, high, _ = marks("between")
+    assert lowest_high_water(32000) < context <= high  # the SQL lets it through; not due
+    assert marks("past")[0] > marks("past")[1]
+    with transaction() as db:
+        assert find_due(get_settings(), db=db, now=utcnow(), limit=10) == ["past"]
