@@ -30,7 +30,7 @@ Message = tuple[str, Content]
 # Messages per workload (agent: tasks; multi: sessions x messages) and facts planted.
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4},
-    "quick": {"demo": 260, "short": 1400, "agent": 10, "sessions": 4, "per_session": 500,
+    "quick": {"demo": 200, "short": 1200, "agent": 8, "sessions": 3, "per_session": 400,
               "facts": 8},
     "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 800,
              "facts": 16},
@@ -93,8 +93,15 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
 
 def multi_session(sessions: int, per_session: int, facts: Sequence[Planted], *,
                   seed: int) -> Workload:
-    """``sessions`` chats of one user, the facts spread over all of them."""
-    chat = short_script(sessions * per_session, seed=seed + 1)
+    """``sessions`` chats of one user, the facts spread over all of them. A message
+    is three of short_script's turns of its role (about 65 tokens: a chat, not a
+    paste), so a session nears the context budget as a long chat does."""
+    short = short_script(6 * sessions * per_session, seed=seed + 1)
+    said = {role: [t for r, t in short if r == role] for role in ("user", "assistant")}
+    chat = []
+    for k in range(sessions * per_session):
+        role = "user" if k % 2 == 0 else "assistant"
+        chat.append((role, " ".join(said[role][3 * (k // 2):3 * (k // 2) + 3])))
     woven = weave(chat, facts)
     parts = tuple((f"w-multi-{k + 1}", tuple(woven[k * per_session:(k + 1) * per_session]))
                   for k in range(sessions))
