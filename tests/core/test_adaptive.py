@@ -25,10 +25,10 @@ def size(n: int, tokens: int, summary: int = 0) -> Sizing:
 
 @pytest.mark.parametrize(("tokens", "summary", "keep", "high", "low", "memories"), [
     (60, 0, 10, 3757, 1200, 500),       # short turns: a small, cheap fold often
-    (60, 900, 10, 5678, 1500, 3600),    # a longer session: its summary raises the mark
+    (60, 900, 10, 6816, 1500, 7200),    # a longer session: its summary raises the mark
     (400, 0, 3, 9256, 1800, 500),       # longer turns: keep fewer, fold deeper
     (1500, 0, 2, 22133, 3600, 500),     # pasted blocks: keep the minimum, fold much deeper
-    (6000, 1000, 2, 25599, 12799, 4000),  # tool results: capped below the capacity rule
+    (6000, 1000, 2, 25599, 12799, 8000),  # tool results: capped below the capacity rule
 ])
 def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
                       memories: int) -> None:
@@ -45,7 +45,7 @@ def test_keep_window_never_below_the_minimum_nor_above_the_setting() -> None:
 
 
 @pytest.mark.parametrize(("summary", "limit", "expected"), [
-    (0, 2000, 500), (600, 2000, 2400), (1024, 2000, 4000), (1024, 1500, 3000), (900, 0, 0),
+    (0, 2000, 500), (600, 2000, 4800), (1024, 2000, 8000), (1024, 1500, 6000), (900, 0, 0),
 ])
 def test_memories_block_grows_with_what_was_condensed(summary: int, limit: int,
                                                       expected: int) -> None:
