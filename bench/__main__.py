@@ -2,9 +2,12 @@
 
 Runs the benchmarks against a private PostgreSQL database (recap_bench_<hex>,
 dropped after), a private Redis queue (db 13) and the local Claude stand-in, and
-prints a Markdown table per benchmark. ``--quick`` uses smaller sizes and
-finishes in about two minutes. Figures go to stdout (and ``--out``); plots to
-docs/bench/*.png. No assertions: targets are printed next to the figures.
+prints a Markdown table per benchmark. ``--quick`` alone prints the defaults'
+verdict (bench.verdict: cost, specifics and planted-fact QA of Recap's defaults
+against each peer on four workloads, smaller ones, the same code) in at most
+three minutes; with ``--only NAME`` it runs those benchmarks at smaller sizes.
+Figures go to stdout (and ``--out``); plots to docs/bench/*.png. No assertions:
+targets are printed next to the figures.
 """
 
 from __future__ import annotations
@@ -21,18 +24,21 @@ from pathlib import Path
 from bench import env as benv
 
 NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory",
-         "specifics", "cost", "reach", "http", "middleware")
+         "specifics", "cost", "reach", "http", "middleware", "verdict")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, about 2 minutes")
+    parser.add_argument("--quick", action="store_true",
+                        help="alone: the defaults' verdict on four workloads (<= 3 minutes); "
+                             "with --only: smaller sizes")
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(NAMES))
     parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S,
                         help="stand-in latency per Claude call in seconds (default 0.8)")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
     args = parser.parse_args(argv)
-    chosen = [n.strip() for n in args.only.split(",") if n.strip()] or list(NAMES)
+    chosen = [n.strip() for n in args.only.split(",") if n.strip()] or (
+        ["verdict"] if args.quick else list(NAMES))
     unknown = [n for n in chosen if n not in NAMES]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")

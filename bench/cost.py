@@ -101,16 +101,19 @@ class Priced:
 
 
 def price(bodies: Sequence[dict[str, Any]], count: Callable[[str], int],
-          pauses: Sequence[bool]) -> tuple[int, int, int, float, float]:
-    """(written, read, uncached, cost, cost with ``pauses``) over ``bodies`` in order."""
+          pauses: Sequence[bool], starts: Sequence[bool] = ()) -> tuple[int, int, int, float,
+                                                                       float]:
+    """(written, read, uncached, cost, cost with ``pauses``) over ``bodies`` in order.
+    ``starts``: the requests that open a new session (weeks later: an empty cache)."""
     from worker.testing import request_usage
 
     totals = [0, 0, 0]
     costs = [0.0, 0.0]
+    opens = list(starts) or [False] * len(bodies)
     for variant, paused in enumerate(([False] * len(bodies), pauses)):
         cache: set[bytes] = set()
-        for body, pause in zip(bodies, paused, strict=True):
-            if pause:
+        for body, pause, start in zip(bodies, paused, opens, strict=True):
+            if pause or start:
                 cache.clear()  # more than 5 minutes since the last hit: all expired
             u = request_usage(body, cache, count=count)
             w, r, x = (u["cache_creation_input_tokens"], u["cache_read_input_tokens"],
@@ -198,9 +201,12 @@ DYNAMIC_TEXT = " ".join(["The user runs the Larkspur analytics cluster; prefers 
 
 
 def texts(body: dict[str, Any]) -> list[str]:
-    """Every text block of a request: its system parts and its turns."""
+    """Every block of a request as text: its system parts and its turns (a tool
+    call or result as bench.workloads.flat renders it)."""
+    from bench.workloads import flat
+
     def of(content: Any) -> list[str]:
-        return [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+        return [content] if isinstance(content, str) else [flat([b]) for b in content]
 
     return of(body.get("system") or []) + [t for m in body["messages"] for t in of(m["content"])]
 
@@ -216,16 +222,17 @@ def keeps(bodies: Sequence[dict[str, Any]], script: Sequence[tuple[str, str]],
     shares = []
     for k in range(step - 1, len(bodies), step):
         planted = frozenset().union(*(specifics(t) for _, t in script[:user_at[k] + 1]))
-        if planted:
-            seen = specifics("\n".join(texts(bodies[k])))
+        if planted:  # per block: each text is extracted once for the whole run
+            seen = frozenset().union(*(specifics(t) for t in texts(bodies[k])))
             shares.append(len(planted & seen) / len(planted))
     return (sum(verbatim) / max(1, len(verbatim)), sum(shares) / max(1, len(shares)))
 
 
 def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
            script: Sequence[tuple[str, str]], pauses: Sequence[bool],
-           count: Callable[[str], int], specifics: Specifics) -> Priced:
-    w, r, x, cost, paused = price(bodies, count, pauses)
+           count: Callable[[str], int], specifics: Specifics,
+           starts: Sequence[bool] = ()) -> Priced:
+    w, r, x, cost, paused = price(bodies, count, pauses, starts)
     verbatim, kept = keeps(bodies, script, count, specifics)
     return Priced(name, len(bodies), w, r, x, summarization, cost, paused, verbatim, kept)
 
@@ -389,6 +396,11 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
         out.append(frontier(rows, conversation))
         panels.append((f"{conversation} conversation, {n} messages", rows))
     plot(panels)
+    from bench import verdict
+
+    # The defaults' verdict on the four workloads at full size (python -m bench
+    # --quick prints it at the quick sizes).
+    out.append(verdict.run(quick=quick))
     return "".join(out) + f"\nPlot (both conversations): {PLOT}\n"
 
 

@@ -43,7 +43,7 @@ class BenchEnv:
     broker_url: str
     queue: str
     latency: float
-    fake: Any  # worker.evals.standin.BenchFake
+    fake: Any  # worker.evals.standin.EvalFake
 
     def base_env(self) -> dict[str, str]:
         """The environment a worker subprocess needs (also set in this process)."""
@@ -92,11 +92,14 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
         _CURRENT.latency = latency
         return _CURRENT
     use_offline_encodings()
-    from worker.evals.standin import BenchFake
+    # The eval's stand-in: the bench's fair peer replies, and it mines the user's
+    # first-person statements as durable facts in Recap's summary calls, as a
+    # model would ("my manager is called Ingrid").
+    from worker.evals.standin import EvalFake
 
     run = uuid.uuid4().hex[:8]
     db_name = f"recap_bench_{run}"
-    fake = BenchFake().start()
+    fake = EvalFake().start()
     fake.delay = latency
     env = BenchEnv(db_name=db_name, database_url=PG_ADMIN.rsplit("/", 1)[0] + "/" + db_name,
                    broker_url=REDIS_URL, queue=f"recap-bench-{run}", latency=latency, fake=fake)

@@ -124,8 +124,10 @@ def test_thresholds_come_from_the_settings() -> None:
                       context_budget_tokens=5000)
     assert s.thresholds() == Thresholds(trigger_messages=12, trigger_tokens=345, batch_size=6,
                                         keep_recent=3, context_budget_tokens=5000,
-                                        max_batch_tokens=s.job_token_budget())
+                                        max_batch_tokens=s.job_token_budget(),
+                                        memory_limit=s.memory_budget_tokens)
     assert load_settings(condense_to=0.3).thresholds().condense_to == 0.3
+    assert load_settings(policy="adaptive").thresholds().adaptive
 
 
 def test_session_overrides_apply_on_top_and_name_bad_keys() -> None:

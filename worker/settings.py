@@ -60,13 +60,15 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
             trigger_messages=self.trigger_messages, trigger_tokens=self.trigger_tokens,
             batch_size=self.batch_size, keep_recent=self.keep_recent,
             context_budget_tokens=self.context_budget_tokens,
-            max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to)
+            max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to,
+            adaptive=self.policy == "adaptive", memory_limit=self.memory_budget_tokens)
 
     def thresholds_key(self) -> str:
         """The thresholds as a short string, stored with normal_blocked (see models)."""
         t = self.thresholds()
         return (f"{t.trigger_messages}:{t.trigger_tokens}:{t.batch_size}:{t.keep_recent}:"
-                f"{t.context_budget_tokens}:{t.max_batch_tokens}")
+                f"{t.context_budget_tokens}:{t.max_batch_tokens}"
+                + (":adaptive" if t.adaptive else ""))
 
     def job_token_budget(self) -> int:
         """Most tokens one job condenses, so it always ends within its soft time limit.

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
 from models import ChatMessage, ChatSession
+from worker.core import adaptive
 from worker.core.assemble import Context, Row, assemble
 from worker.core.recall import Candidate, query_terms, topic_terms
 from worker.core.validate import text_or_raise
@@ -35,6 +36,7 @@ class Window(NamedTuple):
     # The few most relevant to the newest user turn, shown besides the block chosen
     # per summary version (RECAP_MEMORY_REPLY_TOKENS).
     topical: tuple[Candidate, ...] = ()
+    policy: str | None = None  # the session's own RECAP_POLICY override, if any
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -79,7 +81,7 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
                   [Row(r.role, r.content, int(r.tokens),
                        json.loads(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
-                  scopes(session_id, head.user_id))
+                  scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"))
 
 
 # Candidates read for the per-reply part: it shows a handful.
@@ -135,6 +137,15 @@ def with_memories(window: Window, read: MemoriesRead, rows: Sequence[Any], *,
     return window._replace(memories=tuple(found))
 
 
+def memories_budget(window: Window, *, settings: Settings) -> int:
+    """Tokens of the memories block: RECAP_MEMORY_BUDGET_TOKENS, or under the adaptive
+    policy (the session's or the deployment's) what its folds have condensed calls for."""
+    if (window.policy or settings.policy) == "adaptive":
+        return adaptive.memory_budget(window.summary_tokens,
+                                      limit=settings.memory_budget_tokens)
+    return settings.memory_budget_tokens
+
+
 def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                     count: Callable[[str], int], prompt_caching: bool | None = None
                     ) -> Context:
@@ -144,6 +155,7 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
     return assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count, memories=window.memories,
-                    memory_budget=settings.memory_budget_tokens, caching=bool(caching),
+                    memory_budget=memories_budget(window, settings=settings),
+                    caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
                     topical=window.topical, topical_budget=settings.memory_reply_tokens)

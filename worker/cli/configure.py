@@ -18,6 +18,8 @@ from worker.cli.base import Subparsers, command, emit_json, glossary
 # worker.settings.Tuning's fields (a test keeps the two equal). Listed here, not
 # imported, so that `recap --help` loads no settings machinery.
 KEYS = {
+    "policy": "when and how deep to fold: adaptive (the session's own marks) or threshold "
+              "(the fixed rule below)",
     "trigger_messages": "normal rule: summarize once a session has more active messages "
                         "than this...",
     "trigger_tokens": "...and its candidate batch has more tokens than this",

@@ -5,9 +5,11 @@ The STATE column is the policy's outlook (``recap context SESSION_ID`` explains
 one session in full): ``due`` (a rule fires now), ``few-messages`` (not over
 RECAP_TRIGGER_MESSAGES), ``small-batch`` (the candidate batch is not over
 RECAP_TRIGGER_TOKENS yet), ``normal-blocked`` (the batch is full of short
-messages: only the context reaching 80% of the budget triggers), ``nothing-to-
-condense`` (only pinned or recent messages), ``invalid-overrides``. A job that is
-queued, running or dead-lettered is shown after the state.
+messages: only the context reaching 80% of the budget triggers),
+``below-high-water`` (RECAP_POLICY=adaptive: the context is under the session's
+own high-water mark), ``nothing-to-condense`` (only pinned or recent
+messages), ``invalid-overrides``. A job that is queued, running or dead-lettered
+is shown after the state.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ STATES = {
     "small-batch": "the candidate batch is not over RECAP_TRIGGER_TOKENS tokens yet",
     "normal-blocked": "the batch is full of short messages: only the context reaching 80% of "
                       "the budget triggers",
+    "below-high-water": "adaptive policy: the context is under the session's own high-water "
+                        "mark",
     "nothing-to-condense": "only pinned messages and the keep window are left",
     "invalid-overrides": "the session's overrides are invalid (recap configure)",
 }

@@ -18,6 +18,11 @@ class Tuning(BaseModel):
     configure`), validated with the same limits. worker/core/policy.py combines them.
     """
 
+    # "adaptive": each session's own high-water mark, fold depth, keep window and
+    # memories block, from its counters and the prompt cache's prices
+    # (worker/core/adaptive.py); "threshold": the fixed rule of the four settings below.
+    policy: Literal["adaptive", "threshold"] = Field("threshold", description=(
+        "When and how deep to fold: adaptive (per session) or threshold (fixed rule)."))
     trigger_messages: int = Field(30, ge=1, description=(
         "Summarize when active messages exceed this and their batch exceeds the tokens."))
     trigger_tokens: int = Field(15000, ge=1, description=(

@@ -9,10 +9,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.core.policy import CAPACITY_USAGE, MessageInfo, Plan, Thresholds, plan, usage
+from worker.core.policy import (
+    CAPACITY_USAGE,
+    MessageInfo,
+    Plan,
+    Thresholds,
+    adapt,
+    plan,
+    usage,
+)
 
 State = Literal["due", "empty", "few-messages", "small-batch", "normal-blocked",
-                "nothing-to-condense"]
+                "below-high-water", "nothing-to-condense"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,14 @@ def outlook(messages: Sequence[MessageInfo], *, summary_tokens: int,
         return Outlook(now, "empty", "no active messages", "new messages", 0, 0)
     if more == 0:  # capacity or aggressive fired, and found nothing it may take
         return stuck
+    _, sized = adapt(t, message_count=len(messages), active_tokens=active,
+                     summary_tokens=summary_tokens)
+    if sized is not None:  # RECAP_POLICY=adaptive
+        below = sized.high_water - summary_tokens - active + 1
+        return Outlook(now, "below-high-water", now.reason,
+                       f"the context passing the high-water mark of {sized.high_water} tokens "
+                       f"({below} more; the mark follows the session's reply sizes), or "
+                       + capacity, n_forced, forced_tokens)
     batch = (f"the candidate batch ({n_forced} oldest messages, {forced_tokens} tokens) is "
              f"not over {t.trigger_tokens} tokens")
     if now.normal_blocked:

@@ -26,6 +26,8 @@ Rules, in order:
   summary) changes less often, so replies rewrite Claude's cache less often and
   fewer summary calls re-send the summary; each message is still sent about once.
   Triggers are unchanged, so :func:`might_trigger` and ``normal_blocked`` are too.
+- ``adaptive``: the normal rule gives way to the session's own high-water mark,
+  keep window and low-water mark (:func:`adapt`); capacity and aggressive stay.
 
 :func:`worker.core.outlook.outlook` explains a plan that does not fire.
 """
@@ -33,8 +35,10 @@ Rules, in order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from worker.core import adaptive
 
 
 class Mode(StrEnum):
@@ -67,6 +71,10 @@ class Thresholds:
     # Share of the budget a fold condenses down to (the low-water mark); 0: the
     # candidate batch only.
     condense_to: float = 0.0
+    # RECAP_POLICY=adaptive: :func:`adapt` derives the session's own thresholds.
+    adaptive: bool = False
+    memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
+    fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
 
 
 @dataclass(frozen=True)
@@ -99,16 +107,37 @@ def usage(summary_tokens: int, active_tokens: int, budget: int) -> float:
     return (summary_tokens + active_tokens) / budget
 
 
+NEVER = 2**62  # a trigger the adapted thresholds never reach
+
+
+def adapt(t: Thresholds, *, message_count: int, active_tokens: int,
+          summary_tokens: int) -> tuple[Thresholds, adaptive.Sizing | None]:
+    """``t`` for a session's counters, with the adaptive sizing (None: fixed rule)."""
+    if not t.adaptive:
+        return t, None
+    s = adaptive.sizing(message_count=message_count, active_tokens=active_tokens,
+                        summary_tokens=summary_tokens, budget=t.context_budget_tokens,
+                        keep_recent=t.keep_recent, memory_limit=t.memory_limit)
+    return replace(t, trigger_messages=NEVER, trigger_tokens=NEVER, keep_recent=s.keep_recent,
+                   condense_to=s.low_water / t.context_budget_tokens, adaptive=False,
+                   fold_at=s.high_water), s
+
+
 def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int,
                   t: Thresholds, normal_blocked: bool = False) -> bool:
     """Cheap pre-check from counters alone: False means ``plan`` surely says no.
 
     The batch's tokens never exceed the active tokens, so the normal trigger
     needs active_tokens > trigger_tokens (and not ``normal_blocked``, which the
-    last plan recorded); the capacity rules need usage >= 80%.
+    last plan recorded); the capacity rules need usage >= 80%. The adaptive
+    high-water mark comes from these counters: this is the plan's own rule.
     """
     if message_count == 0:
         return False
+    t, _ = adapt(t, message_count=message_count, active_tokens=active_tokens,
+                 summary_tokens=summary_tokens)
+    if t.fold_at and summary_tokens + active_tokens > t.fold_at:
+        return True
     if (not normal_blocked and message_count > t.trigger_messages
             and active_tokens > t.trigger_tokens):
         return True
@@ -196,6 +225,8 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
     ``forced``, its reason the one the rules gave for not firing).
     """
     active_tokens = sum(m.token_count for m in messages)
+    t, sized = adapt(t, message_count=len(messages), active_tokens=active_tokens,
+                     summary_tokens=summary_tokens)
     use = usage(summary_tokens, active_tokens, t.context_budget_tokens)
     pct = f"{use:.0%} of the {t.context_budget_tokens}-token budget"
 
@@ -226,13 +257,17 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
 
     if use >= CAPACITY_USAGE:
         return fold(Mode.CAPACITY, f"capacity: context at {pct}")
+    context = summary_tokens + active_tokens
+    if sized and context > t.fold_at:
+        return fold(Mode.NORMAL, f"adaptive: {sized.reason}; context {context} tokens")
     if len(messages) > t.trigger_messages and batch_tokens > t.trigger_tokens:
         return fold(Mode.NORMAL, f"normal: {len(messages)} messages > {t.trigger_messages} and "
                     f"batch {batch_tokens} tokens > {t.trigger_tokens}")
     candidates = _select(messages, keep=t.keep_recent, limit=None, max_tokens=None)
     full = len(batch) >= t.batch_size or len(batch) < len(candidates)
     reason = (f"below thresholds: {len(messages)} messages, batch {batch_tokens} tokens, "
-              f"context at {pct}")
+              f"context at {pct}") if sized is None else (
+        f"below the high-water mark: {sized.reason}; context {context} tokens")
     blocked = full and batch_tokens <= t.trigger_tokens
     if force:
         forced = fold(Mode.FORCED, f"forced: {reason}")

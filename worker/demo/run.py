@@ -236,10 +236,12 @@ def _run(data: Path, broker: Path, count: int, *, keep: bool) -> int:
     out.line(f"recap demo: data {data}" + ("" if keep else " (removed at the end; --keep "
                                            "keeps it)"))
     out.line(f"            broker {settings.celery_broker_url} (kombu SQLAlchemy transport)")
+    rule = ("each session's own high-water mark and keep window (RECAP_POLICY=adaptive)"
+            if settings.policy == "adaptive" else
+            f"at >{settings.trigger_messages} messages and a >{settings.trigger_tokens}-token "
+            f"batch of {settings.batch_size}, keeping the newest {settings.keep_recent}")
     out.line(f"thresholds: capacity at 80% of {settings.context_budget_tokens} tokens; normal "
-             f"at >{settings.trigger_messages} messages and a >{settings.trigger_tokens}-token "
-             f"batch of {settings.batch_size}, keeping the newest {settings.keep_recent} "
-             "(RECAP_* variables change them)")
+             f"{rule} (RECAP_* variables change them)")
     migrate(settings.database_url)
     session_id = f"demo-{uuid.uuid4().hex[:8]}"
     out.progress(f"database migrated; starting an in-process Celery worker; session {session_id}")

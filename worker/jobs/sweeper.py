@@ -21,7 +21,7 @@ from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from models import ChatSession, Heartbeat
-from worker.core import policy
+from worker.core import adaptive, policy
 from worker.db import db_now, insert_or_update, transaction, utcnow
 from worker.errors import InvalidInput
 from worker.jobs.titles import sweep_titles
@@ -55,15 +55,20 @@ def due_query(settings: Settings, *, now: datetime, limit: int | None) -> Select
     session with overrides is a candidate, judged by :func:`due_ids`. Biggest first."""
     cap = math.ceil(policy.CAPACITY_USAGE * settings.context_budget_tokens)
     stale = stale_before(now, settings)
+    context = ChatSession.summary_tokens + ChatSession.active_tokens
+    # Adaptive: each session's high-water mark is its own (due_ids decides), never
+    # below the lowest one.
+    due = (context > adaptive.lowest_high_water(settings.context_budget_tokens)
+           if settings.policy == "adaptive" else
+           or_(and_(ChatSession.message_count > settings.trigger_messages,
+                    ChatSession.active_tokens > settings.trigger_tokens,
+                    ~blocked_now(settings)),
+               context >= cap))
     query = (
         select(ChatSession.id, ChatSession.message_count, ChatSession.active_tokens,
                ChatSession.summary_tokens, ChatSession.normal_blocked,
                ChatSession.normal_blocked_under, ChatSession.overrides)
-        .where(or_(and_(ChatSession.overrides.is_(None),
-                        or_(and_(ChatSession.message_count > settings.trigger_messages,
-                                 ChatSession.active_tokens > settings.trigger_tokens,
-                                 ~blocked_now(settings)),
-                            ChatSession.summary_tokens + ChatSession.active_tokens >= cap)),
+        .where(or_(and_(ChatSession.overrides.is_(None), due),
                    ChatSession.overrides.isnot(None)),
                lease_free(now),
                or_(ChatSession.enqueued_at.is_(None), ChatSession.enqueued_at <= stale),
@@ -99,8 +104,9 @@ def find_due(settings: Settings, *, db: Session, now: datetime, limit: int) -> l
     SQL, biggest first), then those with overrides, paged by id through all of
     them, so no number of not-due override sessions can starve a due one."""
     base = due_query(settings, now=now, limit=None)
-    ids = [str(r.id) for r in db.execute(base.where(ChatSession.overrides.is_(None))
-                                         .limit(limit))]
+    rows = db.execute(base.where(ChatSession.overrides.is_(None)).limit(limit)).all()
+    ids = (due_ids(rows, settings) if settings.policy == "adaptive"
+           else [str(r.id) for r in rows])
     after: str | None = None
     while len(ids) < limit:
         page = base.where(ChatSession.overrides.isnot(None)).order_by(None) \

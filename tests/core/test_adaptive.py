@@ -1,0 +1,124 @@
+"""The adaptive policy as tables: what it decides for a session's counters, and that
+the hook's check, the plan and the outlook agree on it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.core.test_policy_replay import Fold, replay
+from worker.core.adaptive import MIN_KEEP, Sizing, memory_budget, sizing
+from worker.core.outlook import outlook
+from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan
+from worker.errors import ConfigError
+from worker.settings import load_settings
+
+T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+               context_budget_tokens=32000, adaptive=True, memory_limit=2000)
+
+
+def size(n: int, tokens: int, summary: int = 0) -> Sizing:
+    return sizing(message_count=n, active_tokens=n * tokens, summary_tokens=summary,
+                  budget=32000, keep_recent=10, memory_limit=2000)
+
+
+@pytest.mark.parametrize(("tokens", "summary", "keep", "high", "low", "memories"), [
+    (60, 0, 10, 3757, 1200, 500),       # short turns: a small, cheap fold often
+    (60, 900, 10, 6816, 1500, 7200),    # a longer session: its summary raises the mark
+    (400, 0, 3, 9256, 1800, 500),       # longer turns: keep fewer, fold deeper
+    (1500, 0, 2, 22133, 3600, 500),     # pasted blocks: keep the minimum, fold much deeper
+    (6000, 1000, 2, 25599, 12799, 8000),  # tool results: capped below the capacity rule
+])
+def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
+                      memories: int) -> None:
+    s = size(40, tokens, summary)
+    assert (s.keep_recent, s.high_water, s.low_water, s.memory_budget) == (
+        keep, high, low, memories)
+    assert s.growth == 2 * tokens
+    assert f"fold past {high} tokens down to {low}" in s.reason
+
+
+def test_keep_window_never_below_the_minimum_nor_above_the_setting() -> None:
+    assert size(40, 20_000).keep_recent == MIN_KEEP
+    assert size(40, 5).keep_recent == 10
+
+
+@pytest.mark.parametrize(("summary", "limit", "expected"), [
+    (0, 2000, 500), (600, 2000, 4800), (1024, 2000, 8000), (1024, 1500, 6000), (900, 0, 0),
+])
+def test_memories_block_grows_with_what_was_condensed(summary: int, limit: int,
+                                                      expected: int) -> None:
+    assert memory_budget(summary, limit=limit) == expected
+
+
+def conversation(user: int, answer: int, n: int = 600) -> list[MessageInfo]:
+    rng = random.Random(7)
+    return [MessageInfo(i + 1, "assistant" if i % 2 else "user",
+                        max(1, int((answer if i % 2 else user) * rng.uniform(0.5, 1.5))))
+            for i in range(n)]
+
+
+def tokens_of(script: list[MessageInfo]) -> int:
+    return sum(m.token_count for m in script)
+
+
+def per_fold(folds: list[Fold], script: list[MessageInfo]) -> float:
+    return tokens_of(script) / len(folds)
+
+
+def test_high_volume_user_gets_a_higher_threshold_and_fewer_deeper_folds() -> None:
+    ordinary = conversation(40, 120)
+    heavy = conversation(600, 1400)  # pasted logs and long answers, many turns
+    light_folds, heavy_folds = replay(ordinary, T), replay(heavy, T)
+    assert light_folds and heavy_folds
+    # Deeper: more messages' tokens per fold, so fewer folds for the same volume.
+    assert per_fold(heavy_folds, heavy) > 2 * per_fold(light_folds, ordinary)
+    assert size(40, 1000).high_water > size(40, 80).high_water
+
+
+def test_adaptive_folds_short_turns_long_before_the_fixed_rule() -> None:
+    chat = conversation(40, 120)
+    fixed = replay(chat, Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
+                                    keep_recent=10, context_budget_tokens=32000))
+    folds = replay(chat, T)
+    assert {mode for _, mode, *_ in fixed} == {"capacity"}  # never the normal rule
+    assert {mode for _, mode, *_ in folds} == {"normal"}
+    assert folds[0][0] < fixed[0][0]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_hook_check_never_misses_what_the_plan_would_fold(seed: int) -> None:
+    rng = random.Random(seed)
+    messages = [MessageInfo(i, "user" if i % 2 else "assistant", rng.choice([20, 300, 4000]))
+                for i in range(1, rng.randint(1, 60))]
+    summary = rng.choice([0, 500, 1000])
+    p = plan(messages, summary_tokens=summary, t=T)
+    check = might_trigger(message_count=len(messages),
+                          active_tokens=sum(m.token_count for m in messages),
+                          summary_tokens=summary, t=T, normal_blocked=True)
+    assert check or not p.should_summarize
+    if check and p.should_summarize:
+        assert p.reason.startswith(("adaptive:", "capacity:", "aggressive:"))
+
+
+def test_plan_and_outlook_say_why() -> None:
+    short = [MessageInfo(i, "user" if i % 2 else "assistant", 60) for i in range(1, 41)]
+    o = outlook(short, summary_tokens=0, t=T)
+    assert o.state == "below-high-water"
+    assert o.why.startswith("below the high-water mark: about 120 tokens a reply")
+    assert "the context passing the high-water mark of 3757 tokens (1358 more" in o.trigger
+    grown = short + [MessageInfo(100 + i, "user", 60) for i in range(44)]
+    p = plan(grown, summary_tokens=0, t=T)
+    assert p.mode == "normal" and p.reason.startswith("adaptive: about")
+    left = sum(m.token_count for m in grown if m.id not in set(p.batch_ids))
+    assert left <= 1200  # down to the low-water mark
+    assert outlook(grown, summary_tokens=0, t=T).state == "due"
+
+
+def test_policy_setting() -> None:
+    assert load_settings(policy="adaptive").thresholds().adaptive
+    assert not load_settings(policy="threshold").thresholds().adaptive
+    with pytest.raises(ConfigError, match=r"RECAP_POLICY: .*'adaptive' or 'threshold'.*"
+                                          r"got 'sometimes'"):
+        load_settings(policy="sometimes")

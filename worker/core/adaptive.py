@@ -1,0 +1,110 @@
+"""The adaptive policy (``RECAP_POLICY=adaptive``): when a session folds, how deep,
+how many messages stay verbatim and how large its memories block is, derived from
+the session's own counters and what Claude's prompt cache charges. Pure.
+
+Cost model, in base-input tokens (cache write 1.25x, cache read 0.1x): each reply
+reads the prefix the previous reply cached and writes only what is new. Between
+folds the context grows from a low-water mark ``L`` (summary, memories block,
+verbatim window) by ``g`` tokens per reply up to the high-water mark ``L + d``,
+so a reply reads about ``L + d/2`` at 0.1x. A fold changes the summary near the
+start of the prompt: the next reply writes ``L`` again at 1.25x, and the fold
+reads its batch (about ``d``) and the old summary ``S`` at 1x, once every
+``d / g`` replies. Per reply that is ``0.1 (L + d/2) + (1.25 L + d + S) g / d``,
+least at ``d = sqrt(20 g (1.25 L + S))``: sessions that grow fast (pasted logs,
+tool results) and long sessions (a bigger summary) get a higher threshold and
+fewer, deeper folds; short turns fold small and often enough to stay cheap.
+
+Only ``message_count``, ``active_tokens`` and ``summary_tokens`` go in, the
+counters the hook reads, so the hook and the job reach the same decision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WRITE = 1.25  # a cache write, relative to base input
+READ = 0.1  # a cache read
+# Newest messages always kept verbatim, whatever their size: the turn being
+# answered and the one before it.
+MIN_KEEP = 2
+# Verbatim tokens the window aims at: the keep window is as many messages as fit
+# (at least MIN_KEEP, at most RECAP_KEEP_RECENT). The summary and the memories
+# carry the specifics of what is folded (the retention guard checks each fold).
+WINDOW_TOKENS = 1500
+# Summary size assumed before the first fold, when the session has none yet.
+SUMMARY_GUESS = 600
+# Fewest tokens a fold condenses: below this, a fold's fixed costs (the rewrite of
+# the prefix, the call's prompt) buy too little.
+MIN_DEPTH = 1500
+# The memories block: about this many tokens per summary token (the more the
+# folds condensed, the more the memories hold), at most MEMORIES_TIMES
+# RECAP_MEMORY_BUDGET_TOKENS. With a small keep window, the block carries the
+# specifics the window no longer holds; read from the cache at 0.1x, a bigger block
+# also makes folds rarer and deeper (bench.verdict: more kept for little cost).
+MEMORIES_PER_SUMMARY = 8.0
+MEMORIES_TIMES = 4
+MIN_MEMORIES = 500
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What the adaptive policy decided for one session, and why."""
+
+    high_water: int  # fold when summary + active tokens pass this
+    low_water: int  # a fold condenses until summary + active tokens fit this
+    keep_recent: int  # newest messages a fold never takes
+    memory_budget: int  # tokens of the memories block
+    growth: int  # tokens a reply (a user turn and its answer) adds, estimated
+    reason: str
+
+
+def lowest_high_water(budget: int) -> int:
+    """No session's high-water mark is below this (the sweeper's SQL pre-filter)."""
+    return min(SUMMARY_GUESS + MIN_DEPTH, math.ceil(0.8 * budget) - 1)
+
+
+def memory_budget(summary_tokens: int, *, limit: int) -> int:
+    """Tokens of the memories block for a session whose summary has ``summary_tokens``:
+    it grows with what the folds condensed, up to MEMORIES_TIMES ``limit``
+    (RECAP_MEMORY_BUDGET_TOKENS; 0: off). Fixed between folds, so the block stays in
+    the cached prefix."""
+    if limit <= 0:
+        return 0
+    wanted = max(MIN_MEMORIES, int(MEMORIES_PER_SUMMARY * summary_tokens))
+    return min(MEMORIES_TIMES * limit, wanted)
+
+
+def best_depth(*, growth: int, low_water: int, summary_tokens: int) -> int:
+    """Tokens between folds that make a reply cheapest (module docstring)."""
+    fixed = WRITE * low_water + summary_tokens
+    return int(math.sqrt(2 * growth * fixed / READ))
+
+
+def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
+           budget: int, keep_recent: int, memory_limit: int) -> Sizing:
+    """The adaptive decision for a session's counters.
+
+    ``budget`` is the context budget; the high-water mark stays below 80% of it (the
+    capacity rule). ``keep_recent`` caps the window; ``memory_limit`` is
+    RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`).
+    """
+    per_message = max(1, math.ceil(active_tokens / message_count)) if message_count else 1
+    growth = 2 * per_message
+    keep = max(1, min(keep_recent, max(MIN_KEEP, WINDOW_TOKENS // per_message)))
+    window = keep * per_message
+    summary = max(summary_tokens, SUMMARY_GUESS)
+    memories = memory_budget(summary_tokens, limit=memory_limit)
+    prompt = summary + memories + window  # what every reply after a fold re-reads
+    depth = max(MIN_DEPTH, 2 * growth,
+                best_depth(growth=growth, low_water=prompt, summary_tokens=summary))
+    low = summary + window
+    ceiling = math.ceil(0.8 * budget) - 1
+    high = min(low + depth, ceiling)
+    low = min(low, high // 2)
+    reason = (f"about {growth} tokens a reply ({message_count} messages, {active_tokens} "
+              f"tokens); keep {keep} verbatim, memories {memories}: fold past "
+              f"{high} tokens down to {low}")
+    if high == ceiling:
+        reason += " (capped below the capacity rule)"
+    return Sizing(high, low, keep, memories, growth, reason)
