@@ -49,13 +49,27 @@ class Row:
         return total(self.priced, base)
 
 
-def systems(w: Workload, *, threshold: bool) -> list[SystemRun]:
+def default_is_threshold() -> bool:
+    """Whether the default policy is the fixed rule (then its row equals the defaults')."""
+    from worker.settings import get_settings
+
+    return str(getattr(get_settings(), "policy", "threshold")) == "threshold"
+
+
+def systems(w: Workload, *, threshold: bool | None) -> list[SystemRun]:
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
-    Recap under the fixed rule (RECAP_POLICY=threshold)."""
+    Recap under the fixed rule (RECAP_POLICY=threshold); None: only when the
+    defaults are another policy (else the row repeats the defaults' figures)."""
+    from dataclasses import replace
+
     from worker.evals.peers import PEERS
 
-    fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
-    return [run_full(w, caching=False), run_full(w), run_recap(w, DEFAULTS), *fixed,
+    mine = run_recap(w, DEFAULTS)
+    if threshold or (threshold is None and not default_is_threshold()):
+        fixed = run_recap(w, THRESHOLD, RECAP_POLICY="threshold")
+    else:
+        fixed = replace(mine, name=THRESHOLD + " (the default policy: the same run)")
+    return [run_full(w, caching=False), run_full(w), mine, fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
 
@@ -129,8 +143,8 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
 def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = NAMES,
         threshold: bool | None = None) -> str:
     """The tables and the verdict on each workload of ``names`` at ``size``
-    (default: quick or full). ``threshold`` (default: not quick) adds the row of
-    the fixed rule, which the quick verdict leaves out to stay within its time."""
+    (default: quick or full). ``threshold``: run Recap under the fixed rule too
+    (default: at full size always; quick, only when it is not the default policy)."""
     from worker.core.specifics import extract_specifics
     from worker.llm.tokens import count_tokens
 
@@ -144,7 +158,7 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         for name in names:
             t0 = time.monotonic()
             w = build(name, size)
-            runs = systems(w, threshold=not quick if threshold is None else threshold)
+            runs = systems(w, threshold=threshold if threshold is not None or quick else True)
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
             lines += verdict(rows, name)
