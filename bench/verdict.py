@@ -10,8 +10,10 @@ sends (the stand-in's reader, as ``recap eval --qa``). Recap's defaults dominate
 peer when they cost no more, keep at least as many specifics and answer at least
 as many questions. Targets: at most 0.8x the cheaper peer's cost, at most 0.3x
 full history with caching. A row with ``RECAP_POLICY=threshold`` (the fixed rule)
-stands next to the defaults. Figures come from the stand-in: they measure the
-mechanism (what is resent, what is cached, what is kept), not a model.
+stands next to the defaults (``RECAP_POLICY=adaptive python -m bench --quick``
+puts another policy in the defaults' place, to try it). Figures come from the
+stand-in: they measure the mechanism (what is resent, what is cached, what is
+kept), not a model.
 """
 
 from __future__ import annotations
@@ -49,13 +51,29 @@ class Row:
         return total(self.priced, base)
 
 
-def systems(w: Workload, *, threshold: bool) -> list[SystemRun]:
+def default_is_threshold() -> bool:
+    """Whether the default policy is the fixed rule (then its row equals the defaults')."""
+    from worker.settings import get_settings
+
+    return str(getattr(get_settings(), "policy", "threshold")) == "threshold"
+
+
+def systems(w: Workload, *, threshold: bool | None, policy: str | None = None) -> list[SystemRun]:
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
-    Recap under the fixed rule (RECAP_POLICY=threshold)."""
+    Recap under the fixed rule (RECAP_POLICY=threshold); None: only when the
+    defaults are another policy (else the row repeats the defaults' figures).
+    ``policy``: a RECAP_POLICY to try in the defaults' place (the row says so)."""
+    from dataclasses import replace
+
     from worker.evals.peers import PEERS
 
-    fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
-    return [run_full(w, caching=False), run_full(w), run_recap(w, DEFAULTS), *fixed,
+    tried = {"RECAP_POLICY": policy} if policy else {}
+    mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
+    if threshold or (threshold is None and not default_is_threshold()):
+        fixed = run_recap(w, THRESHOLD, RECAP_POLICY="threshold")
+    else:
+        fixed = replace(mine, name=THRESHOLD + " (the default policy: the same run)")
+    return [run_full(w, caching=False), run_full(w), mine, fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
 
@@ -129,12 +147,17 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
 def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = NAMES,
         threshold: bool | None = None) -> str:
     """The tables and the verdict on each workload of ``names`` at ``size``
-    (default: quick or full). ``threshold`` (default: not quick) adds the row of
-    the fixed rule, which the quick verdict leaves out to stay within its time."""
+    (default: quick or full). ``threshold``: run Recap under the fixed rule too
+    (default: at full size always; quick, only when it is not the default policy)."""
+    import os
+
     from worker.core.specifics import extract_specifics
     from worker.llm.tokens import count_tokens
 
     size = size or ("quick" if quick else "full")
+    # A RECAP_POLICY of the environment (trying a policy before it is the default)
+    # takes the defaults' place; read once, as each run resets the settings it set.
+    policy = os.environ.get("RECAP_POLICY")
     specifics = functools.lru_cache(maxsize=None)(extract_specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)
     out, lines = [], []
@@ -144,7 +167,8 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         for name in names:
             t0 = time.monotonic()
             w = build(name, size)
-            runs = systems(w, threshold=not quick if threshold is None else threshold)
+            runs = systems(w, threshold=threshold if threshold is not None or quick else True,
+                           policy=policy)
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
             lines += verdict(rows, name)

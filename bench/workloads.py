@@ -32,7 +32,7 @@ SIZES: dict[str, dict[str, int]] = {
     "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4},
     "quick": {"demo": 200, "short": 1200, "agent": 8, "sessions": 3, "per_session": 400,
               "facts": 8},
-    "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 800,
+    "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 500,
              "facts": 16},
 }
 NAMES = ("demo", "short", "agent", "multi")
