@@ -4,12 +4,14 @@ who wins: the bench prints figures, it does not judge the code under test."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from bench.workloads import NAMES, USER_ID, build, flat, scripts
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_workloads_are_seeded_and_plant_their_facts() -> None:
@@ -36,33 +38,28 @@ def test_multi_session_chat_is_one_users() -> None:
     assert len(w.sessions) > 1 and w.user_id == USER_ID
 
 
-@pytest.fixture
-def bench_env() -> Iterator[Any]:
-    """The bench's own environment (database, queue, stand-in), as ``python -m bench``
-    makes it: the test session's settings set aside, then restored."""
-    import os
-
-    from bench import env as benv
-    from worker.jobs.resources import reset_process_state
-
-    saved = dict(os.environ)
-    for key in [k for k in os.environ if k.startswith(("RECAP_", "DATABASE_URL", "CELERY_",
-                                                        "ANTHROPIC_"))]:
-        del os.environ[key]
-    reset_process_state()
-    try:
-        yield benv.setup(0.0)
-    finally:
-        benv.teardown()
-        os.environ.clear()
-        os.environ.update(saved)
-        reset_process_state()
+# The verdict runs as ``python -m bench --quick`` does: in a process of its own, on the
+# bench's own database, queue and stand-in, so nothing it configures (settings, the
+# Celery app's queues, engines) can reach the tests that run after it.
+VERDICT = """
+from bench import env as benv, verdict
+benv.setup(0.0)
+try:
+    print(verdict.run(size="tiny", names=("agent", "multi"), threshold=True))
+finally:
+    benv.teardown()
+"""
 
 
-def test_quick_verdict_code_runs_on_tiny_workloads(bench_env: Any) -> None:
+def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     from bench import verdict
 
-    out = verdict.run(size="tiny", names=("agent", "multi"), threshold=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RECAP_", "DATABASE_URL", "CELERY_", "ANTHROPIC_"))}
+    done = subprocess.run([sys.executable, "-c", VERDICT], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = done.stdout
     for name in ("agent", "multi"):
         for peer in ("LangChain", "LangMem", "full history with caching"):
             assert f"{name}: defaults dominate {peer}: " in out
