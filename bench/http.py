@@ -5,7 +5,11 @@
   keep-alive client and in-process (worker.api), on the same database, one call
   at a time, one in-process reply then one over HTTP (so a busy moment of a
   shared machine weighs on both alike); the difference is what the HTTP layer
-  adds (uvicorn, FastAPI, JSON, the thread hop, and the Python client's own time);
+  adds (the server: uvicorn, the ASGI layer, JSON, the thread hop; the network
+  stack; and a lean client's own time: the standard library's keep-alive
+  ``http.client``, about what a Node ``fetch`` or Go client costs). The round trip
+  of ``GET /healthz`` is taken with that client and with httpx, so what a heavier
+  Python client adds on its own is printed too;
 - requests/s of one server process (``--workers 1``) under 32 concurrent clients
   (asyncio, one connection each), each running replies back to back.
 
@@ -127,41 +131,81 @@ def _request(base: str, turn: int, name: str) -> tuple[str, Any]:
     return f"{base}/context", {"system_prompt": SYSTEM}
 
 
+class Lean:
+    """A keep-alive client on the standard library's ``http.client``: a request is
+    one write and one read, with no more client work than a Node ``fetch`` or a Go
+    ``http.Client`` does, so the figures are the server's and the network's."""
+
+    def __init__(self, url: str) -> None:
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
+                                               timeout=30)
+
+    def send(self, method: str, path: str, body: Any = None, *, auth: bool = True) -> bytes:
+        import json
+
+        headers = {"Authorization": f"Bearer {KEY}"} if auth else {}
+        data = None
+        if body is not None or method == "POST":
+            data = b"" if body is None else json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=data, headers=headers)
+        answer = self.conn.getresponse()
+        out = answer.read()
+        if answer.status >= 400:
+            raise RuntimeError(f"{method} {path}: {answer.status} {out[:300]!r}")
+        return out
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def side_by_side(url: str, sessions: int, turns: int, prefix: str
                  ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """(in-process, HTTP) times of ``sessions`` x ``turns`` replies each way, one
     in-process reply then one over HTTP, so both see the same machine: on a shared
     one, the load of the moment weighs on both alike."""
-    import httpx
-
     local: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
     remote: dict[str, list[float]] = {k: [] for k in ENDPOINTS}
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"},
-                      timeout=30) as client:
+    client = Lean(url)
+    try:
         def http_step(base: str, turn: int, name: str) -> None:
-            path, body = _request(base, turn, name)
-            client.post(path, json=body).raise_for_status()
+            client.send("POST", *_request(base, turn, name))
 
         for turn in range(turns):
             for s in range(sessions):
                 _reply(functools.partial(in_process_step, f"in-{prefix}-{s}", turn), local)
                 _reply(functools.partial(http_step, f"/v1/sessions/http-{prefix}-{s}", turn),
                        remote)
+    finally:
+        client.close()
     return local, remote
 
 
-def _floor(url: str, n: int) -> list[float]:
-    """Round trips of GET /healthz (no thread, no database): the cost of HTTP itself,
-    client included, on this machine at this moment."""
+def _floor(url: str, n: int) -> tuple[list[float], list[float]]:
+    """Round trips of GET /healthz (no thread, no database), with the lean client and
+    with httpx, alternated: the cost of HTTP itself on this machine at this moment,
+    and what httpx adds on its own."""
     import httpx
 
-    out = []
-    with httpx.Client(base_url=url, timeout=30) as client:
-        for _ in range(n):
-            t0 = time.perf_counter()
-            client.get("/healthz").raise_for_status()
-            out.append(time.perf_counter() - t0)
-    return out
+    lean_times: list[float] = []
+    httpx_times: list[float] = []
+    lean = Lean(url)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                lean.send("GET", "/healthz", auth=False)
+                lean_times.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                client.get("/healthz").raise_for_status()
+                httpx_times.append(time.perf_counter() - t0)
+    finally:
+        lean.close()
+    return lean_times, httpx_times
 
 
 async def _load(url: str, seconds: float, prefix: str) -> tuple[int, float, int]:
@@ -200,7 +244,7 @@ def run(quick: bool = False) -> str:
         # Engines, tokenizer and statement caches first.
         side_by_side(server.url, 4, 3, f"warm-{run_id}")
         local, remote = side_by_side(server.url, sessions, turns, run_id)
-        floor = _floor(server.url, sessions * turns)
+        floor, floor_httpx = _floor(server.url, sessions * turns)
         requests, elapsed, errors = asyncio.run(_load(server.url, load_s, f"load-{run_id}"))
     finally:
         server.stop()
@@ -213,13 +257,19 @@ def run(quick: bool = False) -> str:
                      f"{p50b / p50a:.2f}x"])
     rows.append(["GET /healthz (HTTP alone)", len(floor), "-", "-", ms(percentile(floor, 50)),
                  ms(percentile(floor, 99)), "-", "-"])
+    rows.append(["GET /healthz with httpx as the client", len(floor_httpx), "-", "-",
+                 ms(percentile(floor_httpx, 50)), ms(percentile(floor_httpx, 99)),
+                 f"+{(percentile(floor_httpx, 50) - percentile(floor, 50)) * 1000:.2f} "
+                 "(httpx's own)", "-"])
     body = table(["call", "n", "in-process p50 ms", "p99 ms", "HTTP p50 ms", "p99 ms",
                   "HTTP adds (p50 ms)", "HTTP / in-process"], rows)
     body += (f"\n\nOne `recap serve --workers 1` under {CLIENTS} concurrent clients (replies "
              f"back to back, {load_s:.0f} s): **{requests / elapsed:.0f} requests/s** "
              f"({requests} requests, {errors} errors). Targets: HTTP adds <= 2 ms p50 to "
              "messages and replied; a reply over HTTP within 2x of in-process at p50. "
-             "The client (httpx) runs in the benchmark process on the same machine; load "
+             "The per-call client (the standard library's keep-alive http.client) and the "
+             "load clients (httpx, asyncio) run in the benchmark process on the same "
+             "machine; load "
              f"average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}.")
     return report(f"http: the HTTP API against in-process calls ({sessions} sessions x "
                   f"{turns} replies each way)", body)
