@@ -9,6 +9,7 @@ sentence (or line) of a text that is a piece of what Recap itself sent.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 # "3 March." could be the conversation's own.
 MIN_ECHO_WORDS = 4
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _SPACE = re.compile(r"\s+")
 _MARKUP = re.compile(r"</?[a-z_]+>|[\"'«»“”`*#]")
 
@@ -30,15 +31,25 @@ def _flat(text: str) -> str:
 def sent_corpus(sent: Iterable[str]) -> str:
     """The texts Recap sends (prompts, instructions, schema descriptions), flattened
     for :func:`strip_echo`: compute once per caller, pass to each call."""
+    return _corpus(tuple(sent))
+
+
+# Pure functions of their arguments, remembered: a job's texts are the same on
+# every job (the corpus) or read more than once (the summary, checked again when
+# the guard settles it), and NFKC-folding them again costs CPU for nothing.
+@functools.lru_cache(maxsize=16)
+def _corpus(sent: tuple[str, ...]) -> str:
     return "\n".join(_flat(t) for t in sent)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_echo(sentence: str, corpus: str) -> bool:
     """Whether ``sentence`` is a piece of ``corpus`` (a :func:`sent_corpus`)."""
     flat = _flat(sentence).strip(" -.,;:!?")
     return len(flat.split()) >= MIN_ECHO_WORDS and flat in corpus
 
 
+@functools.lru_cache(maxsize=256)
 def strip_echo(text: str, corpus: str) -> str:
     """``text`` without the sentences that echo ``corpus``; lines keep their order,
     a line left empty by the cut is dropped."""
@@ -46,7 +57,7 @@ def strip_echo(text: str, corpus: str) -> str:
         return text
     out: list[str] = []
     for line in text.split("\n"):
-        parts = [p for p in re.split(r"(?<=[.!?。！？])\s+", line)]
+        parts = _SENTENCE_END.split(line)
         kept = [p for p in parts if not is_echo(p, corpus)]
         if len(kept) == len(parts):
             out.append(line)

@@ -24,7 +24,7 @@ from worker.jobs.resources import Resources
 from worker.jobs.write import write_summary
 from worker.llm.tokens import count_tokens
 from worker.settings import effective
-from worker.store.fence import release, take_lease
+from worker.store.fence import lease_expiry, release, take_lease
 from worker.store.rows import record_run, save_summary_version
 
 
@@ -55,7 +55,7 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
                 "messages; resummarize needs all of them (RECAP_ARCHIVE_SUMMARIZED=true "
                 "from the session's first summary)")
         taken = s.execute(take_lease(session_id, token=token, now=now,
-                                     lease_s=settings.lease_s))
+                                     expires=lease_expiry(now, settings.lease_s)))
         if rowcount(taken) != 1:
             raise SessionBusy(f"session {session_id!r} is being summarized; try again")
         turns = [Turn(i, role, content) for i, role, content in s.execute(

@@ -27,7 +27,7 @@ from worker.db import db_now, transaction
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
-from worker.store.fence import release, take_lease
+from worker.store.fence import lease_expiry, release, take_lease
 from worker.store.recall import memories_for_prompt
 from worker.store.rows import record_run
 
@@ -96,17 +96,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     token = str(uuid.uuid4())
     with transaction() as s:
         now = now or db_now(s)  # one clock for every worker's lease
-        row = s.execute(
-            take_lease(session_id, token=token, now=now, lease_s=settings.lease_s,
-                       clear_pending=True, count_lost=True)
-            .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
-                       SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
-                       SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
-                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
-                       SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
-                       SESSIONS.c.noop_context_tokens,
-                       (SESSIONS.c.blocked_until > now).label("blocked"))
-        ).one_or_none()
+        row = s.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
+                                 "l_expires": lease_expiry(now, settings.lease_s)}
+                        ).one_or_none()
         if row is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
             reason = ("lease held by another job" if exists
@@ -197,6 +189,15 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
 
 # Built once, with bound parameters: building a statement and its cache key on
 # every job cost more CPU than running it.
+_LEASE = (take_lease(bindparam("l_sid"), token=bindparam("l_token"), now=bindparam("l_now"),
+                    expires=bindparam("l_expires"), clear_pending=True, count_lost=True)
+          .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
+                     SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
+                     SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
+                     SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
+                     SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
+                     SESSIONS.c.noop_context_tokens,
+                     (SESSIONS.c.blocked_until > bindparam("l_now")).label("blocked")))
 _MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
                          MESSAGES.c.pinned, MESSAGES.c.tool_links)
                   .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))

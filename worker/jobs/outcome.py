@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -51,7 +51,8 @@ class Outcome:
     error: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        out = {k: v for k, v in asdict(self).items() if v is not None}
+        # Shallow (dataclasses.asdict deep-copies): the fields are plain values.
+        out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
         if self.mode is not None:
             out["mode"] = str(self.mode)  # plain JSON for the log line and the result
         return out

@@ -7,6 +7,7 @@ when a later call fails.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -211,8 +212,15 @@ def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
     model that echoes any of it is not telling Recap a specific (worker.core.echo)."""
     if not isinstance(summarizer, ClaudeSummarizer):
         return ()
-    return (SYSTEM_PROMPT, summarizer.template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
-            guard.REPAIR_PROMPT, *tool_texts(summary_tool(summarizer.max_tokens)))
+    return _sent_texts(summarizer.template, summarizer.max_tokens)
+
+
+@functools.lru_cache(maxsize=16)
+def _sent_texts(template: str, max_tokens: int) -> tuple[str, ...]:
+    # The same few texts on every job of a process: walking the tool schema each
+    # time, and flattening the result again (worker.core.echo), cost CPU for nothing.
+    return (SYSTEM_PROMPT, template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
+            guard.REPAIR_PROMPT, *tool_texts(summary_tool(max_tokens)))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

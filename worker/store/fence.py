@@ -37,20 +37,25 @@ def holds(session_id: Any, token: Any, version: Any) -> ColumnElement[bool]:
                 SESSIONS.c.summary_version == version)
 
 
-def take_lease(session_id: str, *, token: str, now: datetime, lease_s: int,
+def take_lease(session_id: Any, *, token: Any, now: Any, expires: Any,
                clear_pending: bool = False, count_lost: bool = False) -> Update:
-    """The lease-taking UPDATE (to execute): ``token`` holds the session for
-    ``lease_s`` seconds, if no live lease exists. ``clear_pending``: the job the
+    """The lease-taking UPDATE (to execute): ``token`` holds the session until
+    ``expires`` (:func:`lease_expiry`), if no live lease exists at ``now`` (values,
+    or bind parameters for a statement built once). ``clear_pending``: the job the
     pending marker stood for has started; ``count_lost``: an expired lease still
     set means its holder died mid-job (``lost_leases`` counts it)."""
-    values: dict[str, Any] = {"lease_token": token,
-                              "lease_expires_at": now + timedelta(seconds=lease_s)}
+    values: dict[str, Any] = {"lease_token": token, "lease_expires_at": expires}
     if clear_pending:
         values["enqueued_at"] = None
     if count_lost:
         values["lost_leases"] = SESSIONS.c.lost_leases + case(
             (SESSIONS.c.lease_token.isnot(None), 1), else_=0)
     return update(SESSIONS).where(SESSIONS.c.id == session_id, lease_free(now)).values(values)
+
+
+def lease_expiry(now: datetime, lease_s: int) -> datetime:
+    """When a lease taken at ``now`` for ``lease_s`` seconds expires."""
+    return now + timedelta(seconds=lease_s)
 
 
 def release(session_id: str, *, db: Session, token: str,

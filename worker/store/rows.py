@@ -50,7 +50,7 @@ def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: in
                estimated_input_tokens: int | None = None, summary_tokens: int | None = None,
                latency_ms: int | None = None, model: str | None = None,
                error: str | None = None, rewound_after: int | None = None,
-               guard: GuardCounts | None = None) -> int:
+               guard: GuardCounts | None = None, row_locked: bool = False) -> int:
     """Insert one summary_runs row; returns its id. ``mode`` is the plan's
     (worker.core.policy.Mode), ``guard`` the retention guard's counts.
 
@@ -58,8 +58,11 @@ def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: in
     id); any other outcome is of a job that held the session, and if the session
     is gone it was forgotten (worker.forget) meanwhile: nothing is recorded and 0
     is returned, so the audit cannot bring back its id or its text.
+    ``row_locked``: the caller's transaction has already updated the session row
+    (the fenced write), so it is stored and locked until the commit, and the
+    check is skipped.
     """
-    if status != "skipped" and not session_exists(session_id, db=db):
+    if status != "skipped" and not row_locked and not session_exists(session_id, db=db):
         return 0
     row: dict[str, object] = {
         "session_id": session_id[:255], "task_id": task_id, "attempt": attempt,
@@ -69,9 +72,14 @@ def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: in
         "input_tokens": input_tokens, "output_tokens": output_tokens,
         "estimated_input_tokens": estimated_input_tokens, "summary_tokens": summary_tokens,
         "latency_ms": latency_ms, "model": model, "error": error,
-        "rewound_after": rewound_after, **(dataclasses.asdict(guard) if guard else {})}
+        "rewound_after": rewound_after, **(_counts(guard) if guard else {})}
     keys = tuple(sorted(k for k, v in row.items() if v is not None))
     return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
+
+
+def _counts(guard: GuardCounts) -> dict[str, object]:
+    # dataclasses.asdict deep-copies every value; the counts are ints and bools.
+    return {f.name: getattr(guard, f.name) for f in dataclasses.fields(guard)}
 
 
 @functools.cache
@@ -138,15 +146,21 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Session, run_id
          "blocks", "tool_links", "run_id"], source)))
 
 
+# Built once, with bound parameters (see _run_insert).
+_VERSION_INSERT = insert(VERSIONS).values(
+    {k: bindparam(f"v_{k}", type_=VERSIONS.c[k].type)
+     for k in ("session_id", "version", "text", "tokens", "covers_through", "run_id")})
+
+
 def save_summary_version(session_id: str, *, db: Session, version: int, text: str | None,
                          tokens: int, covers_through: int | None, run_id: int | None,
                          keep: int) -> None:
     """Keep the summary of ``version`` (summary_versions) and prune to the newest
     ``keep`` (RECAP_SUMMARY_VERSIONS_KEEP: -1 all, 0 none). No summary, no row."""
     if keep != 0 and text:
-        db.execute(insert(VERSIONS).values(session_id=session_id, version=version, text=text,
-                                           tokens=tokens, covers_through=covers_through,
-                                           run_id=run_id))
+        db.execute(_VERSION_INSERT, {"v_session_id": session_id, "v_version": version,
+                                     "v_text": text, "v_tokens": tokens,
+                                     "v_covers_through": covers_through, "v_run_id": run_id})
     if keep >= 0:
         db.execute(delete(VERSIONS).where(VERSIONS.c.session_id == session_id,
                                           VERSIONS.c.version <= version - keep))
