@@ -16,13 +16,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+
+# What a row helper runs its statements on: an ORM session, or a Core connection
+# (:func:`core_transaction`); the helpers use only what both have.
+Db: TypeAlias = Session | Connection
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -186,6 +190,21 @@ def transaction() -> Iterator[Session]:
         yield session
 
 
+@contextmanager
+def core_transaction() -> Iterator[Connection]:
+    """A Core connection in one transaction: commits on success, rolls back on
+    error. For the job's transactions, whose statements are all Core: an ORM
+    session's own bookkeeping (its transaction, flush and close, each statement
+    through the ORM's execute) costs a job more CPU than the statements."""
+    with get_engine().begin() as conn:
+        yield conn
+
+
+def dialect_name(db: Db) -> str:
+    """The database dialect ``db`` runs on (``postgresql``, ``sqlite``)."""
+    return (db.get_bind() if isinstance(db, Session) else db).dialect.name
+
+
 def scrub(exc: BaseException) -> BaseException:
     """``exc`` made safe to log and to send to Flower: a database error keeps only the
     driver's first line (PostgreSQL's DETAIL can quote the failing row, chat text
@@ -211,20 +230,19 @@ def utcnow() -> datetime:
 DB_NOW = text("SELECT now()")
 
 
-def db_now(db: Session | Connection) -> datetime:
+def db_now(db: Db) -> datetime:
     """The database's clock, timezone-aware UTC: what leases, cool-downs and
     pending markers are written with and compared to, so workers whose own clocks
     disagree still agree on who holds a session. PostgreSQL's ``now()`` (the
     transaction's start); SQLite is one file on one host, whose processes share
     one clock, so there it is :func:`utcnow`."""
-    bind = db.get_bind() if isinstance(db, Session) else db
-    if bind.dialect.name != "postgresql":
+    if dialect_name(db) != "postgresql":
         return utcnow()
     return db.execute(DB_NOW).scalar_one().astimezone(UTC)
 
 
-def _insert(db: Session | Connection) -> Any:
-    dialect = (db.get_bind() if isinstance(db, Session) else db).dialect.name
+def _insert(db: Db) -> Any:
+    dialect = dialect_name(db)
     make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(dialect)
     if make is None:
         raise NotImplementedError(f"no INSERT ... ON CONFLICT for {dialect}")
@@ -232,14 +250,14 @@ def _insert(db: Session | Connection) -> Any:
 
 
 def insert_ignoring_duplicates(model: Any, rows: Sequence[dict[str, Any]], *,
-                               db: Session | Connection, keys: Sequence[str]) -> None:
+                               db: Db, keys: Sequence[str]) -> None:
     """INSERT rows, skipping any that collide on the unique ``keys``."""
     if rows:
         db.execute(_insert(db)(model).values(list(rows))
                    .on_conflict_do_nothing(index_elements=list(keys)))
 
 
-def insert_or_update(model: Any, row: dict[str, Any], *, db: Session | Connection,
+def insert_or_update(model: Any, row: dict[str, Any], *, db: Db,
                      keys: Sequence[str], changes: dict[str, Any],
                      where: Any = None) -> int:
     """INSERT ``row``, or apply ``changes`` to the existing row with the same ``keys``

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.orm import Session
 
 from models import messages_table as MESSAGES
 from models import runs_table as RUNS
@@ -23,7 +22,7 @@ from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.provenance import own_text
 from worker.core.render import full_text, parse_links
-from worker.db import db_now, transaction
+from worker.db import Db, core_transaction, db_now
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -57,7 +56,7 @@ class Claim:
     own_words: tuple[str, ...] = ()
 
 
-def record(session_id: str, *, db: Session, job: Job, status: Status, reason: str,
+def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
            mode: policy.Mode | None = None) -> int:
     """The summary_runs row of a job that condensed nothing (skipped or dead)."""
     return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
@@ -69,7 +68,7 @@ def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
     shown = session_id if isinstance(session_id, str) else repr(session_id)
     shown = shown.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")[:255]
     reason = f"rejected session id: {reason}"
-    with transaction() as s:
+    with core_transaction() as s:
         record(shown, db=s, job=job, status="skipped", reason=reason)
     return Outcome(shown, "skipped", reason)
 
@@ -78,7 +77,7 @@ POISON_WAITS = ("dead-lettered by a lost worker or bad overrides: waits for its 
                 "or recap retry")
 
 
-def dead_lettered_by_claim(session_id: str, *, db: Session) -> bool:
+def dead_lettered_by_claim(session_id: str, *, db: Db) -> bool:
     """Whether the session's last dead run was recorded by the claim itself (a worker
     lost while holding it, or bad overrides: no model error), not by a failed call."""
     last = db.execute(select(RUNS.c.error).where(RUNS.c.session_id == session_id,
@@ -94,7 +93,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
     """
     token = str(uuid.uuid4())
-    with transaction() as s:
+    with core_transaction() as s:
         now = now or db_now(s)  # one clock for every worker's lease
         row = s.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
                                  "l_expires": lease_expiry(now, settings.lease_s)}
@@ -161,7 +160,7 @@ def noop_backoff_s(runs: int, *, base_s: float, cap_s: float = NOOP_BACKOFF_MAX_
     return min(cap_s, base_s * 2 ** min(max(0, runs - 1), 32))
 
 
-def back_off_noops(session_id: str, *, db: Session, row: Any, now: datetime,
+def back_off_noops(session_id: str, *, db: Db, row: Any, now: datetime,
                    base_s: float) -> None:
     """After a run that found nothing to do: the sweeper leaves the session alone
     for :func:`noop_backoff_s`, unless its context changes (a new message, an
@@ -207,7 +206,7 @@ _TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.
           .order_by(MESSAGES.c.id))
 
 
-def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
+def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
     """What the policy needs of the active messages, oldest first (no content, no
     blocks: the tool ids come from the small ``tool_links`` column)."""
     return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
@@ -216,7 +215,7 @@ def message_infos(session_id: str, *, db: Session) -> list[policy.MessageInfo]:
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *,
-                db: Session) -> tuple[list[Turn], tuple[str, ...]]:
+                db: Db) -> tuple[list[Turn], tuple[str, ...]]:
     """The batch as the summarizer and the retention guard read it: a block
     message in full (:func:`worker.core.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the

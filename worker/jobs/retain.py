@@ -20,7 +20,7 @@ from sqlalchemy import select
 from models import runs_table as RUNS
 from worker.core import echo, guard, policy, repairs
 from worker.core.prompt import Turn
-from worker.db import transaction
+from worker.db import core_transaction
 from worker.errors import UnusableSummary
 from worker.jobs.claim import Claim
 from worker.jobs.fold import Fold, fold_of
@@ -98,7 +98,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
 def recent_repairs(model: str) -> list[repairs.RepairOutcome]:
     """The repair outcomes of ``model``'s latest applied runs that had something
     missing before repair (any session), newest first."""
-    with transaction() as s:
+    with core_transaction() as s:
         rows = s.execute(select(RUNS.c.repaired, RUNS.c.specifics_missing_before_repair,
                                 RUNS.c.specifics_missing_after)
                          .where(RUNS.c.model == model, RUNS.c.status == "applied",
@@ -113,7 +113,7 @@ def held_before(session_id: str, batch: Sequence[int]) -> frozenset[int]:
     """The messages of ``batch`` (ids, oldest first) that the last applied run held
     back: it condensed a prefix ending at its last id and left the next ones, which
     are still the oldest candidates, so they lead this batch."""
-    with transaction() as s:
+    with core_transaction() as s:
         last = s.execute(select(RUNS.c.last_message_id, RUNS.c.messages_held_back)
                          .where(RUNS.c.session_id == session_id, RUNS.c.status == "applied")
                          .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()

@@ -21,7 +21,7 @@ from worker import tracing
 from worker.core import policy
 from worker.core.bulk import excerpt_turns
 from worker.core.prompt import clip_turns
-from worker.db import db_now, transaction
+from worker.db import core_transaction, db_now
 from worker.errors import PermanentLLMError, Superseded, UnusableSummary
 from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
 from worker.jobs.fold import Fold
@@ -66,7 +66,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
     """
     plan, after = fold.plan, fold.after
     ids = plan.batch_ids
-    with transaction() as s:
+    with core_transaction() as s:
         now = db_now(s)  # the follow-up's marker on the clock the sweeper reads
         row = write_summary(claim.session_id, db=s, token=claim.token, version=claim.version,
                             summary=fold.summary, summary_tokens=fold.summary_tokens,
@@ -121,7 +121,7 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
     settings = claim.settings
     error = None if status == "superseded" else describe_error(exc, secret=secret)
     reason = str(exc) if status == "superseded" else claim.plan.reason
-    with transaction() as s:
+    with core_transaction() as s:
         now = db_now(s)  # the cool-down and marker on the clock the sweeper reads
         release(claim.session_id, db=s, token=claim.token,
                 blocked_until=(now + timedelta(seconds=settings.dead_cooldown_s)
@@ -214,7 +214,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
 def repeats_last_failure(session_id: str, error: str) -> bool:
     """Whether the session's last run failed with exactly ``error`` (which names the
     answer's digest, worker.llm.summarizer.answer_digest)."""
-    with transaction() as s:
+    with core_transaction() as s:
         last = s.execute(select(RUNS.c.status, RUNS.c.error)
                          .where(RUNS.c.session_id == session_id)
                          .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
@@ -228,7 +228,7 @@ def record_unrecorded(claim: Claim, exc: BaseException, unrecorded: BaseExceptio
     the lease on its own, so the next job does not count a worker as lost, and
     return an ``unrecorded`` outcome naming both errors for the log line."""
     try:
-        with transaction() as s:
+        with core_transaction() as s:
             release(claim.session_id, db=s, token=claim.token,
                     enqueued_at=db_now(s) if not job.final_attempt else None)
         released = "lease released"

@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import Update, bindparam, update
-from sqlalchemy.orm import Session
 
 from models import sessions_table as SESSIONS
 from worker.core import policy
+from worker.db import Db
 from worker.jobs.claim import blocked_flags
 from worker.settings import Settings
 from worker.store.fence import holds
@@ -32,7 +32,7 @@ class Written(NamedTuple):
     message_count: int
 
 
-def write_summary(session_id: str, *, db: Session, token: str, version: int, summary: str,
+def write_summary(session_id: str, *, db: Db, token: str, version: int, summary: str,
                   summary_tokens: int, condensed: Sequence[int], condensed_tokens: int,
                   after: policy.Plan, settings: Settings, now: datetime) -> Written | None:
     """Write ``summary`` under the fence; None (nothing written) when the lease

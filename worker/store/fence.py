@@ -23,6 +23,7 @@ from sqlalchemy import ColumnElement, Update, and_, case, select, update
 from sqlalchemy.orm import Session
 
 from models import sessions_table as SESSIONS
+from worker.db import Db
 
 
 def lease_free(now: datetime) -> ColumnElement[bool]:
@@ -58,7 +59,7 @@ def lease_expiry(now: datetime, lease_s: int) -> datetime:
     return now + timedelta(seconds=lease_s)
 
 
-def release(session_id: str, *, db: Session, token: str,
+def release(session_id: str, *, db: Db, token: str,
             blocked_until: datetime | None = None, enqueued_at: datetime | None = None) -> None:
     """Drop the lease if ``token`` still holds it."""
     values: dict[str, object] = {"lease_token": None, "lease_expires_at": None,

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Float, Select, func, literal, select
-from sqlalchemy.orm import Session
 
 from models import ChatSession, Memory
 from worker.core.recall import Candidate, overlap, query_terms, rank_key
+from worker.db import Db, dialect_name
 
 # Most live memories read per context: far more than a memory budget shows, and
 # on SQLite all of them are scored in Python.
@@ -38,7 +38,7 @@ def scopes(session_id: str, user_id: str | None) -> tuple[str, ...]:
     return (scope_key(session_id, user_id), *((f"s:{session_id}",) if user_id else ()))
 
 
-def session_scopes(session_id: str, *, db: Session) -> tuple[str, ...]:
+def session_scopes(session_id: str, *, db: Db) -> tuple[str, ...]:
     """:func:`scopes` of a stored session (its own scope only if it is unknown)."""
     user_id = db.scalar(select(ChatSession.user_id).where(ChatSession.id == session_id))
     return scopes(session_id, user_id)
@@ -69,16 +69,16 @@ def to_candidates(rows: Any, terms: list[str], *, dialect: str) -> list[Candidat
     return sorted(found, key=rank_key)
 
 
-def candidates(scope: Sequence[str], *, db: Session, query: str,
+def candidates(scope: Sequence[str], *, db: Db, query: str,
                limit: int = MAX_CANDIDATES) -> list[Candidate]:
     """The live memories of the ``scope`` list most relevant to ``query``, best first."""
     terms = query_terms(query)
-    dialect = db.get_bind().dialect.name
+    dialect = dialect_name(db)
     rows = db.execute(candidates_query(scope, terms, dialect=dialect, limit=limit))
     return to_candidates(rows, terms, dialect=dialect)
 
 
-def memories_for_prompt(session_id: str, *, db: Session, query: str,
+def memories_for_prompt(session_id: str, *, db: Db, query: str,
                         limit: int) -> list[tuple[int, str]]:
     """(id, fact) of the session's (or its user's) most relevant live memories, for
     the extraction call: the model may answer that a new fact replaces one of them."""

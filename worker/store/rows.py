@@ -20,7 +20,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.orm import Session
 
 from models import SOURCE_KINDS, ArchivedMessage, Memory
 from models import messages_table as MESSAGES
@@ -29,12 +28,12 @@ from models import sessions_table as SESSIONS
 from models import versions_table as VERSIONS
 from worker.core.guard import GuardCounts
 from worker.core.memories import Fact, may_replace
-from worker.db import insert_or_update, rowcount
+from worker.db import Db, insert_or_update, rowcount
 from worker.store.recall import session_scopes
 from worker.store.sources import add_source
 
 
-def session_exists(session_id: str, *, db: Session) -> bool:
+def session_exists(session_id: str, *, db: Db) -> bool:
     """Whether the session is stored, holding a key-share lock on its row until the
     transaction ends: worker.forget (which locks the row for update first) then
     cannot erase the session between this check and what the caller writes."""
@@ -42,7 +41,7 @@ def session_exists(session_id: str, *, db: Session) -> bool:
                       .with_for_update(key_share=True)).first() is not None
 
 
-def record_run(session_id: str, *, db: Session, task_id: str | None, attempt: int,
+def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
                status: str, reason: str, mode: str | None = None,
                messages_condensed: int = 0, condensed_tokens: int | None = None,
                first_message_id: int | None = None, last_message_id: int | None = None,
@@ -90,7 +89,7 @@ def _run_insert(keys: tuple[str, ...]) -> Executable:
             .returning(RUNS.c.id))
 
 
-def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_id: int,
+def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: int,
                   last_id: int, run_id: int | None = None) -> list[int]:
     """Store facts mined from messages first_id..last_id; returns their memory ids.
 
@@ -134,7 +133,7 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Session, first_
     return saved
 
 
-def archive_messages(session_id: str, ids: Sequence[int], *, db: Session, run_id: int) -> int:
+def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int) -> int:
     """Copy the batch into archived_messages (same transaction as its delete)."""
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
             MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
@@ -152,7 +151,7 @@ _VERSION_INSERT = insert(VERSIONS).values(
      for k in ("session_id", "version", "text", "tokens", "covers_through", "run_id")})
 
 
-def save_summary_version(session_id: str, *, db: Session, version: int, text: str | None,
+def save_summary_version(session_id: str, *, db: Db, version: int, text: str | None,
                          tokens: int, covers_through: int | None, run_id: int | None,
                          keep: int) -> None:
     """Keep the summary of ``version`` (summary_versions) and prune to the newest

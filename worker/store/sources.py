@@ -14,9 +14,10 @@ from sqlalchemy import ColumnElement, delete, exists, insert, select, update
 from sqlalchemy.orm import Session
 
 from models import Memory, MemorySource
+from worker.db import Db
 
 
-def add_source(memory_id: int, *, db: Session, session_id: str, kind: str,
+def add_source(memory_id: int, *, db: Db, session_id: str, kind: str,
                first_id: int | None, last_id: int | None, run_id: int | None) -> None:
     """Record that ``session_id``'s batch first_id..last_id stated memory ``memory_id``."""
     db.execute(insert(MemorySource).values(
