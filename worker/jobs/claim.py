@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Interval, Update, bindparam, func, select, update
 
 from models import messages_table as MESSAGES
 from models import runs_table as RUNS
@@ -22,7 +22,7 @@ from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.provenance import own_text
 from worker.core.render import full_text, parse_links
-from worker.db import Db, core_transaction, db_now
+from worker.db import Db, core_transaction, db_now, dialect_name
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -94,17 +94,14 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
     """
     token = str(uuid.uuid4())
     with core_transaction() as s:
-        now = now or db_now(s)  # one clock for every worker's lease
-        row = s.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
-                                 "l_expires": lease_expiry(now, settings.lease_s)}
-                        ).one_or_none()
-        if row is None:
+        taken = _take_lease(session_id, db=s, token=token, lease_s=settings.lease_s, now=now)
+        if taken is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
             reason = ("lease held by another job" if exists
                       else f"session {session_id!r} not found")
             record(session_id, db=s, job=job, status="skipped", reason=reason)
             return Outcome(session_id, "skipped", reason)
-
+        row, now = taken
         if row.blocked and dead_lettered_by_claim(session_id, db=s):
             # Only a model's failure may be folded past during a cool-down (the
             # aggressive path, over budget): a worker lost on this session, or bad
@@ -186,17 +183,42 @@ def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
                         settings.thresholds_key() if plan.normal_blocked else None)
 
 
+def _take_lease(session_id: str, *, db: Db, token: str, lease_s: int,
+                now: datetime | None) -> tuple[Any, datetime] | None:
+    """Run the lease UPDATE: its row and the clock it ran on (``now``, else the
+    database's: one clock for every worker's lease), or None when it is held.
+    On PostgreSQL the UPDATE reads now() itself (the transaction's start, what
+    :func:`db_now` reads) and returns it: no round trip of its own."""
+    if now is None and dialect_name(db) == "postgresql":
+        row = db.execute(_LEASE_ON_SERVER_CLOCK, {
+            "l_sid": session_id, "l_token": token,
+            "l_lease": timedelta(seconds=lease_s)}).one_or_none()
+        return None if row is None else (row, row.now.astimezone(UTC))
+    now = now or db_now(db)
+    row = db.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
+                              "l_expires": lease_expiry(now, lease_s)}).one_or_none()
+    return None if row is None else (row, now)
+
+
+def _lease_update(clock: Any, expires: Any) -> Update:
+    return (take_lease(bindparam("l_sid"), token=bindparam("l_token"), now=clock,
+                       expires=expires, clear_pending=True, count_lost=True)
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
+                       SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
+                       SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
+                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
+                       SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
+                       SESSIONS.c.noop_context_tokens,
+                       (SESSIONS.c.blocked_until > clock).label("blocked")))
+
+
 # Built once, with bound parameters: building a statement and its cache key on
 # every job cost more CPU than running it.
-_LEASE = (take_lease(bindparam("l_sid"), token=bindparam("l_token"), now=bindparam("l_now"),
-                    expires=bindparam("l_expires"), clear_pending=True, count_lost=True)
-          .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
-                     SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
-                     SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
-                     SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
-                     SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
-                     SESSIONS.c.noop_context_tokens,
-                     (SESSIONS.c.blocked_until > bindparam("l_now")).label("blocked")))
+_LEASE = _lease_update(bindparam("l_now", type_=SESSIONS.c.lease_expires_at.type),
+                       bindparam("l_expires"))
+_LEASE_ON_SERVER_CLOCK = _lease_update(
+    func.now(), func.now() + bindparam("l_lease", type_=Interval())).returning(
+        func.now().label("now"))
 _MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
                          MESSAGES.c.pinned, MESSAGES.c.tool_links)
                   .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))

@@ -67,11 +67,11 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
     plan, after = fold.plan, fold.after
     ids = plan.batch_ids
     with core_transaction() as s:
-        now = db_now(s)  # the follow-up's marker on the clock the sweeper reads
+        # The follow-up's marker on the clock the sweeper reads (the database's).
         row = write_summary(claim.session_id, db=s, token=claim.token, version=claim.version,
                             summary=fold.summary, summary_tokens=fold.summary_tokens,
                             condensed=ids, condensed_tokens=plan.batch_tokens, after=after,
-                            settings=claim.settings, now=now)
+                            settings=claim.settings)
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
         run_id = record_run(claim.session_id, db=s, task_id=job.task_id, attempt=job.attempt,
@@ -95,7 +95,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
         if len(deleted) != len(ids):
             raise Superseded(f"{len(ids) - len(deleted)} of the {len(ids)} batch messages "
                              "were already gone")
-        version, message_count = row
+        version, message_count, now = row
         if message_count != fold.left:  # messages arrived during the call: plan on them too
             after = policy.plan(message_infos(claim.session_id, db=s),
                                 summary_tokens=fold.summary_tokens,

@@ -12,50 +12,64 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import datetime
-from typing import NamedTuple
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
-from sqlalchemy import Update, bindparam, update
+from sqlalchemy import Boolean, Update, bindparam, case, func, null, update
 
 from models import sessions_table as SESSIONS
 from worker.core import policy
-from worker.db import Db
+from worker.db import Db, db_now, dialect_name
 from worker.jobs.claim import blocked_flags
 from worker.settings import Settings
 from worker.store.fence import holds
 
 
 class Written(NamedTuple):
-    """The session's counters right after the write."""
+    """The session's counters right after the write, and the clock it was written on."""
 
     summary_version: int
     message_count: int
+    now: datetime
 
 
 def write_summary(session_id: str, *, db: Db, token: str, version: int, summary: str,
                   summary_tokens: int, condensed: Sequence[int], condensed_tokens: int,
-                  after: policy.Plan, settings: Settings, now: datetime) -> Written | None:
+                  after: policy.Plan, settings: Settings,
+                  now: datetime | None = None) -> Written | None:
     """Write ``summary`` under the fence; None (nothing written) when the lease
     ``token`` or the summary ``version`` no longer hold. ``condensed`` are the ids
     the caller deletes or archives in the same transaction (none for a rebuild);
-    ``after`` is the plan on what stays."""
+    ``after`` is the plan on what stays. ``now``: the clock to write with; None
+    reads the database's (:func:`worker.db.db_now`), on PostgreSQL inside the
+    UPDATE itself (no round trip of its own)."""
+    server_clock = now is None and dialect_name(db) == "postgresql"
+    clock = None if server_clock else now or db_now(db)
     flags = blocked_flags(after, settings)
-    row = db.execute(_fenced_update(), {
+    row = db.execute(_fenced_update(server_clock), {
         "p_sid": session_id, "p_token": token, "p_version": version,
         "p_summary": summary, "p_summary_tokens": summary_tokens,
-        "p_n": len(condensed), "p_tokens": condensed_tokens, "p_now": now,
-        "p_enqueued_at": now if after.should_summarize else None,
+        "p_n": len(condensed), "p_tokens": condensed_tokens, "p_now": clock,
+        "p_enqueue": after.should_summarize,
         "p_needs_escalation": after.needs_escalation,
         "p_normal_blocked": flags.normal_blocked,
         "p_normal_blocked_under": flags.normal_blocked_under}).one_or_none()
-    return None if row is None else Written(*row)
+    if row is None:
+        return None
+    return Written(row.summary_version, row.message_count, clock or row.now.astimezone(UTC))
 
 
 @functools.cache
-def _fenced_update() -> Update:
-    """Built once with bound parameters (``p_*``): building it and its cache key on
-    every job cost more CPU than sending it."""
+def _fenced_update(server_clock: bool) -> Update:
+    """Built once per clock with bound parameters (``p_*``): building it and its
+    cache key on every job cost more CPU than sending it. ``server_clock``:
+    PostgreSQL's now() (the transaction's start, what db_now reads) in place of
+    ``p_now``, and returned."""
     p = bindparam
+    clock = func.now() if server_clock else p("p_now", type_=SESSIONS.c.summary_updated_at.type)
+    returning: list[Any] = [SESSIONS.c.summary_version, SESSIONS.c.message_count]
+    if server_clock:
+        returning.append(clock.label("now"))
     return (update(SESSIONS)
             .where(holds(p("p_sid"), p("p_token"), p("p_version")))
             .values(rolling_summary=p("p_summary"), summary_tokens=p("p_summary_tokens"),
@@ -63,9 +77,11 @@ def _fenced_update() -> Update:
                     summarized_message_count=SESSIONS.c.summarized_message_count + p("p_n"),
                     message_count=SESSIONS.c.message_count - p("p_n"),
                     active_tokens=SESSIONS.c.active_tokens - p("p_tokens"),
-                    summary_updated_at=p("p_now"), lease_token=None, lease_expires_at=None,
-                    lost_leases=0, blocked_until=None, enqueued_at=p("p_enqueued_at"),
+                    summary_updated_at=clock, lease_token=None, lease_expires_at=None,
+                    lost_leases=0, blocked_until=None,
+                    # The pending marker of the follow-up the plan on what stays needs.
+                    enqueued_at=case((p("p_enqueue", type_=Boolean), clock), else_=null()),
                     needs_escalation=p("p_needs_escalation"),
                     normal_blocked=p("p_normal_blocked"),
                     normal_blocked_under=p("p_normal_blocked_under"))
-            .returning(SESSIONS.c.summary_version, SESSIONS.c.message_count))
+            .returning(*returning))
