@@ -218,9 +218,11 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
                 memories.append(line)
         return True
 
+    # What the batch says that ``kept`` lacks, looked up once for every unit.
+    gone = absent(frozenset().union(*map(extract_specifics, by_id.values())), kept)
     for i, unit in enumerate(units):
         found = frozenset().union(*(extract_specifics(by_id[m]) for m in unit))
-        lost = sorted(absent(found - covered, kept))
+        lost = sorted((found - covered) & gone)
         lines = [entry(next(by_id[m] for m in unit if s in extract_specifics(by_id[m])), s)
                  for s in lost]
         if not place(lines, overflow=i == 0 or aggressive or bool(held_before & set(unit))):

@@ -138,7 +138,9 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
-        turns, own = _load_turns(session_id, plan.batch_ids, db=s)
+        # Only mined facts are checked against the user's own words (worker.jobs.fold).
+        turns, own = _load_turns(session_id, plan.batch_ids, db=s,
+                                 own_words=settings.extract_memories)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
@@ -236,13 +238,13 @@ def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
                                                              {"sid": session_id})]
 
 
-def _load_turns(session_id: str, ids: Sequence[int], *,
-                db: Db) -> tuple[list[Turn], tuple[str, ...]]:
+def _load_turns(session_id: str, ids: Sequence[int], *, db: Db,
+                own_words: bool) -> tuple[list[Turn], tuple[str, ...]]:
     """The batch as the summarizer and the retention guard read it: a block
     message in full (:func:`worker.core.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
     guard must require the specifics of every line that the apply deletes. With
-    them, what the user typed in each user turn (:func:`own_text`)."""
+    ``own_words``, what the user typed in each user turn (:func:`own_text`)."""
     wanted = set(ids)
     rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
@@ -251,6 +253,6 @@ def _load_turns(session_id: str, ids: Sequence[int], *,
     for i, role, content, blocks in rows:
         if i in wanted:
             turns.append(Turn(i, role, full_text(blocks) if blocks else content))
-            if role == "user":
+            if own_words and role == "user":
                 own.append(own_text(role, content, blocks))
     return turns, tuple(own)
