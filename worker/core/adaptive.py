@@ -45,6 +45,9 @@ MIN_DEPTH = 1500
 MEMORIES_PER_SUMMARY = 8.0
 MEMORIES_TIMES = 4
 MIN_MEMORIES = 500
+# Pasted blocks (logs, tables) over this many tokens go to the summarizer as an
+# excerpt (RECAP_SUMMARIZE_BULK_TOKENS=-1, the default, under this policy).
+BULK_TOKENS = 150
 
 
 @dataclass(frozen=True)
