@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 WRITE = 1.25  # a cache write, relative to base input
 READ = 0.1  # a cache read
-# Newest messages always kept verbatim, whatever their size: the turn being
-# answered and the one before it.
-MIN_KEEP = 2
+# Newest messages always kept verbatim, whatever their size: the newest turn. The
+# one before it stays too when both fit the window (WINDOW_TOKENS); a large tool
+# result or pasted block that was answered already goes to the summary with the
+# next fold instead of being written to the cache again after it.
+MIN_KEEP = 1
 # Verbatim tokens the window aims at: the keep window is as many messages as fit
 # (at least MIN_KEEP, at most RECAP_KEEP_RECENT). The summary and the memories
 # carry the specifics of what is folded (the retention guard checks each fold).
