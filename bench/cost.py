@@ -8,8 +8,9 @@ reads from cache the longest prefix (tools, system, messages) that an earlier
 request wrote up to one of its ``cache_control`` breakpoints, writes from there
 to its own last breakpoint, and pays the rest uncached. Prices relative to base
 input: write 1.25x, read 0.1x (the published multipliers); output is left out
-(the same for every system). Summarization and memory calls are added at base
-price. Tokens are tiktoken's (Recap's counter) over each block of a request.
+(the same for every system). Summarization calls (for Recap every call of its
+own: summaries, the retention guard's repairs, titles) are added at base price.
+Tokens are tiktoken's (Recap's counter) over each block of a request.
 
 Systems:
 - Recap, caching: ``as_request(build_context(...))`` as shipped (breakpoints on
@@ -89,7 +90,7 @@ class Priced:
     written: int
     read: int
     uncached: int
-    summarization: int  # input tokens of summarization and memory calls
+    summarization: int  # input tokens of summarization calls (Recap: summary, repair, title)
     cost: float  # replies only, in base-input tokens
     cost_paused: float
     verbatim: float  # mean verbatim message tokens per reply
@@ -238,11 +239,11 @@ def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
 
 
 def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
-    """Input tokens of Recap's summary and memory calls among a run's requests."""
+    """Input tokens of all of Recap's own calls among a run's requests: summaries
+    (which mine the memories too), the retention guard's repairs and titles."""
     from worker.evals.standin import recap_kind, request_tokens
 
-    return sum(request_tokens(b, count) for b in requests
-               if recap_kind(b) in ("summary", "memories"))
+    return sum(request_tokens(b, count) for b in requests if recap_kind(b) is not None)
 
 
 def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: str,

@@ -36,7 +36,7 @@ class SystemRun:
     name: str
     bodies: list[dict[str, Any]] = field(default_factory=list)  # one per model call
     starts: list[bool] = field(default_factory=list)  # the call opens a session
-    spent: int = 0  # input tokens of summarization and memory calls
+    spent: int = 0  # input tokens of summarization calls (Recap: summary, repair, title)
     qa: tuple[int, int] = (0, 0)  # (correct, asked)
     folds: int = 0
     seconds: float = 0.0

@@ -53,7 +53,7 @@ def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:
             [x for x in active if x.id in set(plan.batch_ids)])]
         done = guard.settle(turns=turns, units=units, previous=summary, summary=folded,
                             facts=(), details_cap=cap, count=count_tokens,
-                            aggressive=plan.mode == "aggressive", held_before=held_before)
+                            spill=plan.mode == "aggressive", held_before=held_before)
         details = done.summary[len(guard.strip_details(done.summary)):]
         rows.append([len(rows) + 1, plan.mode, len(plan.batch_ids),
                      len(guard.required(turns, None)),

@@ -85,3 +85,23 @@ def test_usage_reads_the_longest_prefix_written_before() -> None:
     assert request_usage(plain, cache) == {"input_tokens": fake_tokens(7 + len("user:yy")),
                                            "cache_creation_input_tokens": 0,
                                            "cache_read_input_tokens": 0}
+
+
+def test_a_breakpoint_is_not_part_of_the_prefix_it_ends() -> None:
+    # A tool result cached with the breakpoint on it is read by the next request,
+    # which sends the same block without it (the breakpoint moved to the newest turn).
+    def result(cc: dict[str, Any] | None) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "r" * 700}
+        return {**block, **({"cache_control": cc} if cc else {})}
+
+    call = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a"}}]}
+    ask = {"role": "user", "content": "q" * 35}
+    cache: set[bytes] = set()
+    first = request_usage(body(None, [ask, call, {"role": "user", "content": [result(CC)]}]),
+                          cache)
+    second = request_usage(body(None, [ask, call, {"role": "user", "content": [result(None)]},
+                                       {"role": "assistant", "content": "a" * 35},
+                                       {"role": "user", "content": [text("b" * 35, CC)]}]),
+                           cache)
+    assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"] > 0

@@ -31,7 +31,19 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.model == DEFAULT_MODEL
     assert s.prompt_caching is True
     assert s.condense_to == 0.0 and s.thresholds().condense_to == 0.0  # cache-aware folding off
-    assert s.summarize_bulk_tokens == 0  # pasted blocks are sent whole
+    # The policy decides: the fixed rule (the default) sends pasted blocks whole.
+    assert s.summarize_bulk_tokens == -1 and s.bulk_excerpt_tokens() == 0
+
+
+def test_bulk_excerpts_follow_the_policy_unless_set() -> None:
+    from worker.core.adaptive import BULK_TOKENS
+    from worker.settings import Settings
+
+    assert Settings(policy="adaptive").bulk_excerpt_tokens() == BULK_TOKENS
+    assert Settings(policy="threshold").bulk_excerpt_tokens() == 0
+    for policy in ("adaptive", "threshold"):
+        assert Settings(policy=policy, summarize_bulk_tokens=0).bulk_excerpt_tokens() == 0
+        assert Settings(policy=policy, summarize_bulk_tokens=400).bulk_excerpt_tokens() == 400
 
 
 def test_default_model_is_in_the_installed_sdk_model_list() -> None:
@@ -52,7 +64,7 @@ def test_default_model_is_in_the_installed_sdk_model_list() -> None:
     ("RECAP_CONTEXT_BUDGET_TOKENS", "10"),
     ("RECAP_CONDENSE_TO", "0.8"),  # at the capacity trigger: a fold could never reach it
     ("RECAP_CONDENSE_TO", "-0.1"),
-    ("RECAP_SUMMARIZE_BULK_TOKENS", "-1"),
+    ("RECAP_SUMMARIZE_BULK_TOKENS", "-2"),
 ])
 def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, var: str,
                                       value: str) -> None:

@@ -25,6 +25,7 @@ from worker.config.features import Calls, Replies, Retention
 from worker.config.services import STANDARD, HttpApi, Services
 from worker.config.timing import Sweeper, Timing
 from worker.config.tuning import TUNABLE, Tuning
+from worker.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
 from worker.core.policy import Thresholds
 from worker.errors import ConfigError, InvalidInput
 
@@ -62,6 +63,15 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
             context_budget_tokens=self.context_budget_tokens,
             max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to,
             adaptive=self.policy == "adaptive", memory_limit=self.memory_budget_tokens)
+
+    def bulk_excerpt_tokens(self) -> int:
+        """RECAP_SUMMARIZE_BULK_TOKENS, or the policy's own when it is -1: the adaptive
+        policy sends the summarizer excerpts of pasted blocks over 150 tokens (the guard
+        reads every stored line, so what the excerpt leaves out goes to the details
+        section or the memories); the fixed rule sends them whole."""
+        if self.summarize_bulk_tokens >= 0:
+            return self.summarize_bulk_tokens
+        return ADAPTIVE_BULK_TOKENS if self.policy == "adaptive" else 0
 
     def thresholds_key(self) -> str:
         """The thresholds as a short string, stored with normal_blocked (see models)."""

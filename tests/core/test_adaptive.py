@@ -27,8 +27,8 @@ def size(n: int, tokens: int, summary: int = 0) -> Sizing:
     (60, 0, 10, 3757, 1200, 500),       # short turns: a small, cheap fold often
     (60, 900, 10, 6816, 1500, 7200),    # a longer session: its summary raises the mark
     (400, 0, 3, 9256, 1800, 500),       # longer turns: keep fewer, fold deeper
-    (1500, 0, 2, 22133, 3600, 500),     # pasted blocks: keep the minimum, fold much deeper
-    (6000, 1000, 2, 25599, 12799, 8000),  # tool results: capped below the capacity rule
+    (1500, 0, 1, 17298, 2100, 500),     # pasted blocks: keep the newest, fold much deeper
+    (6000, 1000, 1, 25599, 7000, 8000),  # tool results: capped below the capacity rule
 ])
 def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
                       memories: int) -> None:

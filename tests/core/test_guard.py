@@ -23,7 +23,7 @@ def settle(summary: str, *, cap: int = 100, aggressive: bool = False,
            previous: str | None = None, facts: tuple[Fact, ...] = (),
            held_before: frozenset[int] = frozenset()) -> guard.Settlement:
     return guard.settle(turns=TURNS, units=UNITS, previous=previous, summary=summary,
-                        facts=facts, details_cap=cap, count=words, aggressive=aggressive,
+                        facts=facts, details_cap=cap, count=words, spill=aggressive,
                         held_before=held_before)
 
 
@@ -96,7 +96,7 @@ def test_previous_summary_specifics_that_no_longer_fit_become_memories() -> None
 def test_a_copied_details_section_is_rebuilt_not_stacked() -> None:
     first = settle("Budget.")
     again = guard.settle(turns=[], units=[], previous=first.summary, summary=first.summary,
-                         facts=(), details_cap=100, count=words, aggressive=False)
+                         facts=(), details_cap=100, count=words, spill=False)
     assert again.summary.count(guard.DETAILS_HEADER) == 1
     assert absent(guard.required([], first.summary), [again.summary]) == set()
 

@@ -95,7 +95,7 @@ def fold(world: World, model: Model, *, take: int, cap: int,
     summary, facts = answer(model, previous, batch, sorted(world.live))
     settled = guard.settle(turns=turns, units=[[i] for i, _ in batch], previous=previous,
                            summary=strip_echo(summary, CORPUS), facts=facts, details_cap=cap,
-                           count=lambda t: len(t) // 4, aggressive=aggressive,
+                           count=lambda t: len(t) // 4, spill=aggressive,
                            held_before=world.held, corpus=CORPUS)
     world.summary = settled.summary
     for f in [*facts, *settled.memories]:
@@ -154,7 +154,7 @@ def test_a_details_line_is_carried_as_it_is_and_never_stacks() -> None:
     line = "TP1357: I'm flying with TAP, flight TP1357, on the early train"
     previous = f"The user travels.\n\n{guard.DETAILS_HEADER}\n- {line}"
     settled = guard.settle(turns=[], units=[], previous=previous, summary="They travel.",
-                           facts=[], details_cap=500, count=len, aggressive=False)
+                           facts=[], details_cap=500, count=len, spill=False)
     assert guard.details_lines(settled.summary) == [line]
     # An older, stacked line is mended to one prefix.
     stacked = "TP1357: - TP1357: - TP1357: I'm flying with TAP, flight TP1357,"

@@ -134,3 +134,21 @@ def test_a_message_is_held_back_at_most_once(
     assert second.specifics_to_memories
     assert not set(message_ids(sid)) & set(held)  # condensed now, their specifics in memories
     assert problems(sid, texts) == []
+
+
+def test_the_adaptive_policy_spills_to_memories_and_holds_nothing_back(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    # The same squeeze as above under RECAP_POLICY=adaptive: its window is a few
+    # messages, so what the details section cannot hold becomes memories and the
+    # fold condenses all it planned (a hold-back would spend a fold on next to nothing).
+    settings_env(**{**GUARDED, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false",
+                    "RECAP_POLICY": "adaptive", "RECAP_CONTEXT_BUDGET_TOKENS": 5500})
+    fake_api.lose_specifics(1.0, seed=1)
+    sid = "spills"
+    texts = {add_message(sid, role, text): text for role, text in conversation(14)}
+    run_and_wait(sid)
+    first = runs(sid)[0]
+    assert first.status == "applied" and first.reason.startswith(("adaptive", "capacity"))
+    assert first.messages_held_back == 0 and first.specifics_to_memories
+    assert first.messages_condensed >= 5
+    assert problems(sid, texts) == []

@@ -38,8 +38,9 @@ class Retention(BaseModel):
     details_share: float = Field(0.25, ge=0.05, le=1.0, description=(
         "Share of max_summary_tokens the guard's details section may take."))
     # The guard needs only a block's first line and what the prose mentions.
-    summarize_bulk_tokens: int = Field(0, ge=0, le=100_000, description=(
-        "Pasted blocks (logs, tables) above this many tokens go as an excerpt; 0: off."))
+    summarize_bulk_tokens: int = Field(-1, ge=-1, le=100_000, description=(
+        "Pasted blocks (logs, tables) above this many tokens go to the summarizer as an "
+        "excerpt; 0: off; -1: the policy's (adaptive 150, threshold off)."))
     archive_summarized: bool = Field(False, description=(
         "Keep condensed messages in archived_messages instead of only deleting them."))
     # Each is one summary's text, so all is cheap next to the archive.

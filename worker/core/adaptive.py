@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 WRITE = 1.25  # a cache write, relative to base input
 READ = 0.1  # a cache read
-# Newest messages always kept verbatim, whatever their size: the turn being
-# answered and the one before it.
-MIN_KEEP = 2
+# Newest messages always kept verbatim, whatever their size: the newest turn. The
+# one before it stays too when both fit the window (WINDOW_TOKENS); a large tool
+# result or pasted block that was answered already goes to the summary with the
+# next fold instead of being written to the cache again after it.
+MIN_KEEP = 1
 # Verbatim tokens the window aims at: the keep window is as many messages as fit
 # (at least MIN_KEEP, at most RECAP_KEEP_RECENT). The summary and the memories
 # carry the specifics of what is folded (the retention guard checks each fold).
@@ -45,6 +47,9 @@ MIN_DEPTH = 1500
 MEMORIES_PER_SUMMARY = 8.0
 MEMORIES_TIMES = 4
 MIN_MEMORIES = 500
+# Pasted blocks (logs, tables) over this many tokens go to the summarizer as an
+# excerpt (RECAP_SUMMARIZE_BULK_TOKENS=-1, the default, under this policy).
+BULK_TOKENS = 150
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,11 @@ settled by :func:`settle`, in this order:
    send the lines that do not fit to memories instead: the first unit of the
    batch (so every job condenses something), a unit held back once already
    (``held_before``: a message is held at most once, so a session never spends
-   call after call on the same overflow) and aggressive mode (the context is
-   nearly full: holding back would not help).
+   call after call on the same overflow) and a fold that ``spills`` (aggressive
+   mode: the context is nearly full and holding back would not help; and the
+   adaptive policy, whose window is a few messages and whose memories block is
+   sized to carry what the window does not: a message held back there would
+   cost a rewrite of the cached prompt for a fold that condenses next to nothing).
 2. Specifics of the previous summary, in order of appearance: into the details
    section while it fits, else to memories.
 
@@ -180,7 +183,7 @@ def repair_items(turns: Sequence[Turn], previous: str | None,
 
 def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
            summary: str, facts: Sequence[Fact], details_cap: int,
-           count: Callable[[str], int], aggressive: bool,
+           count: Callable[[str], int], spill: bool,
            held_before: frozenset[int] = frozenset(), corpus: str = "") -> Settlement:
     """Settle what ``summary`` (after any repair) and ``facts`` still miss.
 
@@ -225,7 +228,7 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
         lost = sorted((found - covered) & gone)
         lines = [entry(next(by_id[m] for m in unit if s in extract_specifics(by_id[m])), s)
                  for s in lost]
-        if not place(lines, overflow=i == 0 or aggressive or bool(held_before & set(unit))):
+        if not place(lines, overflow=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
         covered.update(lost)

@@ -65,7 +65,7 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     tuned = effective(settings, overrides)
     summarizer = res.summarizer_for(tuned)
     # Sent as a job sends them: pasted blocks above the cap as excerpts.
-    sent, excerpted = excerpt_turns(turns, max_tokens=tuned.summarize_bulk_tokens,
+    sent, excerpted = excerpt_turns(turns, max_tokens=tuned.bulk_excerpt_tokens(),
                                     count=count_tokens)
     started = time.monotonic()
     try:

@@ -72,7 +72,8 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     settled = guard.settle(
         turns=turns, units=units, previous=previous, summary=summary, corpus=corpus,
         facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
-        count=count_tokens, aggressive=claim.plan.mode is policy.Mode.AGGRESSIVE,
+        count=count_tokens,
+        spill=claim.plan.mode is policy.Mode.AGGRESSIVE or settings.policy == "adaptive",
         # Only a fold with something still missing can hold a message back: the
         # others skip this read (a transaction of its own).
         held_before=(held_before(claim.session_id, [m.id for m in infos]) if after

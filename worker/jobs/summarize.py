@@ -164,7 +164,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
     tuned = claimed.settings
     stored = claimed.turns
     # Only what the model is sent changes; the guard reads the stored turns.
-    turns, excerpted = excerpt_turns(stored, max_tokens=tuned.summarize_bulk_tokens,
+    turns, excerpted = excerpt_turns(stored, max_tokens=tuned.bulk_excerpt_tokens(),
                                      count=count_tokens)
     turns, clipped = clip_turns(turns, max_tokens=tuned.job_token_budget(),
                                 count=count_tokens, split=split_by_tokens)

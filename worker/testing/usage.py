@@ -21,8 +21,7 @@ def fake_tokens(chars: int) -> int:
 def _units(body: dict[str, Any]) -> list[tuple[str, bool]]:
     """The request as (text, carries a breakpoint) units in prefix order; the text
     of a unit is what the fake counts, its serialization what a prefix matches."""
-    units = [(json.dumps(t, sort_keys=True), "cache_control" in t)
-             for t in body.get("tools") or []]
+    units = [(_serialized(t), "cache_control" in t) for t in body.get("tools") or []]
     system = body.get("system")
     if isinstance(system, str) and system:
         units.append((system, False))
@@ -32,9 +31,17 @@ def _units(body: dict[str, Any]) -> list[tuple[str, bool]]:
         content = m["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         units += [(m["role"] + ":" + (b["text"] if b.get("type") == "text"
-                                      else json.dumps(b, sort_keys=True)),
+                                      else _serialized(b)),
                    "cache_control" in b) for b in blocks]
     return units
+
+
+def _serialized(block: dict[str, Any]) -> str:
+    """A tool or non-text block as a prefix matches it: a breakpoint marks where a
+    prefix ends and is not part of it, so a block cached with ``cache_control`` is
+    read by a later request that sends it without (the breakpoint moved on)."""
+    return json.dumps({k: v for k, v in block.items() if k != "cache_control"},
+                      sort_keys=True)
 
 
 def request_usage(body: dict[str, Any], cache: set[bytes] | None = None, *,
