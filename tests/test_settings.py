@@ -39,11 +39,14 @@ def test_bulk_excerpts_follow_the_policy_unless_set() -> None:
     from worker.core.adaptive import BULK_TOKENS
     from worker.settings import Settings
 
-    assert Settings(policy="adaptive").bulk_excerpt_tokens() == BULK_TOKENS
-    assert Settings(policy="threshold").bulk_excerpt_tokens() == 0
+    def of(**values: object) -> Settings:
+        return Settings.model_validate(values)
+
+    assert of(policy="adaptive").bulk_excerpt_tokens() == BULK_TOKENS
+    assert of(policy="threshold").bulk_excerpt_tokens() == 0
     for policy in ("adaptive", "threshold"):
-        assert Settings(policy=policy, summarize_bulk_tokens=0).bulk_excerpt_tokens() == 0
-        assert Settings(policy=policy, summarize_bulk_tokens=400).bulk_excerpt_tokens() == 400
+        assert of(policy=policy, summarize_bulk_tokens=0).bulk_excerpt_tokens() == 0
+        assert of(policy=policy, summarize_bulk_tokens=400).bulk_excerpt_tokens() == 400
 
 
 def test_default_model_is_in_the_installed_sdk_model_list() -> None:
