@@ -55,7 +55,7 @@ def default_is_threshold() -> bool:
     """Whether the default policy is the fixed rule (then its row equals the defaults')."""
     from worker.settings import get_settings
 
-    return str(getattr(get_settings(), "policy", "threshold")) == "threshold"
+    return get_settings().policy == "threshold"
 
 
 def systems(w: Workload, *, threshold: bool | None, policy: str | None = None) -> list[SystemRun]:
@@ -167,8 +167,9 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         for name in names:
             t0 = time.monotonic()
             w = build(name, size)
-            runs = systems(w, threshold=threshold if threshold is not None or quick else True,
-                           policy=policy)
+            if threshold is None and not quick:
+                threshold = True  # at full size the fixed rule always gets its own run
+            runs = systems(w, threshold=threshold, policy=policy)
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
             lines += verdict(rows, name)

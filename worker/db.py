@@ -241,6 +241,14 @@ def db_now(db: Db) -> datetime:
     return db.execute(DB_NOW).scalar_one().astimezone(UTC)
 
 
+def on_server_clock(db: Db, now: datetime | None) -> bool:
+    """Whether a statement should read the clock itself (PostgreSQL's ``now()``, the
+    transaction's start: what :func:`db_now` reads) and return it, rather than bind
+    ``now``: no clock was given and the database is PostgreSQL. Saves the
+    ``SELECT now()`` round trip of its own."""
+    return now is None and dialect_name(db) == "postgresql"
+
+
 def _insert(db: Db) -> Any:
     dialect = dialect_name(db)
     make: Any = {"postgresql": pg_insert, "sqlite": sqlite_insert}.get(dialect)

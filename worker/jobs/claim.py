@@ -22,7 +22,7 @@ from worker.core import policy
 from worker.core.prompt import Turn
 from worker.core.provenance import own_text
 from worker.core.render import full_text, parse_links
-from worker.db import Db, core_transaction, db_now, dialect_name
+from worker.db import Db, core_transaction, db_now, on_server_clock
 from worker.errors import InvalidInput
 from worker.jobs.outcome import Job, Outcome, Status
 from worker.settings import Settings, effective
@@ -191,7 +191,7 @@ def _take_lease(session_id: str, *, db: Db, token: str, lease_s: int,
     database's: one clock for every worker's lease), or None when it is held.
     On PostgreSQL the UPDATE reads now() itself (the transaction's start, what
     :func:`db_now` reads) and returns it: no round trip of its own."""
-    if now is None and dialect_name(db) == "postgresql":
+    if on_server_clock(db, now):
         row = db.execute(_LEASE_ON_SERVER_CLOCK, {
             "l_sid": session_id, "l_token": token,
             "l_lease": timedelta(seconds=lease_s)}).one_or_none()

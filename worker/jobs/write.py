@@ -19,7 +19,7 @@ from sqlalchemy import Boolean, Update, bindparam, case, func, null, update
 
 from models import sessions_table as SESSIONS
 from worker.core import policy
-from worker.db import Db, db_now, dialect_name
+from worker.db import Db, db_now, on_server_clock
 from worker.jobs.claim import blocked_flags
 from worker.settings import Settings
 from worker.store.fence import holds
@@ -43,7 +43,7 @@ def write_summary(session_id: str, *, db: Db, token: str, version: int, summary:
     ``after`` is the plan on what stays. ``now``: the clock to write with; None
     reads the database's (:func:`worker.db.db_now`), on PostgreSQL inside the
     UPDATE itself (no round trip of its own)."""
-    server_clock = now is None and dialect_name(db) == "postgresql"
+    server_clock = on_server_clock(db, now)
     clock = None if server_clock else now or db_now(db)
     flags = blocked_flags(after, settings)
     row = db.execute(_fenced_update(server_clock), {
