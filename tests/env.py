@@ -15,11 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _tiktoken_cache() -> str:
     # Offline encodings: the variable, else a tiktoken-cache folder next to the checkout.
-    for candidate in (os.environ.get("TIKTOKEN_CACHE_DIR"),
-                      ROOT.parent / "shared" / "tiktoken-cache"):
-        if candidate and Path(candidate).is_dir():
-            return str(candidate)
-    return os.environ.get("TIKTOKEN_CACHE_DIR", "")
+    from worker.paths import checkout_tiktoken_cache
+
+    given = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if given and Path(given).is_dir():
+        return given
+    return str(checkout_tiktoken_cache() or given or "")
 
 
 from worker.testing import FakeAnthropic  # noqa: E402

@@ -30,6 +30,18 @@ def data_dir() -> Path:
     return base_dir / APP_DIR
 
 
+def checkout_tiktoken_cache() -> Path | None:
+    """Offline tiktoken encodings beside a source checkout: the folder
+    ``<checkout>/../shared/tiktoken-cache`` that machines without internet access
+    keep (its files named as tiktoken's cache names them). None for an installed
+    package, or when there is no such folder."""
+    checkout = Path(__file__).resolve().parents[1]
+    if not (checkout / "pyproject.toml").is_file():
+        return None
+    found = checkout.parent / "shared" / "tiktoken-cache"
+    return found if found.is_dir() else None
+
+
 def default_database_path() -> Path:
     return data_dir() / "recap.sqlite3"
 

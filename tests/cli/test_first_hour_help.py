@@ -132,6 +132,21 @@ def test_tokenizer_export_copies_the_cache_file_that_then_loads_offline(tmp_path
     assert (check.returncode, check.stdout) == (0, "2\n"), check.stderr
 
 
+def test_a_checkout_finds_the_offline_encodings_beside_it_by_itself() -> None:
+    # README's `recap demo` on a machine that cannot download: no TIKTOKEN_CACHE_DIR,
+    # no network, and the checkout's neighbouring shared/tiktoken-cache folder serves.
+    from worker.paths import checkout_tiktoken_cache
+
+    if checkout_tiktoken_cache() is None:
+        pytest.skip("no shared/tiktoken-cache folder beside this checkout")
+    env = {k: v for k, v in _env(SHARED_CACHE).items() if k != "TIKTOKEN_CACHE_DIR"}
+    check = subprocess.run(
+        [sys.executable, "-c", "from worker.llm.tokens import count_tokens; "
+         "print(count_tokens('hello world'))"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert (check.returncode, check.stdout) == (0, "2\n"), check.stderr
+
+
 def test_tokenizer_export_without_the_encoding_is_a_clear_error(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
