@@ -141,10 +141,11 @@ def test_a_checkout_finds_the_offline_encodings_beside_it_by_itself() -> None:
         pytest.skip("no shared/tiktoken-cache folder beside this checkout")
     env = {k: v for k, v in _env(SHARED_CACHE).items() if k != "TIKTOKEN_CACHE_DIR"}
     check = subprocess.run(
-        [sys.executable, "-c", "from worker.llm.tokens import count_tokens; "
-         "print(count_tokens('hello world'))"],
+        [sys.executable, "-c", "import os; from worker.cli import _offline_encodings; "
+         "_offline_encodings(); from worker.llm.tokens import count_tokens; "
+         "print(count_tokens('hello world'), os.environ['TIKTOKEN_CACHE_DIR'])"],
         env=env, capture_output=True, text=True, timeout=120)
-    assert (check.returncode, check.stdout) == (0, "2\n"), check.stderr
+    assert (check.returncode, check.stdout) == (0, f"2 {checkout_tiktoken_cache()}\n"), check.stderr
 
 
 def test_tokenizer_export_without_the_encoding_is_a_clear_error(tmp_path: Path) -> None:

@@ -102,6 +102,17 @@ def _require_database(command: str) -> None:
         engine.dispose()
 
 
+def _offline_encodings() -> None:
+    """With no TIKTOKEN_CACHE_DIR, a checkout's neighbouring shared/tiktoken-cache
+    folder (worker.paths.checkout_tiktoken_cache), for this process and those it
+    starts: tiktoken reads the variable on every load, and a machine that cannot
+    download its encodings then still runs `recap demo` as README gives it."""
+    from worker.paths import checkout_tiktoken_cache
+
+    if not os.environ.get("TIKTOKEN_CACHE_DIR") and (found := checkout_tiktoken_cache()):
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (argparse's 2 for usage errors)."""
     parser = build_parser()
@@ -111,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     from worker.errors import RecapError
 
+    _offline_encodings()
     try:
         _require_database(args.command)
         code = int(args.func(args))

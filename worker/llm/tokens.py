@@ -14,7 +14,6 @@ import os
 
 from worker.core.message import Message
 from worker.errors import ConfigError
-from worker.paths import checkout_tiktoken_cache
 
 ENCODING = "cl100k_base"
 
@@ -23,9 +22,6 @@ ENCODING = "cl100k_base"
 def _encoding():  # type: ignore[no-untyped-def]
     import tiktoken
 
-    if not os.environ.get("TIKTOKEN_CACHE_DIR") and (offline := checkout_tiktoken_cache()):
-        # tiktoken reads its cache folder from the environment on every load.
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(offline)
     try:
         return tiktoken.get_encoding(ENCODING)
     except Exception as exc:  # network error, missing cache file, bad hash
