@@ -44,9 +44,11 @@ def require_module(module: str, install: str) -> None:
     require(found, f"{module} is not installed ({install})")
 
 
-# Thresholds low enough that a dozen short messages trigger a summary of five.
-LOW = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
-       "RECAP_KEEP_RECENT": 4}
+# The fixed rule (RECAP_POLICY=threshold) with thresholds low enough that a dozen
+# short messages trigger a summary of five.
+LOW: dict[str, Any] = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 10,
+                       "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 5,
+                       "RECAP_KEEP_RECENT": 4}
 FINAL = frozenset({"applied", "skipped", "dead", "superseded"})
 
 WORDS = ("budget invoice deploy kubernetes postgres latency refund airport hotel "

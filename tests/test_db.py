@@ -47,7 +47,7 @@ def summary_refused() -> Iterator[None]:
 
 def test_an_apply_that_fails_in_the_database_leaks_no_chat_text(
         settings_env: Callable[..., None], summary_refused: None) -> None:
-    settings_env(RECAP_TRIGGER_MESSAGES=4, RECAP_TRIGGER_TOKENS=10,
+    settings_env(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=4, RECAP_TRIGGER_TOKENS=10,
                  RECAP_BATCH_SIZE=3, RECAP_KEEP_RECENT=2)
     add_message("leak", "user", f"my {SECRET}, keep it safe")  # in the first batch
     seed("leak", 8)

@@ -172,7 +172,8 @@ def test_hook_stops_queueing_once_the_normal_rule_is_blocked(
         settings_env: Callable[..., None], published: list[str], fake_api: FakeAnthropic) -> None:
     # A full batch of 5 small messages stays under 500 tokens while the session
     # as a whole passes it: the normal rule cannot fire until a summary applies.
-    settings_env(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
+    settings_env(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,
+                 RECAP_TRIGGER_TOKENS=500, RECAP_BATCH_SIZE=5,
                  RECAP_KEEP_RECENT=4)
     seed("blocked", 14)
     assert after_reply("blocked") is True

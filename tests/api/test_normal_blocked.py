@@ -20,7 +20,8 @@ from worker.settings import get_settings
 
 # A full batch of 5 small messages stays under 500 tokens while the session as a
 # whole passes it: the normal rule cannot fire until a summary applies.
-BLOCKING = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 500, "RECAP_BATCH_SIZE": 5,
+BLOCKING = {"RECAP_POLICY": "threshold",
+            "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 500, "RECAP_BATCH_SIZE": 5,
             "RECAP_KEEP_RECENT": 4}
 
 

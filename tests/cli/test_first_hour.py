@@ -101,13 +101,31 @@ def test_a_due_session_is_not_forced_and_says_so(
     assert code == 0 and json.loads(out)["reason"].startswith("normal:")  # the rule, not forced
 
 
-def test_sixty_short_messages_on_the_defaults_wait_for_capacity(
+def test_sixty_short_messages_on_the_defaults_say_what_triggers_the_next_fold(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's first hour: default thresholds, 60 ordinary messages, nothing happens."""
+    """The first hour on the defaults (the adaptive policy): 60 ordinary messages are
+    below the session's high-water mark, and stats says where it is and why."""
     seed("chat", 60, words=12)
     code, out, err = run(capsys, "stats")
     assert code == 0, err
     assert "the largest session (by active tokens), and what triggers the next summary:" in out
+    assert "chat (untitled): 60 messages, " in out
+    assert "below the high-water mark: about " in out
+    assert re.search(r"the context passing the high-water mark of \d+ tokens \(\d+ more", out)
+
+    code, out, _ = run(capsys, "stats", "--json")
+    (top,) = json.loads(out)["largest_sessions"]
+    assert (top["session_id"], top["state"]) == ("chat", "below-high-water")
+
+
+def test_sixty_short_messages_under_the_fixed_rule_wait_for_capacity(
+        settings_env: Callable[..., None], capsys: pytest.CaptureFixture[str]) -> None:
+    """RECAP_POLICY=threshold with its default thresholds: 60 ordinary messages never
+    reach the normal rule's token trigger, and stats says so."""
+    settings_env(RECAP_POLICY="threshold")
+    seed("chat", 60, words=12)
+    code, out, err = run(capsys, "stats")
+    assert code == 0, err
     assert "chat (untitled): 60 messages, " in out
     assert "normal rule cannot fire before the next summary" in out
     assert re.search(r"next summary: the context reaching 80% of the 32000-token budget "

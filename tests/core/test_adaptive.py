@@ -8,7 +8,7 @@ import random
 import pytest
 
 from tests.core.test_policy_replay import Fold, replay
-from worker.core.adaptive import MIN_KEEP, Sizing, memory_budget, sizing
+from worker.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, sizing
 from worker.core.outlook import outlook
 from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan
 from worker.errors import ConfigError
@@ -24,11 +24,11 @@ def size(n: int, tokens: int, summary: int = 0) -> Sizing:
 
 
 @pytest.mark.parametrize(("tokens", "summary", "keep", "high", "low", "memories"), [
-    (60, 0, 10, 3757, 1200, 500),       # short turns: a small, cheap fold often
-    (60, 900, 10, 6816, 1500, 7200),    # a longer session: its summary raises the mark
-    (400, 0, 3, 9256, 1800, 500),       # longer turns: keep fewer, fold deeper
-    (1500, 0, 1, 17298, 2100, 500),     # pasted blocks: keep the newest, fold much deeper
-    (6000, 1000, 1, 25599, 7000, 8000),  # tool results: capped below the capacity rule
+    (60, 0, 8, 3565, 1080, 500),        # short turns: a small, cheap fold often
+    (60, 900, 8, 6662, 1380, 7200),     # a longer session: its summary raises the mark
+    (400, 0, 1, 7292, 1000, 500),       # longer turns: keep the newest, fold deeper
+    (1500, 0, 1, 17298, 2100, 500),     # pasted blocks: fold much deeper
+    (6000, 1000, 1, 8500, 4250, 2000),  # tool results: room for two replies below 80%
 ])
 def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
                       memories: int) -> None:
@@ -44,12 +44,16 @@ def test_keep_window_never_below_the_minimum_nor_above_the_setting() -> None:
     assert size(40, 5).keep_recent == 10
 
 
-@pytest.mark.parametrize(("summary", "limit", "expected"), [
-    (0, 2000, 500), (600, 2000, 4800), (1024, 2000, 8000), (1024, 1500, 6000), (900, 0, 0),
+@pytest.mark.parametrize(("summary", "limit", "per_message", "expected"), [
+    (0, 2000, 60, 500), (600, 2000, 60, 4800), (1024, 2000, 60, 8000), (1024, 1500, 60, 6000),
+    (900, 0, 60, 0),
+    # Pasted blocks, tool results: their specifics are few per token; at most the limit.
+    (100, 2000, 400, 800), (1024, 2000, 400, 2000), (1024, 2000, CHAT_TOKENS + 1, 2000),
+    (1024, 2000, CHAT_TOKENS, 8000),
 ])
 def test_memories_block_grows_with_what_was_condensed(summary: int, limit: int,
-                                                      expected: int) -> None:
-    assert memory_budget(summary, limit=limit) == expected
+                                                      per_message: int, expected: int) -> None:
+    assert memory_budget(summary, limit=limit, per_message=per_message) == expected
 
 
 def conversation(user: int, answer: int, n: int = 600) -> list[MessageInfo]:
@@ -107,12 +111,12 @@ def test_plan_and_outlook_say_why() -> None:
     o = outlook(short, summary_tokens=0, t=T)
     assert o.state == "below-high-water"
     assert o.why.startswith("below the high-water mark: about 120 tokens a reply")
-    assert "the context passing the high-water mark of 3757 tokens (1358 more" in o.trigger
+    assert "the context passing the high-water mark of 3565 tokens (1166 more" in o.trigger
     grown = short + [MessageInfo(100 + i, "user", 60) for i in range(44)]
     p = plan(grown, summary_tokens=0, t=T)
     assert p.mode == "normal" and p.reason.startswith("adaptive: about")
     left = sum(m.token_count for m in grown if m.id not in set(p.batch_ids))
-    assert left <= 1200  # down to the low-water mark
+    assert left <= 1080  # down to the low-water mark
     assert outlook(grown, summary_tokens=0, t=T).state == "due"
 
 

@@ -35,7 +35,8 @@ from worker.testing import FakeAnthropic, error
 
 FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"
-LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100,
+LOW_THRESHOLDS = {"RECAP_POLICY": "threshold",
+                  "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100,
                   "RECAP_BATCH_SIZE": 5, "RECAP_KEEP_RECENT": 4}
 
 

@@ -30,7 +30,8 @@ from worker.celery_app import celery_config
 from worker.settings import load_settings
 
 AMQP_SERVER = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672")
-LOW_THRESHOLDS = {"RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
+LOW_THRESHOLDS = {"RECAP_POLICY": "threshold",
+                  "RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
                   "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4"}
 
 

@@ -12,7 +12,8 @@ from worker.api.ingest import add_message
 from worker.testing import FakeAnthropic
 
 FACT = "The user is allergic to peanuts."
-WHOLE = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200,
+WHOLE = {"RECAP_POLICY": "threshold",
+         "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200,
          "RECAP_KEEP_RECENT": 2, "RECAP_EXTRACT_MEMORIES": "true"}
 
 

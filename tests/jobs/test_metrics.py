@@ -124,7 +124,7 @@ def test_runs_are_counted_by_status_and_reason_class() -> None:
 
 
 def test_session_figures(settings_env: Callable[..., None]) -> None:
-    settings_env(RECAP_TRIGGER_MESSAGES=30, RECAP_TRIGGER_TOKENS=15000,
+    settings_env(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=30, RECAP_TRIGGER_TOKENS=15000,
                  RECAP_CONTEXT_BUDGET_TOKENS=32000, RECAP_ENQUEUE_STALE_S=900)
     now = utcnow()
     ago = lambda s: now - timedelta(seconds=s)  # noqa: E731

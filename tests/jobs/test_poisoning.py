@@ -22,7 +22,8 @@ from worker.testing import FakeAnthropic, Hostile, hostile_model, ok
 
 USER = "victim"
 # One job condenses everything but the last two messages.
-WHOLE = {"RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200,
+WHOLE = {"RECAP_POLICY": "threshold",
+         "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200,
          "RECAP_KEEP_RECENT": 2, "RECAP_EXTRACT_MEMORIES": "true"}
 USER_FACTS = ["The user is allergic to peanuts.", "The user lives in Porto.",
               "The user works as a nurse.", "The user prefers window seats.",

@@ -17,7 +17,7 @@ from worker.cli.stats import format_stats
 from worker.db import transaction, utcnow
 from worker.ops.stats import collect_stats
 from worker.settings import get_settings
-from worker.testing import FakeAnthropic, error, ok
+from worker.testing import FakeAnthropic, error, ok, recap_kind
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -141,6 +141,7 @@ def test_the_adaptive_policy_spills_to_memories_and_holds_nothing_back(
     # The same squeeze as above under RECAP_POLICY=adaptive: its window is a few
     # messages, so what the details section cannot hold becomes memories and the
     # fold condenses all it planned (a hold-back would spend a fold on next to nothing).
+    # It makes no repair call: the guard places what the summary missed itself.
     settings_env(**{**GUARDED, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false",
                     "RECAP_POLICY": "adaptive", "RECAP_CONTEXT_BUDGET_TOKENS": 5500})
     fake_api.lose_specifics(1.0, seed=1)
@@ -151,4 +152,7 @@ def test_the_adaptive_policy_spills_to_memories_and_holds_nothing_back(
     assert first.status == "applied" and (first.reason or "").startswith(("adaptive", "capacity"))
     assert first.messages_held_back == 0 and first.specifics_to_memories
     assert first.messages_condensed >= 5
+    assert first.specifics_missing_before_repair and first.repair_skipped
+    assert not first.repaired and not first.repair_input_tokens
+    assert all(recap_kind(b) != "repair" for b in fake_api.requests)
     assert problems(sid, texts) == []

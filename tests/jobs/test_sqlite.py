@@ -36,7 +36,8 @@ def sqlite_url(tmp_path: Path, settings_env: Callable[..., None]) -> Iterator[st
     migrate(url)
     db.reset_engines()
     # Small thresholds keep the conversations short; the rules are the same.
-    settings_env(DATABASE_URL=url, RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=100,
+    settings_env(DATABASE_URL=url, RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,
+                 RECAP_TRIGGER_TOKENS=100,
                  RECAP_BATCH_SIZE=5, RECAP_KEEP_RECENT=4)
     assert get_settings().database_url == url
     assert db.get_engine().dialect.name == "sqlite"

@@ -21,7 +21,7 @@ class Tuning(BaseModel):
     # "adaptive": each session's own high-water mark, fold depth, keep window and
     # memories block, from its counters and the prompt cache's prices
     # (worker/core/adaptive.py); "threshold": the fixed rule of the four settings below.
-    policy: Literal["adaptive", "threshold"] = Field("threshold", description=(
+    policy: Literal["adaptive", "threshold"] = Field("adaptive", description=(
         "When and how deep to fold: adaptive (per session) or threshold (fixed rule)."))
     trigger_messages: int = Field(30, ge=1, description=(
         "Summarize when active messages exceed this and their batch exceeds the tokens."))

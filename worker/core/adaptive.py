@@ -33,23 +33,33 @@ MIN_KEEP = 1
 # Verbatim tokens the window aims at: the keep window is as many messages as fit
 # (at least MIN_KEEP, at most RECAP_KEEP_RECENT). The summary and the memories
 # carry the specifics of what is folded (the retention guard checks each fold).
-WINDOW_TOKENS = 1500
+WINDOW_TOKENS = 500
 # Summary size assumed before the first fold, when the session has none yet.
 SUMMARY_GUESS = 600
 # Fewest tokens a fold condenses: below this, a fold's fixed costs (the rewrite of
 # the prefix, the call's prompt) buy too little.
 MIN_DEPTH = 1500
 # The memories block: about this many tokens per summary token (the more the
-# folds condensed, the more the memories hold), at most MEMORIES_TIMES
-# RECAP_MEMORY_BUDGET_TOKENS. With a small keep window, the block carries the
-# specifics the window no longer holds; read from the cache at 0.1x, a bigger block
-# also makes folds rarer and deeper (bench.verdict: more kept for little cost).
+# folds condensed, the more the memories hold), at most RECAP_MEMORY_BUDGET_TOKENS
+# for a session of pasted blocks or tool results and MEMORIES_TIMES that for a chat
+# (messages of at most CHAT_TOKENS on average). A chat's specifics (an amount, an
+# id, a time) sit a few to a line, so its block carries many for little; a pasted
+# block's stay in the summary's details and the memories hold its few new ones.
+# Read from the cache at 0.1x, a bigger block also makes folds rarer and deeper.
 MEMORIES_PER_SUMMARY = 8.0
 MEMORIES_TIMES = 4
+CHAT_TOKENS = 150
 MIN_MEMORIES = 500
 # Pasted blocks (logs, tables) over this many tokens go to the summarizer as an
 # excerpt (RECAP_SUMMARIZE_BULK_TOKENS=-1, the default, under this policy).
-BULK_TOKENS = 150
+BULK_TOKENS = 80
+# Replies of growth the high-water mark leaves below the capacity rule.
+HEADROOM = 2
+# No repair call: what a summary misses, the retention guard settles itself (the
+# details section, memories; a fold never holds a message back). A repair call
+# reads the whole summary again at full price to place what the guard places for
+# free (RECAP_POLICY=threshold keeps the one repair call).
+REPAIRS = False
 
 
 @dataclass(frozen=True)
@@ -69,15 +79,17 @@ def lowest_high_water(budget: int) -> int:
     return min(SUMMARY_GUESS + MIN_DEPTH, math.ceil(0.8 * budget) - 1)
 
 
-def memory_budget(summary_tokens: int, *, limit: int) -> int:
-    """Tokens of the memories block for a session whose summary has ``summary_tokens``:
-    it grows with what the folds condensed, up to MEMORIES_TIMES ``limit``
-    (RECAP_MEMORY_BUDGET_TOKENS; 0: off). Fixed between folds, so the block stays in
-    the cached prefix."""
+def memory_budget(summary_tokens: int, *, limit: int, per_message: int) -> int:
+    """Tokens of the memories block for a session whose summary has ``summary_tokens``
+    and whose active messages hold ``per_message`` tokens on average: it grows with
+    what the folds condensed, up to ``limit`` (RECAP_MEMORY_BUDGET_TOKENS; 0: off),
+    MEMORIES_TIMES that for a chat. Changes with the summary and with the session's
+    kind of messages, not with every reply, so the block stays in the cached prefix."""
     if limit <= 0:
         return 0
     wanted = max(MIN_MEMORIES, int(MEMORIES_PER_SUMMARY * summary_tokens))
-    return min(MEMORIES_TIMES * limit, wanted)
+    times = MEMORIES_TIMES if per_message <= CHAT_TOKENS else 1
+    return min(times * limit, wanted)
 
 
 def best_depth(*, growth: int, low_water: int, summary_tokens: int) -> int:
@@ -99,17 +111,21 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     keep = max(1, min(keep_recent, max(MIN_KEEP, WINDOW_TOKENS // per_message)))
     window = keep * per_message
     summary = max(summary_tokens, SUMMARY_GUESS)
-    memories = memory_budget(summary_tokens, limit=memory_limit)
+    memories = memory_budget(summary_tokens, limit=memory_limit, per_message=per_message)
     prompt = summary + memories + window  # what every reply after a fold re-reads
     depth = max(MIN_DEPTH, 2 * growth,
                 best_depth(growth=growth, low_water=prompt, summary_tokens=summary))
     low = summary + window
     ceiling = math.ceil(0.8 * budget) - 1
+    # Room for HEADROOM replies' growth below the capacity rule: a session that adds
+    # thousands of tokens a reply (tool results) folds before the next replies would
+    # push it over the budget, where the context is cut and the cached prefix lost.
+    ceiling = max(min(ceiling, low + MIN_DEPTH), ceiling - HEADROOM * growth)
     high = min(low + depth, ceiling)
     low = min(low, high // 2)
     reason = (f"about {growth} tokens a reply ({message_count} messages, {active_tokens} "
               f"tokens); keep {keep} verbatim, memories {memories}: fold past "
               f"{high} tokens down to {low}")
     if high == ceiling:
-        reason += " (capped below the capacity rule)"
+        reason += f" (capped: room for {HEADROOM} replies below the capacity rule)"
     return Sizing(high, low, keep, memories, growth, reason)

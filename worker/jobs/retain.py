@@ -4,10 +4,11 @@ The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
 summary (the rules: worker.core.guard), makes at most ONE repair call when some
-are missing (none when repairs have stopped helping this model lately:
-worker.core.repairs), and settles the rest: the details section, messages held back in
-the window (the batch shrinks to the condensed prefix, so the apply's counters
-stay exact), memories. Runs outside any transaction, like every call.
+are missing (none under the adaptive policy, and none when repairs have stopped
+helping this model lately: worker.core.repairs), and settles the rest: the
+details section, messages held back in the window (the batch shrinks to the
+condensed prefix, so the apply's counters stay exact), memories. Runs outside
+any transaction, like every call.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 
 from models import runs_table as RUNS
-from worker.core import echo, guard, policy, repairs
+from worker.core import adaptive, echo, guard, policy, repairs
 from worker.core.prompt import Turn
 from worker.db import core_transaction
 from worker.errors import UnusableSummary
@@ -53,7 +54,9 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     needed = guard.required(turns, previous)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
-    skipped = bool(before) and not repairs.should_repair(recent_repairs(summarizer.model))
+    skipped = bool(before) and (
+        (settings.policy == "adaptive" and not adaptive.REPAIRS)
+        or not repairs.should_repair(recent_repairs(summarizer.model)))
     spent_in, spent_out = usage.input_tokens, usage.output_tokens
     if before and not skipped:
         items = guard.repair_items(turns, previous, before)
