@@ -60,7 +60,9 @@ PEER_PREFIXES = ("LangMem", "LangChain")
 MIN_CACHE_HITS = 0.85  # a dominating setting reads >= 85% of reply input from cache
 _DEEP: dict[str, object] = {"RECAP_CONTEXT_BUDGET_TOKENS": 16000, "RECAP_CONDENSE_TO": 0.1,
                             "RECAP_KEEP_RECENT": 3, "RECAP_SUMMARIZE_BULK_TOKENS": 150}
-# Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run).
+# Recap settings swept for the cost-vs-kept frontier (RECAP_* variables of a run),
+# under the fixed rule (RECAP_POLICY=threshold): the adaptive policy sizes these
+# levers per session itself.
 SWEEP: tuple[tuple[str, dict[str, object]], ...] = (
     # The measured alternative to the default placement of the <MEMORIES> block:
     # ranked by the newest user turn, sent uncached after the last breakpoint.
@@ -284,8 +286,8 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
             out.append(one(result.name, [peer_body(m) for m in result.sent], calls))
     finally:
         env.fake.delay = latency
-    for name, settings in SWEEP:
-        swept = conversation_run(n, conversation, **settings)
+    for name, settings in SWEEP:  # the fixed rule's levers
+        swept = conversation_run(n, conversation, RECAP_POLICY="threshold", **settings)
         out.append(one(f"Recap, caching, {name}", swept.bodies,
                        recap_spent(swept.requests, count)))
     return out

@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({
         "RECAP_ENV": "test", "DATABASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-bench-unused",
         "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0",
-        "RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",
+        "RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": "10",
+        "RECAP_TRIGGER_TOKENS": "100",
         "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4", "RECAP_TITLES_ENABLED": "false"})
     _admin(f'CREATE DATABASE "{db}"')
     if args.no_pause:

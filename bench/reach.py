@@ -93,8 +93,8 @@ def measure_job() -> Reach:
     from worker.tasks import summarize_session
 
     benv.reset_state()
-    benv.configure(RECAP_TRIGGER_MESSAGES=10, RECAP_TRIGGER_TOKENS=50, RECAP_BATCH_SIZE=5,
-                   RECAP_KEEP_RECENT=4)
+    benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,
+                   RECAP_TRIGGER_TOKENS=50, RECAP_BATCH_SIZE=5, RECAP_KEEP_RECENT=4)
     sid = "reach-job"
     for i in range(12):
         add_message(sid, "user" if i % 2 == 0 else "assistant",

@@ -33,7 +33,7 @@ def measure(per_session: int) -> dict[str, Any]:
     from worker.settings import get_settings
 
     benv.reset_state()
-    benv.configure(RECAP_TRIGGER_MESSAGES=120,
+    benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=120,
                    RECAP_TRIGGER_TOKENS=10 * count_tokens(filler(0, 60)), RECAP_BATCH_SIZE=20,
                    RECAP_KEEP_RECENT=10)
     t0 = time.monotonic()

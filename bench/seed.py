@@ -99,8 +99,9 @@ def bulk_load(session_ids: Sequence[str], per_session: int, *, words: int = 60) 
     return len(session_ids) * per_session
 
 
-def job_thresholds(words: int = 60) -> dict[str, int]:
-    """Settings under which a 31-message session of ``filler`` text needs exactly one job.
+def job_thresholds(words: int = 60) -> dict[str, object]:
+    """Settings under which a 31-message session of ``filler`` text needs exactly one job
+    (the fixed rule, RECAP_POLICY=threshold).
 
     The batch (20 of 31 messages outside keep_recent=10) exceeds the token trigger;
     the 11 left behind do not trigger again.
@@ -108,7 +109,8 @@ def job_thresholds(words: int = 60) -> dict[str, int]:
     from worker.llm.tokens import count_tokens
 
     per = count_tokens(filler(0, words))
-    return {"RECAP_TRIGGER_MESSAGES": 30, "RECAP_TRIGGER_TOKENS": 10 * per,
+    return {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 30,
+            "RECAP_TRIGGER_TOKENS": 10 * per,
             "RECAP_BATCH_SIZE": 20, "RECAP_KEEP_RECENT": 10}
 
 

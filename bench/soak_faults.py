@@ -15,6 +15,7 @@ from worker.testing import FakeAnthropic, Reply, Request, default_summary, error
 # short limits so many jobs, retries and lease expiries happen in minutes; the
 # lease/visibility/time-limit relations still satisfy Settings' checks.
 SOAK_SETTINGS = {
+    "RECAP_POLICY": "threshold",
     "RECAP_TRIGGER_MESSAGES": "20", "RECAP_TRIGGER_TOKENS": "200", "RECAP_BATCH_SIZE": "10",
     "RECAP_KEEP_RECENT": "6", "RECAP_MAX_RETRIES": "5", "RECAP_RETRY_BACKOFF_S": "0.2",
     "RECAP_RETRY_BACKOFF_MAX_S": "1", "RECAP_LLM_TIMEOUT_S": "4",

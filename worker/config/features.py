@@ -23,7 +23,8 @@ class Retention(BaseModel):
     # both benchmark conversations (bench/cost.py; 1,000 kept less than a 16k budget
     # with 2,000). The block only shrinks when the context is above 94% of the budget.
     memory_budget_tokens: int = Field(2000, ge=0, le=100_000, description=(
-        "Tokens of the <MEMORIES> block inside the budget (adaptive: up to 4x); 0: off."))
+        "Tokens of the <MEMORIES> block inside the budget (adaptive: up to 4x in a chat); "
+        "0: off."))
     # "version": chosen once per summary version (relevance to the summary), so with
     # prompt caching the block sits in the cached prefix and costs 0.1x per reply;
     # "reply": ranked by the newest user turn on every reply, after the last

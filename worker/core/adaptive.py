@@ -55,11 +55,15 @@ MIN_MEMORIES = 500
 BULK_TOKENS = 80
 # Replies of growth the high-water mark leaves below the capacity rule.
 HEADROOM = 2
-# No repair call: what a summary misses, the retention guard settles itself (the
-# details section, memories; a fold never holds a message back). A repair call
-# reads the whole summary again at full price to place what the guard places for
-# free (RECAP_POLICY=threshold keeps the one repair call).
-REPAIRS = False
+
+
+def repairs(per_message: int) -> bool:
+    """Whether a fold may make the retention guard's one repair call: in a chat
+    (messages of at most CHAT_TOKENS on average), whose specifics the summary's prose
+    carries best, yes; in a session of pasted blocks or tool results, no: the guard
+    settles what the summary missed itself (details section, memories) instead of
+    reading the whole summary again at full price."""
+    return per_message <= CHAT_TOKENS
 
 
 @dataclass(frozen=True)

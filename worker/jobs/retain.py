@@ -4,11 +4,11 @@ The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
 summary (the rules: worker.core.guard), makes at most ONE repair call when some
-are missing (none under the adaptive policy, and none when repairs have stopped
-helping this model lately: worker.core.repairs), and settles the rest: the
-details section, messages held back in the window (the batch shrinks to the
-condensed prefix, so the apply's counters stay exact), memories. Runs outside
-any transaction, like every call.
+are missing (under the adaptive policy only in a chat: worker.core.adaptive.repairs;
+none when repairs have stopped helping this model lately: worker.core.repairs),
+and settles the rest: the details section, messages held back in the window (the
+batch shrinks to the condensed prefix, so the apply's counters stay exact),
+memories. Runs outside any transaction, like every call.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
     skipped = bool(before) and (
-        (settings.policy == "adaptive" and not adaptive.REPAIRS)
+        (settings.policy == "adaptive" and not adaptive.repairs(per_message(claim)))
         or not repairs.should_repair(recent_repairs(summarizer.model)))
     spent_in, spent_out = usage.input_tokens, usage.output_tokens
     if before and not skipped:
@@ -97,6 +97,12 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
         repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped)
     return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
                    memories=settled.memories, guard=counts)
+
+
+def per_message(claim: Claim) -> int:
+    """Tokens per active message of the claimed session, rounded up."""
+    tokens = sum(m.token_count for m in claim.messages)
+    return -(-tokens // len(claim.messages)) if claim.messages else 0
 
 
 def recent_repairs(model: str) -> list[repairs.RepairOutcome]:
