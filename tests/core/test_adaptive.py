@@ -8,7 +8,7 @@ import random
 import pytest
 
 from tests.core.test_policy_replay import Fold, replay
-from worker.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, sizing
+from worker.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, repairs, sizing
 from worker.core.outlook import outlook
 from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan
 from worker.errors import ConfigError
@@ -54,6 +54,13 @@ def test_keep_window_never_below_the_minimum_nor_above_the_setting() -> None:
 def test_memories_block_grows_with_what_was_condensed(summary: int, limit: int,
                                                       per_message: int, expected: int) -> None:
     assert memory_budget(summary, limit=limit, per_message=per_message) == expected
+
+
+def test_the_repair_call_only_in_a_chat() -> None:
+    # A chat's specifics read best in the summary's prose; pasted blocks and tool
+    # results have theirs placed by the guard, without a second full-price call.
+    assert repairs(20) and repairs(CHAT_TOKENS)
+    assert not repairs(CHAT_TOKENS + 1) and not repairs(5000)
 
 
 def conversation(user: int, answer: int, n: int = 600) -> list[MessageInfo]:

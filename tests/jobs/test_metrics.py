@@ -202,12 +202,13 @@ def test_last_sweep_is_recorded_by_the_sweeper() -> None:
 
 @contextmanager
 def on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -> Iterator[datetime]:
-    """A migrated SQLite database holding a due session and a tuned one; yields now."""
+    """A migrated SQLite database holding a due session and a tuned one (under the
+    fixed rule, whose thresholds make them due); yields now."""
     url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
     migrate(url)
     dbmod.reset_engines()
     try:
-        settings_env(DATABASE_URL=url)
+        settings_env(DATABASE_URL=url, RECAP_POLICY="threshold")
         now = utcnow()
         add_session("due", message_count=40, active_tokens=20000,
                     updated_at=now - timedelta(seconds=120))

@@ -142,7 +142,8 @@ def test_context_ranks_by_the_newest_user_turn_within_the_memory_budget(
     save("k1", *[fact(f"Filler memory number {i} about something else entirely.", importance=5)
                  for i in range(60)], fact("The user is allergic to peanuts.", importance=1))
     add_message("k1", "user", "Can you suggest a snack with peanuts?")
-    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60, RECAP_MEMORIES_PER="reply")
+    settings_env(RECAP_MEMORY_BUDGET_TOKENS=60, RECAP_MEMORIES_PER="reply",
+                 RECAP_POLICY="threshold")  # the block is exactly the setting
     ctx = build_context("k1", system_prompt="", prompt_caching=False)
     block = system_text(ctx["system"])
     assert block.index("allergic to peanuts") < block.index("Filler")  # relevance first
