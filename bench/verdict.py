@@ -9,9 +9,10 @@ guard's extractor) and the planted-fact questions answered from the context it
 sends (the stand-in's reader, as ``recap eval --qa``). Recap's defaults dominate a
 peer when they cost no more, keep at least as many specifics and answer at least
 as many questions. Targets: at most 0.8x the cheaper peer's cost, at most 0.3x
-full history with caching. A row with ``RECAP_POLICY=threshold`` (the fixed rule)
-stands next to the defaults (``RECAP_POLICY=adaptive python -m bench --quick``
-puts another policy in the defaults' place, to try it). Figures come from the
+full history with caching. At full size a row with ``RECAP_POLICY=threshold`` (the
+fixed rule) stands next to the defaults; the quick verdict runs the defaults only
+(``RECAP_POLICY=threshold python -m bench --quick`` puts the fixed rule, or any
+other policy, in the defaults' place, to try it). Figures come from the
 stand-in: they measure the mechanism (what is resent, what is cached, what is
 kept), not a model.
 """
@@ -51,29 +52,16 @@ class Row:
         return total(self.priced, base)
 
 
-def default_is_threshold() -> bool:
-    """Whether the default policy is the fixed rule (then its row equals the defaults')."""
-    from worker.settings import get_settings
-
-    return get_settings().policy == "threshold"
-
-
-def systems(w: Workload, *, threshold: bool | None, policy: str | None = None) -> list[SystemRun]:
+def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[SystemRun]:
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
-    Recap under the fixed rule (RECAP_POLICY=threshold); None: only when the
-    defaults are another policy (else the row repeats the defaults' figures).
-    ``policy``: a RECAP_POLICY to try in the defaults' place (the row says so)."""
-    from dataclasses import replace
-
+    Recap under the fixed rule (RECAP_POLICY=threshold). ``policy``: a RECAP_POLICY
+    to try in the defaults' place (the row says so)."""
     from worker.evals.peers import PEERS
 
     tried = {"RECAP_POLICY": policy} if policy else {}
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
-    if threshold or (threshold is None and not default_is_threshold()):
-        fixed = run_recap(w, THRESHOLD, RECAP_POLICY="threshold")
-    else:
-        fixed = replace(mine, name=THRESHOLD + " (the default policy: the same run)")
-    return [run_full(w, caching=False), run_full(w), mine, fixed,
+    fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
+    return [run_full(w, caching=False), run_full(w), mine, *fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
 
@@ -148,14 +136,14 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         threshold: bool | None = None) -> str:
     """The tables and the verdict on each workload of ``names`` at ``size``
     (default: quick or full). ``threshold``: run Recap under the fixed rule too
-    (default: at full size always; quick, only when it is not the default policy)."""
+    (default: at full size only)."""
     import os
 
     from worker.core.specifics import extract_specifics
     from worker.llm.tokens import count_tokens
 
     size = size or ("quick" if quick else "full")
-    # A RECAP_POLICY of the environment (trying a policy before it is the default)
+    # A RECAP_POLICY of the environment (trying another policy, the fixed rule say)
     # takes the defaults' place; read once, as each run resets the settings it set.
     policy = os.environ.get("RECAP_POLICY")
     specifics = functools.lru_cache(maxsize=None)(extract_specifics)
@@ -167,9 +155,8 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         for name in names:
             t0 = time.monotonic()
             w = build(name, size)
-            if threshold is None and not quick:
-                threshold = True  # at full size the fixed rule always gets its own run
-            runs = systems(w, threshold=threshold, policy=policy)
+            fixed = (size == "full") if threshold is None else threshold
+            runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
             lines += verdict(rows, name)
