@@ -66,9 +66,9 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
 
     def bulk_excerpt_tokens(self) -> int:
         """RECAP_SUMMARIZE_BULK_TOKENS, or the policy's own when it is -1: the adaptive
-        policy sends the summarizer excerpts of pasted blocks over 150 tokens (the guard
-        reads every stored line, so what the excerpt leaves out goes to the details
-        section or the memories); the fixed rule sends them whole."""
+        policy sends the summarizer excerpts of pasted blocks over its BULK_TOKENS
+        (the guard reads every stored line, so what the excerpt leaves out goes to the
+        details section or the memories); the fixed rule sends them whole."""
         if self.summarize_bulk_tokens >= 0:
             return self.summarize_bulk_tokens
         return ADAPTIVE_BULK_TOKENS if self.policy == "adaptive" else 0

@@ -41,7 +41,7 @@ class Retention(BaseModel):
     # The guard needs only a block's first line and what the prose mentions.
     summarize_bulk_tokens: int = Field(-1, ge=-1, le=100_000, description=(
         "Pasted blocks (logs, tables) above this many tokens go to the summarizer as an "
-        "excerpt; 0: off; -1: the policy's (adaptive 150, threshold off)."))
+        "excerpt; 0: off; -1: the policy's (adaptive 80, threshold off)."))
     archive_summarized: bool = Field(False, description=(
         "Keep condensed messages in archived_messages instead of only deleting them."))
     # Each is one summary's text, so all is cheap next to the archive.
