@@ -21,6 +21,8 @@ from worker.settings import (
 
 
 def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.core.adaptive import BULK_TOKENS
+
     for name in [n for n in os.environ if n.startswith("RECAP_")]:
         monkeypatch.delenv(name)  # the test environment's own values, too
     s = load_settings()
@@ -31,8 +33,10 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.model == DEFAULT_MODEL
     assert s.prompt_caching is True
     assert s.condense_to == 0.0 and s.thresholds().condense_to == 0.0  # cache-aware folding off
-    # The policy decides: the fixed rule (the default) sends pasted blocks whole.
-    assert s.summarize_bulk_tokens == -1 and s.bulk_excerpt_tokens() == 0
+    # The policy decides: the adaptive policy (the default) sends pasted blocks as
+    # excerpts; the fixed rule's thresholds above stay its settings.
+    assert s.policy == "adaptive" and s.thresholds().adaptive
+    assert s.summarize_bulk_tokens == -1 and s.bulk_excerpt_tokens() == BULK_TOKENS
 
 
 def test_bulk_excerpts_follow_the_policy_unless_set() -> None:
@@ -135,8 +139,8 @@ def test_process_settings_are_cached_until_reset(monkeypatch: pytest.MonkeyPatch
 
 
 def test_thresholds_come_from_the_settings() -> None:
-    s = load_settings(trigger_messages=12, trigger_tokens=345, batch_size=6, keep_recent=3,
-                      context_budget_tokens=5000)
+    s = load_settings(policy="threshold", trigger_messages=12, trigger_tokens=345,
+                      batch_size=6, keep_recent=3, context_budget_tokens=5000)
     assert s.thresholds() == Thresholds(trigger_messages=12, trigger_tokens=345, batch_size=6,
                                         keep_recent=3, context_budget_tokens=5000,
                                         max_batch_tokens=s.job_token_budget(),
