@@ -141,10 +141,9 @@ def memories_budget(window: Window, *, settings: Settings) -> int:
     """Tokens of the memories block: RECAP_MEMORY_BUDGET_TOKENS, or under the adaptive
     policy (the session's or the deployment's) what its folds have condensed calls for."""
     if (window.policy or settings.policy) == "adaptive":
-        rows = window.rows
-        per = -(-sum(r.token_count for r in rows) // len(rows)) if rows else 0
+        size = adaptive.per_message(sum(r.token_count for r in window.rows), len(window.rows))
         return adaptive.memory_budget(window.summary_tokens,
-                                      limit=settings.memory_budget_tokens, per_message=per)
+                                      limit=settings.memory_budget_tokens, per_message=size)
     return settings.memory_budget_tokens
 
 

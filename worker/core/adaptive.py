@@ -57,13 +57,25 @@ BULK_TOKENS = 80
 HEADROOM = 2
 
 
-def repairs(per_message: int) -> bool:
-    """Whether a fold may make the retention guard's one repair call: in a chat
-    (messages of at most CHAT_TOKENS on average), whose specifics the summary's prose
-    carries best, yes; in a session of pasted blocks or tool results, no: the guard
-    settles what the summary missed itself (details section, memories) instead of
-    reading the whole summary again at full price."""
+def per_message(tokens: int, messages: int) -> int:
+    """Tokens per active message, rounded up (1 for a session without messages): the
+    one measure of a session's kind of messages the policy's decisions read."""
+    return max(1, math.ceil(tokens / messages)) if messages else 1
+
+
+def is_chat(per_message: int) -> bool:
+    """A chat: messages of at most CHAT_TOKENS on average (not pasted blocks or tool
+    results)."""
     return per_message <= CHAT_TOKENS
+
+
+def repairs(per_message: int) -> bool:
+    """Whether a fold may make the retention guard's one repair call: in a chat,
+    whose specifics the summary's prose carries best, yes; in a session of pasted
+    blocks or tool results, no: the guard settles what the summary missed itself
+    (details section, memories) instead of reading the whole summary again at full
+    price."""
+    return is_chat(per_message)
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,7 @@ def memory_budget(summary_tokens: int, *, limit: int, per_message: int) -> int:
     if limit <= 0:
         return 0
     wanted = max(MIN_MEMORIES, int(MEMORIES_PER_SUMMARY * summary_tokens))
-    times = MEMORIES_TIMES if per_message <= CHAT_TOKENS else 1
+    times = MEMORIES_TIMES if is_chat(per_message) else 1
     return min(times * limit, wanted)
 
 
@@ -110,12 +122,12 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     capacity rule). ``keep_recent`` caps the window; ``memory_limit`` is
     RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`).
     """
-    per_message = max(1, math.ceil(active_tokens / message_count)) if message_count else 1
-    growth = 2 * per_message
-    keep = max(1, min(keep_recent, max(MIN_KEEP, WINDOW_TOKENS // per_message)))
-    window = keep * per_message
+    size = per_message(active_tokens, message_count)
+    growth = 2 * size
+    keep = max(1, min(keep_recent, max(MIN_KEEP, WINDOW_TOKENS // size)))
+    window = keep * size
     summary = max(summary_tokens, SUMMARY_GUESS)
-    memories = memory_budget(summary_tokens, limit=memory_limit, per_message=per_message)
+    memories = memory_budget(summary_tokens, limit=memory_limit, per_message=size)
     prompt = summary + memories + window  # what every reply after a fold re-reads
     depth = max(MIN_DEPTH, 2 * growth,
                 best_depth(growth=growth, low_water=prompt, summary_tokens=summary))

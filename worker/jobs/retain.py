@@ -55,7 +55,8 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
     skipped = bool(before) and (
-        (settings.policy == "adaptive" and not adaptive.repairs(per_message(claim)))
+        (settings.policy == "adaptive" and not adaptive.repairs(adaptive.per_message(
+            sum(m.token_count for m in claim.messages), len(claim.messages))))
         or not repairs.should_repair(recent_repairs(summarizer.model)))
     spent_in, spent_out = usage.input_tokens, usage.output_tokens
     if before and not skipped:
@@ -97,12 +98,6 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
         repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped)
     return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
                    memories=settled.memories, guard=counts)
-
-
-def per_message(claim: Claim) -> int:
-    """Tokens per active message of the claimed session, rounded up."""
-    tokens = sum(m.token_count for m in claim.messages)
-    return -(-tokens // len(claim.messages)) if claim.messages else 0
 
 
 def recent_repairs(model: str) -> list[repairs.RepairOutcome]:
