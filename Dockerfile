@@ -3,8 +3,8 @@
 # Code is read-only to the runtime user.
 FROM python:3.11-slim
 
-# PYTHONPATH: `worker` is imported from /app, next to alembic.ini, migrations/
-# and bench/ (which `recap demo` and `recap bench` look for beside the package).
+# Recap installs as the one package `recap` (site-packages); PYTHONPATH=/app is
+# for bench/ and tests/, which `recap bench` runs from /app.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -18,6 +18,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY models ./models
 COPY worker ./worker
+COPY migrations ./migrations
 RUN pip install .
 # Extras to add, e.g. `docker build --build-arg RECAP_EXTRAS=bench .` for all of
 # `recap bench` (plots, memory sampling, the LangMem/LangChain peers).
@@ -31,7 +32,6 @@ RUN python -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"
 # The migrate service runs `recap db upgrade` (the package carries the migrations);
 # alembic.ini keeps `alembic upgrade head` working from /app as well.
 COPY alembic.ini ./
-COPY migrations ./migrations
 
 # `recap bench` (python -m bench): the benchmarks, and the Claude stand-in and
 # helpers they share with the tests. Plots go to docs/bench, writable by recap.
@@ -46,4 +46,4 @@ RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent \
 RUN install -d -o recap -m 0755 /app/docs/bench
 USER recap
 
-CMD ["celery", "-A", "worker", "worker", "--loglevel", "INFO"]
+CMD ["recap", "worker", "--loglevel", "INFO"]

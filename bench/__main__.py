@@ -59,7 +59,7 @@ def _version(cmd: list[str]) -> str:
 def machine() -> str:
     from sqlalchemy import text
 
-    from worker.db import transaction
+    from recap.db import transaction
 
     with transaction() as s:
         pg = s.execute(text("SHOW server_version")).scalar_one()

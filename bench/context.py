@@ -35,8 +35,8 @@ def plot(series: list[tuple[str, list[int]]], budget: int, trigger: int) -> None
 def run(quick: bool = False) -> str:
     from bench.convo import demo_runs
     from bench.tokens import messages_for
-    from worker.evals.peers import BUDGET, PEERS, TRIGGER
-    from worker.settings import get_settings
+    from recap.evals.peers import BUDGET, PEERS, TRIGGER
+    from recap.settings import get_settings
 
     n = messages_for(quick)
     env, recap, script = demo_runs(n)

@@ -63,11 +63,11 @@ def conversation_run(n: int, script: str = "demo", **settings: object) -> ConvoR
 
     from bench.seed import demo_script, short_script
     from bench.workers import count_runs, subprocess_worker, wait_idle
-    from models import SummaryRun
-    from worker.api.context import as_request, build_context
-    from worker.api.ingest import add_message, after_reply
-    from worker.db import transaction
-    from worker.llm.tokens import count_tokens
+    from recap.api.context import as_request, build_context
+    from recap.api.ingest import add_message, after_reply
+    from recap.db import transaction
+    from recap.llm.tokens import count_tokens
+    from recap.models import SummaryRun
 
     env = benv.setup()
     benv.reset_state(*settings)

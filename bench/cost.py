@@ -3,7 +3,7 @@
 Users pay mostly for the replies: each sends the assembled context. For every
 reply of the shared demo conversation (after each user message) this takes the
 request each system sends and prices it by Claude's prompt-cache rules, the
-ones the fake API implements (``worker.testing.request_usage``): a request
+ones the fake API implements (``recap.testing.request_usage``): a request
 reads from cache the longest prefix (tools, system, messages) that an earlier
 request wrote up to one of its ``cache_control`` breakpoints, writes from there
 to its own last breakpoint, and pays the rest uncached. Prices relative to base
@@ -108,7 +108,7 @@ def price(bodies: Sequence[dict[str, Any]], count: Callable[[str], int],
                                                                        float]:
     """(written, read, uncached, cost, cost with ``pauses``) over ``bodies`` in order.
     ``starts``: the requests that open a new session (weeks later: an empty cache)."""
-    from worker.testing import request_usage
+    from recap.testing import request_usage
 
     totals = [0, 0, 0]
     costs = [0.0, 0.0]
@@ -243,7 +243,7 @@ def priced(name: str, bodies: Sequence[dict[str, Any]], summarization: int, *,
 def recap_spent(requests: Sequence[dict[str, Any]], count: Callable[[str], int]) -> int:
     """Input tokens of all of Recap's own calls among a run's requests: summaries
     (which mine the memories too), the retention guard's repairs and titles."""
-    from worker.evals.standin import recap_kind, request_tokens
+    from recap.evals.standin import recap_kind, request_tokens
 
     return sum(request_tokens(b, count) for b in requests if recap_kind(b) is not None)
 
@@ -254,8 +254,8 @@ def systems(count: Callable[[str], int], specifics: Specifics, *, conversation: 
     ("demo" or "short", see bench.convo.conversation_run)."""
     from bench.convo import conversation_run
     from bench.seed import demo_script, short_script
-    from worker.evals.peers import BUDGET, PEERS
-    from worker.evals.standin import request_tokens
+    from recap.evals.peers import BUDGET, PEERS
+    from recap.evals.standin import request_tokens
 
     env = benv.setup()
     recap = conversation_run(n, conversation)
@@ -382,12 +382,12 @@ def plot(panels: Sequence[tuple[str, Sequence[Priced]]]) -> None:
 
 def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     """The cost table. ``specifics``: the retention guard's extractor (default
-    ``worker.core.specifics.extract_specifics``)."""
+    ``recap.core.specifics.extract_specifics``)."""
     from bench.tokens import messages_for
-    from worker.llm.tokens import count_tokens
+    from recap.llm.tokens import count_tokens
 
     if specifics is None:
-        from worker.core.specifics import extract_specifics
+        from recap.core.specifics import extract_specifics
 
         specifics = extract_specifics
     specifics = functools.lru_cache(maxsize=None)(specifics)

@@ -4,15 +4,15 @@ Recap runs its real pipeline on the bench's PostgreSQL database: ``add_message``
 then before each model call (after each user message) ``as_request(build_context(...))``,
 and after each assistant message ``after_reply``, which publishes as in production.
 When it sent a summarize job, the task a worker would run
-(``worker.tasks.summarize_session``) is applied right here with Celery's
+(``recap.tasks.summarize_session``) is applied right here with Celery's
 ``Task.apply`` (the same task code, run eagerly), again while the job left a
 follow-up queued: a fold lands where a worker would put it in a chat slower than
 one summarization, without a worker process (what makes the quick verdict fast).
 Its summaries come from the stand-in over its real HTTP protocol.
 
-The peers (worker.evals.peers) and full history see one session at a time, as
-their defaults do. The planted-fact questions (worker.evals.run.quiz) are answered
-by the stand-in's reader (worker.evals.standin.reader_answer) from the request
+The peers (recap.evals.peers) and full history see one session at a time, as
+their defaults do. The planted-fact questions (recap.evals.run.quiz) are answered
+by the stand-in's reader (recap.evals.standin.reader_answer) from the request
 each system would send next, the question as its newest user turn.
 """
 
@@ -46,8 +46,8 @@ class SystemRun:
 def answer(body: dict[str, Any], question: str) -> str:
     """The stand-in reader's answer to ``question`` (a quiz line) from ``body`` plus
     the question as the newest user turn."""
-    from worker.evals.run import QA_PREFIX
-    from worker.evals.standin import reader_answer
+    from recap.evals.run import QA_PREFIX
+    from recap.evals.standin import reader_answer
 
     asked = dict(body, messages=[*body["messages"], {"role": "user", "content": question}])
     return reader_answer(asked, question.split(QA_PREFIX, 1)[-1])
@@ -56,7 +56,7 @@ def answer(body: dict[str, Any], question: str) -> str:
 def settle(session_id: str) -> int:
     """Run the queued summarize job (and its follow-ups) here; how many ran."""
     from bench.workers import session_idle
-    from worker.tasks import summarize_session
+    from recap.tasks import summarize_session
 
     for ran in range(SETTLE_MAX):
         if session_idle(session_id):
@@ -67,10 +67,10 @@ def settle(session_id: str) -> int:
 
 def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
     """Recap over ``w`` with ``settings`` (``RECAP_*`` variables of this run)."""
-    from worker.api.context import as_request, build_context
-    from worker.api.ingest import add_message, after_reply
-    from worker.evals.run import quiz
-    from worker.sessions.rewind import rewind
+    from recap.api.context import as_request, build_context
+    from recap.api.ingest import add_message, after_reply
+    from recap.evals.run import quiz
+    from recap.sessions.rewind import rewind
 
     env = benv.setup()
     benv.reset_state(*settings)
@@ -109,10 +109,10 @@ def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
 
 
 def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
-    """A peer (worker.evals.peers) over each session of ``w`` in turn."""
+    """A peer (recap.evals.peers) over each session of ``w`` in turn."""
     from bench.cost import peer_body
-    from worker.evals.run import quiz
-    from worker.evals.standin import request_tokens
+    from recap.evals.run import quiz
+    from recap.evals.standin import request_tokens
 
     env = benv.setup()
     run = SystemRun("")
@@ -140,8 +140,8 @@ def run_full(w: Workload, *, caching: bool = True) -> SystemRun:
     """Full history: every message of the session so far, the oldest dropped over
     the peers' budget; with or without caching."""
     from bench.cost import full_history, without_breakpoints
-    from worker.evals.peers import BUDGET
-    from worker.evals.run import quiz
+    from recap.evals.peers import BUDGET
+    from recap.evals.run import quiz
 
     run = SystemRun("full history, " + ("caching" if caching else "no caching"))
     for script in scripts(w):
@@ -161,7 +161,7 @@ def _count() -> Callable[[str], int]:
     if not _COUNT:
         import functools
 
-        from worker.llm.tokens import count_tokens
+        from recap.llm.tokens import count_tokens
 
         _COUNT.append(functools.lru_cache(maxsize=None)(count_tokens))
     return _COUNT[0]

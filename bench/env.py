@@ -5,7 +5,7 @@ Settings are read from the environment once per process (cached) and the Celery
 app is configured from them on first use, so :func:`setup` sets every variable
 before anything uses ``worker``, and :func:`configure` resets the process state
 after a change. Run from the repository root (``python -m bench``; ``recap bench``
-does that too), so ``worker.testing`` imports as it is. One environment
+does that too), so ``recap.testing`` imports as it is. One environment
 serves a whole ``python -m bench`` run; :func:`teardown` drops the database and
 the queue.
 """
@@ -43,7 +43,7 @@ class BenchEnv:
     broker_url: str
     queue: str
     latency: float
-    fake: Any  # worker.evals.standin.EvalFake
+    fake: Any  # recap.evals.standin.EvalFake
 
     def base_env(self) -> dict[str, str]:
         """The environment a worker subprocess needs (also set in this process)."""
@@ -95,7 +95,7 @@ def setup(latency: float = DEFAULT_LATENCY_S) -> BenchEnv:
     # The eval's stand-in: the bench's fair peer replies, and it mines the user's
     # first-person statements as durable facts in Recap's summary calls, as a
     # model would ("my manager is called Ingrid").
-    from worker.evals.standin import EvalFake
+    from recap.evals.standin import EvalFake
 
     run = uuid.uuid4().hex[:8]
     db_name = f"recap_bench_{run}"
@@ -121,7 +121,7 @@ def teardown() -> None:
     env, _CURRENT = _CURRENT, None
     if env is None:
         return
-    from worker.db import reset_engines
+    from recap.db import reset_engines
 
     reset_engines()
     _admin(f'DROP DATABASE IF EXISTS "{env.db_name}" WITH (FORCE)')
@@ -144,7 +144,7 @@ _CONFIGURED: set[str] = set()
 
 def configure(**values: object) -> None:
     """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
-    from worker.jobs.resources import reset_process_state
+    from recap.jobs.resources import reset_process_state
 
     for key, value in values.items():
         if value is None:
@@ -160,7 +160,7 @@ def reset_state(*thresholds: str) -> None:
     """Empty the tables, reset the stand-in and drop threshold overrides."""
     from sqlalchemy import text
 
-    from worker.db import transaction
+    from recap.db import transaction
 
     with transaction() as s:
         # CASCADE: also empties any newer table that references chat_sessions.

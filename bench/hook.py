@@ -31,8 +31,8 @@ from bench.stats import ms, percentile, report, table
 
 def decision_time(n: int = 200_000) -> tuple[float, float]:
     """Seconds per call: might_trigger alone, and with building Thresholds from settings."""
-    from worker.core import policy
-    from worker.settings import get_settings
+    from recap.core import policy
+    from recap.settings import get_settings
 
     t = get_settings().thresholds()
     alone = timeit.timeit(lambda: policy.might_trigger(
@@ -116,15 +116,15 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
 
     from bench.seed import demo_script
     from bench.workers import count_runs, inprocess_worker, wait_idle
-    from worker.api.ingest import add_message, after_reply
-    from worker.db import get_engine, session_factory
-    from worker.llm.tokens import count_tokens
+    from recap.api.ingest import add_message, after_reply
+    from recap.db import get_engine, session_factory
+    from recap.llm.tokens import count_tokens
 
     script = demo_script(2 * replies)
     published: list[str] = []
 
     def on_publish(sender: Any = None, **_: Any) -> None:
-        if sender == "worker.tasks.summarize_session":
+        if sender == "recap.tasks.summarize_session":
             published.append(sender)
 
     after_task_publish.connect(on_publish, weak=False)

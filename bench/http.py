@@ -2,7 +2,7 @@
 
 - per-call p50/p99 of each reply-path endpoint (POST messages, replied, context)
   and of one whole reply (2 x messages + replied + context), over HTTP with a
-  keep-alive client and in-process (worker.api), on the same database, one call
+  keep-alive client and in-process (recap.api), on the same database, one call
   at a time, one in-process reply then one over HTTP (so a busy moment of a
   shared machine weighs on both alike); the difference is what the HTTP layer
   adds (the server: uvicorn, the ASGI layer, JSON, the thread hop; the network
@@ -106,9 +106,9 @@ def _reply(step: Callable[[str], Any], times: dict[str, list[float]]) -> None:
 
 
 def in_process_step(sid: str, turn: int, name: str) -> None:
-    """One step of a reply, in-process (worker.api)."""
-    from worker.api.context import build_context
-    from worker.api.ingest import add_message, after_reply
+    """One step of a reply, in-process (recap.api)."""
+    from recap.api.context import build_context
+    from recap.api.ingest import add_message, after_reply
 
     if name == "user":
         add_message(sid, "user", f"{USER} ({turn})")

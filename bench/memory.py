@@ -1,6 +1,6 @@
 """Benchmark 8: peak RSS of a worker process during the long conversation run.
 
-The worker is a real ``celery -A worker worker -P threads -c 4`` child process;
+The worker is a real ``celery -A recap worker -P threads -c 4`` child process;
 a thread samples its RSS (and any children's) every 50 ms with psutil.
 """
 

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         _migrate(url)
         run(args)
     finally:
-        from worker.db import reset_engines
+        from recap.db import reset_engines
 
         reset_engines()
         _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -123,11 +123,11 @@ def run(args: argparse.Namespace) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
     from sqlalchemy import func, select, text
 
-    from models import ChatMessage, SummaryRun
-    from worker.db import get_engine, transaction, utcnow
-    from worker.ops import metrics
-    from worker.ops.exporter import RecapCollector
-    from worker.settings import get_settings
+    from recap.db import get_engine, transaction, utcnow
+    from recap.models import ChatMessage, SummaryRun
+    from recap.ops import metrics
+    from recap.ops.exporter import RecapCollector
+    from recap.settings import get_settings
 
     params = {"sessions": args.sessions, "messages": args.messages, "runs": args.runs,
               "per": args.messages // args.sessions}

@@ -8,9 +8,9 @@ the transcript's reply): no memory middleware (the baseline: the whole thread
 every call), ``SummarizationMiddleware`` with its defaults (trigger set to
 Recap's fold point, 25,600 tokens: it has no default trigger), and
 ``RecapMiddleware`` with Recap's defaults. The transcript is the demo's SRE
-conversation with planted facts (``worker.evals.facts``), as ``recap eval``
+conversation with planted facts (``recap.evals.facts``), as ``recap eval``
 uses it. Both summarizers talk to the same local stand-in of the Messages API
-(``worker.evals.standin.EvalFake``, which mines the user's first-person
+(``recap.evals.standin.EvalFake``, which mines the user's first-person
 statements as memories, as a model would): figures measure the mechanisms (what is
 resent, what survives, what waits), not a model.
 
@@ -75,8 +75,8 @@ class Row:
 
 
 def transcript(messages: int) -> tuple[list[tuple[str, str]], list[Any]]:
-    from worker.demo.conversation import load
-    from worker.evals.facts import plant, weave
+    from recap.demo.conversation import load
+    from recap.evals.facts import plant, weave
 
     facts = plant(FACTS)
     return weave(load(messages), facts), facts
@@ -131,7 +131,7 @@ def _summarizer(url: str, row: Row) -> Any:
     from langchain_anthropic import ChatAnthropic
     from langchain_core.callbacks import BaseCallbackHandler
 
-    from worker.settings import DEFAULT_MODEL
+    from recap.settings import DEFAULT_MODEL
 
     class Usage(BaseCallbackHandler):
         def on_llm_end(self, response: Any, **kwargs: Any) -> None:
@@ -155,11 +155,11 @@ def run_system(name: str, script: Sequence[tuple[str, str]], facts: Sequence[Any
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from worker.core.specifics import extract_specifics
-    from worker.evals.facts import retained
-    from worker.evals.run import QA_PREFIX, QA_SUFFIX, quiz
-    from worker.evals.standin import reader_answer
-    from worker.llm.tokens import count_tokens
+    from recap.core.specifics import extract_specifics
+    from recap.evals.facts import retained
+    from recap.evals.run import QA_PREFIX, QA_SUFFIX, quiz
+    from recap.evals.standin import reader_answer
+    from recap.llm.tokens import count_tokens
 
     row = Row(name)
     model = _model(script)
@@ -187,9 +187,9 @@ def run_system(name: str, script: Sequence[tuple[str, str]], facts: Sequence[Any
 
 def _recap_jobs(sid: str, row: Row) -> None:
     """What a worker does after the turn: run the queued fold (untimed)."""
-    from worker.jobs.outcome import Job
-    from worker.jobs.resources import get_resources
-    from worker.jobs.summarize import summarize
+    from recap.jobs.outcome import Job
+    from recap.jobs.resources import get_resources
+    from recap.jobs.summarize import summarize
 
     res = get_resources()
     while True:
@@ -205,7 +205,7 @@ def _recap_jobs(sid: str, row: Row) -> None:
 def run_once(messages: int) -> list[Row]:
     """The three systems on one transcript, on the bench's PostgreSQL, Redis queue
     and stand-in (bench/env.py: each Claude call waits its latency)."""
-    from worker.evals.standin import EvalFake
+    from recap.evals.standin import EvalFake
 
     env = benv.current() or benv.setup(benv.DEFAULT_LATENCY_S)
     script, facts = transcript(messages)
@@ -229,7 +229,7 @@ def run_once(messages: int) -> list[Row]:
 def _stand_in_url(url: str) -> Iterator[None]:
     """Point Recap at ``url`` for a block (not a configure()d variable: reset_state
     must not drop the bench's own stand-in URL)."""
-    from worker.jobs.resources import reset_process_state
+    from recap.jobs.resources import reset_process_state
 
     old = os.environ.get("ANTHROPIC_BASE_URL")
     os.environ["ANTHROPIC_BASE_URL"] = url
@@ -248,7 +248,7 @@ def _systems(url: str) -> list[tuple[str, Callable[[Row], list[Any]],
                                      Callable[[str, Row], None] | None]]:
     from langchain.agents.middleware import SummarizationMiddleware
 
-    from worker.integrations.langchain_middleware import RecapMiddleware
+    from recap.integrations.langchain_middleware import RecapMiddleware
 
     return [
         ("no memory middleware", lambda row: [], None),

@@ -6,7 +6,7 @@ nothing listens (connection refused at once, as when Redis is down). K sessions
 sit over their thresholds, so every ``after_reply`` decides to publish; N replies
 go round-robin at R per second and each ``after_reply`` is timed. Prints p50/p99/max and how many
 calls raised (the hook promises never to). The same script runs on the code
-before the fix (``worker.ingest``) to give the "before" figure. No Claude call
+before the fix (``recap.ingest``) to give the "before" figure. No Claude call
 is made: the broker is down, so no job ever runs.
 """
 
@@ -26,9 +26,9 @@ from tests.helpers import free_port
 def hook() -> tuple[Any, Any]:
     """(add_message, after_reply) from whichever layout this checkout has."""
     try:
-        from worker.api.ingest import add_message, after_reply
+        from recap.api.ingest import add_message, after_reply
     except ImportError:  # the layout before the redesign
-        from worker.ingest import add_message, after_reply  # type: ignore[no-redef]
+        from recap.ingest import add_message, after_reply  # type: ignore[no-redef]
     return add_message, after_reply
 
 
@@ -77,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4", "RECAP_TITLES_ENABLED": "false"})
     _admin(f'CREATE DATABASE "{db}"')
     if args.no_pause:
-        from worker.store.enqueue import BREAKER
+        from recap.store.enqueue import BREAKER
 
         BREAKER.pause_s = 0.0
     try:
         _migrate(url)
         figures = run(args.replies, args.sessions, args.rate)
     finally:
-        from worker.db import reset_engines
+        from recap.db import reset_engines
 
         reset_engines()
         _admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')

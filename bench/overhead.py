@@ -23,7 +23,7 @@ class StubSummarizer:
 
     def summarize(self, previous: str | None, turns: Sequence[Any], *,
                   usage: Any = None, **_: Any) -> Any:
-        from worker.llm.summarizer import SummaryResult
+        from recap.llm.summarizer import SummaryResult
 
         text = (previous or "") + "\n" + " ".join(t.content.split()[0] for t in turns)
         return SummaryResult(text=text.strip()[-3000:], model=self.model,
@@ -33,11 +33,11 @@ class StubSummarizer:
 
 def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
     """Run one job per session; seconds per phase."""
-    from worker.jobs.claim import Claim, claim_session
-    from worker.jobs.fold import fold_of
-    from worker.jobs.outcome import Job
-    from worker.jobs.summarize import apply_summary
-    from worker.settings import get_settings
+    from recap.jobs.claim import Claim, claim_session
+    from recap.jobs.fold import fold_of
+    from recap.jobs.outcome import Job
+    from recap.jobs.summarize import apply_summary
+    from recap.settings import get_settings
 
     settings = get_settings()
     stub = StubSummarizer()
@@ -81,7 +81,7 @@ def _count_statements(engine: Any) -> list[int]:
 
 def run(quick: bool = False) -> str:
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
-    from worker.db import get_engine
+    from recap.db import get_engine
 
     benv.setup()
     benv.reset_state()
@@ -94,7 +94,7 @@ def run(quick: bool = False) -> str:
     times = time_jobs(ids[:n])
     per_job = statements[0] / n
     # What it replaced: pool_pre_ping (one SELECT 1 round trip per pool checkout,
-    # three checkouts per job) instead of worker.db's closed-socket check.
+    # three checkouts per job) instead of recap.db's closed-socket check.
     pool: Any = engine.pool
     pool._pre_ping = True
     try:

@@ -6,7 +6,7 @@ overflow connections are opened and closed on every burst. This launcher
 passes ``pool_size`` (RECAP_BENCH_POOL_SIZE) to ``make_engine`` and then runs
 Celery's own command line, unchanged. Usage::
 
-    RECAP_BENCH_POOL_SIZE=64 python -m bench.pooled_worker -A worker worker -P threads -c 64
+    RECAP_BENCH_POOL_SIZE=64 python -m bench.pooled_worker -A recap worker -P threads -c 64
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 
 
 def main() -> None:
-    from worker import db
+    from recap import db
 
     size = int(os.environ["RECAP_BENCH_POOL_SIZE"])
     db.make_engine = functools.partial(db.make_engine, pool_size=size,

@@ -8,7 +8,7 @@ running it, across every thread. The profile (pstats format), from the worker's
 compare shares and before/after, not absolute milliseconds. Usage::
 
     RECAP_BENCH_PROFILE=/tmp/w.pstat \
-        python -m bench.profiled_worker -A worker worker -P threads -c 32
+        python -m bench.profiled_worker -A recap worker -P threads -c 32
 
 ``bench.throughput.measure(..., profile=FILE)`` starts the worker this way.
 """

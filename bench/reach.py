@@ -71,8 +71,8 @@ def traced() -> Iterator[Reach]:
 
 
 def one_reply(session_id: str, i: int) -> None:
-    from worker.api.context import build_context
-    from worker.api.ingest import add_message, after_reply
+    from recap.api.context import build_context
+    from recap.api.ingest import add_message, after_reply
 
     add_message(session_id, "user", f"Question {i}: how do I rotate the staging keys?")
     add_message(session_id, "assistant", f"Answer {i}: run the rotation job, then redeploy.")
@@ -89,8 +89,8 @@ def measure_reply() -> Reach:
 
 
 def measure_job() -> Reach:
-    from worker.api.ingest import add_message
-    from worker.tasks import summarize_session
+    from recap.api.ingest import add_message
+    from recap.tasks import summarize_session
 
     benv.reset_state()
     benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,

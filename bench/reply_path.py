@@ -21,7 +21,7 @@ def recap_waits(n: int) -> tuple[list[float], list[float]]:
     """(per reply: 2 x add_message + after_reply, per reply: after_reply alone)."""
     from bench.seed import demo_script
     from bench.workers import subprocess_worker, wait_idle
-    from worker.api.ingest import add_message, after_reply
+    from recap.api.ingest import add_message, after_reply
 
     benv.reset_state()
     full: list[float] = []
@@ -44,7 +44,7 @@ def recap_waits(n: int) -> tuple[list[float], list[float]]:
 
 def run(quick: bool = False) -> str:
     from bench.seed import demo_script
-    from worker.evals.peers import AS_DOCUMENTED, PEERS
+    from recap.evals.peers import AS_DOCUMENTED, PEERS
 
     env = benv.setup()
     n = 160 if quick else 500

@@ -4,7 +4,7 @@
 --quick: 10 per session, 100k), bulk-loaded with COPY, counters exact. 100 hot
 sessions (131 messages each) need one job; the background ones are below every
 threshold. Measured: a job's claim + apply with a zero-latency summarizer
-(bench/overhead.py) on the hot sessions, and ``worker.sweeper.due_query`` (the
+(bench/overhead.py) on the hot sessions, and ``recap.sweeper.due_query`` (the
 sweeper's one query, LIMIT RECAP_SWEEP_BATCH). Target: within 1.5x.
 """
 
@@ -26,11 +26,11 @@ def measure(per_session: int) -> dict[str, Any]:
 
     from bench.overhead import time_jobs
     from bench.seed import bulk_load, filler
-    from models import ChatMessage
-    from worker.db import transaction, utcnow
-    from worker.jobs.sweeper import due_query
-    from worker.llm.tokens import count_tokens
-    from worker.settings import get_settings
+    from recap.db import transaction, utcnow
+    from recap.jobs.sweeper import due_query
+    from recap.llm.tokens import count_tokens
+    from recap.models import ChatMessage
+    from recap.settings import get_settings
 
     benv.reset_state()
     benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=120,

@@ -69,8 +69,8 @@ def bulk_load(session_ids: Sequence[str], per_session: int, *, words: int = 60) 
 
     Returns the number of messages loaded. Sessions must not exist yet.
     """
-    from worker.db import get_engine
-    from worker.llm.tokens import count_tokens
+    from recap.db import get_engine
+    from recap.llm.tokens import count_tokens
 
     texts = [filler(i, words) for i in range(per_session)]
     tokens = [count_tokens(t) for t in texts]
@@ -106,7 +106,7 @@ def job_thresholds(words: int = 60) -> dict[str, object]:
     The batch (20 of 31 messages outside keep_recent=10) exceeds the token trigger;
     the 11 left behind do not trigger again.
     """
-    from worker.llm.tokens import count_tokens
+    from recap.llm.tokens import count_tokens
 
     per = count_tokens(filler(0, words))
     return {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 30,

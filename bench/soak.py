@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(cfg, result))
         print(json.dumps({"config": asdict(cfg), "result": asdict(result)}, default=str))
     finally:
-        from worker.db import reset_engines
+        from recap.db import reset_engines
 
         reset_engines()
         if not args.keep_db:

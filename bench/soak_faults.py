@@ -8,8 +8,8 @@ import random
 import threading
 from typing import Any
 
+from recap.testing import FakeAnthropic, Reply, Request, default_summary, error, ok, recap_kind
 from tests.reliability.procs import PrivateRedis
-from worker.testing import FakeAnthropic, Reply, Request, default_summary, error, ok, recap_kind
 
 # Both this process (hook, sweeper) and the workers read these. Small batches and
 # short limits so many jobs, retries and lease expiries happen in minutes; the
@@ -99,7 +99,7 @@ SoakRedis = PrivateRedis
 
 def forget_broker_connections() -> None:
     """Drop this process's cached broker connections and producers (after a restart)."""
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     app._pool = None
     app.amqp._producer_pool = None
@@ -108,7 +108,7 @@ def forget_broker_connections() -> None:
 def forget_queue(queue: str, nodes: list[str]) -> None:
     """Remove what kombu leaves in Redis after the run: the queue's list and binding
     keys, and the pidbox bindings of this run's workers (``nodes``)."""
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     with app.connection_for_write() as conn:
         client = conn.default_channel.client

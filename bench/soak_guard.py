@@ -23,7 +23,7 @@ def planted(rng: random.Random) -> str:
 
 def guard_counts(s: Session) -> dict[str, int]:
     """The guard's counts summed over applied runs, and the repair calls made."""
-    from models import SummaryRun
+    from recap.models import SummaryRun
 
     sums = s.execute(select(*(func.coalesce(func.sum(getattr(SummaryRun, n)), 0)
                               for n in GUARD_COLUMNS),
@@ -36,7 +36,7 @@ def guard_counts(s: Session) -> dict[str, int]:
 def specifics_figures(texts: Mapping[str, Mapping[int, str]],
                       problems: list[str]) -> tuple[int, int]:
     """(specifics planted in what was written, specifics the invariant found lost)."""
-    from worker.core.specifics import extract_specifics
+    from recap.core.specifics import extract_specifics
 
     planted_n = sum(len(extract_specifics(t)) for by_id in texts.values()
                     for t in by_id.values())

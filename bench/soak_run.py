@@ -142,12 +142,12 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     ``cfg.redis_restart_every``, ``redis_server`` must be the configured broker."""
     from sqlalchemy import func, select
 
-    from models import SummaryRun
-    from worker.api.ingest import add_message, after_reply
-    from worker.checks import check_invariants
-    from worker.db import transaction
-    from worker.jobs.sweeper import sweep
-    from worker.settings import get_settings
+    from recap.api.ingest import add_message, after_reply
+    from recap.checks import check_invariants
+    from recap.db import transaction
+    from recap.jobs.sweeper import sweep
+    from recap.models import SummaryRun
+    from recap.settings import get_settings
 
     if cfg.redis_restart_every and redis_server is None:
         raise ValueError("redis_restart_every needs the soak's own redis_server")

@@ -22,11 +22,11 @@ CONVERSATION = Path(__file__).resolve().parent.parent / "worker" / "demo" / "con
 
 def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:
     """(one row per fold, totals) for the first ``n`` demo messages."""
-    from worker.core import guard, policy
-    from worker.core.prompt import Turn
-    from worker.llm.summarizer import OfflineSummarizer
-    from worker.llm.tokens import count_tokens
-    from worker.settings import get_settings
+    from recap.core import guard, policy
+    from recap.core.prompt import Turn
+    from recap.llm.summarizer import OfflineSummarizer
+    from recap.llm.tokens import count_tokens
+    from recap.settings import get_settings
 
     settings = get_settings()
     t = settings.thresholds()

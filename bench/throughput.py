@@ -1,6 +1,6 @@
 """Benchmark 4: jobs per second at worker concurrency 1, 8, 32 and 64.
 
-A real ``celery -A worker worker -P threads -c N`` process consumes jobs whose one
+A real ``celery -A recap worker -P threads -c N`` process consumes jobs whose one
 Claude call takes the stand-in's latency (0.8 s by default), so the ideal rate
 is N / latency. Target: at least 85% of ideal at 32.
 
@@ -23,7 +23,7 @@ PLOT = "docs/bench/throughput.png"
 
 
 def _pool_settings() -> tuple[int, int]:
-    from worker.db import get_engine
+    from recap.db import get_engine
 
     pool = get_engine().pool
     return getattr(pool, "size", lambda: 0)(), getattr(pool, "_max_overflow", 0)
@@ -34,8 +34,8 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
     """Seed ``jobs`` sessions needing one job each, start a worker, publish, time to done."""
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
     from bench.workers import LOG_TAILS, count_runs, subprocess_worker
-    from worker.celery_app import app
-    from worker.store.enqueue import SUMMARIZE_TASK
+    from recap.celery_app import app
+    from recap.store.enqueue import SUMMARIZE_TASK
 
     benv.reset_state()
     # One Claude call per job, as the ideal N / latency assumes: no memory mining
@@ -84,8 +84,8 @@ def _cpu(procs: list[Any]) -> float:
 def _errors() -> list[str]:
     from sqlalchemy import select
 
-    from models import SummaryRun
-    from worker.db import transaction
+    from recap.db import transaction
+    from recap.models import SummaryRun
 
     with transaction() as s:
         return [str(e) for e in s.scalars(select(SummaryRun.error)

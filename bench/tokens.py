@@ -45,10 +45,10 @@ def floor_tokens(run: Any, count: Any) -> tuple[int, int]:
 
 def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any) -> tuple[int, int]:
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
-    from worker.core.prompt import Turn
-    from worker.evals.standin import request_tokens
-    from worker.jobs.resources import build_resources
-    from worker.settings import get_settings
+    from recap.core.prompt import Turn
+    from recap.evals.standin import request_tokens
+    from recap.jobs.resources import build_resources
+    from recap.settings import get_settings
 
     summarizer = build_resources(get_settings()).summarizer
     turns = [Turn(i, role, content) for i, (role, content) in enumerate(script)]
@@ -79,9 +79,9 @@ def plot(rows: list[tuple[str, int]]) -> None:
 
 def run(quick: bool = False) -> str:
     from bench.convo import demo_runs
-    from worker.evals.peers import PEERS
-    from worker.evals.standin import recap_kind, request_tokens
-    from worker.llm.tokens import count_tokens
+    from recap.evals.peers import PEERS
+    from recap.evals.standin import recap_kind, request_tokens
+    from recap.llm.tokens import count_tokens
 
     n = messages_for(quick)
     env, recap, script = demo_runs(n)

@@ -56,7 +56,7 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
     Recap under the fixed rule (RECAP_POLICY=threshold). ``policy``: a RECAP_POLICY
     to try in the defaults' place (the row says so)."""
-    from worker.evals.peers import PEERS
+    from recap.evals.peers import PEERS
 
     tried = {"RECAP_POLICY": policy} if policy else {}
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
@@ -139,8 +139,8 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     (default: at full size only)."""
     import os
 
-    from worker.core.specifics import extract_specifics
-    from worker.llm.tokens import count_tokens
+    from recap.core.specifics import extract_specifics
+    from recap.llm.tokens import count_tokens
 
     size = size or ("quick" if quick else "full")
     # A RECAP_POLICY of the environment (trying another policy, the fixed rule say)

@@ -23,7 +23,7 @@ def inprocess_worker(concurrency: int = 4) -> Iterator[Any]:
     """A real Celery worker in this process (threads pool), as tests/conftest.py runs it."""
     from celery.contrib.testing.worker import start_worker
 
-    from worker import app
+    from recap import app
 
     with start_worker(app, pool="threads", concurrency=concurrency, perform_ping_check=False,
                       loglevel="WARNING", shutdown_timeout=60) as w:
@@ -34,7 +34,7 @@ def inprocess_worker(concurrency: int = 4) -> Iterator[Any]:
 def subprocess_worker(concurrency: int, *, env: dict[str, str] | None = None,
                       pool_size: int | None = None, profile: str | None = None,
                       ready_timeout: float = 60.0) -> Iterator[subprocess.Popen[str]]:
-    """``celery -A worker worker -P threads -c N`` as a child process; yields it once ready.
+    """``celery -A recap worker -P threads -c N`` as a child process; yields it once ready.
 
     With ``pool_size``, the worker's SQLAlchemy pool has that many connections
     (bench/pooled_worker.py) instead of the default 5 + 10 overflow. With
@@ -49,7 +49,7 @@ def subprocess_worker(concurrency: int, *, env: dict[str, str] | None = None,
     if profile is not None:
         launcher = "bench.profiled_worker"
         env["RECAP_BENCH_PROFILE"] = profile
-    cmd = [sys.executable, "-m", launcher, "-A", "worker", "worker", "-P", "threads",
+    cmd = [sys.executable, "-m", launcher, "-A", "recap", "worker", "-P", "threads",
            "-c", str(concurrency), "-Q", os.environ["RECAP_QUEUE"], "--loglevel", "INFO",
            "--without-gossip", "--without-mingle", "--without-heartbeat",
            "-n", f"bench-{os.getpid()}-{concurrency}@%h"]
@@ -87,8 +87,8 @@ def session_idle(session_id: str) -> bool:
     """No queued and no running job for the session (the hook's own markers)."""
     from sqlalchemy import select
 
-    from models import ChatSession
-    from worker.db import transaction
+    from recap.db import transaction
+    from recap.models import ChatSession
 
     with transaction() as s:
         row = s.execute(select(ChatSession.enqueued_at, ChatSession.lease_token)
@@ -107,8 +107,8 @@ def wait_idle(session_id: str, *, timeout: float = 120.0, interval: float = 0.01
 def count_runs(status: str = "applied") -> int:
     from sqlalchemy import func, select
 
-    from models import SummaryRun
-    from worker.db import transaction
+    from recap.db import transaction
+    from recap.models import SummaryRun
 
     with transaction() as s:
         return int(s.scalar(select(func.count()).select_from(SummaryRun)

@@ -8,7 +8,7 @@
   ``user_id``, so Recap's user-scoped memories apply; the peers and full history
   see one session at a time, as their defaults do).
 
-Each workload plants facts about the user (worker.evals.facts: names, numbers,
+Each workload plants facts about the user (recap.evals.facts: names, numbers,
 dates, preferences) whose questions are asked at the end. Sizes: ``quick`` (the
 daily verdict), ``full`` (the cost benchmark) and ``tiny`` (the test).
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.seed import demo_script, short_script
-from worker.evals.facts import Planted, plant, weave
+from recap.evals.facts import Planted, plant, weave
 
 Content = str | list[dict[str, Any]]
 Message = tuple[str, Content]

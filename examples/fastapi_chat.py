@@ -7,7 +7,7 @@ system prompt, then the recent window) with the new question appended, asks
 Claude, then stores the question and the reply together and calls the hook,
 which queues a summarize job when the session has grown enough. A turn that
 fails stores nothing, so the session stays as it was and a retry is clean.
-Nothing here waits for a summary: Recap's worker (``celery -A worker worker``)
+Nothing here waits for a summary: Recap's worker (``celery -A recap worker``)
 condenses the session in the background, and the next turn's context is shorter.
 
 Run it (PostgreSQL, the broker and a worker running)::
@@ -18,7 +18,7 @@ Run it (PostgreSQL, the broker and a worker running)::
     uvicorn examples.fastapi_chat:app
 
 Without a key, every turn answers 503 with the reason. To try it keyless, start
-the Messages API stand-in (``python -m worker.testing``, deterministic answers,
+the Messages API stand-in (``python -m recap.testing``, deterministic answers,
 not Claude, on 127.0.0.1:8765) and export ``ANTHROPIC_BASE_URL`` pointing at it
 and any ``ANTHROPIC_API_KEY``, for the app and the worker (README shows it).
 """
@@ -33,16 +33,16 @@ import anthropic
 from fastapi import FastAPI, HTTPException, Request
 from pydantic import BaseModel
 
-from worker.api import aio
-from worker.api.validate import check_message, check_session_id
-from worker.errors import InvalidInput, SessionNotFound
+from recap import aio
+from recap.api.validate import check_message, check_session_id
+from recap.errors import InvalidInput, SessionNotFound
 
 SYSTEM_PROMPT = "You are a helpful travel assistant. Answer briefly."
 # A current Sonnet from the installed SDK's model list; CHAT_MODEL overrides it.
 MODEL = os.environ.get("CHAT_MODEL", "claude-sonnet-5-5")
 MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "1024"))
 NO_KEY = ("ANTHROPIC_API_KEY is not set, so this app cannot ask Claude; set it, or run "
-          "keyless against the stand-in: python -m worker.testing, then "
+          "keyless against the stand-in: python -m recap.testing, then "
           "ANTHROPIC_BASE_URL=http://127.0.0.1:8765 and any ANTHROPIC_API_KEY")
 
 

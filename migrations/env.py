@@ -6,9 +6,9 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from models import Base
-from worker.db import make_engine
-from worker.settings import get_settings
+from recap.db import make_engine
+from recap.models import Base
+from recap.settings import get_settings
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):

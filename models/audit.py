@@ -20,8 +20,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import Base, BigId
-from models.tables import Timestamp
+from recap.models.base import Base, BigId
+from recap.models.tables import Timestamp
 
 
 class SummaryRun(Base):
@@ -49,7 +49,7 @@ class SummaryRun(Base):
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
-    # Which policy rule made the run's plan (worker.core.policy.Mode) on a job's
+    # Which policy rule made the run's plan (recap.core.policy.Mode) on a job's
     # run; NULL on a rewind's, a resummarize's and runs recorded before it existed.
     mode: Mapped[str | None] = mapped_column(String(16))
     # The retention guard (worker/core/guard.py) on an applied run: specifics of the
@@ -64,12 +64,12 @@ class SummaryRun(Base):
     messages_held_back: Mapped[int | None] = mapped_column(Integer)
     repaired: Mapped[bool | None] = mapped_column(Boolean)
     # What the repair call cost (API tokens), and whether the guard skipped it because
-    # repairs had stopped helping this model (worker.core.repairs).
+    # repairs had stopped helping this model (recap.core.repairs).
     repair_input_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_output_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_skipped: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    # A rewind's run (worker.sessions.rewind): it deleted the messages after this id,
+    # A rewind's run (recap.sessions.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.
     rewound_after: Mapped[int | None] = mapped_column(BigInteger)
     # Set on an applied run whose summary a rewind undid: the rewind's run id. Its
@@ -86,7 +86,7 @@ class SummaryRun(Base):
 
 
 class TitleRun(Base):
-    """The audit row of one title call (worker.jobs.titles): its API usage for
+    """The audit row of one title call (recap.jobs.titles): its API usage for
     ``recap stats`` and its error for ``recap failures``. No FK, like summary_runs."""
 
     __tablename__ = "title_runs"

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import Base
+from recap.models.base import Base
 
 
 class IdempotencyKey(Base):

@@ -1,5 +1,5 @@
 """``stored_keys``: which framework items a session already holds, so a retried
-step stores nothing twice (worker.api.turns)."""
+step stores nothing twice (recap.api.turns)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from datetime import datetime
 from sqlalchemy import BigInteger, DateTime, Index, String, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import Base
+from recap.models.base import Base
 
 
 class StoredKey(Base):
     """One framework id (a LangChain message id, an Agents SDK item id, a pydantic-ai
     run position) stored in a session. No FK to chat_sessions: the key is claimed
-    before the message creates the session; ``worker.forget`` erases the rows.
+    before the message creates the session; ``recap.forget`` erases the rows.
     Rows outlive the message they name (a fold deletes it), which is the point: a
     step retried after a fold still finds its key."""
 

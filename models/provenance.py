@@ -1,4 +1,4 @@
-"""Where each memory came from (models.Memory): one row per batch that stated it."""
+"""Where each memory came from (recap.models.Memory): one row per batch that stated it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import Base, BigId
+from recap.models.base import Base, BigId
 
 # Who stated a memory's text. ``user``: the user, in their own words (the only
 # kind that goes to the user's scope and crosses sessions); ``assistant``,

@@ -23,13 +23,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import Base, BigId
+from recap.models.base import Base, BigId
 
 ROLES = ("user", "assistant", "system", "tool")
 MEMORY_CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
 
 Timestamp = DateTime(timezone=True)
-# A message's Messages API content array (worker.core.blocks), NULL for a plain
+# A message's Messages API content array (recap.core.blocks), NULL for a plain
 # string message (``content`` is then the message). JSONB on PostgreSQL.
 Blocks = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
@@ -41,7 +41,7 @@ class ChatSession(Base):
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
     # The app's user, when it names one: memories are then the user's (shared by
-    # all their sessions) instead of this session's. Set once (worker.api.ingest).
+    # all their sessions) instead of this session's. Set once (recap.api.ingest).
     user_id: Mapped[str | None] = mapped_column(String(255))
     rolling_summary: Mapped[str | None] = mapped_column(Text)
     # Token estimate of rolling_summary, so the hook and the sweeper can judge
@@ -55,12 +55,12 @@ class ChatSession(Base):
     title: Mapped[str | None] = mapped_column(Text)
     # Set while a title job is queued or after it failed (the sweeper retries later).
     title_requested_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # Per-session tuning (worker.settings.Tuning fields), validated on write.
+    # Per-session tuning (recap.settings.Tuning fields), validated on write.
     overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     needs_escalation: Mapped[bool] = mapped_column(Boolean, default=False,
                                                    server_default="false")
     # Set by a job whose plan found the normal rule unable to fire before the next
-    # summary (worker.policy.Plan.normal_blocked); the hook and the sweeper then
+    # summary (recap.policy.Plan.normal_blocked); the hook and the sweeper then
     # queue only on context usage. Cleared by every applied summary.
     normal_blocked: Mapped[bool] = mapped_column(Boolean, default=False,
                                                  server_default="false")
@@ -79,7 +79,7 @@ class ChatSession(Base):
     blocked_until: Mapped[datetime | None] = mapped_column(Timestamp)
     # No-op runs in a row on an unchanged context (summary + active tokens, kept in
     # noop_context_tokens): the sweeper leaves the session alone until
-    # noop_backoff_until, a period that doubles with each (worker.jobs.claim).
+    # noop_backoff_until, a period that doubles with each (recap.jobs.claim).
     noop_runs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     noop_backoff_until: Mapped[datetime | None] = mapped_column(Timestamp)
     noop_context_tokens: Mapped[int | None] = mapped_column(BigInteger)
@@ -91,7 +91,7 @@ class ChatSession(Base):
     __table_args__ = (
         # The sweeper's two ways in: the normal trigger and context usage.
         Index("ix_chat_sessions_active_tokens", "active_tokens"),
-        # A user's sessions (worker.forget, memories' scope).
+        # A user's sessions (recap.forget, memories' scope).
         Index("ix_chat_sessions_user_id", "user_id"),
         Index("ix_chat_sessions_context_tokens", "summary_tokens", "active_tokens"),
         # The title sweep: untitled sessions only.
@@ -118,10 +118,10 @@ class ChatMessage(Base):
     pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # The content array as the app gave it; ``content`` is then its rendering
-    # (worker.core.render), used for token counts, summaries and search.
+    # (recap.core.render), used for token counts, summaries and search.
     blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Blocks)
     # "call:ID result:ID ...": the tool ids of ``blocks``, so the policy's unit
-    # rule reads them without loading the blocks (worker.core.render.links_text).
+    # rule reads them without loading the blocks (recap.core.render.links_text).
     tool_links: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
@@ -139,7 +139,7 @@ class Memory(Base):
     ``scope`` says whose it is: ``u:<user_id>`` when the session names a user
     (shared by all the user's sessions), else ``s:<session_id>``. ``session_id``
     and the message range are its provenance (the first session that said it);
-    deleting that session (worker.forget) deletes the memory. A memory the model
+    deleting that session (recap.forget) deletes the memory. A memory the model
     marked as replaced keeps its row with ``superseded_by`` (audit) and is never
     shown in a context.
     """
@@ -163,7 +163,7 @@ class Memory(Base):
 
     __table_args__ = (
         UniqueConstraint("scope", "fact_hash"),
-        # Provenance lookups (worker.forget of one session).
+        # Provenance lookups (recap.forget of one session).
         Index("ix_memories_session_id", "session_id"),
         CheckConstraint("importance BETWEEN 1 AND 5", name="importance"),
         CheckConstraint("category IN ('preference', 'personal', 'work', 'plan', 'fact', "
@@ -197,7 +197,7 @@ class ArchivedMessage(Base):
 
 
 class SummaryVersion(Base):
-    """The summary one applied run produced (``recap history``, ``worker.summary_at``,
+    """The summary one applied run produced (``recap history``, ``recap.summary_at``,
     ``rewind``); kept per RECAP_SUMMARY_VERSIONS_KEEP."""
 
     __tablename__ = "summary_versions"

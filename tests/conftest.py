@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from recap.testing import FakeAnthropic
 from tests.env import (
     FAKE,
     REDIS_DB,
@@ -21,7 +22,6 @@ from tests.env import (
     release_redis_db,
 )
 from tests.helpers import WORKER_RUNNING, join_worker
-from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,7 +33,7 @@ def database() -> Iterator[str]:
     url = TEST_ENV["DATABASE_URL"]
     migrate(url)
     yield url
-    from worker.db import reset_engines
+    from recap.db import reset_engines
 
     reset_engines()
     _admin_execute(f'DROP DATABASE IF EXISTS "{TEST_DB}" WITH (FORCE)')
@@ -51,8 +51,8 @@ def clean(database: str) -> Iterator[None]:
     it, wait for every job the test queued (a test never inherits running work)."""
     from sqlalchemy import text
 
-    from worker.db import transaction
-    from worker.jobs.resources import reset_process_state
+    from recap.db import transaction
+    from recap.jobs.resources import reset_process_state
 
     with transaction() as s:
         s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
@@ -68,7 +68,7 @@ def clean(database: str) -> Iterator[None]:
 @pytest.fixture
 def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     """Override settings for one test: ``settings_env(RECAP_BATCH_SIZE=5)``."""
-    from worker.jobs.resources import reset_process_state
+    from recap.jobs.resources import reset_process_state
 
     def apply(**values: object) -> None:
         for k, v in values.items():
@@ -85,7 +85,7 @@ def celery_worker_thread(database: str) -> Iterator[object]:
     """A real Celery worker in this process (threads pool) on the test Redis."""
     from celery.contrib.testing.worker import start_worker
 
-    from worker import app
+    from recap import app
 
     # The queue name is unique to this run, so nothing is flushed: parallel runs
     # on the same Redis do not disturb each other.

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _tiktoken_cache() -> str:
     # Offline encodings: the variable, else a tiktoken-cache folder next to the checkout.
-    from worker.paths import checkout_tiktoken_cache
+    from recap.paths import checkout_tiktoken_cache
 
     given = os.environ.get("TIKTOKEN_CACHE_DIR")
     if given and Path(given).is_dir():
@@ -23,7 +23,7 @@ def _tiktoken_cache() -> str:
     return str(checkout_tiktoken_cache() or given or "")
 
 
-from worker.testing import FakeAnthropic  # noqa: E402
+from recap.testing import FakeAnthropic  # noqa: E402
 
 FAKE = FakeAnthropic().start()
 RUN_ID = uuid.uuid4().hex[:8]

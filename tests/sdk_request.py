@@ -1,6 +1,6 @@
 """A request body checked with the real SDK's request types (its ``...Param``
 TypedDicts, validated by pydantic): the second opinion next to the fake API's
-own checks (worker.testing)."""
+own checks (recap.testing)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ asserted: no timing assertions)."""
 from __future__ import annotations
 
 from bench.middleware import Row, _recap_jobs, run_system, table, transcript
-from worker.integrations.langchain_middleware import RecapMiddleware
+from recap.integrations.langchain_middleware import RecapMiddleware
 
 
 def test_the_table_gives_medians_and_lists_each_run() -> None:

@@ -42,7 +42,7 @@ def test_percentiles_and_tables() -> None:
 
 
 def test_peer_digest_matches_recap_style() -> None:
-    from worker.evals.standin import peer_digest
+    from recap.evals.standin import peer_digest
 
     body = {"max_tokens": 1024, "messages": [
         {"role": "user", "content": "one two three"},
@@ -54,10 +54,10 @@ def test_peer_digest_matches_recap_style() -> None:
 
 
 def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
-    from worker.core.guard import repair_prompt
-    from worker.core.prompt import SYSTEM_PROMPT
-    from worker.core.titles import TITLE_SYSTEM
-    from worker.testing import recap_kind
+    from recap.core.guard import repair_prompt
+    from recap.core.prompt import SYSTEM_PROMPT
+    from recap.core.titles import TITLE_SYSTEM
+    from recap.testing import recap_kind
 
     user = [{"role": "user", "content": "one two three"}]
     repair = [{"role": "user", "content": repair_prompt("A summary.", ["42 (the user said 42)"])}]

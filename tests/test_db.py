@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from recap.api.ingest import add_message
+from recap.db import make_engine, scrub, transaction
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
 from tests.env import TEST_ENV
 from tests.helpers import runs, seed
-from worker.api.ingest import add_message
-from worker.db import make_engine, scrub, transaction
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
 
 SECRET = "card PIN 4921-7730"
 

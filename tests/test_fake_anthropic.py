@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from worker.testing import fake_tokens, request_usage, validate_messages_request
+from recap.testing import fake_tokens, request_usage, validate_messages_request
 
 CC = {"type": "ephemeral"}
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import anthropic
 import pytest
 
-from worker.core.guard import repair_prompt
-from worker.core.prompt import SYSTEM_PROMPT
-from worker.core.titles import TITLE_SYSTEM
-from worker.testing import FakeAnthropic, Reply, Request, error, ok, recap_kind
+from recap.core.guard import repair_prompt
+from recap.core.prompt import SYSTEM_PROMPT
+from recap.core.titles import TITLE_SYSTEM
+from recap.testing import FakeAnthropic, Reply, Request, error, ok, recap_kind
 
 
 @pytest.fixture(scope="module")

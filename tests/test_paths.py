@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker import paths
+from recap import paths
 
 
 def test_linux_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

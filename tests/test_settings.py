@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from worker.core.policy import Thresholds
-from worker.errors import ConfigError, InvalidInput
-from worker.jobs.resources import build_resources, reset_process_state
-from worker.llm.summarizer import OFFLINE_MODEL
-from worker.settings import (
+from recap.core.policy import Thresholds
+from recap.errors import ConfigError, InvalidInput
+from recap.jobs.resources import build_resources, reset_process_state
+from recap.llm.summarizer import OFFLINE_MODEL
+from recap.settings import (
     DEFAULT_MODEL,
     effective,
     env_name,
@@ -21,7 +21,7 @@ from worker.settings import (
 
 
 def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.core.adaptive import BULK_TOKENS
+    from recap.core.adaptive import BULK_TOKENS
 
     for name in [n for n in os.environ if n.startswith("RECAP_")]:
         monkeypatch.delenv(name)  # the test environment's own values, too
@@ -40,8 +40,8 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bulk_excerpts_follow_the_policy_unless_set() -> None:
-    from worker.core.adaptive import BULK_TOKENS
-    from worker.settings import Settings
+    from recap.core.adaptive import BULK_TOKENS
+    from recap.settings import Settings
 
     def of(**values: object) -> Settings:
         return Settings.model_validate(values)
@@ -283,4 +283,4 @@ def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str 
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 0, started.stderr
     key_seen, argv = called.read_text().splitlines()
-    assert key_seen == "sk-ant-x" and argv.startswith("-A worker worker ")
+    assert key_seen == "sk-ant-x" and argv.startswith("-A recap worker ")

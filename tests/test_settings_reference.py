@@ -9,11 +9,11 @@ import ast
 
 import pytest
 
+from recap.config.reference import FILES, GROUPS
+from recap.config.timing import DERIVED
+from recap.errors import ConfigError
+from recap.settings import Settings, load_settings
 from tests.env import ROOT
-from worker.config.reference import FILES, GROUPS
-from worker.config.timing import DERIVED
-from worker.errors import ConfigError
-from worker.settings import Settings, load_settings
 
 TIMINGS = ("RECAP_TASK_TIME_LIMIT_S", "RECAP_RETRY_BACKOFF_MAX_S", *(
     "RECAP_" + f.upper() for f in DERIVED))
@@ -28,7 +28,7 @@ def no_timing_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("rel", sorted(FILES))
 def test_generated_files_are_current(rel: str) -> None:
     assert (ROOT / rel).read_text() == FILES[rel](), (
-        f"{rel} is stale: run `python -m worker.config.reference`")
+        f"{rel} is stale: run `python -m recap.config.reference`")
 
 
 def test_every_setting_is_in_exactly_one_group_and_described() -> None:
@@ -104,7 +104,7 @@ def _writes_environ(node: ast.AST) -> bool:
 
 
 def test_library_code_never_writes_the_process_environment() -> None:
-    # Settings are built at an edge and installed (worker.settings.use_settings); only
+    # Settings are built at an edge and installed (recap.settings.use_settings); only
     # a command's main (worker/cli) may set variables for the processes it starts.
     writers = []
     for path in sorted((ROOT / "worker").rglob("*.py")):
@@ -117,8 +117,8 @@ def test_library_code_never_writes_the_process_environment() -> None:
 
 
 def test_an_edge_installs_its_settings_and_reset_forgets_them() -> None:
-    from worker.jobs.resources import reset_process_state
-    from worker.settings import get_settings, use_settings
+    from recap.jobs.resources import reset_process_state
+    from recap.settings import get_settings, use_settings
 
     mine = load_settings(batch_size=7)
     use_settings(mine)

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from recap import tracing
+from recap.api.ingest import add_message
+from recap.celery_app import app
+from recap.jobs.resources import get_resources
+from recap.jobs.titles import title_session
 from tests.env import ROOT
 from tests.helpers import require_module, wait_for
-from worker import tracing
-from worker.api.ingest import add_message
-from worker.celery_app import app
-from worker.jobs.resources import get_resources
-from worker.jobs.titles import title_session
 
 _EXPORTER: Any = None
 OTEL = "pip install -e '.[otel]' (part of [dev])"
@@ -125,7 +125,7 @@ def _run(code: str, **env: str) -> str:
 def test_off_never_imports_opentelemetry() -> None:
     out = _run("""
         import sys
-        from worker import tracing
+        from recap import tracing
         with tracing.span("x", a=1) as s, tracing.llm_span("summarize", "m") as llm:
             s.set_attribute("b", 2)
             llm.record_usage(1, 2)
@@ -140,8 +140,8 @@ def test_configure_provider_installs_one_unless_set() -> None:
     require_module("opentelemetry.exporter.otlp.proto.http.trace_exporter", OTEL)
     out = _run("""
         from opentelemetry import trace
-        from worker import tracing
-        from worker.settings import get_settings
+        from recap import tracing
+        from recap.settings import get_settings
         tracing.configure(enabled=get_settings().otel_enabled)  # as each entry point does
         assert tracing.configure_provider() is True
         assert tracing.configure_provider() is False  # already set: left alone
@@ -165,9 +165,9 @@ def instrumented(spans: Any) -> Iterator[Any]:
 
 def test_publish_and_execution_share_one_trace(instrumented: Any,
                                                celery_worker_thread: object) -> None:
-    # Published by name, as every producer does (nothing imports worker.tasks).
+    # Published by name, as every producer does (nothing imports recap.tasks).
     with tracing.span("chat.reply"):
-        app.send_task("worker.tasks.summarize_session", ("otel-session",), retry=False)
+        app.send_task("recap.tasks.summarize_session", ("otel-session",), retry=False)
 
     def finished(prefix: str) -> list[Any]:
         return [s for s in instrumented.get_finished_spans() if s.name.startswith(prefix)]

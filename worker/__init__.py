@@ -1,90 +1,72 @@
 """Recap: a Celery worker that keeps a rolling summary of long chat sessions.
 
-The chat app's API, in one place (everything else is internal)::
+The chat app's API, in one place::
 
-    from worker import add_message, after_reply, build_context, as_request
-    from worker import configure_session, forget, errors
-    from worker import forget_memories  # drop memories by who stated them
-    from worker import rewind, edit_message, summary_at   # edit, regenerate, history
+    from recap import add_message, after_reply, build_context, as_request
+    from recap import configure_session, forget, forget_memories
+    from recap import rewind, edit_message, summary_at   # edit, regenerate, history
+    from recap import aio        # the same calls as coroutines
+    from recap import errors     # what they raise
+    import recap.testing         # the Messages API stand-in, for your tests
+    import recap.integrations.langchain  # or .openai_agents, .pydantic_ai
 
-``celery -A worker worker`` finds the Celery app here as ``worker.app``.
-Names load on first access, so ``import worker`` (and ``recap --help``) reads
-no settings and loads neither SQLAlchemy nor Celery until they are used.
+Every other module under ``recap`` is internal and may change between releases.
+``recap worker`` and ``recap beat`` start Celery on Recap's app, which is also
+``recap.app`` for ``celery -A recap ...``. Names load on first access, so
+``import recap`` (and ``recap --help``) reads no settings and loads neither
+SQLAlchemy nor Celery until they are used.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-
-def _refuse_a_foreign_models() -> None:
-    # Recap's code imports its tables as the top-level package `models`; an app's
-    # own models.py (or models/) earlier on sys.path would be imported instead and
-    # fail deep inside Recap. Found without importing it, so this costs a lookup.
-    ours = Path(__file__).resolve().parent.parent / "models"
-    try:
-        spec = importlib.util.find_spec("models")
-    except (ImportError, ValueError):
-        return
-    if spec is None:
-        return  # a broken install: the import itself will say so
-    places = [Path(p).resolve() for p in spec.submodule_search_locations or ()]
-    if ours in places:
-        return
-    theirs = spec.origin or (", ".join(map(str, places)) or "an unknown location")
-    raise ImportError(
-        f"Recap cannot load its package 'models' ({ours}): the name resolves to {theirs}, "
-        "another module of that name earlier on sys.path (your application's own?). "
-        "Either rename that module (e.g. app_models), or run Recap as a separate "
-        "service and talk to it over HTTP (`recap serve`).", name="models", path=theirs)
-
-
-_refuse_a_foreign_models()
 
 if TYPE_CHECKING:
     from celery import Celery
 
-    from worker import errors
-    from worker.api.context import as_request, build_context
-    from worker.api.ingest import add_message, after_reply
-    from worker.sessions.edit import edit_message
-    from worker.sessions.forget import forget, forget_memories
-    from worker.sessions.history import summary_at
-    from worker.sessions.overrides import configure_session
-    from worker.sessions.rewind import rewind
+    from recap import aio, errors
+    from recap.api.context import as_request, build_context
+    from recap.api.ingest import add_message, after_reply
+    from recap.sessions.edit import edit_message
+    from recap.sessions.forget import forget, forget_memories
+    from recap.sessions.history import summary_at
+    from recap.sessions.overrides import configure_session
+    from recap.sessions.rewind import rewind
 
     app: Celery
     celery: Celery
 
-__all__ = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
-           "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
+__all__ = ["add_message", "after_reply", "aio", "as_request", "build_context",
+           "configure_session", "edit_message", "errors", "forget", "forget_memories", "rewind",
+           "summary_at"]
+
+# Public submodules, loaded on first access like the functions.
+_SUBMODULES = ("aio", "errors", "testing", "integrations")
 
 _PUBLIC = {
-    "add_message": "worker.api.ingest",
-    "after_reply": "worker.api.ingest",
-    "build_context": "worker.api.context",
-    "as_request": "worker.api.context",
-    "configure_session": "worker.sessions.overrides",
-    "forget": "worker.sessions.forget",
-    "forget_memories": "worker.sessions.forget",
-    "summary_at": "worker.sessions.history",
+    "add_message": "recap.api.ingest",
+    "after_reply": "recap.api.ingest",
+    "build_context": "recap.api.context",
+    "as_request": "recap.api.context",
+    "configure_session": "recap.sessions.overrides",
+    "forget": "recap.sessions.forget",
+    "forget_memories": "recap.sessions.forget",
+    "summary_at": "recap.sessions.history",
     # Not on the reply path: one transaction under the session's lease.
-    "rewind": "worker.sessions.rewind",
-    "edit_message": "worker.sessions.edit",
-    # For `celery -A worker`: the app, not part of the chat app's API.
-    "app": "worker.celery_app",
-    "celery": "worker.celery_app",
+    "rewind": "recap.sessions.rewind",
+    "edit_message": "recap.sessions.edit",
+    # For `celery -A recap`: the app, not part of the chat app's API.
+    "app": "recap.celery_app",
+    "celery": "recap.celery_app",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name == "errors":
-        return importlib.import_module("worker.errors")
+    if name in _SUBMODULES:
+        return importlib.import_module(f"recap.{name}")
     module = _PUBLIC.get(name)
     if module is None:
-        raise AttributeError(f"module 'worker' has no attribute {name!r}")
+        raise AttributeError(f"module 'recap' has no attribute {name!r}")
     attr = "app" if name == "celery" else name
     return getattr(importlib.import_module(module), attr)

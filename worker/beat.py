@@ -1,7 +1,7 @@
 """Celery beat's side of Recap: a schedule file in a writable default place, and a
 refusal to start against a database that is unreachable or not migrated.
 
-``celery -A worker beat`` uses :class:`Scheduler` (set in worker.celery_app); its
+``celery -A recap beat`` uses :class:`Scheduler` (set in recap.celery_app); its
 schedule defaults to the user's data directory (worker/paths.py) instead of the
 current one, which in a container image is often read-only.
 """
@@ -40,10 +40,10 @@ class Scheduler(PersistentScheduler):
 def _check_database(**_: Any) -> None:
     # The sweep reads the database: a beat that cannot reach it would only queue
     # nothing, every interval, without saying why.
-    from worker.errors import ConfigError
+    from recap.errors import ConfigError
 
     try:
-        from worker.db import get_engine
+        from recap.db import get_engine
 
         get_engine()
     except ConfigError as exc:

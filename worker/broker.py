@@ -25,7 +25,7 @@ one costs more CPU than the command it sends (a job publishes several events).
 The client only wraps the channel's connection pool and is thread-safe, so the
 channel keeps one per pool and builds a new one when the pool is replaced.
 
-Registered by ``worker.celery_app`` as the ``redis``/``rediss`` transport alias.
+Registered by ``recap.celery_app`` as the ``redis``/``rediss`` transport alias.
 Remove once Celery/kombu fix the double close (tests/reliability/
 test_infra_faults.py::test_worker_process_survives_redis_restart_mid_job keeps
 guarding the behaviour).

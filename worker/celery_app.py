@@ -3,7 +3,7 @@ share one configuration (and one visibility timeout).
 
 Configuration is lazy: settings are read when the app is first configured (its
 first publish, or a worker or beat starting), never at import. Tasks live in
-``worker.tasks`` (loaded by the worker through ``include``); publishers send by
+``recap.tasks`` (loaded by the worker through ``include``); publishers send by
 name and never import them.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 from celery import Celery
 from kombu.transport import TRANSPORT_ALIASES
 
-from worker import tracing
-from worker.paths import default_beat_schedule
-from worker.settings import Settings, get_settings
+from recap import tracing
+from recap.paths import default_beat_schedule
+from recap.settings import Settings, get_settings
 
 
 def broker_transport_options(settings: Settings) -> dict[str, Any]:
@@ -47,26 +47,26 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Outcomes live in summary_runs; no result backend to leak or fill up.
         "task_ignore_result": True,
         "task_default_queue": settings.queue,
-        "task_routes": {"worker.tasks.*": {"queue": settings.queue}},
+        "task_routes": {"recap.tasks.*": {"queue": settings.queue}},
         # Flower sees every job, its args, state and retries.
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         "beat_schedule": {
-            "recap-sweep": {"task": "worker.tasks.sweep", "schedule": settings.sweep_interval_s},
+            "recap-sweep": {"task": "recap.tasks.sweep", "schedule": settings.sweep_interval_s},
         },
         "timezone": "UTC",
         # Beat's schedule is scratch, kept in the user's data directory by default
-        # (worker.beat creates the folder; --schedule overrides the file).
-        "beat_scheduler": "worker.beat:Scheduler",
+        # (recap.beat creates the folder; --schedule overrides the file).
+        "beat_scheduler": "recap.beat:Scheduler",
         "beat_schedule_filename": str(default_beat_schedule()),
     }
 
 
 # kombu's Redis transport with the fix that lets a worker survive a Redis restart
-# mid-job (see worker.broker). An alias keeps the redis:// and rediss:// schemes.
-TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "worker.broker:Transport"
+# mid-job (see recap.broker). An alias keeps the redis:// and rediss:// schemes.
+TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "recap.broker:Transport"
 
-app = Celery("recap", include=["worker.tasks"])
+app = Celery("recap", include=["recap.tasks"])
 # A promise: evaluated when the configuration is first needed, not at import.
 app.add_defaults(lambda: celery_config(get_settings()))
 

@@ -6,11 +6,11 @@ no message summarized twice, summary_version equals the number of applied runs
 (it only grows, by one per apply), no lease is held once workers are idle, and
 the counters on chat_sessions equal a recount. Tests and the soak script share it.
 
-Rewinds (worker.sessions.rewind) delete on purpose: a message may also be gone
+Rewinds (recap.sessions.rewind) delete on purpose: a message may also be gone
 because a rewind deleted it (inside the rewind's recorded range and condensed
 by no live run), and a run a rewind undid (``undone_by``) no longer condenses
 anything; every applied run, rewinds included, still counts one version.
-Retention: every specific (worker.core.specifics) of every condensed
+Retention: every specific (recap.core.specifics) of every condensed
 message is in the session's summary or in its memories (:func:`session_memories`)
 or the message is still stored. The retention guard holds messages back by
 shrinking a batch to the prefix before the first held unit, so every run still
@@ -26,15 +26,15 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession, Memory, SummaryRun
-from worker.core.specifics import absent, extract_specifics
+from recap.core.specifics import absent, extract_specifics
+from recap.models import ChatMessage, ChatSession, Memory, SummaryRun
 
 
 def session_memories(s: Session, session_id: str) -> list[str]:
     """The text of every memory the session keeps: its own and, when it names a user,
     the user's (what the retention invariant may count as kept besides the summary).
     Superseded memories count: they are kept, for audit, though never shown."""
-    from worker.store.recall import session_scopes
+    from recap.store.recall import session_scopes
 
     scopes = session_scopes(session_id, db=s)
     return list(s.scalars(select(Memory.fact).where(

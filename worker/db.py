@@ -11,85 +11,25 @@ logs, Celery events or Flower.
 
 from __future__ import annotations
 
-import select
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
-from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Result, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
+
+from recap.engines import make_engine
+from recap.migrate import ensure_schema
+from recap.settings import get_settings
 
 # What a row helper runs its statements on: an ORM session, or a Core connection
 # (:func:`core_transaction`); the helpers use only what both have.
 Db: TypeAlias = Session | Connection
-
-
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for ``url`` with the per-dialect settings Recap relies on."""
-    if url.startswith("sqlite"):
-        import sqlite3
-
-        if sqlite3.sqlite_version_info < (3, 35):
-            from worker.errors import ConfigError
-
-            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old for DATABASE_URL="
-                              f"{url}: Recap needs 3.35+ (UPDATE/DELETE ... RETURNING)")
-        engine = create_engine(url, connect_args={"timeout": 30}, hide_parameters=True,
-                               **kwargs)
-        _configure_sqlite(engine)
-        return engine
-    engine = create_engine(url, hide_parameters=True, **kwargs)
-    event.listen(engine, "checkout", _refuse_closed_by_server)
-    return engine
-
-
-def _refuse_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
-    # Instead of pool_pre_ping's SELECT 1 (a round trip on every checkout, a third
-    # of add_message's time): an idle PostgreSQL connection receives nothing unless
-    # the server ends it (pg_terminate_backend, a restart, idle timeouts send a
-    # FATAL notice and close the socket), so a readable socket means a dead
-    # connection. DisconnectionError makes the pool discard it and connect anew.
-    # A connection lost without a word (a cable cut) fails its first statement
-    # after the TCP timeout; pre-ping's SELECT 1 would hang on it just the same.
-    # A false alarm (unexpected bytes on a live connection) only costs a reconnect.
-    if closed_by_server(dbapi_conn):
-        raise DisconnectionError("the server closed this pooled connection")
-
-
-def closed_by_server(dbapi_conn: Any) -> bool:
-    """True if an idle pooled connection is closed or has data waiting (which, idle,
-    only a server ending the connection sends). One poll(2), no round trip."""
-    if getattr(dbapi_conn, "closed", False) or getattr(dbapi_conn, "broken", False):
-        return True
-    try:
-        poller = select.poll()
-        poller.register(dbapi_conn.fileno(), select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-    except (OSError, ValueError, AttributeError):  # no socket any more
-        return True
-
-
-def _configure_sqlite(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event below issue BEGIN itself.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA foreign_keys=ON")  # chat_messages cascade with their session
-        cur.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        # Take the write lock up front: two transactions that read then write
-        # would otherwise deadlock on the lock upgrade instead of queueing.
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 @dataclass(frozen=True)
@@ -121,8 +61,6 @@ def database_options() -> DatabaseOptions:
     """The database handed down, or the settings' (validated once) at the app's first call."""
     if _OPTIONS:
         return _OPTIONS[0]
-    from worker.settings import get_settings
-
     return DatabaseOptions.of(get_settings())
 
 
@@ -139,8 +77,6 @@ def session_factory() -> sessionmaker[Session]:
             # The first use refuses a database that is unreachable or not at the
             # migration head, in one line (the embedded default is migrated here);
             # the next call checks again, so a database fixed meanwhile is used.
-            from worker.migrate import ensure_schema
-
             ensure_schema(engine)
         except BaseException:
             engine.dispose()

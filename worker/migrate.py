@@ -2,7 +2,7 @@
 point makes before it touches a row.
 
 The migrations are the checkout's top-level ``migrations/`` folder, shipped in
-the wheel as ``worker._migrations`` (pyproject.toml maps the folder into the
+the wheel as ``recap._migrations`` (pyproject.toml maps the folder into the
 package: one source, no copy, no new top-level import name). From a checkout
 without an install, the folder next to ``worker/`` is used.
 
@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.errors import DatabaseNotReady
+from recap.engines import make_engine
+from recap.errors import DatabaseNotReady
+from recap.settings import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -30,7 +32,7 @@ log = logging.getLogger("recap.migrate")
 
 UPGRADE = "recap db upgrade"
 UNREACHABLE = " is unreachable ("
-PACKAGE = "worker._migrations"
+PACKAGE = "recap._migrations"
 
 
 def script_location() -> Path:
@@ -160,8 +162,6 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 def is_embedded_default(url: str) -> bool:
     """Whether ``url`` is the embedded default (no DATABASE_URL given)."""
-    from worker.settings import DEFAULT_DATABASE_URL
-
     return url == DEFAULT_DATABASE_URL
 
 
@@ -204,8 +204,6 @@ async def ensure_schema_once(url: str) -> None:
 def _ensure_sync(url: str) -> None:
     from sqlalchemy.engine import make_url
     from sqlalchemy.pool import NullPool
-
-    from worker.db import make_engine
 
     sync_url = make_url(url).set(drivername="postgresql+psycopg")
     engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.config.base import (
+from recap.config.base import (
     DEFAULT_BROKER_URL,
     DEFAULT_DATABASE_URL,
     DEFAULT_MODEL,
@@ -21,13 +21,13 @@ from worker.config.base import (
     MODEL_MAX_CHARS,
     Name,
 )
-from worker.config.features import Calls, Replies, Retention
-from worker.config.services import STANDARD, HttpApi, Services
-from worker.config.timing import Sweeper, Timing
-from worker.config.tuning import TUNABLE, Tuning
-from worker.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
-from worker.core.policy import Thresholds
-from worker.errors import ConfigError, InvalidInput
+from recap.config.features import Calls, Replies, Retention
+from recap.config.services import STANDARD, HttpApi, Services
+from recap.config.timing import Sweeper, Timing
+from recap.config.tuning import TUNABLE, Tuning
+from recap.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
+from recap.core.policy import Thresholds
+from recap.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",
            "MODEL_MAX_CHARS", "TUNABLE", "Name", "Settings", "Tuning", "effective",
@@ -177,8 +177,6 @@ def get_settings() -> Settings:
 def use_settings(settings: Settings | None) -> None:
     """Make ``settings`` the process's, for an edge that builds its own (the demo's
     files, recap eval's stand-in) instead of writing os.environ; None forgets them,
-    so the next :func:`get_settings` reads the environment again."""
+    so the next :func:`get_settings` reads the environment again. The database is
+    handed down apart (:func:`recap.db.use_database`)."""
     _Process.settings = settings
-    from worker.db import DatabaseOptions, use_database
-
-    use_database(None if settings is None else DatabaseOptions.of(settings))

@@ -1,5 +1,5 @@
 """The Celery edge: thin tasks that handle retries and events, and the worker's
-process signals. The work is in worker.jobs; publishers send these by name."""
+process signals. The work is in recap.jobs; publishers send these by name."""
 
 from __future__ import annotations
 
@@ -10,21 +10,21 @@ from typing import Any
 
 from celery.signals import worker_init, worker_process_init
 
-from worker import tracing
-from worker.celery_app import app
-from worker.core.policy import retry_delay
-from worker.core.validate import check_session_id
-from worker.db import get_engine, scrub
-from worker.errors import ConfigError, InvalidInput, TransientLLMError
-from worker.jobs import titles
-from worker.jobs.claim import record_rejected
-from worker.jobs.outcome import Job, Outcome, is_transient, log_outcome
-from worker.jobs.resources import Resources, get_resources, reset_process_state
-from worker.jobs.summarize import summarize
-from worker.jobs.sweeper import sweep as sweep_sessions
-from worker.llm.probe import probe
-from worker.llm.tokens import count_tokens
-from worker.store.enqueue import send
+from recap import tracing
+from recap.celery_app import app
+from recap.core.policy import retry_delay
+from recap.core.validate import check_session_id
+from recap.db import get_engine, scrub
+from recap.errors import ConfigError, InvalidInput, TransientLLMError
+from recap.jobs import titles
+from recap.jobs.claim import record_rejected
+from recap.jobs.outcome import Job, Outcome, is_transient, log_outcome
+from recap.jobs.resources import Resources, get_resources, reset_process_state
+from recap.jobs.summarize import summarize
+from recap.jobs.sweeper import sweep as sweep_sessions
+from recap.llm.probe import probe
+from recap.llm.tokens import count_tokens
+from recap.store.enqueue import send
 
 log = logging.getLogger("recap.tasks")
 
@@ -52,7 +52,7 @@ def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources
     transient error with retries left; else send ``event`` and return to re-raise.
 
     Either way ``exc`` is scrubbed first: what Celery logs and Flower shows must
-    not quote chat text (see worker.db.scrub)."""
+    not quote chat text (see recap.db.scrub)."""
     scrub(exc)
     settings = res.settings
     retries = task.request.retries
@@ -64,7 +64,7 @@ def _retry_or_fail(task: Any, exc: Exception, session_id: str, *, res: Resources
     _send_event_safely(task, event, session_id=session_id, error_class=type(exc).__name__)
 
 
-@app.task(bind=True, name="worker.tasks.summarize_session", acks_late=True,
+@app.task(bind=True, name="recap.tasks.summarize_session", acks_late=True,
           reject_on_worker_lost=True)
 def summarize_session(self: Any, session_id: str) -> str:
     """Fold the oldest messages of ``session_id`` into its rolling summary; returns
@@ -103,7 +103,7 @@ def _send_event_safely(task: Any, event: str, **fields: Any) -> None:
                     fields.get("session_id"), type(exc).__name__, exc)
 
 
-@app.task(bind=True, name="worker.tasks.generate_title", acks_late=True,
+@app.task(bind=True, name="recap.tasks.generate_title", acks_late=True,
           reject_on_worker_lost=True)
 def generate_title(self: Any, session_id: str) -> str:
     """Give ``session_id`` a title after its first exchange; a no-op once it has one.
@@ -125,7 +125,7 @@ def generate_title(self: Any, session_id: str) -> str:
     return "titled"
 
 
-@app.task(name="worker.tasks.sweep", acks_late=True)
+@app.task(name="recap.tasks.sweep", acks_late=True)
 def sweep() -> str:
     """Queue every session that needs work and has no live lease or pending job;
     returns ``queued N sessions``."""

@@ -5,7 +5,7 @@ Off by default (RECAP_OTEL_ENABLED, applied by the entry points through
 ``opentelemetry``: ``span`` and ``llm_span`` are plain no-op context managers.
 When on, spans go to the global tracer provider; ``configure_provider`` installs
 an OTLP exporter unless the process already set one up (``opentelemetry-instrument``,
-or the chat app's own setup). Needs the ``otel`` extra: ``pip install 'recap[otel]'``.
+or the chat app's own setup). Needs the ``otel`` extra: ``pip install 'recap-worker[otel]'``.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def configure_provider() -> bool:
     except ImportError:
         log.warning("RECAP_OTEL_ENABLED is on but opentelemetry-exporter-otlp-proto-http is "
                     "not installed and no tracer provider is set: spans go nowhere "
-                    "(pip install 'recap[otel]')")
+                    "(pip install 'recap-worker[otel]')")
         return False
     service = os.environ.get("OTEL_SERVICE_NAME") or "recap"
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
@@ -153,10 +153,10 @@ def instrument_celery() -> bool:
     try:
         from opentelemetry.instrumentation.celery import CeleryInstrumentor
     except ImportError:
-        from worker.errors import ConfigError
+        from recap.errors import ConfigError
 
         raise ConfigError("RECAP_OTEL_ENABLED=true needs opentelemetry-instrumentation-celery "
-                          "(pip install 'recap[otel]')") from None
+                          "(pip install 'recap-worker[otel]')") from None
     # The instrumentor is a singleton that remembers its own state.
     instrumentor = CeleryInstrumentor()
     if not instrumentor.is_instrumented_by_opentelemetry:

@@ -13,7 +13,7 @@ Create Date: 2026-11-23 18:00:00
 from alembic import op
 import sqlalchemy as sa
 
-from models.base import NAMING_CONVENTION
+from recap.models.base import NAMING_CONVENTION
 
 
 revision = '0007'

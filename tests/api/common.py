@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from worker.api import aio, context, ingest
-from worker.core.assemble import Context, content_text
-from worker.core.request import as_request
-from worker.testing import validate_messages_request
+from recap.api import aio, context, ingest
+from recap.core.assemble import Context, content_text
+from recap.core.request import as_request
+from recap.testing import validate_messages_request
 
 PROMPT = "You are a helpful travel assistant."
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from celery.signals import after_task_publish
 
+from recap.api import aio
+from recap.store.enqueue import BREAKER
 from tests.api.common import Api, AsyncApi, SyncApi
 from tests.api.test_ingest import _drop_connections
-from worker.api import aio
-from worker.store.enqueue import BREAKER
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def published() -> Iterator[list[str]]:
     sent: list[str] = []
 
     def on_publish(sender: str | None = None, body: Any = None, **_: object) -> None:
-        if sender == "worker.tasks.summarize_session":
+        if sender == "recap.tasks.summarize_session":
             args = body[0] if isinstance(body, tuple) else body.get("args")
             sent.append(args[0])
 

@@ -1,4 +1,4 @@
-"""The asyncio API (worker.api.aio): the sync API's scenarios run against both
+"""The asyncio API (recap.api.aio): the sync API's scenarios run against both
 implementations, then what only the async one promises: the caller's
 AsyncSession, one engine per loop, and an event loop that a call never blocks."""
 
@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from models import ChatSession
+from recap.api import aio, context
+from recap.core.assemble import content_text, system_text
+from recap.db import transaction
+from recap.errors import InvalidInput, SessionNotFound
+from recap.llm.tokens import count_tokens
+from recap.models import ChatSession
+from recap.store.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
+from recap.testing import validate_messages_request
 from tests.api.common import Api
 from tests.api.test_ingest import count_rows
 from tests.helpers import LOW, message_ids, runs, seed, session_row
-from worker.api import aio, context
-from worker.core.assemble import content_text, system_text
-from worker.db import transaction
-from worker.errors import InvalidInput, SessionNotFound
-from worker.llm.tokens import count_tokens
-from worker.store.enqueue import BREAKER, SUMMARIZE_TASK, TITLE_TASK
-from worker.testing import validate_messages_request
 
 # -- the sync API's scenarios, against both -----------------------------------------
 

@@ -1,4 +1,4 @@
-"""What only the asyncio API (worker.api.aio) promises: the caller's AsyncSession,
+"""What only the asyncio API (recap.api.aio) promises: the caller's AsyncSession,
 one engine per loop, and an event loop that a call never blocks."""
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from models import ChatMessage
+from recap.api import aio
+from recap.db import transaction
+from recap.errors import ConfigError
+from recap.models import ChatMessage
+from recap.store import enqueue
+from recap.store.enqueue import BREAKER, SUMMARIZE_TASK
 from tests.api.test_import_cost import forbidden, loaded_after
 from tests.env import TEST_ENV
 from tests.helpers import LOW, message_ids, seed, session_row
-from worker.api import aio
-from worker.db import transaction
-from worker.errors import ConfigError
-from worker.store import enqueue
-from worker.store.enqueue import BREAKER, SUMMARIZE_TASK
 
 # -- the caller's AsyncSession --------------------------------------------------------
 
@@ -113,8 +113,8 @@ def test_a_non_postgresql_database_is_a_clear_config_error(
 
 
 def test_the_async_api_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
-    modules = loaded_after("from worker.api import aio")
-    assert "worker.api.aio" in modules and "sqlalchemy.ext.asyncio" in modules
+    modules = loaded_after("from recap.api import aio")
+    assert "recap.api.aio" in modules and "sqlalchemy.ext.asyncio" in modules
     assert forbidden(modules) == []
 
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api import aio
+from recap.store import enqueue
+from recap.store.enqueue import SUMMARIZE_TASK
 from tests.helpers import LOW, seed, session_row, wait_for
-from worker.api import aio
-from worker.store import enqueue
-from worker.store.enqueue import SUMMARIZE_TASK
 
 
 def marker_set(session_id: str) -> None:

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from models import ChatMessage
+from recap.api.context import as_request, render_json
+from recap.db import transaction
+from recap.errors import InvalidInput
+from recap.llm.tokens import count_tokens
+from recap.models import ChatMessage
+from recap.testing import validate_messages_request
 from tests.api.common import Api
 from tests.helpers import session_row
 from tests.sdk_request import sdk_problem
 from tests.transcripts import call, image, result, scripted
-from worker.api.context import as_request, render_json
-from worker.db import transaction
-from worker.errors import InvalidInput
-from worker.llm.tokens import count_tokens
-from worker.testing import validate_messages_request
 
 
 def stored(sid: str) -> list[ChatMessage]:
@@ -52,7 +52,7 @@ def test_a_transcript_is_stored_exactly_and_replayed_as_blocks(api: Api) -> None
 
 
 def test_a_bad_array_writes_nothing_and_names_the_block() -> None:
-    from worker.api.ingest import add_message
+    from recap.api.ingest import add_message
 
     add_message("bad-blocks", "user", "hello")
     with pytest.raises(InvalidInput, match=r"content\[1\] \(tool_use\): name: Field required"):
@@ -66,7 +66,7 @@ def test_a_bad_array_writes_nothing_and_names_the_block() -> None:
 
 
 def test_json_escapes_survive_jsonb_exactly() -> None:
-    from worker.api.ingest import add_message
+    from recap.api.ingest import add_message
 
     tricky: dict[str, Any] = {"path": "C:\\temp\\x", "quote": "\"\u00e9\u2028",
                               "emoji": "\U0001f600", "nested": {"list": [1, 2.5, None, True]}}
@@ -78,7 +78,7 @@ def test_json_escapes_survive_jsonb_exactly() -> None:
 
 
 def test_recap_ingest_takes_content_arrays(tmp_path: Path) -> None:
-    from worker.cli import main
+    from recap.cli import main
 
     lines = [{"session_id": "cli-blocks", "role": role, "content": content}
              for role, content in scripted()[:3]]

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.common import PROMPT, assert_valid
-from worker.core.assemble import (
+from recap.core.assemble import (
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
     SUMMARY_CLOSE,
@@ -22,8 +21,9 @@ from worker.core.assemble import (
     neutralize,
     system_text,
 )
-from worker.core.request import as_request
-from worker.errors import InvalidInput
+from recap.core.request import as_request
+from recap.errors import InvalidInput
+from tests.api.common import PROMPT, assert_valid
 
 
 def rows(*pairs: tuple[str, str]) -> list[Row]:

@@ -11,13 +11,9 @@ import anthropic
 import pytest
 from sqlalchemy import delete, event, text, update
 
-from models import ChatMessage, ChatSession
-from tests.api.common import PROMPT, assert_valid
-from tests.env import API_KEY
-from tests.helpers import seed
-from worker.api.context import build_context, read_window, render_json
-from worker.api.ingest import add_message
-from worker.core.assemble import (
+from recap.api.context import build_context, read_window, render_json
+from recap.api.ingest import add_message
+from recap.core.assemble import (
     PLACEHOLDER_START,
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
@@ -25,10 +21,14 @@ from worker.core.assemble import (
     content_text,
     system_text,
 )
-from worker.core.request import as_request
-from worker.db import get_engine, transaction
-from worker.errors import InvalidInput, SessionNotFound
-from worker.llm.tokens import count_tokens
+from recap.core.request import as_request
+from recap.db import get_engine, transaction
+from recap.errors import InvalidInput, SessionNotFound
+from recap.llm.tokens import count_tokens
+from recap.models import ChatMessage, ChatSession
+from tests.api.common import PROMPT, assert_valid
+from tests.env import API_KEY
+from tests.helpers import seed
 
 
 def set_summary(session_id: str, summary: str) -> None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from models import ChatSession
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
+from recap.db import transaction
+from recap.errors import InvalidInput
+from recap.llm.tokens import count_tokens
+from recap.models import ChatSession
 from tests.helpers import seed
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
-from worker.db import transaction
-from worker.errors import InvalidInput
-from worker.llm.tokens import count_tokens
 
 PROMPT = "You are a helpful travel assistant."
 

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers import LOW
-from worker.api.core import (
+from recap.api.core import (
     JobKind,
     JobToSend,
     NewMessage,
@@ -18,8 +17,9 @@ from worker.api.core import (
     plan_hook,
     validate_message,
 )
-from worker.errors import InvalidInput
-from worker.settings import Settings, get_settings
+from recap.errors import InvalidInput
+from recap.settings import Settings, get_settings
+from tests.helpers import LOW
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 STALE = NOW - timedelta(seconds=300)

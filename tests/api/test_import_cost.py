@@ -11,14 +11,14 @@ import subprocess
 import sys
 import textwrap
 
-import worker
+import recap
 from tests.env import ROOT
 
-PUBLIC = ["add_message", "after_reply", "as_request", "build_context", "configure_session",
+PUBLIC = ["add_message", "after_reply", "aio", "as_request", "build_context", "configure_session",
           "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
-FORBIDDEN = ["anthropic", "worker.llm.summarizer", "worker.llm.structured", "worker.llm.titler",
-             "worker.llm.client", "worker.jobs.summarize", "worker.tasks", "celery.worker"]
+FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",
+             "recap.llm.client", "recap.jobs.summarize", "recap.tasks", "celery.worker"]
 
 
 def loaded_after(code: str) -> list[str]:
@@ -43,32 +43,32 @@ def forbidden(modules: list[str]) -> list[str]:
 
 def test_the_api_modules_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("""
-        import worker.api.ingest, worker.api.context, worker.sessions.overrides, worker.api.validate
-        import worker
+        import recap.api.ingest, recap.api.context, recap.sessions.overrides, recap.api.validate
+        import recap
     """)
-    assert "worker.api.ingest" in modules  # the check ran where it should
+    assert "recap.api.ingest" in modules  # the check ran where it should
     assert forbidden(modules) == []
 
 
 def test_the_public_names_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("""
-        from worker import (add_message, after_reply, as_request, build_context,
+        from recap import (add_message, after_reply, as_request, build_context,
                             configure_session, errors)
         assert errors.RecapError
     """)
-    assert "worker.sessions.overrides" in modules
+    assert "recap.sessions.overrides" in modules
     assert forbidden(modules) == []
 
 
 def test_import_worker_alone_loads_nothing_else() -> None:
-    # `import worker` (and `recap --help`) reads no settings, no SQLAlchemy, no Celery.
-    modules = loaded_after("import worker")
-    assert [m for m in modules if m.startswith("worker.")] == []
+    # `import recap` (and `recap --help`) reads no settings, no SQLAlchemy, no Celery.
+    modules = loaded_after("import recap")
+    assert [m for m in modules if m.startswith("recap.")] == []
     assert not {"sqlalchemy", "celery", "anthropic", "pydantic_settings"} & set(modules)
 
 
 def test_the_public_api_is_exactly_these_names() -> None:
-    from worker import (
+    from recap import (
         add_message,
         after_reply,
         as_request,
@@ -78,13 +78,19 @@ def test_the_public_api_is_exactly_these_names() -> None:
         forget,
     )
 
-    assert sorted(worker.__all__) == PUBLIC
-    assert errors.__name__ == "worker.errors"
-    assert add_message.__module__ == after_reply.__module__ == "worker.api.ingest"
-    assert build_context.__module__ == "worker.api.context"
-    assert as_request.__module__ == "worker.core.request"  # re-exported by worker.api.context
-    assert configure_session.__module__ == "worker.sessions.overrides"
-    assert forget.__module__ == "worker.sessions.forget"
-    assert worker.rewind.__module__ == "worker.sessions.rewind"
-    assert worker.edit_message.__module__ == "worker.sessions.edit"
-    assert worker.summary_at.__module__ == "worker.sessions.history"
+    assert sorted(recap.__all__) == PUBLIC
+    assert errors.__name__ == "recap.errors"
+    assert add_message.__module__ == after_reply.__module__ == "recap.api.ingest"
+    assert build_context.__module__ == "recap.api.context"
+    assert as_request.__module__ == "recap.core.request"  # re-exported by recap.api.context
+    assert configure_session.__module__ == "recap.sessions.overrides"
+    assert forget.__module__ == "recap.sessions.forget"
+    assert recap.rewind.__module__ == "recap.sessions.rewind"
+    assert recap.edit_message.__module__ == "recap.sessions.edit"
+    assert recap.summary_at.__module__ == "recap.sessions.history"
+    # The public submodules: the asyncio API, the stand-in, the adapters.
+    from recap import aio, integrations, testing
+
+    assert aio.build_context.__module__ == "recap.api.aio"
+    assert testing.FakeAnthropic.__module__.startswith("recap.testing")
+    assert integrations.__name__ == "recap.integrations"

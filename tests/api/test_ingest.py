@@ -8,19 +8,19 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from models import ChatMessage, ChatSession
+from recap import app
+from recap.api.ingest import add_message, after_reply
+from recap.db import session_factory, transaction, utcnow
+from recap.errors import InvalidInput
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.jobs.sweeper import due_query, sweep
+from recap.models import ChatMessage, ChatSession
+from recap.settings import get_settings
+from recap.store.enqueue import BREAKER
+from recap.testing import FakeAnthropic
 from tests.helpers import LOW, message_ids, runs, seed, session_row, statuses, wait_for
-from worker import app
-from worker.api.ingest import add_message, after_reply
-from worker.db import session_factory, transaction, utcnow
-from worker.errors import InvalidInput
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.jobs.sweeper import due_query, sweep
-from worker.settings import get_settings
-from worker.store.enqueue import BREAKER
-from worker.testing import FakeAnthropic
 
 
 def _drop_connections() -> None:

@@ -30,7 +30,13 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from sqlalchemy import select
 
-from models import ChatMessage as Row
+from recap.api.context import build_context
+from recap.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
+from recap.db import transaction
+from recap.errors import InvalidInput
+from recap.integrations.langchain import RecapChatMessageHistory
+from recap.models import ChatMessage as Row
+from recap.testing import FakeAnthropic
 from tests.api.test_import_cost import forbidden, loaded_after
 from tests.helpers import (
     LOW,
@@ -42,12 +48,6 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
-from worker.api.context import build_context
-from worker.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
-from worker.db import transaction
-from worker.errors import InvalidInput
-from worker.integrations.langchain import RecapChatMessageHistory
-from worker.testing import FakeAnthropic
 
 # LangChain deprecates RunnableWithMessageHistory in favour of LangGraph (removal
 # in langchain-core 2.0); it is still what chains with a history use.
@@ -306,6 +306,6 @@ def test_async_chain_uses_the_same_history() -> None:
 
 
 def test_the_adapter_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
-    modules = loaded_after("import worker.integrations.langchain")
+    modules = loaded_after("import recap.integrations.langchain")
     assert "langchain_core.chat_history" in modules
     assert forbidden(modules) == []

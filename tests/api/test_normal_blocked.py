@@ -8,15 +8,15 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message, after_reply
+from recap.db import transaction, utcnow
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.jobs.sweeper import find_due
+from recap.sessions.overrides import configure_session
+from recap.settings import get_settings
 from tests.helpers import seed, session_row
-from worker.api.ingest import add_message, after_reply
-from worker.db import transaction, utcnow
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.jobs.sweeper import find_due
-from worker.sessions.overrides import configure_session
-from worker.settings import get_settings
 
 # A full batch of 5 small messages stays under 500 tokens while the session as a
 # whole passes it: the normal rule cannot fire until a summary applies.

@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
+from recap.api.turns import MAX_KEY, Turn, astore_turns, key_of, store_turns
+from recap.errors import InvalidInput
+from recap.sessions.forget import forget
 from tests.helpers import message_ids
 from tests.integrations.common import keys, stored_total
-from worker.api.turns import MAX_KEY, Turn, astore_turns, key_of, store_turns
-from worker.errors import InvalidInput
-from worker.sessions.forget import forget
 
 
 def test_a_keyed_turn_is_stored_once() -> None:
@@ -53,7 +53,7 @@ def test_concurrent_stores_of_one_key_write_it_once() -> None:
 
 def test_async_store_shares_the_keys() -> None:
     async def run() -> tuple[int, int]:
-        from worker.api import aio
+        from recap.api import aio
 
         a = await astore_turns("t5", [Turn("user", "q", ("x",)), Turn("assistant", "a", ("y",))])
         b = await astore_turns("t5", [Turn("assistant", "a", ("y",))])

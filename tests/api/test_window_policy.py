@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from worker.api.window import Window, memories_budget
-from worker.settings import load_settings
+from recap.api.window import Window, memories_budget
+from recap.settings import load_settings
 
 
 @pytest.mark.parametrize(("deployment", "session", "expected"), [

@@ -7,16 +7,16 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import delete, func, select
 
-from models import ChatSession, TitleRun
+from recap import db
+from recap.cli import main
+from recap.errors import PermanentLLMError
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.models import ChatSession, TitleRun
+from recap.testing import error
 from tests.env import API_KEY, FAKE
 from tests.helpers import seed, statuses
-from worker import db
-from worker.cli import main
-from worker.errors import PermanentLLMError
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.testing import error
 
 
 def run_inline(session_id: str) -> Outcome:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from recap import cli
+from recap.testing import FakeAnthropic, error
 from tests.env import API_KEY
-from worker import cli
-from worker.testing import FakeAnthropic, error
 
 
 def check(capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from models import ChatMessage
+from recap import db
+from recap.cli import parse_line
+from recap.errors import InvalidInput
+from recap.models import ChatMessage
+from recap.ops import stats
 from tests.cli.common import run
 from tests.env import ROOT
 from tests.helpers import message_ids, statuses, wait_for
-from worker import db
-from worker.cli import parse_line
-from worker.errors import InvalidInput
-from worker.ops import stats
 
 # -- parsing and usage ----------------------------------------------------------
 
@@ -50,13 +50,13 @@ def test_help_runs_as_a_real_command_without_touching_the_database() -> None:
 
 def test_building_the_parser_imports_no_command_dependencies() -> None:
     # What `recap --help` costs: the command modules, none of what they run.
-    script = ("import sys, worker.cli; worker.cli.build_parser(); "
+    script = ("import sys, recap.cli; recap.cli.build_parser(); "
               "print('\\n'.join(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True)
     heavy = {"sqlalchemy", "celery", "kombu", "anthropic", "pydantic", "tiktoken", "models"}
     loaded = [m for m in done.stdout.split() if m.split(".")[0] in heavy
-              or (m.startswith("worker.") and not m.startswith("worker.cli"))]
+              or (m.startswith("worker.") and not m.startswith("recap.cli"))]
     assert loaded == []
 
 

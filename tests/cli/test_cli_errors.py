@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from recap.cli import main, sessions
 from tests.helpers import seed, statuses
-from worker.cli import main, sessions
 
 
 def test_an_unexpected_error_is_one_line_and_its_traceback_is_logged(

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from models import ChatSession
+from recap import db
+from recap.core.assemble import system_text
+from recap.db import utcnow
+from recap.models import ChatSession
+from recap.ops import requeue as ops
+from recap.testing import error
 from tests.cli.common import idle, make_dead, run, run_inline
 from tests.env import FAKE
 from tests.helpers import message_ids, runs, seed, session_of, session_row, statuses, wait_for
-from worker import db
-from worker.core.assemble import system_text
-from worker.db import utcnow
-from worker.ops import requeue as ops
-from worker.testing import error
 
 # -- retry, summarize --------------------------------------------------------------------
 

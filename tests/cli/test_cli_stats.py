@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from models import ChatMessage, ChatSession
+from recap import db
+from recap.db import utcnow
+from recap.models import ChatMessage, ChatSession
 from tests.cli.common import make_dead, run, run_inline
 from tests.env import API_KEY, migrate
 from tests.helpers import LOW, runs, seed
-from worker import db
-from worker.db import utcnow
 
 # -- stats and failures --------------------------------------------------------------
 

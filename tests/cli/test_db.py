@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from recap.cli import main
+from recap.migrate import head_revisions
 from tests.env import PG_ADMIN, TEST_DB, _admin_execute, migrate
-from worker.cli import main
-from worker.migrate import head_revisions
 
 HEAD = ", ".join(head_revisions())
 RECAP = str(Path(sys.executable).parent / "recap")
@@ -33,7 +33,7 @@ def scratch_postgres() -> Iterator[str]:
     try:
         yield f"{host}/{name}"
     finally:
-        from worker.db import reset_engines
+        from recap.db import reset_engines
 
         reset_engines()  # close the pool's connections before the drop
         _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from models import ChatSession, TitleRun
+from recap import db
+from recap.errors import PermanentLLMError
+from recap.jobs.resources import get_resources
+from recap.jobs.titles import title_session
+from recap.models import ChatSession, TitleRun
+from recap.testing import error, ok
 from tests.cli.common import (
     no_title_runs,  # noqa: F401
     run,
 )
 from tests.env import FAKE
 from tests.helpers import message_ids, runs, seed, statuses, wait_for
-from worker import db
-from worker.errors import PermanentLLMError
-from worker.jobs.resources import get_resources
-from worker.jobs.titles import title_session
-from worker.testing import error, ok
 
 
 def set_title(session_id: str, title: str) -> None:
@@ -60,7 +60,7 @@ def test_context_keeps_stdout_json_and_explains_on_stderr(
 
 
 def _tokens(session_id: str, n: int) -> int:
-    from models import ChatMessage
+    from recap.models import ChatMessage
 
     with db.transaction() as s:
         return sum(s.scalars(select(ChatMessage.token_count)

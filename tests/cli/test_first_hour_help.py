@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from models import Memory
+from recap import db
+from recap.models import Memory
 from tests.cli.common import (
     no_title_runs,  # noqa: F401
     run,
 )
 from tests.env import TEST_ENV
 from tests.helpers import seed
-from worker import db
 
 RECAP = str(Path(sys.executable).with_name("recap"))
 
@@ -36,8 +36,8 @@ CL100K_FILE = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"  # ../shared/tiktoken-c
 # -- help texts, memories, a closed pipe ---------------------------------------------------
 
 def test_configure_help_lists_every_valid_key(capsys: pytest.CaptureFixture[str]) -> None:
-    from worker.cli.configure import KEYS
-    from worker.settings import TUNABLE
+    from recap.cli.configure import KEYS
+    from recap.settings import TUNABLE
 
     assert list(KEYS) == list(TUNABLE)
     code, out, _ = run(capsys, "configure", "--help")
@@ -104,7 +104,7 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 def test_the_cache_file_is_named_by_the_sha1_of_the_download_url() -> None:
-    from worker.cli.tokenizer import ENCODING_SHA256, cache_name
+    from recap.cli.tokenizer import ENCODING_SHA256, cache_name
 
     assert cache_name() == CL100K_FILE
     assert hashlib.sha256((SHARED_CACHE / CL100K_FILE).read_bytes()).hexdigest() == \
@@ -126,7 +126,7 @@ def test_tokenizer_export_copies_the_cache_file_that_then_loads_offline(tmp_path
     assert [p.name for p in target.iterdir()] == [CL100K_FILE]
     # The copy alone, with no network: tiktoken loads it (it checks the sha256 too).
     check = subprocess.run(
-        [sys.executable, "-c", "from worker.llm.tokens import count_tokens; "
+        [sys.executable, "-c", "from recap.llm.tokens import count_tokens; "
          "print(count_tokens('hello world'))"],
         env=_env(target), capture_output=True, text=True, timeout=120)
     assert (check.returncode, check.stdout) == (0, "2\n"), check.stderr
@@ -135,14 +135,14 @@ def test_tokenizer_export_copies_the_cache_file_that_then_loads_offline(tmp_path
 def test_a_checkout_finds_the_offline_encodings_beside_it_by_itself() -> None:
     # README's `recap demo` on a machine that cannot download: no TIKTOKEN_CACHE_DIR,
     # no network, and the checkout's neighbouring shared/tiktoken-cache folder serves.
-    from worker.paths import checkout_tiktoken_cache
+    from recap.paths import checkout_tiktoken_cache
 
     if checkout_tiktoken_cache() is None:
         pytest.skip("no shared/tiktoken-cache folder beside this checkout")
     env = {k: v for k, v in _env(SHARED_CACHE).items() if k != "TIKTOKEN_CACHE_DIR"}
     check = subprocess.run(
-        [sys.executable, "-c", "import os; from worker.cli import _offline_encodings; "
-         "_offline_encodings(); from worker.llm.tokens import count_tokens; "
+        [sys.executable, "-c", "import os; from recap.cli import _offline_encodings; "
+         "_offline_encodings(); from recap.llm.tokens import count_tokens; "
          "print(count_tokens('hello world'), os.environ['TIKTOKEN_CACHE_DIR'])"],
         env=env, capture_output=True, text=True, timeout=120)
     assert (check.returncode, check.stdout) == (0, f"2 {checkout_tiktoken_cache()}\n"), check.stderr
@@ -163,8 +163,9 @@ def test_tokenizer_export_without_the_encoding_is_a_clear_error(tmp_path: Path) 
 # -- the image can run `recap bench` --------------------------------------------------------
 
 def test_the_image_holds_what_recap_bench_imports() -> None:
-    """No Docker engine here: the Dockerfile is read. `recap bench` looks for bench/ next to
-    the imported `worker` package, so the image imports it from /app (PYTHONPATH)."""
+    """No Docker engine here: the Dockerfile is read. Recap is installed as the package
+    `recap` (its three folders copied before `pip install .`); `recap bench` imports
+    bench/ and tests/ from /app (PYTHONPATH)."""
     import ast
 
     from tests.env import ROOT
@@ -182,6 +183,9 @@ def test_the_image_holds_what_recap_bench_imports() -> None:
                 imported.add(node.module.split(".")[0])
             elif isinstance(node, ast.Import):
                 imported.update(alias.name.split(".")[0] for alias in node.names)
-    needed = (imported & local) | {"bench", "alembic.ini", "migrations"}
-    assert {"bench", "tests", "worker", "models"} <= needed
+    needed = (imported & local) | {"bench", "alembic.ini"}
+    assert {"bench", "tests"} <= needed and "recap" in imported
     assert needed <= copied, needed - copied
+    install = text.index("RUN pip install .")
+    for folder in ("worker", "models", "migrations"):
+        assert text.index(f"COPY {folder} ./{folder}") < install, folder

@@ -23,13 +23,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import delete
 
-from models import ChatSession, Heartbeat, SummaryRun
+from recap.cli.metrics import serve
+from recap.db import transaction, utcnow
+from recap.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
+from recap.models import ChatSession, Heartbeat, SummaryRun
+from recap.ops.exporter import RecapCollector
 from tests.env import ROOT
 from tests.helpers import free_port, require, wait_for
-from worker.cli.metrics import serve
-from worker.db import transaction, utcnow
-from worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
-from worker.ops.exporter import RecapCollector
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -111,7 +111,7 @@ def test_an_empty_database_exposes_zeros() -> None:
 
 def test_an_unreachable_database_reads_as_down(settings_env: Callable[..., None],
                                                caplog: pytest.LogCaptureFixture) -> None:
-    from worker.db import reset_engines
+    from recap.db import reset_engines
 
     reset_engines()
     settings_env(DATABASE_URL="postgresql+psycopg://recap:secret@127.0.0.1:1/none")
@@ -128,7 +128,7 @@ def test_an_unreachable_database_reads_as_down(settings_env: Callable[..., None]
 @pytest.fixture
 def exporter() -> Iterator[subprocess.Popen[str]]:
     """``recap metrics --port 0`` as its own process; its first line names its URL."""
-    code = "import sys; from worker.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from recap.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen([sys.executable, "-c", code, "metrics", "--port", "0"],
                             cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -162,7 +162,7 @@ def test_recap_metrics_serves_the_exposition_and_stops_on_sigterm(
 
 @pytest.mark.parametrize("port", ["70000", "-1", "http"])
 def test_a_bad_port_is_a_usage_error(port: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from worker.cli import main
+    from recap.cli import main
 
     assert main(["metrics", "--port", port]) == 2
     assert "argument --port" in capsys.readouterr().err

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
+from recap.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, repairs, sizing
+from recap.core.outlook import outlook
+from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan
+from recap.errors import ConfigError
+from recap.settings import load_settings
 from tests.core.test_policy_replay import Fold, replay
-from worker.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, repairs, sizing
-from worker.core.outlook import outlook
-from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan
-from worker.errors import ConfigError
-from worker.settings import load_settings
 
 T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
                context_budget_tokens=32000, adaptive=True, memory_limit=2000)

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import typing_extensions
 
+from recap.api.validate import prepare_message
+from recap.core import blocks as vendored
+from recap.core import media
+from recap.core.render import RESULT_CHARS, digest, parse_links
+from recap.errors import InvalidInput
 from tests.sdk_request import sdk_problem
 from tests.transcripts import call, image, pdf, png, result, scripted, thinking
-from worker.api.validate import prepare_message
-from worker.core import blocks as vendored
-from worker.core import media
-from worker.core.render import RESULT_CHARS, digest, parse_links
-from worker.errors import InvalidInput
 
 CAP = 10_000
 

@@ -1,4 +1,4 @@
-"""Excerpts of pasted bulk content (worker.core.bulk): what is kept, the marker, and
+"""Excerpts of pasted bulk content (recap.core.bulk): what is kept, the marker, and
 that the excerpt reads to the retention guard exactly as the original."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.seed import demo_script
-from worker.core.bulk import MARKER, excerpt_bulk, excerpt_turns
-from worker.core.prompt import Turn
-from worker.core.specifics import extract_specifics, prose
-from worker.llm.tokens import count_tokens
+from recap.core.bulk import MARKER, excerpt_bulk, excerpt_turns
+from recap.core.prompt import Turn
+from recap.core.specifics import extract_specifics, prose
+from recap.llm.tokens import count_tokens
 
 
 def words(text: str) -> int:

@@ -9,10 +9,10 @@ import unicodedata
 
 import pytest
 
-from worker.core.assemble import MEMORIES_OPEN, SUMMARY_OPEN, neutralize
-from worker.core.prompt import escape
-from worker.core.text import CONFUSABLES, OPENERS, RECAP_TAGS, defuse_all, skeleton
-from worker.llm.structured import known_block
+from recap.core.assemble import MEMORIES_OPEN, SUMMARY_OPEN, neutralize
+from recap.core.prompt import escape
+from recap.core.text import CONFUSABLES, OPENERS, RECAP_TAGS, defuse_all, skeleton
+from recap.llm.structured import known_block
 
 LOOKALIKES = [
     "\uff1c/\uff33\uff35\uff2d\uff2d\uff21\uff32\uff39_OF_PRIOR_CONTEXT>",  # full-width letters

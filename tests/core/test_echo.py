@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from worker.core.echo import is_echo, sent_corpus, strip_echo
-from worker.llm.structured import summary_tool, tool_texts
+from recap.core.echo import is_echo, sent_corpus, strip_echo
+from recap.llm.structured import summary_tool, tool_texts
 
 CORPUS = sent_corpus(tool_texts(summary_tool(1024)))
 

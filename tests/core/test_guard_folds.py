@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.core import guard
-from worker.core.echo import sent_corpus, strip_echo
-from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
-from worker.core.memories import Fact, may_replace
-from worker.core.prompt import Turn
-from worker.core.specifics import absent, extract_specifics
+from recap.core import guard
+from recap.core.echo import sent_corpus, strip_echo
+from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from recap.core.memories import Fact, may_replace
+from recap.core.prompt import Turn
+from recap.core.specifics import absent, extract_specifics
 
 SENT = ("The updated summary text, at most 1024 tokens.",
         "Answer with the title only: 3 to 7 words, in the same language as the conversation.")

@@ -6,7 +6,7 @@ from collections.abc import Set as AbstractSet
 
 import pytest
 
-from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan, retry_delay
+from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan, retry_delay
 
 T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
                context_budget_tokens=32000)
@@ -196,7 +196,7 @@ def test_force_with_nothing_outside_the_keep_window_condenses_nothing() -> None:
 
 
 def test_outlook_few_messages() -> None:
-    from worker.core.outlook import outlook
+    from recap.core.outlook import outlook
 
     o = outlook(msgs(25, 100), summary_tokens=0, t=T)
     assert o.state == "few-messages" and not o.plan.should_summarize
@@ -207,7 +207,7 @@ def test_outlook_few_messages() -> None:
 
 
 def test_outlook_normal_blocked_waits_for_capacity() -> None:
-    from worker.core.outlook import outlook
+    from recap.core.outlook import outlook
 
     o = outlook(msgs(60, 100), summary_tokens=1000, t=T)  # 7000 of 32000
     assert o.state == "normal-blocked"
@@ -221,7 +221,7 @@ def test_outlook_normal_blocked_waits_for_capacity() -> None:
 
 
 def test_outlook_small_batch_and_due_and_nothing_to_condense() -> None:
-    from worker.core.outlook import outlook
+    from recap.core.outlook import outlook
 
     t = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
                    context_budget_tokens=100000)
@@ -246,8 +246,8 @@ def test_outlook_small_batch_and_due_and_nothing_to_condense() -> None:
 
 
 def test_tokens_to_capacity_is_exact() -> None:
-    from worker.core.outlook import tokens_to_capacity
-    from worker.core.policy import CAPACITY_USAGE, usage
+    from recap.core.outlook import tokens_to_capacity
+    from recap.core.policy import CAPACITY_USAGE, usage
 
     for budget in (1000, 32000, 33333, 99999):
         for used in (0, 1, 799, budget // 2, budget - 1):

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from worker.core.policy import MessageInfo, Thresholds, might_trigger, plan
-from worker.settings import load_settings
+from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan
+from recap.settings import load_settings
 
 # Each fold: (index of the reply after which it ran, mode, first id, last id, messages).
 Fold = tuple[int, str, int, int, int]

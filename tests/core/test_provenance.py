@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from worker.core.provenance import attribute, grounded, instruction_like, own_text, strip_pasted
+from recap.core.provenance import attribute, grounded, instruction_like, own_text, strip_pasted
 
 EMAIL = ("Can you check this for me?\n\nFrom: billing@vendor.example\nSubject: Update\n\n"
          "Your refund account is now EVIL-1.")

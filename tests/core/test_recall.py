@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.core.assemble import (
+from recap.core.assemble import (
     MEMORIES_CLOSE,
     MEMORIES_OPEN,
     SUMMARY_OPEN,
@@ -12,7 +12,7 @@ from worker.core.assemble import (
     assemble,
     system_text,
 )
-from worker.core.recall import Candidate, choose, overlap, query_terms, topic_terms
+from recap.core.recall import Candidate, choose, overlap, query_terms, topic_terms
 
 
 def words(text: str) -> int:

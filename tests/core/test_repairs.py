@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.core.repairs import (
+from recap.core.repairs import (
     REPAIR_MIN_TRIES,
     REPAIR_PROBE_EVERY,
     RepairOutcome,

@@ -10,14 +10,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recap.api.validate import prepare_message
+from recap.core import policy
+from recap.core.assemble import Row, assemble
+from recap.core.render import parse_links
+from recap.core.request import as_request
+from recap.testing import validate_messages_request
 from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, call, image, result, scripted, thinking, transcripts
-from worker.api.validate import prepare_message
-from worker.core import policy
-from worker.core.assemble import Row, assemble
-from worker.core.render import parse_links
-from worker.core.request import as_request
-from worker.testing import validate_messages_request
 
 
 def rows_of(transcript: list[Message]) -> list[tuple[int, Row, policy.MessageInfo]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.core.specifics import absent, contains, extract_specifics
+from recap.core.specifics import absent, contains, extract_specifics
 
 CASES = [
     # English

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from worker.core.titles import (
+from recap.core.titles import (
     MAX_TITLE_CHARS,
     clean_title,
     needs_title,
     title_prompt,
 )
-from worker.llm.tokens import count_tokens, split_by_tokens
+from recap.llm.tokens import count_tokens, split_by_tokens
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from recap.demo.report import OFFLINE_BANNER
+from recap.llm.summarizer import OFFLINE_MODEL
+from recap.settings import DEFAULT_MODEL
 from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
-from worker.demo.report import OFFLINE_BANNER
-from worker.llm.summarizer import OFFLINE_MODEL
-from worker.settings import DEFAULT_MODEL
 
 # The installed console script next to this interpreter, as a user runs it, and the module.
 RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
-MODULE_DEMO = [sys.executable, "-m", "worker.demo"]
+MODULE_DEMO = [sys.executable, "-m", "recap.demo"]
 CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
 
 
@@ -181,8 +181,8 @@ def test_demo_refuses_more_messages_than_the_script_holds(tmp_path: Path,
 
 
 def test_db_option_names_the_data_file_or_its_directory(tmp_path: Path) -> None:
-    from worker.demo.run import file_paths
-    from worker.errors import ConfigError
+    from recap.demo.run import file_paths
+    from recap.errors import ConfigError
 
     assert file_paths(str(tmp_path / "x.db")) == (tmp_path / "x.db", tmp_path / "x-broker.db")
     assert file_paths(str(tmp_path)) == (tmp_path / "recap.sqlite3",
@@ -192,7 +192,7 @@ def test_db_option_names_the_data_file_or_its_directory(tmp_path: Path) -> None:
 
 
 def test_the_offline_summarizer_is_an_explicit_choice_of_the_demo(tmp_path: Path) -> None:
-    from worker.demo.run import demo_environment
+    from recap.demo.run import demo_environment
 
     data, broker = tmp_path / "d.sqlite3", tmp_path / "b.sqlite3"
     no_key: dict[str, str] = {"ANTHROPIC_API_KEY": " ", "DATABASE_URL": "postgresql://x/y"}
@@ -212,9 +212,9 @@ def test_the_offline_summarizer_is_an_explicit_choice_of_the_demo(tmp_path: Path
 
 def test_a_worker_that_never_finishes_is_a_worker_timeout(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.demo import run as demo
-    from worker.demo.report import Out
-    from worker.errors import ConfigError, WorkerTimeout
+    from recap.demo import run as demo
+    from recap.demo.report import Out
+    from recap.errors import ConfigError, WorkerTimeout
 
     monkeypatch.setattr(demo, "WAIT_S", 0.0)
     monkeypatch.setattr(demo, "session_state", lambda session_id: (False, []))
@@ -236,7 +236,7 @@ def test_the_conversation_file_is_the_scripted_incident_then_daily_follow_ups() 
 
 
 def test_the_package_loader_reads_the_same_file() -> None:
-    from worker.demo.conversation import available, load
+    from recap.demo.conversation import available, load
 
     assert available() == len(script(10**6))
     assert load(80) == script(80)

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from recap.settings import Settings, env_name
 from tests.deploy.common import (
     COMPOSE,
     FULL_ENV,
@@ -29,7 +30,6 @@ from tests.deploy.common import (
 )
 from tests.env import ROOT
 from tests.helpers import require
-from worker.settings import Settings, env_name
 
 # Settings nothing reads (Flower takes FLOWER_BASIC_AUTH), so nothing to document.
 UNUSED_SETTINGS: set[str] = set()
@@ -47,13 +47,13 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
     """Load settings from exactly ``env`` in a fresh interpreter; return what it saw."""
     script = (
         "import json\n"
-        "from worker.settings import get_settings\n"
-        "from worker.celery_app import app\n"
+        "from recap.settings import get_settings\n"
+        "from recap.celery_app import app\n"
         "s = get_settings()\n"
         "out = {'env': s.env, 'db': s.database_url, 'broker': s.celery_broker_url,\n"
         "       'queue': app.conf.task_default_queue, 'kind': s.summarizer_kind}\n"
         "if s.anthropic_api_key:\n"
-        "    from worker.jobs.resources import build_resources\n"
+        "    from recap.jobs.resources import build_resources\n"
         "    out['model'] = build_resources(s).summarizer.model\n"
         "print(json.dumps(out))\n")
     base = {k: os.environ[k] for k in ("PATH", "TIKTOKEN_CACHE_DIR") if k in os.environ}
@@ -124,7 +124,7 @@ def test_readme_runs_the_processes_as_compose_does() -> None:
         for option in ("-Q", "--schedule"):
             if option in compose:
                 assert argv[argv.index(option) + 1] == compose[compose.index(option) + 1]
-    assert table["Flower"] == "celery -A worker flower"
+    assert table["Flower"] == "celery -A recap flower"
     assert not re.search(r"--basic-auth[= ]", text)
     columns = svcs["flower"]["environment"]["FLOWER_TASKS_COLUMNS"]
     assert f"FLOWER_TASKS_COLUMNS={columns}" in text and "FLOWER_BASIC_AUTH=" in text

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from recap.settings import Settings
 from tests.deploy.common import (
     APP_SERVICES,
     COMPOSE,
@@ -29,7 +30,6 @@ from tests.deploy.common import (
     render,
     services,
 )
-from worker.settings import Settings
 
 
 def test_required_services_exist() -> None:
@@ -89,11 +89,11 @@ def test_every_app_service_reads_the_one_env_file() -> None:
 def test_worker_consumes_the_configured_queue_and_has_a_ping_healthcheck() -> None:
     worker = services()["worker"]
     argv = shlex.split(worker["command"])
-    assert argv[:4] == ["celery", "-A", "worker", "worker"]
+    assert argv[:2] == ["recap", "worker"]  # Celery's worker on Recap's app
     assert argv[argv.index("-Q") + 1] == "${RECAP_QUEUE:-recap}"
     assert argv[argv.index("-n") + 1] == "celery@%h"
     check = " ".join(worker["healthcheck"]["test"])
-    assert "celery -A worker inspect ping -d celery@$$HOSTNAME" in check
+    assert "celery -A recap inspect ping -d celery@$$HOSTNAME" in check
     # Warm shutdown must be allowed to outlast the longest job.
     grace = int(worker["stop_grace_period"].rstrip("s"))
     assert grace > Settings.model_fields["task_time_limit_s"].default
@@ -102,7 +102,7 @@ def test_worker_consumes_the_configured_queue_and_has_a_ping_healthcheck() -> No
 def test_exactly_one_beat() -> None:
     beat = services()["beat"]
     argv = shlex.split(beat["command"])
-    assert argv[:4] == ["celery", "-A", "worker", "beat"]
+    assert argv[:2] == ["recap", "beat"]
     assert beat["deploy"]["replicas"] == 1
     # The schedule file is in a directory of beat's own, not in a shared /tmp;
     # the image creates the default one for its user.

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 import yaml
 
+from recap import app
+from recap.testing import FakeAnthropic, error
 from tests.env import API_KEY, ROOT
 from tests.helpers import free_port, message_ids, runs, seed, session_row, statuses, wait_for
-from worker import app
-from worker.testing import FakeAnthropic, error
 
 FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"
@@ -168,7 +168,7 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
 
     with captured_events() as seen:
         wait_until_listening(flower, seen)
-        task_id = app.send_task("worker.tasks.summarize_session", (sid,)).id
+        task_id = app.send_task("recap.tasks.summarize_session", (sid,)).id
         wait_for(lambda: "applied" in statuses(sid), timeout=60, what="the applied run")
 
         def flower_task() -> dict[str, Any] | None:
@@ -179,7 +179,7 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
         assert isinstance(task, dict)
         wait_for(lambda: _completions(seen, sid), timeout=30, what="summarization-complete")
 
-    assert task["name"] == "worker.tasks.summarize_session"
+    assert task["name"] == "recap.tasks.summarize_session"
     assert sid in task["args"]
     assert message_ids(sid) == ids[5:]  # exactly the oldest 5 were folded in
 
@@ -189,7 +189,7 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
     (event,) = _completions(seen, sid)
     row = session_row(sid)
     assert row is not None
-    # The task's result, which Flower shows (repr of worker.tasks' one-line outcome).
+    # The task's result, which Flower shows (repr of recap.tasks' one-line outcome).
     assert task["result"] == repr(f"applied 5 msgs v{row.summary_version} (normal)")
     assert event["turns_condensed"] == 5
     assert event["summary_tokens"] == row.summary_tokens > 0
@@ -233,7 +233,7 @@ def test_flower_never_shows_the_key_even_when_an_error_echoes_it(
     fake_api.always(error(401, f"invalid x-api-key: {API_KEY}"))
     with captured_events() as seen:
         wait_until_listening(flower, seen)
-        task_id = app.send_task("worker.tasks.summarize_session", (sid,)).id
+        task_id = app.send_task("recap.tasks.summarize_session", (sid,)).id
 
         def failed_task() -> dict[str, Any] | None:
             task = flower.json("/api/tasks").get(task_id)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from recap import app
 from tests.deploy import test_flower
 from tests.deploy.test_flower import (
     FLOWER_PASSWORD,
@@ -33,10 +34,9 @@ from tests.deploy.test_flower import (
     wait_until_listening,
 )
 from tests.helpers import require, runs, seed, session_row, statuses, wait_for
-from worker import app
 
 flower = test_flower.flower  # the fixture: Flower as compose configures it
-SUMMARIZE = "worker.tasks.summarize_session"
+SUMMARIZE = "recap.tasks.summarize_session"
 
 
 CHROMIUM_MISSING = ("Debian's chromium is not installed (apt-get install chromium): no "

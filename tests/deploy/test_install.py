@@ -1,35 +1,50 @@
-"""Recap installed like a real dependency: the wheel carries the migrations (no
-source checkout needed to create the tables), and an app whose own ``models`` or
-``worker`` module hides Recap's gets an ImportError that explains it."""
+"""Recap installed like a real dependency, beside an app: one import package
+(``recap``) and nothing else at the top level, so an app's own ``models.py``,
+``worker.py``, ``settings.py``, ``migrations/`` or ``tests/`` never meets Recap's;
+the wheel carries the migrations (no source checkout needed to create the tables)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.env import PG_ADMIN, ROOT, TEST_DB, _admin_execute
-from worker.migrate import head_revisions
+from recap.migrate import head_revisions
+from tests.env import PG_ADMIN, REDIS_URL, ROOT, RUN_ID, TEST_DB, _admin_execute
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+FOLDERS = {"recap": "worker", "recap.models": "models", "recap._migrations": "migrations"}
 
 
 def test_the_wheel_lists_every_package_of_the_tree() -> None:
-    # The package list is explicit (the migrations folder is mapped into it), so a new
+    # The package list is explicit (three folders are mapped under `recap`), so a new
     # subpackage must be added there or the wheel would ship without it.
-    tree = sorted(".".join(p.parent.relative_to(ROOT).parts)
-                  for top in ("worker", "models") for p in (ROOT / top).rglob("__init__.py"))
+    tree = sorted(
+        ".".join(("recap", *p.parent.relative_to(ROOT / "worker").parts))
+        for p in (ROOT / "worker").rglob("__init__.py")) + ["recap.models"]
     listed = PYPROJECT["tool"]["setuptools"]["packages"]
-    assert sorted(p for p in listed if p != "worker._migrations") == tree
-    assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {
-        "worker._migrations": "migrations"}
+    assert sorted(p for p in listed if p != "recap._migrations") == sorted(tree)
+    assert PYPROJECT["tool"]["setuptools"]["package-dir"] == FOLDERS
+    assert PYPROJECT["project"]["name"] == "recap-worker"
+
+
+def test_no_backup_or_merge_leftover_is_committed() -> None:
+    # *.orig and *.rej are what a failed patch or merge leaves; ~ and .bak are editors'.
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert [f for f in files
+            if f.endswith((".orig", ".rej", ".bak", "~", ".swp"))] == []
 
 
 def import_in(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
@@ -39,30 +54,51 @@ def import_in(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_an_apps_own_models_module_gets_an_explaining_import_error(tmp_path: Path) -> None:
-    (tmp_path / "models.py").write_text("class Message:\n    pass\n")
-    done = import_in(tmp_path, "from worker import add_message")
-    assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: Recap cannot load its package 'models' "
-                           f"({ROOT / 'models'}): the name resolves to "
-                           f"{tmp_path / 'models.py'}, "), last
-    assert "rename that module" in last and "over HTTP (`recap serve`)" in last
-    # Without the app's module in the way, the same import works.
-    (tmp_path / "models.py").unlink()
-    assert import_in(tmp_path, "from worker import add_message").returncode == 0
+def app_folder(root: Path) -> Path:
+    """An app's directory with the module names apps have: none of them is Recap's."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("models", "worker", "settings"):
+        (root / f"{name}.py").write_text(f"OWNER = 'the app'\nNAME = {name!r}\n")
+    (root / "migrations").mkdir(exist_ok=True)
+    (root / "migrations" / "__init__.py").write_text("")
+    (root / "migrations" / "env.py").write_text("raise SystemExit('the app migrations ran')\n")
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "__init__.py").write_text("")
+    (root / "tests" / "test_app.py").write_text(
+        "import models, settings, worker\n"
+        "from recap import add_message, build_context\n\n\n"
+        "def test_both_are_importable():\n"
+        "    assert models.OWNER == worker.OWNER == settings.OWNER == 'the app'\n"
+        "    assert callable(add_message) and callable(build_context)\n")
+    return root
 
 
-def test_an_apps_own_worker_module_gets_an_explaining_import_error(tmp_path: Path) -> None:
-    (tmp_path / "worker").mkdir()
-    (tmp_path / "worker" / "__init__.py").write_text("")
-    done = import_in(tmp_path, "import models")
+def test_an_apps_own_modules_do_not_meet_recaps(tmp_path: Path) -> None:
+    app = app_folder(tmp_path / "app")
+    done = import_in(app, "import models, worker, settings, recap\n"
+                          "from recap import add_message, build_context\n"
+                          "from recap.models import Base\n"
+                          "print(models.OWNER, worker.OWNER, settings.OWNER, Base.__name__)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["the", "app"] * 3 + ["Base"]
+    assert done.stderr == ""
+
+
+def test_an_apps_own_recap_module_is_named_by_the_command(tmp_path: Path) -> None:
+    (tmp_path / "recap.py").write_text("X = 1\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import sys; from recap.cli import main; "
+                           "sys.exit(main(['tokenizer']))"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    # python -c puts the app's folder first: its recap.py is what `recap` names.
     assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: Recap cannot load its package 'worker' "
-                           f"({ROOT / 'worker'}): the name resolves to "
-                           f"{tmp_path / 'worker' / '__init__.py'}, "), last
-    assert "rename that module" in last and "over HTTP (`recap serve`)" in last
+    recap_cli = shutil.which("recap", path=str(Path(sys.executable).parent))
+    assert recap_cli is not None
+    done = subprocess.run([recap_cli, "tokenizer"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    line = f"recap: warning: {tmp_path / 'recap.py'} hides Recap's package `recap`"
+    assert line in done.stderr, done.stderr
+    assert "rename it" in done.stderr and "recap serve" in done.stderr
 
 
 @pytest.fixture
@@ -83,55 +119,151 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(check: object, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+ADD_AND_WAIT = """
+import sys, time
+from recap import add_message, after_reply, build_context
+sid = "deploy-" + sys.argv[1]
+for i in range(12):
+    add_message(sid, "user", f"Question {i}: where is order A-{1000 + i} now? I placed it "
+                "with express shipping to the Lisbon office and the tracking page has "
+                "not changed since Monday morning, which worries the whole team.")
+    add_message(sid, "assistant", f"Order A-{1000 + i} left the depot on day {i}; the "
+                "carrier scans it again at the Lisbon hub, usually within a day, and "
+                "the tracking page updates after that scan.")
+    after_reply(sid)
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    if len(build_context(sid, system_prompt="You help.")["messages"]) < 24:
+        print("summary applied")
+        break
+    time.sleep(0.3)
+"""
+
+
 @pytest.mark.slow
-def test_the_wheel_migrates_and_runs_the_demo_outside_the_checkout(
+def test_the_wheel_runs_beside_an_app_with_its_own_modules(
         tmp_path: Path, fresh_postgres: str) -> None:
     # Build from a copy of exactly what the wheel is made of (no build/ in the checkout).
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in ("worker", "models", "migrations"):
+    for name in FOLDERS.values():
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     base = {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "DATABASE_URL", "CELERY_BROKER_URL",
-                         "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "RECAP_ENV")}
+            if not k.startswith(("RECAP_", "DATABASE_URL", "CELERY_", "ANTHROPIC_", "PYTHON"))}
     dist = tmp_path / "dist"
     run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
          str(source)], cwd=tmp_path, env=base)
-    [wheel] = dist.glob("recap-*.whl")
+    [wheel] = dist.glob("recap_worker-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    # No top-level name beyond Recap's two packages: an app's own `migrations` (or
-    # anything else) cannot collide with the wheel.
-    assert {n.split("/")[0] for n in names} == {"worker", "models",
-                                                "recap-0.1.0.dist-info"}
-    assert "worker/_migrations/env.py" in names and "worker/_migrations/script.py.mako" in names
+    # One top-level name: an app's own worker, models, migrations (or anything else)
+    # cannot collide with the wheel.
+    assert {n.split("/")[0] for n in names} == {"recap", "recap_worker-0.1.0.dist-info"}
+    for name in ("recap/_migrations/env.py", "recap/_migrations/script.py.mako",
+                 "recap/models/tables.py", "recap/testing/__main__.py",
+                 "recap/llm/prompts/default.txt"):
+        assert name in names, name
 
     # A fresh virtualenv outside the repository; pip takes the dependencies from its
     # configured index or cache.
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=base)
-    python, recap = str(venv / "bin" / "python"), str(venv / "bin" / "recap")
-    run([python, "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path, env=base)
+    bin_ = venv / "bin"
+    python, recap = str(bin_ / "python"), str(bin_ / "recap")
+    run([python, "-m", "pip", "install", "--quiet", f"{wheel}[server]", "pytest"],
+        cwd=tmp_path, env=base)
 
-    work = tmp_path / "work"  # no checkout, no alembic.ini; an app's own migrations
-    (work / "migrations").mkdir(parents=True)
-    (work / "migrations" / "__init__.py").write_text("")
-    (work / "migrations" / "env.py").write_text("raise SystemExit('the app migrations ran')\n")
-    env = {**base, "DATABASE_URL": fresh_postgres}
-    where = run([python, "-c", "import worker, models, worker._migrations as m; "
-                 "print(worker.__file__, models.__file__, *m.__path__, sep='\\n')"],
-                cwd=work, env=env)
+    app = app_folder(tmp_path / "app")
+    stand_in_port, api_port = free_port(), free_port()
+    env = {**base, "DATABASE_URL": fresh_postgres, "CELERY_BROKER_URL": REDIS_URL,
+           "RECAP_QUEUE": f"recap-deploy-{RUN_ID}", "RECAP_ENV": "test",
+           "ANTHROPIC_API_KEY": "sk-ant-deploy-test",
+           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{stand_in_port}",
+           "RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": "10",
+           "RECAP_TRIGGER_TOKENS": "100", "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4",
+           "RECAP_CHECK_AT_START": "false", "RECAP_TITLES_ENABLED": "false",
+           "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", "")}
+    where = run([python, "-c", "import recap, recap.models as m, recap._migrations as g; "
+                 "print(recap.__file__, m.__file__, *g.__path__, sep='\\n')"], cwd=app, env=env)
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     assert all(Path(line).is_relative_to(site) for line in where.split()), where
+
     head = ", ".join(head_revisions())
-    # From the app's folder, first on sys.path: Recap's migrations run, not the app's.
-    upgrade = "import sys; from worker.cli import main; sys.exit(main(['db', 'upgrade']))"
-    assert run([python, "-c", upgrade], cwd=work, env=env).endswith(
+    # From the app's folder: Recap's migrations run, not the app's.
+    assert run([recap, "db", "upgrade"], cwd=app, env=env).endswith(
         f": upgraded from no revision (empty) to {head}\n")
-    assert run([recap, "db", "check"], cwd=work, env=env).endswith(f"({head})\n")
-    out = run([recap, "demo"], cwd=work, env=env)
-    assert "a summary was applied" in out
-    assert [p.name for p in work.iterdir()] == ["migrations"]  # the demo cleaned up
+    assert run([python, "-c", "from recap import add_message, build_context"],
+               cwd=app, env=env) == ""
+    # The app's own test suite, its tests/ beside Recap's installed package.
+    assert "1 passed" in run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "tests"], cwd=app, env=env)
+
+    procs: list[subprocess.Popen[str]] = []
+
+    def spawn(*argv: str) -> subprocess.Popen[str]:
+        log = (tmp_path / f"{len(procs)}.log").open("w")
+        proc = subprocess.Popen(list(argv), cwd=app, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, text=True)
+        procs.append(proc)
+        return proc
+
+    try:
+        spawn(python, "-m", "recap.testing", "--port", str(stand_in_port))
+        wait_until(lambda: answers(f"http://127.0.0.1:{stand_in_port}/healthz")
+                   or _listening(stand_in_port), timeout=60, what="the stand-in")
+        spawn(recap, "worker", "-Q", env["RECAP_QUEUE"], "-P", "solo", "--loglevel", "INFO")
+        spawn(recap, "serve", "--port", str(api_port), "--no-auth")
+        applied = run([python, "-c", ADD_AND_WAIT, RUN_ID], cwd=app, env=env)
+        assert applied.strip() == "summary applied", "\n".join(
+            p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log")))
+        wait_until(lambda: answers(f"http://127.0.0.1:{api_port}/readyz"), timeout=60,
+                   what="recap serve")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{api_port}/v1/sessions/deploy-{RUN_ID}/context",
+            data=json.dumps({"system_prompt": "You help."}).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert len(json.load(response)["messages"]) < 24
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    logs = "\n".join(p.read_text() for p in sorted(tmp_path.glob("*.log")))
+    assert "Traceback" not in logs and "ImportError" not in logs, logs[-4000:]
+    assert [p.name for p in sorted(app.iterdir())] == [
+        "migrations", "models.py", "settings.py", "tests", "worker.py"]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0

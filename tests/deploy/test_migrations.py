@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from models import Base
+from recap.models import Base
 from tests.env import PG_ADMIN, _admin_execute, migrate
 
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
+from recap.celery_app import celery_config
+from recap.settings import load_settings
 from tests.env import ROOT
 from tests.helpers import message_ids, require, runs, seed, session_row, wait_for
-from worker.celery_app import celery_config
-from worker.settings import load_settings
 
 AMQP_SERVER = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672")
 LOW_THRESHOLDS = {"RECAP_POLICY": "threshold",
@@ -86,7 +86,7 @@ def amqp_worker(queue: str, amqp_url: str,
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", "threads",
+            [sys.executable, "-m", "celery", "-A", "recap", "worker", "--pool", "threads",
              "-Q", queue, "--concurrency", "2", "--loglevel", "INFO",
              "-n", f"{queue}@%h", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -131,7 +131,7 @@ def test_summarize_and_follow_up_over_rabbitmq(
     publisher.conf.update(celery_config(settings))
     try:
         with publisher.connection_for_write(amqp_url) as conn:
-            publisher.send_task("worker.tasks.summarize_session", [sid], queue=queue,
+            publisher.send_task("recap.tasks.summarize_session", [sid], queue=queue,
                                 connection=conn)
     finally:
         publisher.close()

@@ -75,7 +75,7 @@ def test_bad_input_files_are_named(tmp_path: Path) -> None:
 def test_base_url_evaluates_the_model_behind_any_messages_api_server(tmp_path: Path) -> None:
     # A Messages API server started on its own (the stand-in, as a user would start
     # llama.cpp): recap eval reaches it by --base-url and --model only, with no key.
-    from worker.testing import FakeAnthropic
+    from recap.testing import FakeAnthropic
 
     server = FakeAnthropic().start()
     try:

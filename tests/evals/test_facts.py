@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from worker.errors import InvalidInput
-from worker.evals.facts import (
+from recap.errors import InvalidInput
+from recap.evals.facts import (
     plant,
     present,
     read_conversation,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.evals.facts import plant
-from worker.evals.run import context_text, run_peer
+from recap.evals.facts import plant
+from recap.evals.run import context_text, run_peer
 
 
 def test_a_peer_that_is_not_installed_is_reported_not_raised() -> None:

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from examples import fastapi_chat
+from recap.core.assemble import SUMMARY_OPEN, content_text, system_text
+from recap.testing import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, statuses, wait_for
-from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
-from worker.testing import FakeAnthropic, error
 
 
 def post(*turns: tuple[str, str]) -> list[httpx.Response]:
@@ -96,5 +96,5 @@ def test_without_a_key_every_turn_is_a_503_with_the_reason_and_stores_nothing(
     assert reply.status_code == 503
     assert reply.headers["content-type"] == "application/json"
     assert reply.json()["detail"] == fastapi_chat.NO_KEY
-    assert "python -m worker.testing" in fastapi_chat.NO_KEY
+    assert "python -m recap.testing" in fastapi_chat.NO_KEY
     assert message_ids("trip") == [] and fake_api.requests == []

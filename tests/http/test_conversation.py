@@ -6,9 +6,9 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import select
 
-from models import ChatMessage
+from recap.db import transaction
+from recap.models import ChatMessage
 from tests.helpers import assert_invariants, sentence, wait_for
-from worker.db import transaction
 
 
 def _session(api: httpx.Client, sid: str) -> dict[str, object]:

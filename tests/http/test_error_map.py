@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-from worker.errors import (
+from recap.errors import (
     BrokerUnavailable,
     DatabaseNotReady,
     InvalidInput,
@@ -13,8 +13,8 @@ from worker.errors import (
     SessionNotFound,
     Superseded,
 )
-from worker.http.errors import classify
-from worker.http.guard import key_matches, parse_keys
+from recap.http.errors import classify
+from recap.http.guard import key_matches, parse_keys
 
 
 class _Orig(Exception):

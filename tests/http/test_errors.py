@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from recap.testing.server import FakeAnthropic
 from tests.env import PG_ADMIN
 from tests.helpers import LOW, message_ids, sentence, wait_for
 from tests.http.conftest import MAX_BODY, SERVER_ENV
 from tests.http.server import Server
-from worker.testing.server import FakeAnthropic
 
 SID = "http-errors"
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import httpx
 
+from recap.api.ingest import add_message
+from recap.testing import FakeAnthropic
 from tests.helpers import run_and_wait, sentence, statuses
-from worker.api.ingest import add_message
-from worker.testing import FakeAnthropic
 
 FACT = "The user is allergic to peanuts."
 WHOLE = {"RECAP_POLICY": "threshold",

@@ -1,13 +1,13 @@
 """What /readyz checks, in process: the schema against the migrations the package
-carries (worker.migrate, the same check every entry point makes) and the broker."""
+carries (recap.migrate, the same check every entry point makes) and the broker."""
 
 from __future__ import annotations
 
 from sqlalchemy import create_engine
 
+from recap.db import get_engine
+from recap.http import ready
 from tests.env import PG_ADMIN
-from worker.db import get_engine
-from worker.http import ready
 
 
 def test_a_migrated_database_is_ready() -> None:

@@ -1,4 +1,4 @@
-"""The reply path's pure ASGI layer (worker.http.fast) answers exactly as FastAPI's
+"""The reply path's pure ASGI layer (recap.http.fast) answers exactly as FastAPI's
 routes do: the same status, headers and body for a good request and for each
 kind of bad one (those it hands to FastAPI itself)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from worker.http.app import build_api
-from worker.http.fast import ReplyPath
+from recap.http.app import build_api
+from recap.http.fast import ReplyPath
 
 JSON = {"Content-Type": "application/json"}
 SAID = b'{"role": "user", "content": "Book the Lisbon hotel for March 14th"}'

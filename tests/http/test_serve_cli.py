@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from recap.cli.serve import is_loopback, openapi_json
 from tests.env import ROOT
 from tests.http.server import RECAP, Server
-from worker.cli.serve import is_loopback, openapi_json
 
 
 def _serve(*args: str, keys: str = "") -> subprocess.CompletedProcess[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from models import ChatMessage, ChatSession, StoredKey
+from recap.db import transaction
+from recap.models import ChatMessage, ChatSession, StoredKey
 from tests.env import TEST_ENV
 from tests.helpers import LOW, join_worker, sentence, statuses
-from worker.db import transaction
 
 # A dozen short messages trigger a fold of five (tests/helpers.py LOW), so the
 # conversation below folds at least twice.

@@ -14,6 +14,8 @@ from langchain.agents.middleware import ModelRetryMiddleware
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from recap.errors import InvalidInput
+from recap.integrations.langchain_middleware import RecapMiddleware, complete_prefix
 from tests.integrations.common import (
     THRESHOLDS,
     TURNS,
@@ -30,8 +32,6 @@ from tests.integrations.lc_fakes import (
     script,
     weather,
 )
-from worker.errors import InvalidInput
-from worker.integrations.langchain_middleware import RecapMiddleware, complete_prefix
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 SYSTEM = "You are a weather assistant."
@@ -109,7 +109,7 @@ def test_ainvoke_uses_the_asyncio_api_and_folds_the_same(settings_env: Callable[
     config = {"configurable": {"thread_id": "another-thread"}}
 
     async def conversation() -> None:
-        from worker.api import aio
+        from recap.api import aio
 
         for i in range(TURNS + 1):
             await agent.ainvoke({"messages": [HumanMessage(question(i))]}, config)
@@ -152,7 +152,7 @@ def test_the_old_chat_history_warns_once_and_points_at_the_middleware(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import warnings
 
-    from worker.integrations import langchain as old
+    from recap.integrations import langchain as old
 
     monkeypatch.setitem(old.WARNED, "done", False)
     with warnings.catch_warnings(record=True) as caught:
@@ -167,7 +167,7 @@ def test_the_old_chat_history_warns_once_and_points_at_the_middleware(
 def test_a_tool_step_reuses_the_turns_context_unless_it_must_read_again() -> None:
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from worker.integrations.langchain_middleware import TurnContext, extend_context
+    from recap.integrations.langchain_middleware import TurnContext, extend_context
 
     human = HumanMessage("q", id="h1")
     call = AIMessage("", tool_calls=[{"name": "w", "args": {"city": "Lisbon"}, "id": "c1"}],

@@ -19,6 +19,8 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from recap.errors import InvalidInput
+from recap.integrations.openai_agents import RecapSession, to_turns
 from tests.integrations.common import (
     THRESHOLDS,
     TURNS,
@@ -29,8 +31,6 @@ from tests.integrations.common import (
     stored_total,
     summary,
 )
-from worker.errors import InvalidInput
-from worker.integrations.openai_agents import RecapSession, to_turns
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 SYSTEM = "You are a weather assistant."
@@ -92,7 +92,7 @@ def test_the_runner_reads_the_summary_after_two_folds(settings_env: Callable[...
     agent = Agent(name="weather", instructions=SYSTEM, model=model, tools=[weather])
 
     async def conversation() -> tuple[int, str]:
-        from worker.api import aio
+        from recap.api import aio
 
         session = RecapSession(sid)
         for i in range(TURNS):
@@ -137,7 +137,7 @@ def test_items_handed_over_again_are_stored_once() -> None:
     assert turns[1].content[1]["input"] == {"arguments": "not json"}
 
     async def run() -> list[Any]:
-        from worker.api import aio
+        from recap.api import aio
 
         session = RecapSession(sid)
         await session.add_items(batch)
@@ -159,7 +159,7 @@ def test_pop_item_removes_the_newest_message_and_clear_forgets() -> None:
     sid = "oa-3"
 
     async def run() -> tuple[Any, Any, list[Any], list[Any]]:
-        from worker.api import aio
+        from recap.api import aio
 
         session = RecapSession(sid)
         await session.add_items([{"role": "user", "content": "hi"},

@@ -22,6 +22,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from recap.errors import InvalidInput
+from recap.integrations.pydantic_ai import (
+    astore_messages,
+    recap_history,
+    store_messages,
+    to_turns,
+)
 from tests.integrations.common import (
     THRESHOLDS,
     TURNS,
@@ -30,13 +37,6 @@ from tests.integrations.common import (
     question,
     stored_total,
     summary,
-)
-from worker.errors import InvalidInput
-from worker.integrations.pydantic_ai import (
-    astore_messages,
-    recap_history,
-    store_messages,
-    to_turns,
 )
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -125,7 +125,7 @@ def test_async_runs_store_with_the_asyncio_api(settings_env: Callable[..., None]
     agent = _agent(sid, recorder)
 
     async def conversation() -> None:
-        from worker.api import aio
+        from recap.api import aio
 
         for i in range(TURNS):
             result = await agent.run(question(i))

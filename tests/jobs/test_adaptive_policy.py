@@ -9,14 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import after_reply
+from recap.core.adaptive import lowest_high_water, sizing
+from recap.db import transaction, utcnow
+from recap.jobs.sweeper import find_due
+from recap.ops.outlook import session_outlook
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic
 from tests.helpers import FINAL, assert_invariants, runs, seed, session_of, statuses, wait_for_task
-from worker.api.ingest import after_reply
-from worker.core.adaptive import lowest_high_water, sizing
-from worker.db import transaction, utcnow
-from worker.jobs.sweeper import find_due
-from worker.ops.outlook import session_outlook
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

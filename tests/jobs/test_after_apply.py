@@ -10,8 +10,8 @@ import pytest
 from celery.app.task import Task
 from celery.signals import task_failure
 
+from recap.testing import FakeAnthropic
 from tests.helpers import LOW, assert_invariants, run_and_wait, seed, session_row, statuses
-from worker.testing import FakeAnthropic
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -12,15 +12,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
+from recap.api.context import as_request, build_context
+from recap.api.ingest import add_message
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.testing import FakeAnthropic, validate_messages_request
 from tests.helpers import LOW, assert_invariants, session_row
 from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, png, scripted, transcripts
-from worker.api.context import as_request, build_context
-from worker.api.ingest import add_message
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.testing import FakeAnthropic, validate_messages_request
 
 
 def renamed(content: Any, k: int) -> Any:
@@ -68,9 +68,9 @@ def test_rewind_into_summarized_tool_calls_restores_their_blocks(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     from sqlalchemy import select
 
-    from models import ChatMessage
-    from worker import rewind
-    from worker.db import transaction
+    from recap import rewind
+    from recap.db import transaction
+    from recap.models import ChatMessage
 
     settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
     sid = "agent-rewind"

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from models import ArchivedMessage, ChatSession, SummaryRun
+from recap.api.ingest import after_reply
+from recap.checks import check_invariants
+from recap.cli import main as recap
+from recap.core.prompt import validate_template
+from recap.db import transaction, utcnow
+from recap.errors import InvalidInput, SessionBusy, Superseded
+from recap.jobs.archive import resummarize
+from recap.jobs.resources import get_resources
+from recap.llm.templates import shipped_template
+from recap.models import ArchivedMessage, ChatSession, SummaryRun
+from recap.sessions.overrides import configure_session
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
-from worker.api.ingest import after_reply
-from worker.checks import check_invariants
-from worker.cli import main as recap
-from worker.core.prompt import validate_template
-from worker.db import transaction, utcnow
-from worker.errors import InvalidInput, SessionBusy, Superseded
-from worker.jobs.archive import resummarize
-from worker.jobs.resources import get_resources
-from worker.llm.templates import shipped_template
-from worker.sessions.overrides import configure_session
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -133,7 +133,7 @@ def test_bad_overrides_are_rejected_and_write_nothing(overrides: Any, problem: s
 
 
 def test_recap_configure_and_context_budget(capsys: pytest.CaptureFixture[str]) -> None:
-    from worker.api.context import build_context
+    from recap.api.context import build_context
 
     seed("cfg", 2)
     assert recap(["configure", "cfg", "context_budget_tokens=50000", "prompt=es"]) == 0

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.memories import MAX_FACT_CHARS, MAX_FACTS
+from recap.core.message import MAX_NESTING
+from recap.errors import InvalidInput
+from recap.llm.tokens import count_tokens
+from recap.sessions.overrides import memories
+from recap.testing import FakeAnthropic, Hostile, hostile_model, ok
 from tests.helpers import LOW, assert_invariants, run_and_wait, runs, seed, session_row, statuses
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.core.memories import MAX_FACT_CHARS, MAX_FACTS
-from worker.core.message import MAX_NESTING
-from worker.errors import InvalidInput
-from worker.llm.tokens import count_tokens
-from worker.sessions.overrides import memories
-from worker.testing import FakeAnthropic, Hostile, hostile_model, ok
 
 CAP = 256
 

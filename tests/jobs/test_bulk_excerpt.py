@@ -10,14 +10,14 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.checks import check_invariants
+from recap.db import transaction
+from recap.jobs.archive import resummarize
+from recap.jobs.resources import get_resources
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs
 from tests.jobs.test_scenarios import conversation
-from worker.api.ingest import add_message
-from worker.checks import check_invariants
-from worker.db import transaction
-from worker.jobs.archive import resummarize
-from worker.jobs.resources import get_resources
-from worker.testing import FakeAnthropic, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

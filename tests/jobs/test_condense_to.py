@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.testing import FakeAnthropic
 from tests.helpers import LOW, assert_invariants, run_and_wait, runs, seed, session_row
-from worker.testing import FakeAnthropic
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

@@ -1,4 +1,4 @@
-"""``worker.forget`` / ``recap forget``: everything stored about a session or a user
+"""``recap.forget`` / ``recap forget``: everything stored about a session or a user
 goes in one transaction, other users keep theirs, and a job in flight cannot bring
 any of it back."""
 
@@ -12,21 +12,21 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text, update
 
-from models import Base, ChatSession, Memory
+from recap import forget
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.cli import main as recap
+from recap.core.memories import Fact
+from recap.db import transaction
+from recap.errors import InvalidInput, TransientLLMError
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.jobs.titles import title_session
+from recap.models import Base, ChatSession, Memory
+from recap.store.rows import save_memories
+from recap.testing import FakeAnthropic, error, ok
 from tests.helpers import LOW, assert_invariants, message_ids, sentence, statuses, wait_for
-from worker import forget
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.cli import main as recap
-from worker.core.memories import Fact
-from worker.db import transaction
-from worker.errors import InvalidInput, TransientLLMError
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.jobs.titles import title_session
-from worker.store.rows import save_memories
-from worker.testing import FakeAnthropic, error, ok
 
 PLANT = "zqx-plant-{}-9371"  # a string only the chat text of one user holds
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses
-from worker.api.ingest import add_message
-from worker.testing import FakeAnthropic, ok
 
 FILLER = " ".join(["the shipment record lists nothing unusual here"] * 60)  # ~2,900 chars
 

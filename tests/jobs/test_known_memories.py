@@ -9,17 +9,17 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from models import Memory
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.memories import Fact
+from recap.db import transaction
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.models import Memory
+from recap.store.rows import save_memories
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, sentence
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.core.memories import Fact
-from worker.db import transaction
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.store.rows import save_memories
-from worker.testing import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)

@@ -10,21 +10,21 @@ from datetime import datetime, timedelta
 
 import pytest
 
-import worker.db
+import recap.db
+from recap.db import transaction
+from recap.jobs.claim import Claim, claim_session
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.sweeper import find_due
+from recap.settings import get_settings
+from recap.store.fence import release
 from tests.helpers import LOW, seed, session_row
-from worker.db import transaction
-from worker.jobs.claim import Claim, claim_session
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.sweeper import find_due
-from worker.settings import get_settings
-from worker.store.fence import release
 
 DAY = timedelta(days=1)
 
 
 def skew_clock(monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
     """This process's clock (every Recap module's ``utcnow``) runs ``by`` off."""
-    real = worker.db.utcnow
+    real = recap.db.utcnow
 
     def skewed() -> datetime:
         return real() + by
@@ -64,7 +64,7 @@ def test_a_skewed_worker_clock_never_gives_two_workers_one_lease(
     assert (second.status, second.reason) == ("skipped", "lease held by another job")
     with transaction() as s:
         # The sweeper sees the lease as live too: it queues nothing.
-        assert sid not in find_due(get_settings(), db=s, now=worker.db.db_now(s), limit=10)
+        assert sid not in find_due(get_settings(), db=s, now=recap.db.db_now(s), limit=10)
         release(sid, db=s, token=first.token)
 
 
@@ -75,8 +75,8 @@ def test_the_lease_expires_on_the_databases_clock(monkeypatch: pytest.MonkeyPatc
     held = claim("clock-expiry", "holder")
     assert isinstance(held, Claim)
     with transaction() as s:
-        now = worker.db.db_now(s)
-        from models import ChatSession
+        now = recap.db.db_now(s)
+        from recap.models import ChatSession
 
         row = s.get(ChatSession, "clock-expiry")
         assert row is not None and row.lease_expires_at is not None
@@ -90,7 +90,7 @@ def test_the_hook_writes_its_pending_marker_on_the_databases_clock(
         monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
     # A chat app whose clock is a day off: its marker must neither look fresh for a
     # day (ahead: a lost job would wait that long for the sweeper) nor stale at once.
-    from worker.api.ingest import after_reply
+    from recap.api.ingest import after_reply
 
     seed("clock-hook", 11)
     skew_clock(monkeypatch, by)
@@ -99,4 +99,4 @@ def test_the_hook_writes_its_pending_marker_on_the_databases_clock(
     row = session_row("clock-hook")
     assert row is not None and row.enqueued_at is not None
     with transaction() as s:
-        assert abs(row.enqueued_at - worker.db.db_now(s)) < timedelta(hours=1)
+        assert abs(row.enqueued_at - recap.db.db_now(s)) < timedelta(hours=1)

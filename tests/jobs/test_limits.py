@@ -17,18 +17,18 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import text
 
+from recap.api.ingest import add_message
+from recap.db import transaction
+from recap.errors import InvalidInput, TransientLLMError
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.llm.summarizer import ClaudeSummarizer
+from recap.sessions.overrides import configure_session
+from recap.settings import MODEL_MAX_CHARS, get_settings
+from recap.testing import FakeAnthropic, error
 from tests.env import FAKE
 from tests.helpers import LOW, message_ids, runs, seed, session_row
-from worker.api.ingest import add_message
-from worker.db import transaction
-from worker.errors import InvalidInput, TransientLLMError
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.llm.summarizer import ClaudeSummarizer
-from worker.sessions.overrides import configure_session
-from worker.settings import MODEL_MAX_CHARS, get_settings
-from worker.testing import FakeAnthropic, error
 
 # -- item 2: a model id longer than summary_runs.model ----------------------------
 
@@ -101,7 +101,7 @@ def test_a_giant_message_is_clipped_and_summarized_within_the_budget(
     settings_env(**BOUNDED)
     budget = get_settings().job_token_budget()
     giant = " ".join(f"word{i}" for i in range(10_000))  # ~20k tokens
-    from worker.llm.tokens import count_tokens
+    from recap.llm.tokens import count_tokens
 
     assert count_tokens(giant) > 8 * budget
     first = add_message("giant", "user", giant)

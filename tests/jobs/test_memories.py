@@ -8,6 +8,14 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.checks import check_invariants
+from recap.cli import main as recap
+from recap.core.memories import parse_facts
+from recap.db import transaction
+from recap.errors import InvalidExtraction
+from recap.sessions.overrides import memories
+from recap.testing import FakeAnthropic, error, ok
 from tests.helpers import (
     LOW,
     message_ids,
@@ -17,14 +25,6 @@ from tests.helpers import (
     session_of,
     statuses,
 )
-from worker.api.ingest import add_message
-from worker.checks import check_invariants
-from worker.cli import main as recap
-from worker.core.memories import parse_facts
-from worker.db import transaction
-from worker.errors import InvalidExtraction
-from worker.sessions.overrides import memories
-from worker.testing import FakeAnthropic, error, ok
 
 EXTRACTING = {**LOW, "RECAP_EXTRACT_MEMORIES": "true"}
 
@@ -163,8 +163,8 @@ def test_recap_memories_prints_them(
 # -- the answer cap follows the chunk; a cut-off answer splits it --
 
 def test_the_answer_cap_grows_with_the_chunk(fake_api: FakeAnthropic) -> None:
-    from worker.llm.structured import MIN_FACT_TOKENS
-    from worker.settings import get_settings
+    from recap.llm.structured import MIN_FACT_TOKENS
+    from recap.settings import get_settings
 
     ids = seed("rich", 12, words=1000)  # a 5-message batch of ~6,500 tokens
     run("rich")

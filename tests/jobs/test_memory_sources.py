@@ -9,13 +9,13 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.errors import InvalidInput
+from recap.sessions.forget import forget, forget_memories
+from recap.sessions.overrides import memories
+from recap.sessions.rewind import rewind
+from recap.testing import FakeAnthropic
 from tests.helpers import message_ids, run_and_wait, runs, sentence, statuses
-from worker.api.ingest import add_message
-from worker.errors import InvalidInput
-from worker.sessions.forget import forget, forget_memories
-from worker.sessions.overrides import memories
-from worker.sessions.rewind import rewind
-from worker.testing import FakeAnthropic
 
 USER = "ana"
 FACT = "The user is allergic to peanuts."
@@ -81,7 +81,7 @@ def test_forget_memories_by_source_counts_every_source() -> None:
 
 @pytest.mark.usefixtures("shared")
 def test_recap_forget_source_drops_memories_only(capsys: pytest.CaptureFixture[str]) -> None:
-    from worker.cli import main
+    from recap.cli import main
 
     assert main(["forget", "--session", "a", "--source", "user"]) == 0
     assert capsys.readouterr().out.strip() == "dropped 0 memories stated as user"

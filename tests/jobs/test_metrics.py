@@ -1,6 +1,6 @@
-"""worker.ops.metrics: the figures ``recap metrics`` exposes, against seeded rows.
+"""recap.ops.metrics: the figures ``recap metrics`` exposes, against seeded rows.
 
-Reason texts come from the code that writes them (worker.core.policy's plans,
+Reason texts come from the code that writes them (recap.core.policy's plans,
 claim_session's skips and dead-letters), so a reworded reason that falls out of
 its class fails here.
 """
@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select, update
 
-from models import ChatSession, Heartbeat, SummaryRun
+from recap import db as dbmod
+from recap.core import policy
+from recap.core.policy import MessageInfo
+from recap.db import transaction, utcnow
+from recap.jobs.claim import Claim, claim_session, record_rejected
+from recap.jobs.outcome import Job
+from recap.jobs.sweeper import SWEEP_HEARTBEAT, sweep
+from recap.models import ChatSession, Heartbeat, SummaryRun
+from recap.ops import metrics
+from recap.settings import get_settings
 from tests.env import migrate
-from worker import db as dbmod
-from worker.core import policy
-from worker.core.policy import MessageInfo
-from worker.db import transaction, utcnow
-from worker.jobs.claim import Claim, claim_session, record_rejected
-from worker.jobs.outcome import Job
-from worker.jobs.sweeper import SWEEP_HEARTBEAT, sweep
-from worker.ops import metrics
-from worker.settings import get_settings
 
 JOB = Job(task_id="t-metrics")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from models import TitleRun
+from recap.db import transaction
+from recap.models import TitleRun
+from recap.ops.exporter import families
 from tests.jobs.test_metrics import add_session, snapshot
-from worker.db import transaction
-from worker.ops.exporter import families
 
 
 def test_title_calls_have_their_own_token_series() -> None:

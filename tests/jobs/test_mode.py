@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.core.policy import Mode
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.tasks import result_line
+from recap.testing import FakeAnthropic
 from tests.helpers import LOW, message_ids, runs, seed
-from worker.core.policy import Mode
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.tasks import result_line
-from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)

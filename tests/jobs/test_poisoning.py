@@ -12,13 +12,13 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.assemble import system_text
+from recap.sessions.forget import forget_memories
+from recap.sessions.overrides import memories
+from recap.testing import FakeAnthropic, Hostile, hostile_model, ok
 from tests.helpers import run_and_wait, runs, sentence, statuses
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.core.assemble import system_text
-from worker.sessions.forget import forget_memories
-from worker.sessions.overrides import memories
-from worker.testing import FakeAnthropic, Hostile, hostile_model, ok
 
 USER = "victim"
 # One job condenses everything but the last two messages.

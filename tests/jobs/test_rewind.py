@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from models import ArchivedMessage, ChatMessage, ChatSession, Memory
+from recap import edit_message, rewind, summary_at
+from recap.api.ingest import add_message
+from recap.cli import main
+from recap.db import transaction, utcnow
+from recap.errors import InvalidInput, SessionBusy
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.models import ArchivedMessage, ChatMessage, ChatSession, Memory
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_of, session_row
-from worker import edit_message, rewind, summary_at
-from worker.api.ingest import add_message
-from worker.cli import main
-from worker.db import transaction, utcnow
-from worker.errors import InvalidInput, SessionBusy
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.testing import FakeAnthropic, ok
 
 
 @pytest.fixture(autouse=True)
@@ -205,7 +205,7 @@ def test_edit_an_active_message(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_checker_still_catches_a_loss_after_a_rewind() -> None:
     from sqlalchemy import delete
 
-    from worker.checks import check_invariants
+    from recap.checks import check_invariants
 
     ids = seed("caught", 10)
     rewind("caught", ids[5])

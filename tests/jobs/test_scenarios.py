@@ -8,18 +8,18 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.context import as_request, build_context
+from recap.api.ingest import add_message, after_reply
+from recap.checks import check_invariants
+from recap.core.adaptive import MEMORIES_TIMES
+from recap.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
+from recap.db import transaction
+from recap.llm.tokens import count_tokens, split_by_tokens
+from recap.sessions.overrides import memories
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic, Reply, Request, ok, tool_input, validate_messages_request
 from tests.env import ROOT
 from tests.helpers import session_of, session_row, statuses, wait_for
-from worker.api.context import as_request, build_context
-from worker.api.ingest import add_message, after_reply
-from worker.checks import check_invariants
-from worker.core.adaptive import MEMORIES_TIMES
-from worker.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
-from worker.db import transaction
-from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.sessions.overrides import memories
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic, Reply, Request, ok, tool_input, validate_messages_request
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

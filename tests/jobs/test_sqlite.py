@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, func, inspect, select, update
 
-from models import ChatMessage, ChatSession
+from recap import db
+from recap.api.ingest import add_message, after_reply
+from recap.errors import TransientLLMError
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.jobs.sweeper import due_query
+from recap.models import ChatMessage, ChatSession
+from recap.settings import get_settings
+from recap.testing import error
 from tests.env import FAKE, migrate
 from tests.helpers import as_dict, message_ids, runs, seed, session_row
-from worker import db
-from worker.api.ingest import add_message, after_reply
-from worker.errors import TransientLLMError
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.jobs.sweeper import due_query
-from worker.settings import get_settings
-from worker.testing import error
 
 
 @pytest.fixture

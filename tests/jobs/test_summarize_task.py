@@ -9,6 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.celery_app import app
+from recap.testing import FakeAnthropic, Reply, error, ok
 from tests.helpers import (
     LOW,
     message_ids,
@@ -20,9 +23,6 @@ from tests.helpers import (
     wait_for,
 )
 from tests.helpers import assert_invariants as check_all
-from worker.api.ingest import add_message
-from worker.celery_app import app
-from worker.testing import FakeAnthropic, Reply, error, ok
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -30,8 +30,8 @@ LEASE_HELD = "lease held by another job"
 
 
 def queue(sid: str) -> None:
-    """Publish one summarize job by name (nothing imports worker.tasks)."""
-    app.send_task("worker.tasks.summarize_session", (sid,))
+    """Publish one summarize job by name (nothing imports recap.tasks)."""
+    app.send_task("recap.tasks.summarize_session", (sid,))
 
 
 @pytest.fixture(autouse=True)

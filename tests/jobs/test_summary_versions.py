@@ -7,15 +7,15 @@ from collections.abc import Callable
 
 import pytest
 
+from recap import summary_at
+from recap.cli import main
+from recap.errors import InvalidInput, SessionNotFound
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.sessions.history import history
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, runs, seed
-from worker import summary_at
-from worker.cli import main
-from worker.errors import InvalidInput, SessionNotFound
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.sessions.history import history
-from worker.testing import FakeAnthropic, ok
 
 
 def fold(sid: str, n: int, fake_api: FakeAnthropic) -> None:

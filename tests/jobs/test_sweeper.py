@@ -8,14 +8,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from models import ChatSession
+from recap.celery_app import celery_config
+from recap.db import transaction, utcnow
+from recap.jobs.sweeper import due_query, sweep
+from recap.models import ChatSession
+from recap.sessions.overrides import configure_session
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic
 from tests.helpers import LOW, runs, seed, session_of, session_row, statuses, wait_for
-from worker.celery_app import celery_config
-from worker.db import transaction, utcnow
-from worker.jobs.sweeper import due_query, sweep
-from worker.sessions.overrides import configure_session
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +93,7 @@ def test_a_session_that_keeps_killing_workers_is_dead_lettered(celery_worker_thr
 def test_beat_schedule_runs_the_sweeper() -> None:
     conf = celery_config(get_settings())
     entry = conf["beat_schedule"]["recap-sweep"]
-    assert entry["task"] == "worker.tasks.sweep" and entry["schedule"] == 300.0
+    assert entry["task"] == "recap.tasks.sweep" and entry["schedule"] == 300.0
 
 
 def test_due_query_uses_indexes_on_postgres() -> None:

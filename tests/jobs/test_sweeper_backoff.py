@@ -10,15 +10,15 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from models import ChatSession
+from recap.api.ingest import add_message
+from recap.db import transaction, utcnow
+from recap.jobs.claim import NOOP_BACKOFF_MAX_S, noop_backoff_s
+from recap.jobs.sweeper import sweep
+from recap.models import ChatSession
+from recap.ops.stats import collect_stats
+from recap.settings import get_settings
 from tests.env import TEST_ENV
 from tests.helpers import LOW, join_worker, runs, seed, session_row, wait_for
-from worker.api.ingest import add_message
-from worker.db import transaction, utcnow
-from worker.jobs.claim import NOOP_BACKOFF_MAX_S, noop_backoff_s
-from worker.jobs.sweeper import sweep
-from worker.ops.stats import collect_stats
-from worker.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -85,7 +85,7 @@ def test_a_changed_context_ends_the_backoff() -> None:
 
 
 def test_new_session_settings_end_the_backoff() -> None:
-    from worker.sessions.overrides import configure_session
+    from recap.sessions.overrides import configure_session
 
     seed("tuned", 4, words=500)
     assert sweep_and_settle() == 1

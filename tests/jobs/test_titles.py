@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from models import ChatSession
+from recap.api.ingest import add_message, after_reply
+from recap.celery_app import app
+from recap.core.titles import TITLE_MAX_TOKENS
+from recap.db import session_factory, transaction, utcnow
+from recap.errors import PermanentLLMError, TransientLLMError, UnusableSummary
+from recap.jobs.resources import get_resources
+from recap.jobs.titles import sweep_titles, title_session
+from recap.llm.summarizer import OfflineSummarizer
+from recap.models import ChatSession
+from recap.settings import get_settings
+from recap.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
+from recap.testing import FakeAnthropic, error, ok
 from tests.env import API_KEY
 from tests.helpers import session_of, session_row, wait_for
-from worker.api.ingest import add_message, after_reply
-from worker.celery_app import app
-from worker.core.titles import TITLE_MAX_TOKENS
-from worker.db import session_factory, transaction, utcnow
-from worker.errors import PermanentLLMError, TransientLLMError, UnusableSummary
-from worker.jobs.resources import get_resources
-from worker.jobs.titles import sweep_titles, title_session
-from worker.llm.summarizer import OfflineSummarizer
-from worker.settings import get_settings
-from worker.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
-from worker.testing import FakeAnthropic, error, ok
 
 
 def exchange(sid: str, user: str = "Our nginx returns 502s after the deploy. Why?",

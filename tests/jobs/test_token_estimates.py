@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from recap.db import transaction
+from recap.llm.tokens import count_tokens
+from recap.ops.stats import estimate_ratios
+from recap.testing import FakeAnthropic, request_usage
 from tests.helpers import LOW, run_and_wait, runs, seed
-from worker.db import transaction
-from worker.llm.tokens import count_tokens
-from worker.ops.stats import estimate_ratios
-from worker.testing import FakeAnthropic, request_usage
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -47,7 +47,7 @@ def test_a_run_records_the_estimate_next_to_the_api_count(
 
 
 def test_the_ratio_takes_each_models_latest_runs(fake_api: FakeAnthropic) -> None:
-    from models import SummaryRun
+    from recap.models import SummaryRun
 
     with transaction() as s:
         s.add_all([SummaryRun(session_id="r", status="applied", model="m1", input_tokens=100,

@@ -10,21 +10,21 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from models import ChatSession, Memory
+from recap import db as dbm
+from recap.api import aio
+from recap.api.context import Context, build_context
+from recap.api.ingest import add_message
+from recap.core.assemble import system_text
+from recap.core.memories import Fact, normalize
+from recap.db import transaction
+from recap.errors import InvalidInput
+from recap.models import ChatSession, Memory
+from recap.sessions.overrides import configure_session, memories
+from recap.settings import get_settings
+from recap.store.recall import memories_for_prompt
+from recap.store.rows import save_memories
 from tests.env import migrate
 from tests.helpers import session_row
-from worker import db as dbm
-from worker.api import aio
-from worker.api.context import Context, build_context
-from worker.api.ingest import add_message
-from worker.core.assemble import system_text
-from worker.core.memories import Fact, normalize
-from worker.db import transaction
-from worker.errors import InvalidInput
-from worker.sessions.overrides import configure_session, memories
-from worker.settings import get_settings
-from worker.store.recall import memories_for_prompt
-from worker.store.rows import save_memories
 
 
 def save(sid: str, *facts: Fact, first: int = 1, last: int = 5) -> list[int]:
@@ -272,7 +272,7 @@ def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[...
 def test_the_langchain_history_passes_the_user_on() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from worker.integrations.langchain import RecapChatMessageHistory
+    from recap.integrations.langchain import RecapChatMessageHistory
 
     RecapChatMessageHistory("lc1", user_id="lara").add_messages([HumanMessage("hi"),
                                                                  AIMessage("hello")])

@@ -1,5 +1,5 @@
 """Retention against a weak model, through the public API and a real worker: the
-stand-in misbehaves on demand (worker.testing.Weak) the way a small model did."""
+stand-in misbehaves on demand (recap.testing.Weak) the way a small model did."""
 
 from __future__ import annotations
 
@@ -12,23 +12,23 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from models import ChatSession, Memory, TitleRun
+from recap.api.ingest import add_message, after_reply
+from recap.checks import check_invariants
+from recap.cli.stats import format_stats
+from recap.core import guard
+from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from recap.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
+from recap.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
+from recap.db import transaction, utcnow
+from recap.jobs.claim import POISON_WAITS
+from recap.models import ChatSession, Memory, TitleRun
+from recap.ops.stats import collect_stats
+from recap.settings import get_settings
+from recap.store.enqueue import send_title
+from recap.store.rows import record_run
+from recap.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
-from worker.api.ingest import add_message, after_reply
-from worker.checks import check_invariants
-from worker.cli.stats import format_stats
-from worker.core import guard
-from worker.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
-from worker.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
-from worker.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
-from worker.db import transaction, utcnow
-from worker.jobs.claim import POISON_WAITS
-from worker.ops.stats import collect_stats
-from worker.settings import get_settings
-from worker.store.enqueue import send_title
-from worker.store.rows import record_run
-from worker.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 

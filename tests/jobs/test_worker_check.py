@@ -1,5 +1,5 @@
 """The worker makes one cheap call at start and logs, once, which of the model name
-and the key is wrong; with both right it says nothing. A real ``celery -A worker
+and the key is wrong; with both right it says nothing. A real ``celery -A recap
 worker`` subprocess against the stand-in."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
+from recap.testing import FakeAnthropic, error
 from tests.env import API_KEY, ROOT
 from tests.jobs.test_worker_start import START_TIMEOUT_S, worker_cmd, worker_env
-from worker.testing import FakeAnthropic, error
 
 WARNING = "recap check at worker start:"
 

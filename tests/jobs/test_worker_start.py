@@ -1,4 +1,4 @@
-"""No silent lossy fallback: a real ``celery -A worker worker``
+"""No silent lossy fallback: a real ``celery -A recap worker``
 refuses to start without ANTHROPIC_API_KEY unless RECAP_SUMMARIZER=offline says
 so, and when it does run offline it says so loudly. Each worker is a subprocess
 on a queue of its own, so it never takes another test's jobs."""
@@ -9,8 +9,10 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +34,9 @@ def worker_env(**changes: str | None) -> dict[str, str]:
 
 
 def worker_cmd(env: dict[str, str]) -> list[str]:
-    return ["celery", "-A", "worker", "worker", "--pool", "solo", "-Q", env["RECAP_QUEUE"],
+    # `recap worker`, as README runs it: Celery's worker on Recap's app.
+    recap = str(Path(sys.executable).parent / "recap")
+    return [recap, "worker", "--pool", "solo", "-Q", env["RECAP_QUEUE"],
             "-n", f"{env['RECAP_QUEUE']}@localhost", "--without-mingle", "--without-gossip",
             "--without-heartbeat", "--loglevel", "INFO"]
 

@@ -27,7 +27,7 @@ def old_schema() -> Iterator[str]:
     try:
         yield PG_ADMIN.rsplit("/", 1)[0] + "/" + name
     finally:
-        from worker.db import reset_engines
+        from recap.db import reset_engines
 
         reset_engines()
         _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -51,16 +51,16 @@ def test_a_worker_on_an_old_schema_exits_before_taking_a_job(
     settings_env(DATABASE_URL=old_schema, **LOW)
     sid = f"unmigrated-{uuid.uuid4().hex[:6]}"
     seed(sid, 12)
-    from worker.db import reset_engines
+    from recap.db import reset_engines
 
     reset_engines()
     migrate(old_schema, "-1", down=True)  # as after installing a newer Recap, unmigrated
     before = snapshot(old_schema)
 
     env = worker_env(DATABASE_URL=old_schema)
-    from worker.celery_app import app
+    from recap.celery_app import app
 
-    app.send_task("worker.tasks.summarize_session", (sid,), queue=env["RECAP_QUEUE"])
+    app.send_task("recap.tasks.summarize_session", (sid,), queue=env["RECAP_QUEUE"])
     client = redis.Redis.from_url(REDIS_URL)  # kombu keeps a queue in a list of its name
     try:
         assert client.llen(env["RECAP_QUEUE"]) == 1

@@ -11,18 +11,18 @@ from email.utils import format_datetime
 
 import pytest
 
-from tests.env import API_KEY
-from worker.errors import (
+from recap.errors import (
     LLMError,
     PermanentLLMError,
     PromptTooLong,
     TransientLLMError,
     UnusableSummary,
 )
-from worker.jobs.resources import build_resources
-from worker.llm.client import ClientConfig, classify, complete, retry_after
-from worker.settings import load_settings
-from worker.testing import FakeAnthropic, Reply, error
+from recap.jobs.resources import build_resources
+from recap.llm.client import ClientConfig, classify, complete, retry_after
+from recap.settings import load_settings
+from recap.testing import FakeAnthropic, Reply, error
+from tests.env import API_KEY
 
 
 def config() -> ClientConfig:

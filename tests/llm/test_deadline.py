@@ -1,6 +1,6 @@
 """A total deadline per Claude call: the SDK's timeout bounds each socket read, so a
 server that trickles its answer a byte at a time is cut off by the deadline
-(worker.llm.deadline), and the overrun is a transient error."""
+(recap.llm.deadline), and the overrun is a transient error."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import threading
 
 import pytest
 
-from worker.errors import TransientLLMError
-from worker.jobs.resources import build_resources
-from worker.llm.client import ClientConfig, complete
-from worker.llm.deadline import call_within
-from worker.settings import load_settings
-from worker.testing import FakeAnthropic, ok
+from recap.errors import TransientLLMError
+from recap.jobs.resources import build_resources
+from recap.llm.client import ClientConfig, complete
+from recap.llm.deadline import call_within
+from recap.settings import load_settings
+from recap.testing import FakeAnthropic, ok
 
 
 def config(timeout_s: float) -> ClientConfig:

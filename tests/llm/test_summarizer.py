@@ -7,22 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.env import API_KEY
-from worker.core.prompt import Turn, chunk_turns, render, validate_template
-from worker.errors import (
+from recap.core.prompt import Turn, chunk_turns, render, validate_template
+from recap.errors import (
     ConfigError,
     PermanentLLMError,
     PromptTooLong,
     TransientLLMError,
     UnusableSummary,
 )
-from worker.jobs.resources import build_resources
-from worker.llm.client import Usage
-from worker.llm.summarizer import ClaudeSummarizer
-from worker.llm.templates import default_template, load_template
-from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.settings import load_settings
-from worker.testing import FakeAnthropic, Reply, error, ok, request_usage
+from recap.jobs.resources import build_resources
+from recap.llm.client import Usage
+from recap.llm.summarizer import ClaudeSummarizer
+from recap.llm.templates import default_template, load_template
+from recap.llm.tokens import count_tokens, split_by_tokens
+from recap.settings import load_settings
+from recap.testing import FakeAnthropic, Reply, error, ok, request_usage
+from tests.env import API_KEY
 
 
 def claude(**overrides: object) -> ClaudeSummarizer:

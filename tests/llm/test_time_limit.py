@@ -12,11 +12,11 @@ import httpx2
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
+from recap.errors import TransientLLMError
+from recap.jobs.resources import build_resources
+from recap.llm.client import ClientConfig, complete
+from recap.settings import load_settings
 from tests.env import FAKE
-from worker.errors import TransientLLMError
-from worker.jobs.resources import build_resources
-from worker.llm.client import ClientConfig, complete
-from worker.settings import load_settings
 
 
 def config_with(client: Any) -> ClientConfig:

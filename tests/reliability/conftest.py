@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from recap.testing import FakeAnthropic, Reply, Request
 from tests.helpers import LOW
 from tests.reliability.procs import WorkerProcess
-from worker.testing import FakeAnthropic, Reply, Request
 
 # Low thresholds (11 messages of ~40 words make exactly one batch of 5; 6 stay) and
 # short limits: lease 8s > hard limit 6s; visibility 10s > 6s + backoff cap 1s.

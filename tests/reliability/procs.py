@@ -2,7 +2,7 @@
 
 :func:`start` and :func:`stop` are the one way these tests start and end a
 process (each in a session of its own, so a SIGKILL takes its children too).
-:class:`WorkerProcess` is one ``celery -A worker worker`` on a queue of its own;
+:class:`WorkerProcess` is one ``celery -A recap worker`` on a queue of its own;
 ``publishing_to``, ``publish``, ``sweep_into`` and ``settle`` send this
 process's jobs there and wait until that queue's work is done. Recap's modules
 are imported inside the functions: the soak sets the environment first.
@@ -25,7 +25,7 @@ from typing import Any
 from tests.helpers import free_port, statuses, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARIZE = "worker.tasks.summarize_session"
+SUMMARIZE = "recap.tasks.summarize_session"
 
 
 # -- processes ---------------------------------------------------------------------
@@ -96,7 +96,7 @@ class LogFollower:
 
 
 class WorkerProcess:
-    """One ``celery -A worker worker`` subprocess on ``queue``, logging to a file."""
+    """One ``celery -A recap worker`` subprocess on ``queue``, logging to a file."""
 
     def __init__(self, label: str, *, queue: str, env: Mapping[str, str], log_dir: Path,
                  pool: str = "threads", concurrency: int = 2) -> None:
@@ -114,7 +114,7 @@ class WorkerProcess:
         self.nodes.append(f"{self.label}-{self.starts}-{uuid.uuid4().hex[:6]}")
         name = f"{self.nodes[-1]}@%h"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", self.pool,
+            [sys.executable, "-m", "celery", "-A", "recap", "worker", "--pool", self.pool,
              "--concurrency", str(self.concurrency), "-Q", self.queue, "--loglevel", "INFO",
              "-n", name, "--without-heartbeat", "--without-gossip", "--without-mingle"],
             cwd=ROOT, env={**self.env, "RECAP_QUEUE": self.queue}, stdout=subprocess.PIPE,
@@ -182,11 +182,11 @@ class WorkerProcess:
 @contextlib.contextmanager
 def publishing_to(queue: str) -> Iterator[None]:
     """Route this process's jobs (hook, sweeper, follow-ups, ``recap retry``) to ``queue``."""
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     before = (app.conf.task_routes, app.conf.task_default_queue)
     # conf.update refreshes the cached router (celery.app.amqp._handle_conf_update).
-    app.conf.update(task_routes={"worker.tasks.*": {"queue": queue}}, task_default_queue=queue)
+    app.conf.update(task_routes={"recap.tasks.*": {"queue": queue}}, task_default_queue=queue)
     try:
         yield
     finally:
@@ -199,7 +199,7 @@ def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -
     With ``restore``, first requeue unacked messages older than the visibility
     timeout, as every starting consumer does (kombu's periodic scan is slower).
     """
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     with app.connection_for_write() as conn:
         channel: Any = conn.default_channel
@@ -214,15 +214,15 @@ def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -
 
 def publish(session_id: object, queue: str, **options: Any) -> str:
     """Send one summarize job for ``session_id`` to ``queue`` by name; returns its task id."""
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     return str(app.send_task(SUMMARIZE, (session_id,), queue=queue, **options).id)
 
 
 def sweep_into(queue: str) -> int:
     """Run the real sweeper once, publishing to ``queue``; returns how many it queued."""
-    from worker.jobs.sweeper import sweep
-    from worker.settings import get_settings
+    from recap.jobs.sweeper import sweep
+    from recap.settings import get_settings
 
     with publishing_to(queue):
         return sweep(get_settings())
@@ -233,10 +233,10 @@ def activity() -> dict[str, int]:
     (one snapshot: separate queries could miss a claim committing between them)."""
     from sqlalchemy import func, select
 
-    from models import ChatSession
-    from worker.db import transaction, utcnow
-    from worker.jobs.sweeper import due_query
-    from worker.settings import get_settings
+    from recap.db import transaction, utcnow
+    from recap.jobs.sweeper import due_query
+    from recap.models import ChatSession
+    from recap.settings import get_settings
 
     now = utcnow()
     due = due_query(get_settings(), now=now, limit=None).subquery()

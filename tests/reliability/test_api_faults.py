@@ -8,6 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
+from recap import cli
+from recap.core.prompt import SYSTEM_PROMPT
+from recap.llm.templates import default_template
+from recap.llm.tokens import count_tokens
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic, Reply, error, ok
 from tests.env import API_KEY
 from tests.helpers import (
     LOW,
@@ -20,12 +26,6 @@ from tests.helpers import (
     statuses,
     wait_for,
 )
-from worker import cli
-from worker.core.prompt import SYSTEM_PROMPT
-from worker.llm.templates import default_template
-from worker.llm.tokens import count_tokens
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic, Reply, error, ok
 
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from models import ChatMessage, ChatSession
+from recap.api.ingest import add_message
+from recap.celery_app import app
+from recap.db import transaction
+from recap.errors import InvalidInput
+from recap.models import ChatMessage, ChatSession
+from recap.testing import FakeAnthropic
 from tests.helpers import (
     assert_invariants,
     message_ids,
@@ -24,16 +29,11 @@ from tests.reliability.common import (
     low_thresholds,  # noqa: F401
     worker_thread,
 )
-from worker.api.ingest import add_message
-from worker.celery_app import app
-from worker.db import transaction
-from worker.errors import InvalidInput
-from worker.testing import FakeAnthropic
 
 
 def send(session_id: object) -> None:
-    """Publish one summarize job by name, whatever the id (nothing imports worker.tasks)."""
-    app.send_task("worker.tasks.summarize_session", (session_id,))
+    """Publish one summarize job by name, whatever the id (nothing imports recap.tasks)."""
+    app.send_task("recap.tasks.summarize_session", (session_id,))
 
 
 def count_rows() -> tuple[int, int]:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message, after_reply
+from recap.testing import Reply
 from tests.helpers import (
     assert_invariants,
     runs,
@@ -33,8 +35,6 @@ from tests.reliability.procs import (
     sweep_until,
     wait_for_runs,
 )
-from worker.api.ingest import add_message, after_reply
-from worker.testing import Reply
 
 LEASE_HELD = "lease held by another job"
 

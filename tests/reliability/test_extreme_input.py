@@ -14,7 +14,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert
 
-from models import ChatMessage, ChatSession
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.assemble import system_text
+from recap.core.prompt import SYSTEM_PROMPT, Turn, render
+from recap.db import transaction
+from recap.errors import ConfigError
+from recap.jobs.outcome import Job, Outcome
+from recap.jobs.resources import build_resources
+from recap.jobs.summarize import summarize
+from recap.llm.templates import default_template
+from recap.llm.tokens import count_tokens
+from recap.models import ChatMessage, ChatSession
+from recap.settings import get_settings, load_settings
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import (
     LOW,
     WORDS,
@@ -33,19 +46,6 @@ from tests.reliability.common import (
     worker_thread,
 )
 from tests.reliability.procs import start, stop, tail
-from worker.api.context import build_context
-from worker.api.ingest import add_message
-from worker.core.assemble import system_text
-from worker.core.prompt import SYSTEM_PROMPT, Turn, render
-from worker.db import transaction
-from worker.errors import ConfigError
-from worker.jobs.outcome import Job, Outcome
-from worker.jobs.resources import build_resources
-from worker.jobs.summarize import summarize
-from worker.llm.templates import default_template
-from worker.llm.tokens import count_tokens
-from worker.settings import get_settings, load_settings
-from worker.testing import FakeAnthropic, ok
 
 # -- size ----------------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ def test_worker_with_bad_prompt_file_exits_naming_the_variable(tmp_path: Path) -
     path = tmp_path / "prompt.txt"
     path.write_text(BAD_TEMPLATES["missing"], encoding="utf-8")
     log = tmp_path / "worker.log"
-    proc = start([sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", "solo",
+    proc = start([sys.executable, "-m", "celery", "-A", "recap", "worker", "--pool", "solo",
                   "-Q", "bad-prompt-q", "--loglevel", "INFO",
                   "-n", f"bad-prompt-{os.getpid()}@%h"],
                  log=log, env={**os.environ, "RECAP_PROMPT_FILE": str(path)})

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from recap.api.ingest import add_message, after_reply
+from recap.celery_app import app
+from recap.db import session_factory, transaction
+from recap.testing import error
 from tests.helpers import (
     assert_invariants,
     message_ids,
@@ -30,10 +34,6 @@ from tests.reliability.procs import (
     sweep_into,
     wait_for_runs,
 )
-from worker.api.ingest import add_message, after_reply
-from worker.celery_app import app
-from worker.db import session_factory, transaction
-from worker.testing import error
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 
@@ -181,7 +181,7 @@ def test_pg_connections_dropped_between_claim_and_apply(
     wait_for_runs("pg", lambda s: bool(s), what="the outcome")
     settle(queue)
     # The pool saw the dead connection's socket readable at checkout and replaced
-    # it (worker.db.closed_by_server): the apply simply succeeded.
+    # it (recap.db.closed_by_server): the apply simply succeeded.
     assert statuses("pg") == ["applied"]
     assert_invariants(written)
 
@@ -218,7 +218,7 @@ def test_pg_connection_dropped_inside_the_apply(
 def test_poison_session_is_dead_lettered_and_the_queue_keeps_flowing(
         api: RoutingFake, spawn: Callable[..., WorkerProcess], queue: str, fault) -> None:
     """500: retried up to RECAP_MAX_RETRIES (3), then dead; 400: dead at once."""
-    from worker.cli import main as recap
+    from recap.cli import main as recap
 
     api.routes["POISON-7f3a"] = error(fault, "this session always fails")
     written = {f"ok-{k}": seed(f"ok-{k}", 11) for k in range(4)}

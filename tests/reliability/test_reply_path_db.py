@@ -1,15 +1,16 @@
 """The reply path against a PostgreSQL that drops connections: pooled connections
 the server ended (pg_terminate_backend, as a restart does) are replaced at
-checkout, without a ``SELECT 1`` round trip per call (worker.db.closed_by_server)."""
+checkout, without a ``SELECT 1`` round trip per call (recap.engines.closed_by_server)."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from recap.api.ingest import add_message, after_reply
+from recap.db import get_engine, transaction
+from recap.engines import closed_by_server
 from tests.helpers import message_ids, session_row, wait_for
-from worker.api.ingest import add_message, after_reply
-from worker.db import closed_by_server, get_engine, transaction
 
 
 def _kill_all_pooled() -> None:

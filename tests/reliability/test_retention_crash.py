@@ -8,14 +8,14 @@ from collections.abc import Callable
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.checks import check_invariants
+from recap.db import transaction
+from recap.testing import Reply, Request, ok, recap_kind
 from tests.helpers import session_of, session_row, statuses
 from tests.jobs.test_scenarios import conversation
 from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import WorkerProcess, publish, settle, sweep_until
-from worker.api.ingest import add_message
-from worker.checks import check_invariants
-from worker.db import transaction
-from worker.testing import Reply, Request, ok, recap_kind
 
 pytestmark = pytest.mark.usefixtures("low_settings")
 

@@ -12,21 +12,21 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from models import SummaryRun
+from recap.celery_app import app
+from recap.db import transaction
+from recap.errors import ConfigError, PermanentLLMError
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.models import SummaryRun
+from recap.settings import load_settings
+from recap.testing import FakeAnthropic, error, ok
 from tests.env import API_KEY
 from tests.helpers import as_dict, assert_invariants, run_and_wait, seed, statuses, wait_for
 from tests.reliability.common import (
     low_thresholds,  # noqa: F401
     worker_thread,
 )
-from worker.celery_app import app
-from worker.db import transaction
-from worker.errors import ConfigError, PermanentLLMError
-from worker.jobs.outcome import Job
-from worker.jobs.resources import get_resources
-from worker.jobs.summarize import summarize
-from worker.settings import load_settings
-from worker.testing import FakeAnthropic, error, ok
 
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 
@@ -129,7 +129,7 @@ def test_api_key_never_leaves_the_sdk(fake_api: FakeAnthropic, captured: Any,
         args, kwargs, _ = m["body"]
         assert len(args) == 1 and args[0] in ("key-fail", "key-ok") and kwargs == {}
     assert leaks(published.messages) == []
-    task = app.tasks["worker.tasks.summarize_session"]  # the worker loaded worker.tasks
+    task = app.tasks["recap.tasks.summarize_session"]  # the worker loaded recap.tasks
     assert app.conf.task_ignore_result is True and task.ignore_result is True
     assert not app.conf.result_backend
     # Events, as Flower receives them: task and Recap's own events, every field.

@@ -14,7 +14,20 @@ import pytest
 import yaml
 from sqlalchemy import inspect, select
 
-from models import ChatMessage, ChatSession
+from recap.api.context import build_context
+from recap.api.ingest import add_message, after_reply
+from recap.core.assemble import system_text
+from recap.db import get_engine, transaction
+from recap.errors import Superseded
+from recap.jobs.claim import Claim, claim_session
+from recap.jobs.fold import fold_of
+from recap.jobs.outcome import Job
+from recap.jobs.resources import build_resources
+from recap.jobs.summarize import apply_summary, record_failure, summarize
+from recap.llm.summarizer import SummaryResult
+from recap.models import ChatMessage, ChatSession
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic
 from tests.env import ROOT
 from tests.helpers import (
     as_dict,
@@ -31,19 +44,6 @@ from tests.reliability.common import (
     low_thresholds,  # noqa: F401
     worker_thread,
 )
-from worker.api.context import build_context
-from worker.api.ingest import add_message, after_reply
-from worker.core.assemble import system_text
-from worker.db import get_engine, transaction
-from worker.errors import Superseded
-from worker.jobs.claim import Claim, claim_session
-from worker.jobs.fold import fold_of
-from worker.jobs.outcome import Job
-from worker.jobs.resources import build_resources
-from worker.jobs.summarize import apply_summary, record_failure, summarize
-from worker.llm.summarizer import SummaryResult
-from worker.settings import get_settings
-from worker.testing import FakeAnthropic
 
 # -- Flower is never shipped open --------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The chat app's API as awaitables, for asyncio apps (FastAPI, Starlette, LangGraph)::
 
-    from worker.api import aio
+    from recap.api import aio
 
     await aio.add_message(session_id, "user", text)
     ctx = await aio.build_context(session_id, system_prompt=SYSTEM)
@@ -10,11 +10,11 @@
     ...
     await aio.close()                             # at shutdown (e.g. FastAPI's lifespan)
 
-The same contract as the sync API (:mod:`worker.api.ingest`,
-:mod:`worker.api.context`), built from the same pieces: the same validation and
+The same contract as the sync API (:mod:`recap.api.ingest`,
+:mod:`recap.api.context`), built from the same pieces: the same validation and
 errors (InvalidInput, SessionNotFound), statements, coalescing (pending
-markers), title jobs and circuit breaker: the reply core (:mod:`worker.api.core`,
-:mod:`worker.api.window`) decides and builds the statements, this module only awaits them. Only the
+markers), title jobs and circuit breaker: the reply core (:mod:`recap.api.core`,
+:mod:`recap.api.window`) decides and builds the statements, this module only awaits them. Only the
 waiting differs:
 
 - the database is reached through SQLAlchemy's asyncio engine on psycopg's async
@@ -53,7 +53,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from worker.api.core import (
+from recap.api.core import (
     JobToSend,
     NewMessage,
     ReplyJobs,
@@ -64,8 +64,8 @@ from worker.api.core import (
     plan_hook,
     validate_message,
 )
-from worker.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
-from worker.api.window import (
+from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
+from recap.api.window import (
     assemble_window,
     check_system_prompt,
     memories_queries,
@@ -73,15 +73,15 @@ from worker.api.window import (
     window_of,
     with_memories,
 )
-from worker.core.assemble import Context
-from worker.core.request import as_request
-from worker.core.validate import check_session_id
-from worker.db import DB_NOW, rowcount, utcnow
-from worker.errors import ConfigError
-from worker.llm.tokens import count_tokens, message_tokens
-from worker.migrate import ensure_schema_once
-from worker.settings import get_settings
-from worker.store.enqueue import BREAKER, stale_before
+from recap.core.assemble import Context
+from recap.core.request import as_request
+from recap.core.validate import check_session_id
+from recap.db import DB_NOW, rowcount, utcnow
+from recap.errors import ConfigError
+from recap.llm.tokens import count_tokens, message_tokens
+from recap.migrate import ensure_schema_once
+from recap.settings import get_settings
+from recap.store.enqueue import BREAKER, stale_before
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
            "transaction"]
@@ -99,7 +99,7 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
     """Store one message and return its id; creates the session if needed.
 
     ``content``: a string or a Messages API content array; ``user_id`` as in the
-    sync :func:`worker.api.ingest.add_message` (set once; another user's id raises
+    sync :func:`recap.api.ingest.add_message` (set once; another user's id raises
     InvalidInput naming both). With ``db``, writes inside the caller's transaction
     (the caller commits); otherwise in a transaction of its own. Raises
     InvalidInput, writing nothing.
@@ -123,7 +123,7 @@ async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage) -> int:
 
 
 async def _decide(db: AsyncSession | AsyncConnection, session_id: str) -> ReplyJobs:
-    # The sync worker.api.ingest.decide, awaited.
+    # The sync recap.api.ingest.decide, awaited.
     settings = get_settings()
     # The lease and the marker on the database's clock (PostgreSQL only here).
     now = (await db.execute(DB_NOW)).scalar_one().astimezone(UTC)
@@ -140,7 +140,7 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
     title job). Returns True if a summarize job was (or will be) sent.
 
     Raises InvalidInput for a bad id; never raises anything else (see the sync
-    :func:`worker.api.ingest.after_reply`). With ``db``, the decision runs in a
+    :func:`recap.api.ingest.after_reply`). With ``db``, the decision runs in a
     savepoint of the caller's transaction and the jobs are published after its
     outermost commit (never if it rolls back), in the background: ``await
     db.commit()`` does not wait for the broker. ``await close()`` waits for them.
@@ -182,7 +182,7 @@ async def build_context(session_id: str, *, system_prompt: str,
                         prompt_caching: bool | None = None) -> Context:
     """The system prompt and messages for the session's next Claude call, from one
     snapshot. Pass ``**as_request(ctx)`` to the SDK. ``prompt_caching`` as in the
-    sync :func:`worker.api.context.build_context`. Raises InvalidInput for a bad
+    sync :func:`recap.api.context.build_context`. Raises InvalidInput for a bad
     id or a non-str ``system_prompt``, SessionNotFound for an unknown session.
     """
     check_system_prompt(system_prompt)
@@ -203,7 +203,7 @@ async def build_context(session_id: str, *, system_prompt: str,
 async def transaction() -> AsyncIterator[AsyncSession]:
     """An ``AsyncSession`` on this loop's engine in one transaction: commits on
     success, rolls back on error. Pass it as ``db=`` to write several messages all
-    or nothing (the adapters in worker.integrations store a turn this way)."""
+    or nothing (the adapters in recap.integrations store a turn this way)."""
     async with AsyncSession(await _engine(), expire_on_commit=False) as db, db.begin():
         yield db
 
@@ -261,10 +261,10 @@ def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
         raise ConfigError(
-            f"the asyncio API (worker.api.aio) needs PostgreSQL, and DATABASE_URL is "
+            f"the asyncio API (recap.api.aio) needs PostgreSQL, and DATABASE_URL is "
             f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
             f"with SQLite, call the sync API through asyncio.to_thread")
-    # The same privacy as worker.db.make_engine: errors never carry chat text.
+    # The same privacy as recap.db.make_engine: errors never carry chat text.
     return create_async_engine(parsed.set(drivername="postgresql+psycopg"),
                                pool_pre_ping=True, hide_parameters=True, **kwargs)
 

@@ -1,13 +1,13 @@
 """``build_context``: the context for the chat app's next Claude call, read in one
-snapshot and assembled by :func:`worker.core.assemble.assemble` (see there for
+snapshot and assembled by :func:`recap.core.assemble.assemble` (see there for
 how the stored window becomes a valid Messages API request). The sync driver of
-the reply core (:mod:`worker.api.core`)."""
+the reply core (:mod:`recap.api.core`)."""
 
 from __future__ import annotations
 
 import json
 
-from worker.api.window import (
+from recap.api.window import (
     Window,
     assemble_window,
     check_system_prompt,
@@ -16,12 +16,12 @@ from worker.api.window import (
     window_of,
     with_memories,
 )
-from worker.core.assemble import Context, system_text
-from worker.core.request import as_request
-from worker.core.validate import check_session_id
-from worker.db import transaction
-from worker.llm.tokens import count_tokens
-from worker.settings import get_settings
+from recap.core.assemble import Context, system_text
+from recap.core.request import as_request
+from recap.core.validate import check_session_id
+from recap.db import transaction
+from recap.llm.tokens import count_tokens
+from recap.settings import get_settings
 
 __all__ = ["Context", "Window", "as_request", "build_context", "read_window", "render_json",
            "system_text"]
@@ -58,7 +58,7 @@ def build_context(session_id: str, *, system_prompt: str,
     ``budget`` are not API fields). ``prompt_caching`` (default
     RECAP_PROMPT_CACHING) returns ``system`` and the last turn as content blocks
     with ``cache_control`` breakpoints; False gives plain strings
-    (:func:`worker.core.assemble.mark_cache_breakpoints`). Raises InvalidInput
+    (:func:`recap.core.assemble.mark_cache_breakpoints`). Raises InvalidInput
     for a bad id or a non-str ``system_prompt``, SessionNotFound for an unknown
     session.
     """

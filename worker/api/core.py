@@ -1,18 +1,18 @@
 """The reply core: what ``add_message``, ``after_reply`` and ``build_context``
 decide and which statements they run, written once, with no I/O (``build_context``'s
-half is :mod:`worker.api.window`).
+half is :mod:`recap.api.window`).
 
 Functions here build statements and decide from rows already read; they never
 open a connection, wait or publish. Two drivers execute them: the sync API
-(:mod:`worker.api.ingest`, :mod:`worker.api.context`) and the asyncio API
-(:mod:`worker.api.aio`). A change to the reply path is made here, once.
+(:mod:`recap.api.ingest`, :mod:`recap.api.context`) and the asyncio API
+(:mod:`recap.api.aio`). A change to the reply path is made here, once.
 
 - ``add_message``: :func:`validate_message` -> :class:`NewMessage` ->
   :func:`add_statement` with :meth:`NewMessage.params` (no row back: the session
   belongs to another user, :func:`owner_query` -> :func:`other_user`).
 - ``after_reply``: :func:`counters_query` -> :func:`plan_hook` (the marker
   updates to run) -> a job is sent for each update that changed a row.
-- ``build_context`` (:mod:`worker.api.window`): ``snapshot_query`` ->
+- ``build_context`` (:mod:`recap.api.window`): ``snapshot_query`` ->
   ``window_of`` -> ``memories_queries`` / ``with_memories`` -> ``assemble_window``.
 """
 
@@ -41,14 +41,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from models import ROLES, ChatSession, messages_table, sessions_table
-from worker.core import policy
-from worker.core.message import MAX_CONTENT_CHARS, Message, prepare_content
-from worker.core.titles import needs_title
-from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
-from worker.errors import InvalidInput
-from worker.settings import Settings, effective
-from worker.store.enqueue import pending_update, title_due_update
+from recap.core import policy
+from recap.core.message import MAX_CONTENT_CHARS, Message, prepare_content
+from recap.core.titles import needs_title
+from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
+from recap.errors import InvalidInput
+from recap.models import ROLES, ChatSession, messages_table, sessions_table
+from recap.settings import Settings, effective
+from recap.store.enqueue import pending_update, title_due_update
 
 SESSIONS = sessions_table
 MESSAGES = messages_table
@@ -66,7 +66,7 @@ def check_message(role: object, content: object, pinned: object) -> None:
 def prepare_message(role: object, content: object, pinned: object, *,
                     max_inline_chars: int) -> Message:
     """The message to store, from a string or a Messages API content array (see
-    :func:`worker.core.message.prepare_content`). Raises InvalidInput."""
+    :func:`recap.core.message.prepare_content`). Raises InvalidInput."""
     _check_role(role)
     _check_pinned(pinned)
     assert isinstance(role, str)

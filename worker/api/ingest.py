@@ -1,5 +1,5 @@
 """The chat app's entry points: ``add_message`` and the ``after_reply`` hook (the
-sync driver of the reply core, :mod:`worker.api.core`).
+sync driver of the reply core, :mod:`recap.api.core`).
 
 Both are on the chat app's reply path, so they do as little as possible:
 ``add_message`` is one upsert, one counter update and one INSERT; ``after_reply``
@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from sqlalchemy import Connection, event, func, insert
 from sqlalchemy.orm import Session
 
-from worker.api.core import (
+from recap.api.core import (
     MESSAGES,
     SESSIONS,
     JobKind,
@@ -30,9 +30,9 @@ from worker.api.core import (
     plan_hook,
     validate_message,
 )
-from worker.api.validate import check_session_id, prepare_message
-from worker.core.message import Message
-from worker.db import (
+from recap.api.validate import check_session_id, prepare_message
+from recap.core.message import Message
+from recap.db import (
     autocommit_connection,
     db_now,
     get_engine,
@@ -40,9 +40,9 @@ from worker.db import (
     rowcount,
     utcnow,
 )
-from worker.llm.tokens import message_tokens
-from worker.settings import get_settings
-from worker.store.enqueue import BREAKER, send, send_title, stale_before
+from recap.llm.tokens import message_tokens
+from recap.settings import get_settings
+from recap.store.enqueue import BREAKER, send, send_title, stale_before
 
 __all__ = ["ReplyJobs", "add_message", "after_reply", "insert_message", "prepare",
            "raise_other_user", "reply_jobs"]
@@ -87,7 +87,7 @@ def raise_other_user(s: Session | Connection, session_id: str, user_id: str) -> 
 
 
 def prepare(role: object, content: object, pinned: object) -> Message:
-    """:func:`worker.api.validate.prepare_message` under the settings' inline cap."""
+    """:func:`recap.api.validate.prepare_message` under the settings' inline cap."""
     return prepare_message(role, content, pinned,
                            max_inline_chars=get_settings().max_inline_base64_chars)
 
@@ -103,7 +103,7 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
 
     ``content`` is a string or a Messages API content array (text, tool_use,
     tool_result, thinking, redacted_thinking, image, document: see
-    worker.core.blocks), stored as given and replayed by ``build_context``.
+    recap.core.blocks), stored as given and replayed by ``build_context``.
     ``user_id`` names the app's user the session belongs to (set once, on the
     first message that passes it; later messages may omit it): memories are then
     the user's, shared by all their sessions. Another ``user_id`` than the
@@ -167,7 +167,7 @@ def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
     return ReplyJobs(send_after_commit(db, session_id, jobs), jobs.title)
 
 
-# The sending below is shared with the asyncio API (worker.api.aio), which runs it
+# The sending below is shared with the asyncio API (recap.api.aio), which runs it
 # off its loop.
 
 def hook_failed(session_id: str, exc: Exception) -> bool:

@@ -31,11 +31,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import ReturningInsert
 
-from models import ChatMessage, StoredKey
-from worker.api.ingest import add_message, prepare
-from worker.api.validate import check_session_id, check_user_id
-from worker.db import rowcount, transaction
-from worker.errors import InvalidInput
+from recap.api.ingest import add_message, prepare
+from recap.api.validate import check_session_id, check_user_id
+from recap.db import rowcount, transaction
+from recap.errors import InvalidInput
+from recap.models import ChatMessage, StoredKey
 
 __all__ = ["Newest", "Stored", "Turn", "astore_turns", "claim_keys", "drop_keys_after", "key_of",
            "link_keys", "newest_messages", "store_turns", "unlink_after"]
@@ -136,8 +136,8 @@ def store_turns(session_id: str, turns: Iterable[Turn], *,
 
 async def astore_turns(session_id: str, turns: Iterable[Turn], *,
                        user_id: str | None = None) -> Stored:
-    """:func:`store_turns` on the asyncio API (PostgreSQL; see worker.api.aio)."""
-    from worker.api import aio  # the asyncio extra: only for asyncio callers
+    """:func:`store_turns` on the asyncio API (PostgreSQL; see recap.api.aio)."""
+    from recap.api import aio  # the asyncio extra: only for asyncio callers
 
     batch = _checked(session_id, turns, user_id)
     ids: list[int] = []

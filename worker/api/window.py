@@ -1,9 +1,9 @@
-"""The reply core's ``build_context`` half (:mod:`worker.api.core` has the
+"""The reply core's ``build_context`` half (:mod:`recap.api.core` has the
 writes): the one-snapshot read, the memories reads and the assembly, with no I/O.
 
 :func:`snapshot_query` -> :func:`window_of` -> :func:`memories_queries` /
 :func:`with_memories` -> :func:`assemble_window`; the sync driver is
-:mod:`worker.api.context`, the asyncio one :mod:`worker.api.aio`.
+:mod:`recap.api.context`, the asyncio one :mod:`recap.api.aio`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
-from models import ChatMessage, ChatSession
-from worker.core import adaptive
-from worker.core.assemble import Context, Row, assemble
-from worker.core.recall import Candidate, query_terms, topic_terms
-from worker.core.validate import text_or_raise
-from worker.errors import InvalidInput, SessionNotFound
-from worker.settings import Settings
-from worker.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
+from recap.core import adaptive
+from recap.core.assemble import Context, Row, assemble
+from recap.core.recall import Candidate, query_terms, topic_terms
+from recap.core.validate import text_or_raise
+from recap.errors import InvalidInput, SessionNotFound
+from recap.models import ChatMessage, ChatSession
+from recap.settings import Settings
+from recap.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
 
 
 class Window(NamedTuple):
@@ -31,7 +31,7 @@ class Window(NamedTuple):
     summary_tokens: int
     rows: list[Row]
     budget: int
-    scopes: tuple[str, ...]  # whose memories (worker.store.recall.scopes)
+    scopes: tuple[str, ...]  # whose memories (recap.store.recall.scopes)
     memories: tuple[Candidate, ...] = ()
     # The few most relevant to the newest user turn, shown besides the block chosen
     # per summary version (RECAP_MEMORY_REPLY_TOKENS).

@@ -14,10 +14,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
-from worker.cli import (
+import recap
+from recap.cli import (
     bench,
+    celery_run,
     check,
     configure,
     context,
@@ -41,8 +44,8 @@ from worker.cli import (
     sweep,
     tokenizer,
 )
-from worker.cli.base import PROG, Subparsers, err
-from worker.cli.ingest import parse_line
+from recap.cli.base import PROG, Subparsers, err
+from recap.cli.ingest import parse_line
 
 __all__ = ["build_parser", "main", "parse_line"]
 
@@ -56,7 +59,8 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, db, tokenizer, serve, demo, eval, bench, check)
+                                 configure, db, tokenizer, serve, celery_run, demo, eval, bench,
+                                 check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,9 +93,9 @@ def _require_database(command: str) -> None:
     line, raises DatabaseNotReady); create and migrate the embedded default."""
     if command in _OWN_DATABASE:
         return
-    from worker.db import DatabaseOptions, make_engine, use_database
-    from worker.migrate import ensure_schema
-    from worker.settings import get_settings
+    from recap.db import DatabaseOptions, make_engine, use_database
+    from recap.migrate import ensure_schema
+    from recap.settings import get_settings
 
     options = DatabaseOptions.of(get_settings())
     use_database(options)  # every command's transactions use the database checked here
@@ -104,23 +108,48 @@ def _require_database(command: str) -> None:
 
 def _offline_encodings() -> None:
     """With no TIKTOKEN_CACHE_DIR, a checkout's neighbouring shared/tiktoken-cache
-    folder (worker.paths.checkout_tiktoken_cache), for this process and those it
+    folder (recap.paths.checkout_tiktoken_cache), for this process and those it
     starts: tiktoken reads the variable on every load, and a machine that cannot
     download its encodings then still runs `recap demo` as README gives it."""
-    from worker.paths import checkout_tiktoken_cache
+    from recap.paths import checkout_tiktoken_cache
 
     if not os.environ.get("TIKTOKEN_CACHE_DIR") and (found := checkout_tiktoken_cache()):
         os.environ["TIKTOKEN_CACHE_DIR"] = str(found)
 
 
+def shadowing_module(folder: Path) -> Path | None:
+    """An app's own ``recap.py`` (or ``recap/`` package) in ``folder``: Python run from
+    there (``python -c``, ``python -m recap.testing``, the app's ``from recap import
+    ...``) imports it instead of Recap. None when there is none."""
+    ours = Path(recap.__file__).resolve()
+    for candidate in (folder / "recap.py", folder / "recap" / "__init__.py"):
+        if candidate.is_file() and candidate.resolve() != ours:
+            return candidate
+    return None
+
+
+def _warn_shadowing() -> None:
+    found = shadowing_module(Path.cwd())
+    if found is not None:
+        err(f"warning: {found} hides Recap's package `recap` from Python run in this "
+            "folder (python -c, python -m recap.testing, your app's `from recap import "
+            "...`): rename it (e.g. app_recap.py), or run Recap as a separate service "
+            "over HTTP (recap serve)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (argparse's 2 for usage errors)."""
+    _warn_shadowing()
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in and args_in[0] in celery_run.COMMANDS:
+        _offline_encodings()
+        return celery_run.start(args_in[0], args_in[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else 0
-    from worker.errors import RecapError
+    from recap.errors import RecapError
 
     _offline_encodings()
     try:
@@ -155,8 +184,8 @@ def _logged(exc: Exception, argv: Sequence[str] | None) -> str:
     import traceback
     from datetime import UTC, datetime
 
-    from worker.db import scrub
-    from worker.paths import cli_log
+    from recap.db import scrub
+    from recap.paths import cli_log
 
     scrub(exc)  # a database error's DETAIL may quote chat text: never into the log
     first = (str(exc).strip().splitlines() or [""])[0]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from worker.ops.requeue import Queued
+    from recap.ops.requeue import Queued
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 else:

@@ -1,12 +1,12 @@
 """``recap bench [ARGS ...]``: run the benchmarks (``python -m bench``) from the
-checkout next to ``worker/``; every argument passes through (a leading ``--``
-is dropped), and so does bench's exit code."""
+checkout (or from ``bench/`` on the path, as in the image); every argument passes
+through (a leading ``--`` is dropped), and so does bench's exit code."""
 
 from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command
+from recap.cli.base import Subparsers, command
 
 
 def register(sub: Subparsers) -> None:
@@ -21,11 +21,11 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    import worker
-    from worker.errors import RecapError
+    import recap
+    from recap.errors import RecapError
 
-    # bench/ lives in the checkout next to worker/, and is not an installed package.
-    root = Path(worker.__file__).resolve().parent.parent
+    # bench/ lives in the checkout beside the package's folder, not in the package.
+    root = Path(recap.__file__).resolve().parent.parent
     if (root / "bench").is_dir() and str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:

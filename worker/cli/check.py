@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, err
+from recap.cli.base import Subparsers, command, err
 
 
 def register(sub: Subparsers) -> None:
@@ -16,8 +16,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.jobs.resources import get_resources
-    from worker.llm.probe import probe
+    from recap.jobs.resources import get_resources
+    from recap.llm.probe import probe
 
     res = get_resources()  # ConfigError (no key, bad settings) comes out as recap: error
     if res.client is None:

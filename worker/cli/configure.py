@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from worker.cli.base import Subparsers, command, emit_json, glossary
+from recap.cli.base import Subparsers, command, emit_json, glossary
 
-# worker.settings.Tuning's fields (a test keeps the two equal). Listed here, not
+# recap.settings.Tuning's fields (a test keeps the two equal). Listed here, not
 # imported, so that `recap --help` loads no settings machinery.
 KEYS = {
     "policy": "when and how deep to fold: adaptive (the session's own marks) or threshold "
@@ -53,8 +53,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.errors import InvalidInput
-    from worker.sessions.overrides import configure_session
+    from recap.errors import InvalidInput
+    from recap.sessions.overrides import configure_session
 
     if args.reset and args.settings:
         raise InvalidInput("--reset removes every override: give it no KEY=VALUE")
@@ -74,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _stored(session_id: str) -> dict[str, Any] | None:
     """The session's overrides, read only (SessionNotFound for an unknown id)."""
-    from models import ChatSession
-    from worker.core.validate import check_session_id
-    from worker.db import transaction
-    from worker.errors import SessionNotFound
+    from recap.core.validate import check_session_id
+    from recap.db import transaction
+    from recap.errors import SessionNotFound
+    from recap.models import ChatSession
 
     check_session_id(session_id)
     with transaction() as db:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from worker.cli.base import Subparsers, command
+from recap.cli.base import Subparsers, command
 
 
 def register(sub: Subparsers) -> None:
@@ -26,7 +26,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.errors import InvalidInput
+    from recap.errors import InvalidInput
 
     system_prompt = ""
     if args.system:
@@ -34,14 +34,14 @@ def run(args: argparse.Namespace) -> int:
             system_prompt = Path(args.system).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read the system prompt {args.system}: {exc}") from None
-    from worker.api.context import render_json
+    from recap.api.context import render_json
 
     print(render_json(args.session_id, system_prompt), flush=True)
     if not args.quiet:
-        from worker.cli.outlook import describe
-        from worker.db import transaction, utcnow
-        from worker.ops.outlook import session_outlook
-        from worker.settings import get_settings
+        from recap.cli.outlook import describe
+        from recap.db import transaction, utcnow
+        from recap.ops.outlook import session_outlook
+        from recap.settings import get_settings
 
         with transaction() as db:
             outlook = session_outlook(args.session_id, db=db, settings=get_settings(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, err
+from recap.cli.base import Subparsers, command, err
 
 
 def register(sub: Subparsers) -> None:
@@ -29,8 +29,8 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
-    from worker.db import make_engine
-    from worker.migrate import (
+    from recap.db import make_engine
+    from recap.migrate import (
         UNREACHABLE,
         head_revisions,
         safe_url,
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         sqlite_file,
         upgrade,
     )
-    from worker.settings import get_settings
+    from recap.settings import get_settings
 
     url = get_settings().database_url
     where = safe_url(url)
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _current_or_none(url: str) -> tuple[str, ...]:
-    from worker.db import make_engine
-    from worker.migrate import current_revisions, sqlite_file
+    from recap.db import make_engine
+    from recap.migrate import current_revisions, sqlite_file
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():

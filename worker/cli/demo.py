@@ -1,5 +1,5 @@
 """``recap demo [--messages N] [--db PATH] [--keep]``: run Recap's real pipeline on a
-local SQLite database, with no services (the same as ``python -m worker.demo``).
+local SQLite database, with no services (the same as ``python -m recap.demo``).
 
 Without ``--db`` the files go to a new temporary directory, removed at the end
 unless ``--keep``; a ``--db`` file is always kept."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, positive
+from recap.cli.base import Subparsers, command, positive
 
 
 def register(sub: Subparsers) -> None:
@@ -22,6 +22,6 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.demo.run import main
+    from recap.demo.run import main
 
     return main(args)

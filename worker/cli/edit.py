@@ -10,7 +10,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from worker.cli.base import Subparsers, command, emit_json, positive
+from recap.cli.base import Subparsers, command, emit_json, positive
 
 
 def register(sub: Subparsers) -> None:
@@ -24,8 +24,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.errors import InvalidInput
-    from worker.sessions.edit import edit_message
+    from recap.errors import InvalidInput
+    from recap.sessions.edit import edit_message
 
     content: object = args.content
     if args.blocks is not None:

@@ -1,13 +1,13 @@
 """``recap eval [--quick] [--qa] [--conversation FILE --expect FILE] [--base-url URL
 --model NAME]``: how many planted specifics Recap and its peers keep after each fold
-(see worker.evals.main). With ``--base-url``, against any server that speaks the
+(see recap.evals.main). With ``--base-url``, against any server that speaks the
 Messages API (a local llama.cpp or vLLM server, a proxy): see docs/EVALUATION.md."""
 
 from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, positive
+from recap.cli.base import Subparsers, command, positive
 
 QUICK_MESSAGES, QUICK_FACTS = 200, 12  # --quick: offline, well under a minute
 FULL_MESSAGES, FULL_FACTS = 1000, 40  # the whole demo conversation
@@ -45,8 +45,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.errors import ConfigError
-    from worker.evals.main import main
+    from recap.errors import ConfigError
+    from recap.evals.main import main
 
     if not 0.0 <= args.loss < 1.0:
         raise ConfigError(f"--loss must be in [0, 1), got {args.loss}")

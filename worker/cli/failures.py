@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from worker.cli.base import Subparsers, command, emit_json, positive
+from recap.cli.base import Subparsers, command, emit_json, positive
 
 
 def register(sub: Subparsers) -> None:
@@ -22,10 +22,10 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.core.text import redact
-    from worker.db import transaction
-    from worker.ops import requeue as ops
-    from worker.settings import get_settings
+    from recap.core.text import redact
+    from recap.db import transaction
+    from recap.ops import requeue as ops
+    from recap.settings import get_settings
 
     key = get_settings().anthropic_api_key
     secret = key.get_secret_value() if key else None

@@ -1,9 +1,9 @@
 """``recap forget (--session ID | --user ID) [--source KIND]``: erase everything
-stored about one session or one user, in one transaction (``worker.forget``).
+stored about one session or one user, in one transaction (``recap.forget``).
 
 With ``--source KIND`` only memories go: what the session (or the user's
 sessions) stated as KIND (user, assistant, tool, document, unverified, guard,
-legacy), a memory going when its last source goes (``worker.forget_memories``);
+legacy), a memory going when its last source goes (``recap.forget_memories``);
 messages and summaries stay.
 
 Deletes the messages (active and archived), the session rows (summary, title,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json
+from recap.cli.base import Subparsers, command, emit_json
 
 
 def register(sub: Subparsers) -> None:
@@ -33,7 +33,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.sessions.forget import forget, forget_memories
+    from recap.sessions.forget import forget, forget_memories
 
     if args.source is not None:
         dropped = forget_memories(session_id=args.session, user_id=args.user,

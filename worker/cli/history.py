@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from worker.cli.base import Subparsers, command, emit_json, positive
+from recap.cli.base import Subparsers, command, emit_json, positive
 
 
 def register(sub: Subparsers) -> None:
@@ -21,7 +21,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.sessions.history import history, summary_at
+    from recap.sessions.history import history, summary_at
 
     if args.version is not None:
         found = summary_at(args.session_id, args.version)

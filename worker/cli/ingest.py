@@ -17,7 +17,7 @@ import io
 import sys
 from typing import IO, Any
 
-from worker.cli.base import Subparsers, command, err
+from recap.cli.base import Subparsers, command, err
 
 REQUIRED_FIELDS = ("session_id", "role", "content")
 KNOWN_FIELDS = frozenset((*REQUIRED_FIELDS, "pinned"))
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_line(line: str) -> tuple[str, str, Any, bool]:
     """One JSON line -> (session_id, role, content, pinned); InvalidInput names the problem."""
-    from worker.core.validate import json_object
-    from worker.errors import InvalidInput
+    from recap.core.validate import json_object
+    from recap.errors import InvalidInput
 
     record = json_object(line)
     missing = [f for f in REQUIRED_FIELDS if f not in record]
@@ -79,14 +79,14 @@ def _open_input(name: str) -> IO[str]:
     try:
         return open(name, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     except OSError as exc:
-        from worker.errors import InvalidInput
+        from recap.errors import InvalidInput
 
         raise InvalidInput(f"cannot read {name}: {exc.strerror}") from None
 
 
 def _ingest(stream: IO[str], counts: dict[str, int], *, strict: bool) -> int:
-    from worker.api.ingest import add_message, reply_jobs
-    from worker.errors import InvalidInput
+    from recap.api.ingest import add_message, reply_jobs
+    from recap.errors import InvalidInput
 
     for number, line in enumerate(stream, start=1):
         counts["line"] = number

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json
+from recap.cli.base import Subparsers, command, emit_json
 
 COLUMNS = ("[IMPORTANCE 1-5, 5 = most important] CATEGORY (preference, personal, work, plan, "
            "fact or other) FACT (messages: ids of the condensed batch it was mined from)")
@@ -35,7 +35,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.sessions.overrides import memories
+    from recap.sessions.overrides import memories
 
     facts = memories(args.session_id)
     if args.json:

@@ -1,7 +1,7 @@
 """``recap metrics [--address A] [--port P]``: a Prometheus exporter.
 
 Serves ``/metrics`` over HTTP (prometheus_client). Every scrape reads the
-database (worker.ops.metrics.snapshot, one short read transaction), so one
+database (recap.ops.metrics.snapshot, one short read transaction), so one
 exporter is right whatever number of workers run; it caches only the totals of
 runs recorded more than 30 minutes ago, so a scrape reads recent rows only. If
 the database cannot be read, the scrape still answers, with ``recap_up 0``.
@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
-from worker.cli.base import Subparsers, command
+from recap.cli.base import Subparsers, command
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -53,8 +53,8 @@ def _port(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
-    from worker.ops.exporter import RecapCollector
-    from worker.settings import get_settings
+    from recap.ops.exporter import RecapCollector
+    from recap.settings import get_settings
 
     get_settings()  # refuse a bad configuration now, not at the first scrape
     registry = CollectorRegistry()

@@ -1,5 +1,5 @@
 """How ``recap context``, ``recap stats`` and ``recap sessions`` put a session's
-outlook (worker.ops.outlook): why it is not summarized yet and what will
+outlook (recap.ops.outlook): why it is not summarized yet and what will
 trigger it. Not a command: the commands share these lines."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from worker.ops.outlook import SessionOutlook
+    from recap.ops.outlook import SessionOutlook
 
 _JOB = {"queued": "a summarize job is queued",
         "running": "a summarize job is running now",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json
+from recap.cli.base import Subparsers, command, emit_json
 
 
 def register(sub: Subparsers) -> None:
@@ -20,9 +20,9 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.jobs.archive import resummarize
-    from worker.jobs.resources import get_resources
-    from worker.store.enqueue import send
+    from recap.jobs.archive import resummarize
+    from recap.jobs.resources import get_resources
+    from recap.store.enqueue import send
 
     outcome = resummarize(args.session_id, res=get_resources())
     if outcome.more_work:  # its pending marker was set with the write; never raises

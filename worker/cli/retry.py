@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, report_queued
+from recap.cli.base import Subparsers, command, report_queued
 
 
 def register(sub: Subparsers) -> None:
@@ -24,10 +24,10 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.core.validate import check_session_id
-    from worker.db import transaction, utcnow
-    from worker.ops import requeue as ops
-    from worker.settings import get_settings
+    from recap.core.validate import check_session_id
+    from recap.db import transaction, utcnow
+    from recap.ops import requeue as ops
+    from recap.settings import get_settings
 
     settings = get_settings()
     if args.all_dead:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from worker.cli.base import Subparsers, command, emit_json, whole_number
+from recap.cli.base import Subparsers, command, emit_json, whole_number
 
 
 def register(sub: Subparsers) -> None:
@@ -23,7 +23,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.sessions.rewind import rewind
+    from recap.sessions.rewind import rewind
 
     emit_json(asdict(rewind(args.session_id, args.after)))
     return 0

@@ -1,12 +1,12 @@
 """``recap serve [--host H] [--port P] [--workers N] [--no-auth] [--print-openapi]``:
-the HTTP API (worker.http) on uvicorn.
+the HTTP API (recap.http) on uvicorn.
 
 Every route but ``/healthz`` needs ``Authorization: Bearer KEY``, a key of
 RECAP_API_KEYS (comma-separated, so keys can be rotated). Without a key the
 server refuses to start, unless ``--no-auth`` is given on a loopback address
 (127.0.0.1, ::1, localhost); ``--no-auth`` on any other address is refused too.
 The access log names method, path and status: never a key or message text.
-Needs the ``server`` extra (``pip install 'recap[server]'``).
+Needs the ``server`` extra (``pip install 'recap-worker[server]'``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import json
 import os
 import sys
 
-from worker.cli.base import Subparsers, command, err, whole_number
+from recap.cli.base import Subparsers, command, err, whole_number
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-APP = "worker.http.app:create_app"
+APP = "recap.http.app:create_app"
 
 
 def register(sub: Subparsers) -> None:
@@ -57,7 +57,7 @@ def is_loopback(host: str) -> bool:
 
 def openapi_json() -> str:
     """The API's OpenAPI schema, as committed in docs/openapi.json."""
-    from worker.http.app import build_api
+    from recap.http.app import build_api
 
     return json.dumps(build_api().openapi(), indent=2, sort_keys=True) + "\n"
 
@@ -77,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError:
-        err("error: recap serve needs the server extra: pip install 'recap[server]'")
+        err("error: recap serve needs the server extra: pip install 'recap-worker[server]'")
         return 1
     if args.print_openapi:
         sys.stdout.write(openapi_json())
         return 0
-    from worker.http.app import NO_AUTH_ENV
-    from worker.http.guard import parse_keys
-    from worker.settings import get_settings
+    from recap.http.app import NO_AUTH_ENV
+    from recap.http.guard import parse_keys
+    from recap.settings import get_settings
 
     settings = get_settings()  # a bad configuration is one line now, not a worker's traceback
     why = refusal(host=args.host, no_auth=args.no_auth,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json, glossary, positive
+from recap.cli.base import Subparsers, command, emit_json, glossary, positive
 
 STATES = {
     "due": "a rule fires now: the hook or the sweeper queues a job",
@@ -41,9 +41,9 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.db import transaction, utcnow
-    from worker.ops.outlook import largest
-    from worker.settings import get_settings
+    from recap.db import transaction, utcnow
+    from recap.ops.outlook import largest
+    from recap.settings import get_settings
 
     with transaction() as db:
         rows = largest(db=db, settings=get_settings(), now=utcnow(), limit=args.limit)

@@ -5,7 +5,7 @@ summarized yet and what will trigger it.
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
 jobs are counted apart. "token estimate / API count" compares the two per model
-over its latest summarize runs (worker.ops.stats.estimate_ratios). ``--json``
+over its latest summarize runs (recap.ops.stats.estimate_ratios). ``--json``
 adds the sessions as ``largest_sessions``.
 """
 
@@ -15,8 +15,8 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from worker.cli.base import Subparsers, command, emit_json, whole_number
-from worker.cli.outlook import describe
+from recap.cli.base import Subparsers, command, emit_json, whole_number
+from recap.cli.outlook import describe
 
 STATS_LABELS = {
     "sessions": "sessions",
@@ -69,10 +69,10 @@ def _count(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.db import transaction, utcnow
-    from worker.ops import stats
-    from worker.ops.outlook import largest
-    from worker.settings import get_settings
+    from recap.db import transaction, utcnow
+    from recap.ops import stats
+    from recap.ops.outlook import largest
+    from recap.settings import get_settings
 
     settings = get_settings()
     now = utcnow()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.base import Subparsers, command, emit_json, err, report_queued
+from recap.cli.base import Subparsers, command, emit_json, err, report_queued
 
 
 def register(sub: Subparsers) -> None:
@@ -31,10 +31,10 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.core.validate import check_session_id
-    from worker.db import utcnow
-    from worker.ops import requeue as ops
-    from worker.settings import get_settings
+    from recap.core.validate import check_session_id
+    from recap.db import utcnow
+    from recap.ops import requeue as ops
+    from recap.settings import get_settings
 
     settings = get_settings()
     session_id = check_session_id(args.session_id)
@@ -46,12 +46,12 @@ def run(args: argparse.Namespace) -> int:
 def _summarize_now(session_id: str, *, force: bool = False) -> int:
     import uuid
 
-    from worker.db import transaction
-    from worker.errors import ConfigError, SessionNotFound
-    from worker.jobs.outcome import Job, is_transient
-    from worker.jobs.resources import get_resources
-    from worker.jobs.summarize import summarize
-    from worker.ops import requeue as ops
+    from recap.db import transaction
+    from recap.errors import ConfigError, SessionNotFound
+    from recap.jobs.outcome import Job, is_transient
+    from recap.jobs.resources import get_resources
+    from recap.jobs.summarize import summarize
+    from recap.ops import requeue as ops
 
     with transaction() as db:
         if ops.missing_sessions([session_id], db=db):

@@ -12,10 +12,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from worker.cli.base import Subparsers, command, err, positive
+from recap.cli.base import Subparsers, command, err, positive
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from recap.settings import Settings
 
 
 def register(sub: Subparsers) -> None:
@@ -27,8 +27,8 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.jobs.sweeper import sweep
-    from worker.settings import get_settings
+    from recap.jobs.sweeper import sweep
+    from recap.settings import get_settings
 
     settings = get_settings()
     if not args.all:
@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep_all(settings: Settings, *, batch: int) -> int:
-    from worker.db import utcnow
-    from worker.errors import BrokerUnavailable
-    from worker.ops import requeue as ops
+    from recap.db import utcnow
+    from recap.errors import BrokerUnavailable
+    from recap.ops import requeue as ops
 
     progress = ops.Backfill()
     live = sys.stderr.isatty()

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from worker.cli.base import Subparsers, command
+from recap.cli.base import Subparsers, command
 
 # tiktoken_ext.openai_public: where tiktoken downloads cl100k_base from, and the
 # sha256 it checks the file against.
@@ -58,8 +58,8 @@ def cache_dir() -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.errors import ConfigError, InvalidInput
-    from worker.llm.tokens import ENCODING, count_tokens
+    from recap.errors import ConfigError, InvalidInput
+    from recap.llm.tokens import ENCODING, count_tokens
 
     source_dir = cache_dir()
     if source_dir is None:

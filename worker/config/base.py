@@ -6,10 +6,10 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from worker.paths import default_broker_path, default_database_path
+from recap.paths import default_broker_path, default_database_path
 
 # The embedded default: one SQLite file for data and one for the broker, so
-# `recap demo` and a first `celery -A worker worker` need no services at all.
+# `recap demo` and a first `celery -A recap worker` need no services at all.
 # RECAP_ENV=production refuses to start on these defaults. Both live in the
 # user's data directory (worker/paths.py), never the current one.
 DEFAULT_DATABASE_URL = f"sqlite:///{default_database_path()}"

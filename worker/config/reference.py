@@ -1,6 +1,6 @@
 """docs/SETTINGS.md and .env.example, generated from the settings model.
 
-``python -m worker.config.reference`` rewrites both; tests/test_settings_reference.py
+``python -m recap.config.reference`` rewrites both; tests/test_settings_reference.py
 fails when either is stale. A setting's line comes from its ``description``, its
 group from the model that declares it (worker/config).
 """
@@ -14,10 +14,10 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from worker.config.features import Calls, Replies, Retention
-from worker.config.services import STANDARD, HttpApi, Services
-from worker.config.timing import DERIVED, Sweeper, Timing
-from worker.config.tuning import TUNABLE, Tuning
+from recap.config.features import Calls, Replies, Retention
+from recap.config.services import STANDARD, HttpApi, Services
+from recap.config.timing import DERIVED, Sweeper, Timing
+from recap.config.tuning import TUNABLE, Tuning
 
 GROUPS: tuple[type[BaseModel], ...] = (Services, Tuning, Calls, Retention, Replies, Timing,
                                        Sweeper, HttpApi)
@@ -30,7 +30,7 @@ ENV_PREAMBLE = """\
 # Every Recap service of docker-compose.yml reads this one file (env_file), and
 # honcho and foreman read it for the Procfile: a setting written here reaches
 # every process. Commented-out lines show the default that applies when unset.
-# Generated from worker/config by `python -m worker.config.reference` (edit the
+# Generated from worker/config by `python -m recap.config.reference` (edit the
 # settings' descriptions there, not this file); the same list: docs/SETTINGS.md.
 
 # ---------------------------------------------------------------- secrets ---
@@ -138,7 +138,7 @@ def markdown() -> str:
     """docs/SETTINGS.md."""
     out = ["# Settings", "",
            "Generated from the settings model (worker/config) by",
-           "`python -m worker.config.reference`; do not edit by hand. Every setting is an",
+           "`python -m recap.config.reference`; do not edit by hand. Every setting is an",
            "environment variable; the standard names (DATABASE_URL, CELERY_BROKER_URL,",
            "ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) have no prefix. Settings marked *session*",
            "may also be overridden per session (`recap configure`). Settings marked",

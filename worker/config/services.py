@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 
-from worker.config.base import DEFAULT_BROKER_URL, DEFAULT_DATABASE_URL, MAX_SECONDS, Name
+from recap.config.base import DEFAULT_BROKER_URL, DEFAULT_DATABASE_URL, MAX_SECONDS, Name
 
 # Read as-is, without the RECAP_ prefix: the names every tool already uses.
 STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
@@ -60,7 +60,7 @@ class Services(BaseModel):
 class HttpApi(BaseModel):
     """The HTTP API.
 
-    `recap serve` (worker.http): who may call it and what it accepts.
+    `recap serve` (recap.http): who may call it and what it accepts.
     """
 
     # Comma-separated so a new key can go in before the old one goes out.

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from worker.config.base import MAX_SECONDS
+from recap.config.base import MAX_SECONDS
 
 TIME_LIMIT_DEFAULT = 300
 BACKOFF_MAX_DEFAULT = 300.0
@@ -92,7 +92,7 @@ class Timing(BaseModel):
         "Redis redelivers an unacknowledged job after this; above limit + backoff cap."))
     # The SDK's own retries are off: Celery owns retrying, so a job holds a worker
     # slot for at most one request timeout per chunk. A total deadline per call
-    # (worker.llm.deadline), not only per socket read.
+    # (recap.llm.deadline), not only per socket read.
     llm_timeout_s: float = Field(30.0, ge=0.1, le=600, description=(
         "Seconds one Claude request may take in total before it is abandoned and retried."))
     # After this many claims that found the previous holder's lease expired (its

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from worker.config.base import DEFAULT_MODEL, MODEL_MAX_CHARS, Name
+from recap.config.base import DEFAULT_MODEL, MODEL_MAX_CHARS, Name
 
 
 class Tuning(BaseModel):

@@ -21,7 +21,7 @@ How the stored window becomes a valid request (see :func:`assemble`):
 - ``messages`` holds only user/assistant turns that alternate, starting with a
   user turn; nothing is empty. ``tool`` rows become user turns. Rows stored as
   content arrays come back as blocks, tool results paired with their calls and
-  thinking passed back where the API requires it (see worker.core.replay);
+  thinking passed back where the API requires it (see recap.core.replay);
   string rows come back as strings.
 - The last turn may be the assistant's: the API then treats it as a prefill and
   continues it, and some models refuse prefills. The app normally appends its
@@ -42,11 +42,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
-from worker.core.recall import Candidate, choose
-from worker.core.replay import SEPARATOR, replay
-from worker.core.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
-from worker.core.text import defuse_all
-from worker.errors import InvalidInput
+from recap.core.recall import Candidate, choose
+from recap.core.replay import SEPARATOR, replay
+from recap.core.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
+from recap.core.text import defuse_all
+from recap.errors import InvalidInput
 
 Block = dict[str, Any]
 

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from worker.errors import InvalidInput
+from recap.errors import InvalidInput
 
 # The API's pattern for tool ids and tool names.
 TOOL_ID = r"^[a-zA-Z0-9_-]+$"

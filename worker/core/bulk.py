@@ -2,7 +2,7 @@
 
 Users paste logs, configs, tables and stack traces; in the demo conversation
 most tokens are inside such blocks, and each condensed message is sent to the
-model once, in full. The retention guard (worker.core.specifics) requires of a
+model once, in full. The retention guard (recap.core.specifics) requires of a
 bulk block only its first non-empty line, plus what the surrounding prose
 mentions, which the prose carries itself. So a block above a token cap is sent
 as an excerpt: its fences, its lines up to the first non-empty one, every line
@@ -11,8 +11,8 @@ first lines while they fit the cap. Each run of left-out lines becomes one
 marker line (:data:`MARKER`), unless the marker would cost more than the run.
 
 The excerpt reads exactly as the original to
-:func:`~worker.core.specifics.extract_specifics`: blocks are found by the same
-:func:`~worker.core.specifics.segments`, every line it reads is kept, and the
+:func:`~recap.core.specifics.extract_specifics`: blocks are found by the same
+:func:`~recap.core.specifics.segments`, every line it reads is kept, and the
 marker is indented four spaces, so inside an unfenced run it is one more bulk
 line of the run (never prose, whose digits would become required specifics),
 and inside a fenced block it never comes before the first non-empty line.
@@ -24,8 +24,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from worker.core.prompt import Turn
-from worker.core.specifics import Segment, contains, extract_specifics, lead, segments
+from recap.core.prompt import Turn
+from recap.core.specifics import Segment, contains, extract_specifics, lead, segments
 
 MARKER = "    [... {n} {lines} of this block not sent to the summarizer ...]"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from worker.core.specifics import MAX_SPECIFIC_CHARS, contains, extract_specifics
+from recap.core.specifics import MAX_SPECIFIC_CHARS, contains, extract_specifics
 
 CONTEXT_WORDS = 12
 CONTEXT_CHARS = 40  # for text without spaces (Japanese, Chinese)

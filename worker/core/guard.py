@@ -4,10 +4,10 @@
 section, a live memory or a message held back in the window) stays kept until
 the user deletes it (forget, rewind, edit). Folds keep it (below), and so do
 supersedes: a memory is superseded only by one that keeps all of its specifics
-(worker.core.memories.may_replace). tests/core/test_guard_folds.py checks it
+(recap.core.memories.may_replace). tests/core/test_guard_folds.py checks it
 across random fold sequences with a weak model (copies, echoes, junk replaces).
 
-A fold must keep every specific (worker.core.specifics) of the messages it
+A fold must keep every specific (recap.core.specifics) of the messages it
 condenses and of the previous summary. *Kept* means present in the new summary
 or in the facts mined from this batch. The job asks the model once to repair a
 summary that omits some (:func:`repair_prompt`); what is still missing is then
@@ -43,7 +43,7 @@ a context that starts with an entry's prefix or a bullet loses it (:func:`peel`)
 so folds never stack ``X: - X: - X:`` prefixes. An entry is at most
 :data:`MAX_ENTRY_CHARS` long. Sentences that echo what Recap itself sent (the
 prompt, the tool schema) are cut from the summary and are never specifics
-(worker.core.echo).
+(recap.core.echo).
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.core.echo import strip_echo
-from worker.core.entries import CONTEXT_WORDS, MAX_ENTRY_CHARS, context, entry, peel, tidy
-from worker.core.memories import Fact
-from worker.core.prompt import Turn, escape
-from worker.core.specifics import absent, contains, extract_specifics
-from worker.core.text import defuse, tag_opener
+from recap.core.echo import strip_echo
+from recap.core.entries import CONTEXT_WORDS, MAX_ENTRY_CHARS, context, entry, peel, tidy
+from recap.core.memories import Fact
+from recap.core.prompt import Turn, escape
+from recap.core.specifics import absent, contains, extract_specifics
+from recap.core.text import defuse, tag_opener
 
 __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "MAX_ENTRY_CHARS", "Settlement", "context",
            "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
@@ -145,7 +145,7 @@ def details_lines(summary: str) -> list[str]:
 
 def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
     """The specifics a fold of ``turns`` onto ``previous`` must keep (pass the
-    previous summary without its echoes of Recap's prompt: worker.core.echo)."""
+    previous summary without its echoes of Recap's prompt: recap.core.echo)."""
     found: set[str] = set(extract_specifics(previous or "", whole=True))
     for t in turns:
         found |= extract_specifics(t.content)
@@ -189,7 +189,7 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
 
     ``units`` are the batch's ids grouped in policy units, oldest first;
     ``details_cap`` is the details section's most tokens (by ``count``);
-    ``corpus``: what Recap sent (worker.core.echo.sent_corpus), cut from the summary.
+    ``corpus``: what Recap sent (recap.core.echo.sent_corpus), cut from the summary.
     """
     summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]

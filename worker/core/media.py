@@ -25,7 +25,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from worker.errors import InvalidInput
+from recap.errors import InvalidInput
 
 IMAGE_DEFAULT_TOKENS = 1_600
 PDF_PAGE_TOKENS = 3_000 + IMAGE_DEFAULT_TOKENS

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.specifics import absent, extract_specifics
-from worker.core.text import sanitize
-from worker.errors import InvalidExtraction
+from recap.core.specifics import absent, extract_specifics
+from recap.core.text import sanitize
+from recap.errors import InvalidExtraction
 
 # The fixed set of categories (memories.category); anything else becomes "other".
 CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
@@ -30,8 +30,8 @@ class Fact:
     # The id of an existing memory (of the same user or session) this fact replaces,
     # as the model answered it; checked against the scope when saved, never trusted.
     replaces: int | None = None
-    # Who stated it (models.SOURCE_KINDS): as the model claims it until the job
-    # attributes it (worker.core.provenance.attribute); "guard" for the guard's.
+    # Who stated it (recap.models.SOURCE_KINDS): as the model claims it until the job
+    # attributes it (recap.core.provenance.attribute); "guard" for the guard's.
     source: str = "user"
 
     @property

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core import media
-from worker.core.blocks import validate_blocks
-from worker.core.render import digest, links_text
-from worker.core.validate import check_str
-from worker.errors import InvalidInput
+from recap.core import media
+from recap.core.blocks import validate_blocks
+from recap.core.render import digest, links_text
+from recap.core.validate import check_str
+from recap.errors import InvalidInput
 
 # Far above any real chat message (a bigger one is almost surely a bug upstream),
 # and small enough that one message is summarized within a job's time limit.
@@ -52,7 +52,7 @@ def prepare_content(role: str, content: object, *, max_inline_chars: int) -> Mes
     """``content`` (a string or a content array) for a message of ``role``.
 
     Raises InvalidInput naming the problem: for an array, the block (index and
-    type) and its field (see worker.core.blocks), and inline base64 data above
+    type) and its field (see recap.core.blocks), and inline base64 data above
     ``max_inline_chars`` (RECAP_MAX_INLINE_BASE64_CHARS) in one message.
     """
     if not isinstance(content, list):

@@ -1,5 +1,5 @@
 """Why a session is (or is not) summarized now, and what triggers its next summary
-(pure): :func:`outlook` explains a :func:`worker.core.policy.plan` that does not
+(pure): :func:`outlook` explains a :func:`recap.core.policy.plan` that does not
 fire (``recap stats``, ``recap context``, ``recap sessions``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.core.policy import (
+from recap.core.policy import (
     CAPACITY_USAGE,
     MessageInfo,
     Plan,

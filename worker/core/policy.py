@@ -29,7 +29,7 @@ Rules, in order:
 - ``adaptive``: the normal rule gives way to the session's own high-water mark,
   keep window and low-water mark (:func:`adapt`); capacity and aggressive stay.
 
-:func:`worker.core.outlook.outlook` explains a plan that does not fire.
+:func:`recap.core.outlook.outlook` explains a plan that does not fire.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from worker.core import adaptive
+from recap.core import adaptive
 
 
 class Mode(StrEnum):

@@ -1,6 +1,6 @@
 """The summarization prompt: template validation, rendering and chunking (pure).
 
-Loading templates from files is the Claude edge's job (worker.llm.templates)."""
+Loading templates from files is the Claude edge's job (recap.llm.templates)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.core.text import defuse_all
-from worker.errors import ConfigError
+from recap.core.text import defuse_all
+from recap.errors import ConfigError
 
 SYSTEM_PROMPT = (
     "You maintain a rolling summary of a chat conversation between a user and an assistant. "

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core import media
+from recap.core import media
 
 ARG_CHARS = 300
 CALL_CHARS = 1_000
@@ -118,7 +118,7 @@ class _Walker:
 
 def digest(blocks: list[dict[str, Any]]) -> Digest:
     """The text, token material and tool ids of validated ``blocks`` (see
-    :func:`worker.core.blocks.validate_blocks`). Raises InvalidInput for base64
+    :func:`recap.core.blocks.validate_blocks`). Raises InvalidInput for base64
     data that is not base64 or not its declared media type."""
     w = _Walker()
     text = "\n".join(w.block(b, f"content[{i}] ({b['type']})") for i, b in enumerate(blocks))

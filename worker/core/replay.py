@@ -1,5 +1,5 @@
 """Stored user/assistant/tool rows as Messages API turns (pure; used by
-:func:`worker.core.assemble.assemble`).
+:func:`recap.core.assemble.assemble`).
 
 - Rows become turns of alternating roles; ``tool`` rows are user turns. Rows of
   one role in a row merge into one turn.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from worker.core.render import digest
+from recap.core.render import digest
 
 SEPARATOR = "\n\n"
 TOOL_PREFIX = "[tool result]\n"

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.core.assemble import (
+from recap.core.assemble import (
     Context,
     as_blocks,
     is_memories_block,
     with_breakpoint_last,
 )
-from worker.core.replay import SEPARATOR
-from worker.errors import InvalidInput
+from recap.core.replay import SEPARATOR
+from recap.errors import InvalidInput
 
 
 def as_request(ctx: Context, *, user_message: str | None = None) -> dict[str, Any]:

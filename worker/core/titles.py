@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from worker.core.echo import is_echo, sent_corpus
-from worker.core.prompt import Turn, render_conversation
+from recap.core.echo import is_echo, sent_corpus
+from recap.core.prompt import Turn, render_conversation
 
 MAX_TITLE_CHARS = 80
 # 3-7 words is ~15 tokens in English and more in CJK; headroom without paying

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from worker.core.text import check_text
-from worker.errors import InvalidInput
+from recap.core.text import check_text
+from recap.errors import InvalidInput
 
 MAX_SESSION_ID = 255
 

@@ -1,11 +1,11 @@
-"""``python -m worker.demo``: the demo without the ``recap`` command."""
+"""``python -m recap.demo``: the demo without the ``recap`` command."""
 
 from __future__ import annotations
 
 import sys
 
-from worker.demo.run import main
-from worker.errors import RecapError
+from recap.demo.run import main
+from recap.errors import RecapError
 
 try:
     sys.exit(main())

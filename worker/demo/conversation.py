@@ -18,7 +18,7 @@ DATA_FILE = "conversation.json"
 
 @cache
 def _messages() -> tuple[tuple[str, str], ...]:
-    raw = json.loads(files("worker.demo").joinpath(DATA_FILE).read_text(encoding="utf-8"))
+    raw = json.loads(files("recap.demo").joinpath(DATA_FILE).read_text(encoding="utf-8"))
     return tuple((m["role"], m["content"]) for m in raw)
 
 

@@ -67,8 +67,8 @@ def session_state(session_id: str) -> tuple[bool, list[Any]]:
     """(idle: no job queued or running, the session's summary_runs rows)."""
     from sqlalchemy import select
 
-    from models import ChatSession, SummaryRun
-    from worker.db import transaction
+    from recap.db import transaction
+    from recap.models import ChatSession, SummaryRun
 
     with transaction() as db:
         row = db.get(ChatSession, session_id)
@@ -114,10 +114,10 @@ class Comparison:
 
 
 def compare(messages: Sequence[tuple[str, str]], ctx: Any, row: Any) -> Comparison:
-    """Both contexts counted the same way: :func:`worker.core.assemble.assemble` over
+    """Both contexts counted the same way: :func:`recap.core.assemble.assemble` over
     every fed message (no summary) against the context Recap assembled."""
-    from worker.core.assemble import Row, assemble
-    from worker.llm.tokens import count_tokens
+    from recap.core.assemble import Row, assemble
+    from recap.llm.tokens import count_tokens
 
     every = [Row(role, content, count_tokens(content)) for role, content in messages]
     without = assemble(SYSTEM_PROMPT, every, summary=None, summary_tokens=0,
@@ -152,10 +152,10 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
                  messages: Sequence[tuple[str, str]]) -> bool:
     """Before/after, the summary, the runs and the assembled context; True if a
     summary was applied."""
-    from models import ChatSession
-    from worker.api.context import build_context
-    from worker.core.assemble import SUMMARY_OPEN, content_text, system_text
-    from worker.db import transaction
+    from recap.api.context import build_context
+    from recap.core.assemble import SUMMARY_OPEN, content_text, system_text
+    from recap.db import transaction
+    from recap.models import ChatSession
 
     with transaction() as db:
         row = db.get(ChatSession, session_id)

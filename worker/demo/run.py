@@ -2,11 +2,11 @@
 
 Alembic creates (or upgrades) a SQLite database, a real Celery worker (threads
 pool) runs inside this process, and the scripted conversation
-(``worker/demo/conversation.json``) goes through ``worker.api.ingest.add_message``
+(``worker/demo/conversation.json``) goes through ``recap.api.ingest.add_message``
 and ``after_reply`` exactly as a chat app would call them. The demo waits for the
 worker after each queued job (as a chat's pace would allow), then prints the
 rolling summary, what was condensed (``summary_runs``) and the context
-``build_context`` assembles (:mod:`worker.demo.report`). The default thresholds
+``build_context`` assembles (:mod:`recap.demo.report`). The default thresholds
 are used (RECAP_* variables still apply); 80 messages (~30k tokens) are enough
 for the capacity rule to fire. Without ANTHROPIC_API_KEY the demo chooses the
 offline summarizer for itself (RECAP_SUMMARIZER=offline) and says so once, in a
@@ -21,9 +21,9 @@ ignored, so the demo never writes into a real database.
 The embedded broker is kombu's SQLAlchemy transport on the second SQLite file
 (``sqla+sqlite://``, the CELERY_BROKER_URL default), not ``memory://``, because:
 
-- it is what a first ``celery -A worker worker`` uses, so the demo proves that
-  default works (see ``worker.celery_app.broker_transport_options``);
-- it lives in a file, so it can be shared: ``celery -A worker worker`` given the
+- it is what a first ``celery -A recap worker`` uses, so the demo proves that
+  default works (see ``recap.celery_app.broker_transport_options``);
+- it lives in a file, so it can be shared: ``celery -A recap worker`` given the
   demo's DATABASE_URL and CELERY_BROKER_URL (``--keep`` keeps the files)
   consumes the same queue, which ``memory://`` (private to one process) can
   never do.
@@ -48,8 +48,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.demo.conversation import available, load
-from worker.demo.report import (
+from recap.demo.conversation import available, load
+from recap.demo.report import (
     Out,
     describe_run,
     first_line,
@@ -58,10 +58,10 @@ from worker.demo.report import (
     route_logs,
     session_state,
 )
-from worker.errors import ConfigError, WorkerTimeout
+from recap.errors import ConfigError, WorkerTimeout
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from recap.settings import Settings
 
 DEFAULT_MESSAGES = 80
 DATA_FILE = "recap.sqlite3"  # the file names of the embedded defaults (in the
@@ -86,7 +86,7 @@ def file_paths(db: str | None) -> tuple[Path, Path]:
 
 def migrate(url: str) -> None:
     """Create the demo's database at the migration head (from the installed package)."""
-    from worker.migrate import upgrade
+    from recap.migrate import upgrade
 
     upgrade(url)
 
@@ -116,9 +116,10 @@ def use_files(data: Path, broker: Path, **overrides: Any) -> Settings:
     """Point settings, engines and the Celery app at the demo's files (``overrides``:
     other settings by field name); returns the Settings, installed as the process's.
     The process environment is read, never written."""
-    from worker.celery_app import reconfigure
-    from worker.jobs.resources import reset_process_state
-    from worker.settings import env_name, load_settings, use_settings
+    from recap.celery_app import reconfigure
+    from recap.db import DatabaseOptions, use_database
+    from recap.jobs.resources import reset_process_state
+    from recap.settings import env_name, load_settings, use_settings
 
     env = {**os.environ, **{env_name(k): str(v) for k, v in overrides.items()}}
     demo_environment(data, broker, env)
@@ -131,6 +132,7 @@ def use_files(data: Path, broker: Path, **overrides: Any) -> Settings:
     # this process: rebuild them from these.
     reset_process_state()
     use_settings(settings)
+    use_database(DatabaseOptions.of(settings))
     reconfigure(settings)
     poll_faster()
     return settings
@@ -160,8 +162,8 @@ class Feeder:
     def wait_title(self) -> None:
         """Give the title job (queued after the first exchange) a moment to land, so the
         report can show it; a title that fails or is late is reported as missing."""
-        from models import ChatSession
-        from worker.db import transaction
+        from recap.db import transaction
+        from recap.models import ChatSession
 
         deadline = time.monotonic() + TITLE_WAIT_S
         while time.monotonic() < deadline:
@@ -172,7 +174,7 @@ class Feeder:
             time.sleep(0.05)
 
     def feed(self, messages: list[tuple[str, str]]) -> None:
-        from worker.api.ingest import add_message, after_reply
+        from recap.api.ingest import add_message, after_reply
 
         for i, (role, content) in enumerate(messages, start=1):
             message_id = add_message(self.session_id, role, content)
@@ -208,7 +210,7 @@ def main(args: argparse.Namespace | None = None) -> int:
 
 
 def remove_files(directory: Path) -> None:
-    from worker.db import reset_engines
+    from recap.db import reset_engines
 
     reset_engines()  # close the SQLite files first
     shutil.rmtree(directory, ignore_errors=True)
@@ -223,8 +225,8 @@ def _run(data: Path, broker: Path, count: int, *, keep: bool) -> int:
 
     from celery.contrib.testing.worker import start_worker
 
-    from worker.celery_app import app
-    from worker.jobs.resources import get_resources
+    from recap.celery_app import app
+    from recap.jobs.resources import get_resources
 
     summarizer = get_resources().summarizer  # ConfigError now (e.g. production without a key)
     header(out, offline=offline, model=summarizer.model)
@@ -265,7 +267,7 @@ def _run(data: Path, broker: Path, count: int, *, keep: bool) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m worker.demo",
+        prog="python -m recap.demo",
         description="Run Recap's real pipeline on a local SQLite database, with no services.")
     add_arguments(parser)
     return parser

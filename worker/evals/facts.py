@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.validate import json_object
-from worker.errors import InvalidInput
+from recap.core.validate import json_object
+from recap.errors import InvalidInput
 
 Message = tuple[str, str]
 

@@ -2,7 +2,7 @@
 peers, and print how many planted specifics each keeps after every fold.
 
 - ``--quick``: 200 messages with 12 planted facts, against a local stand-in of
-  the Messages API (worker.testing, made lossy: it drops a share of the
+  the Messages API (recap.testing, made lossy: it drops a share of the
   specifics from every summary, fact list and repair answer it writes). Runs
   offline in well under a minute. Its figures measure Recap's mechanism (the
   retention guard, memories, the context), not a model.
@@ -22,20 +22,20 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.demo.report import Out
-from worker.errors import ConfigError
-from worker.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
-from worker.evals.run import Ask, Series, run_peer, run_recap
+from recap.demo.report import Out
+from recap.errors import ConfigError
+from recap.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
+from recap.evals.run import Ask, Series, run_peer, run_recap
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from recap.settings import Settings
 
 FAKE_KEY = "sk-ant-eval-stand-in"
 
 
 def inputs(args: argparse.Namespace) -> tuple[list[Message], list[Planted], str]:
     """(conversation, facts, a line saying what they are)."""
-    from worker.demo.conversation import available, load
+    from recap.demo.conversation import available, load
 
     if args.conversation:
         if not args.expect:
@@ -90,8 +90,8 @@ def _stand_in(args: argparse.Namespace
               ) -> Iterator[tuple[str, Ask | None, str, dict[str, Any]]]:
     """The lossy stand-in server, and the settings pointing Recap at it (handed to
     run_recap; the process environment is never written)."""
-    from worker.evals.standin import EvalFake
-    from worker.settings import load_settings
+    from recap.evals.standin import EvalFake
+    from recap.settings import load_settings
 
     fake = EvalFake()
     fake.lose_specifics(args.loss, seed=args.seed)
@@ -114,7 +114,7 @@ def _server(args: argparse.Namespace) -> tuple[str, Ask | None, str, dict[str, A
     """The settings pointing Recap (and the peers) at ``--base-url``/``--model``."""
     import os
 
-    from worker.settings import load_settings
+    from recap.settings import load_settings
 
     key = args.api_key or os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_KEY
     overrides: dict[str, Any] = {"anthropic_api_key": key, "anthropic_base_url": args.base_url,
@@ -124,14 +124,14 @@ def _server(args: argparse.Namespace) -> tuple[str, Ask | None, str, dict[str, A
 
 
 def _has_key() -> bool:
-    from worker.settings import get_settings
+    from recap.settings import get_settings
 
     return get_settings().anthropic_api_key is not None
 
 
 def _configured(args: argparse.Namespace
                 ) -> tuple[str | None, Ask | None, str, dict[str, Any]]:
-    from worker.settings import get_settings
+    from recap.settings import get_settings
 
     settings = get_settings()
     if settings.anthropic_api_key is None:
@@ -160,7 +160,7 @@ def _asker(settings: Settings) -> Ask:
 
 def _peers(messages: Sequence[Message], facts: Sequence[Planted], *, base_url: str | None,
            ask: Ask | None, out: Out, have_key: bool) -> list[Series]:
-    from worker.evals.peers import PEERS
+    from recap.evals.peers import PEERS
 
     rows: list[Series] = []
     for runner in PEERS:

@@ -68,7 +68,7 @@ def _usage(run: PeerRun) -> Any:
 def _model(base_url: str | None, run: PeerRun | None = None) -> Any:
     from langchain_anthropic import ChatAnthropic
 
-    from worker.settings import DEFAULT_MODEL
+    from recap.settings import DEFAULT_MODEL
 
     # Keyword names as documented; ChatAnthropic's pydantic aliases confuse mypy.
     options: dict[str, Any] = {"model": DEFAULT_MODEL, "base_url": base_url,
@@ -82,7 +82,7 @@ def _model(base_url: str | None, run: PeerRun | None = None) -> Any:
 
 
 def _counter() -> Callable[[Iterable[Any]], int]:
-    from worker.llm.tokens import count_tokens
+    from recap.llm.tokens import count_tokens
 
     # Both peers re-count the whole history before every call: memoize per text.
     cached = functools.lru_cache(maxsize=65_536)(count_tokens)

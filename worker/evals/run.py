@@ -8,7 +8,7 @@ After every applied fold it reads ``build_context`` and counts the planted
 specifics present in what the model would see (summary, memories, window).
 
 :func:`run_peer` does the same for LangMem's ``summarize_messages`` and
-LangChain's ``SummarizationMiddleware`` (worker.evals.peers), on their own
+LangChain's ``SummarizationMiddleware`` (recap.evals.peers), on their own
 context after each of their summarization calls.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.evals.facts import Message, Planted, retained
+from recap.evals.facts import Message, Planted, retained
 
 QA_PREFIX = "Question about our conversation: "
 QA_SUFFIX = "\nAnswer with the specific detail only."
@@ -84,12 +84,12 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
     ``stand_in``: the model is the local stand-in, so the row never wears a Claude
     model's name.
     """
-    from worker.api.context import build_context
-    from worker.api.ingest import add_message
-    from worker.demo.run import file_paths, migrate, remove_files, use_files
-    from worker.jobs.outcome import Job
-    from worker.jobs.resources import get_resources, reset_process_state
-    from worker.jobs.summarize import summarize
+    from recap.api.context import build_context
+    from recap.api.ingest import add_message
+    from recap.demo.run import file_paths, migrate, remove_files, use_files
+    from recap.jobs.outcome import Job
+    from recap.jobs.resources import get_resources, reset_process_state
+    from recap.jobs.summarize import summarize
 
     data, broker = file_paths(None)
     series = Series("Recap", len(facts))
@@ -137,10 +137,10 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
 
 def _ask_in_session(session_id: str, question: str, ask: Ask, *, after: int) -> str:
     """Ask as a chat app does: the question is stored as the newest user turn (so the
-    memories shown are those relevant to it), then rewound away (worker.rewind)."""
-    from worker.api.context import as_request, build_context
-    from worker.api.ingest import add_message
-    from worker.sessions.rewind import rewind
+    memories shown are those relevant to it), then rewound away (recap.rewind)."""
+    from recap.api.context import as_request, build_context
+    from recap.api.ingest import add_message
+    from recap.sessions.rewind import rewind
 
     add_message(session_id, "user", question)
     try:
@@ -154,9 +154,9 @@ def stored_text(session_id: str) -> str:
     scopes (shown or not), its active window."""
     from sqlalchemy import select
 
-    from models import ChatMessage, ChatSession, Memory
-    from worker.db import transaction
-    from worker.store.recall import session_scopes
+    from recap.db import transaction
+    from recap.models import ChatMessage, ChatSession, Memory
+    from recap.store.recall import session_scopes
 
     with transaction() as s:
         summary = s.scalar(select(ChatSession.rolling_summary)
@@ -172,8 +172,8 @@ def _repairs(session_id: str) -> int:
     """Applied runs that made a repair call (0 where the column does not exist)."""
     from sqlalchemy import func, select
 
-    from models import SummaryRun
-    from worker.db import transaction
+    from recap.db import transaction
+    from recap.models import SummaryRun
 
     repaired = getattr(SummaryRun, "repaired", None)
     if repaired is None:
@@ -199,7 +199,7 @@ def quiz(facts: Sequence[Planted], answer: Callable[[str], str]) -> tuple[int, i
 def run_peer(name: str, runner: Callable[..., Any], messages: Sequence[Message],
              facts: Sequence[Planted], *, base_url: str | None, ask: Ask | None = None,
              progress: Callable[[str], None] = lambda _: None) -> Series:
-    """One peer (worker.evals.peers) on ``messages``, observed after each of its folds."""
+    """One peer (recap.evals.peers) on ``messages``, observed after each of its folds."""
     series = Series(name, len(facts))
     last: list[str] = [""]
 

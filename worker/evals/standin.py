@@ -1,4 +1,4 @@
-"""The Claude stand-in for benchmarks: worker.testing.FakeAnthropic plus fair peer replies.
+"""The Claude stand-in for benchmarks: recap.testing.FakeAnthropic plus fair peer replies.
 
 The test server answers Recap's prompt with a deterministic digest (previous
 summary + the first 12 words of each message, cut to 3 * max_tokens characters,
@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from worker.evals.run import QA_PREFIX
-from worker.testing import (
+from recap.evals.run import QA_PREFIX
+from recap.testing import (
     FakeAnthropic,
     Reply,
     Request,

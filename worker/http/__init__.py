@@ -1,19 +1,19 @@
 """Recap as a service: the HTTP API that ``recap serve`` runs (FastAPI on uvicorn).
 
-Every endpoint is the twin of a Python call (worker.api, worker.sessions,
-worker.ops) with the same guarantees: nothing lost, nothing applied twice, a
+Every endpoint is the twin of a Python call (recap.api, recap.sessions,
+recap.ops) with the same guarantees: nothing lost, nothing applied twice, a
 clear error for bad input. The pieces:
 
-- :mod:`worker.http.app`: the app factory (``create_app``) and ``build_api``;
-- :mod:`worker.http.guard`: bearer keys and the body limit, before any parsing;
-- :mod:`worker.http.fast`: the reply path's three POSTs, served without FastAPI's
+- :mod:`recap.http.app`: the app factory (``create_app``) and ``build_api``;
+- :mod:`recap.http.guard`: bearer keys and the body limit, before any parsing;
+- :mod:`recap.http.fast`: the reply path's three POSTs, served without FastAPI's
   per-request machinery (the same models, functions and answers);
-- :mod:`worker.http.offload`: one hop to a worker thread per request;
-- :mod:`worker.http.errors`: every error as ``{"error": {"type", "message"}}``;
-- :mod:`worker.http.idempotency`: ``Idempotency-Key`` answers, kept in the database;
-- :mod:`worker.http.ready`: what ``/readyz`` checks;
-- :mod:`worker.http.schemas`: request and response bodies;
-- :mod:`worker.http.routes`: one module per resource.
+- :mod:`recap.http.offload`: one hop to a worker thread per request;
+- :mod:`recap.http.errors`: every error as ``{"error": {"type", "message"}}``;
+- :mod:`recap.http.idempotency`: ``Idempotency-Key`` answers, kept in the database;
+- :mod:`recap.http.ready`: what ``/readyz`` checks;
+- :mod:`recap.http.schemas`: request and response bodies;
+- :mod:`recap.http.routes`: one module per resource.
 
 Each /v1 route awaits its sync Recap call in a worker thread (one hop per
 request, answer serialized there too); ``/readyz`` and ``/metrics`` are plain

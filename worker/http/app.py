@@ -7,12 +7,12 @@ import os
 
 from fastapi import FastAPI
 
-from worker.errors import ConfigError
-from worker.http import errors
-from worker.http.fast import ReplyPath
-from worker.http.guard import ASGIApp, Guard, parse_keys
-from worker.http.routes import health, memories, messages, sessions
-from worker.http.schemas import V1_ERRORS
+from recap.errors import ConfigError
+from recap.http import errors
+from recap.http.fast import ReplyPath
+from recap.http.guard import ASGIApp, Guard, parse_keys
+from recap.http.routes import health, memories, messages, sessions
+from recap.http.schemas import V1_ERRORS
 
 # Set by ``recap serve --no-auth`` (only on a loopback address) for its workers.
 NO_AUTH_ENV = "RECAP_SERVE_NO_AUTH"
@@ -33,7 +33,7 @@ def build_api() -> FastAPI:
     """The FastAPI app: routes, error mapping and the metrics registry; no guard."""
     from prometheus_client import CollectorRegistry
 
-    from worker.ops.exporter import RecapCollector
+    from recap.ops.exporter import RecapCollector
 
     api = FastAPI(title="Recap", version=VERSION, description=DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
@@ -48,12 +48,12 @@ def build_api() -> FastAPI:
 
 def create_app() -> ASGIApp:
     """The served app: :func:`build_api` behind the key check and the body limit, with
-    the reply path's POSTs served by :class:`~worker.http.fast.ReplyPath`.
+    the reply path's POSTs served by :class:`~recap.http.fast.ReplyPath`.
 
     Raises ConfigError when RECAP_API_KEYS holds no key and ``recap serve`` was
     not started with ``--no-auth`` (which it allows on a loopback address only).
     """
-    from worker.settings import get_settings
+    from recap.settings import get_settings
 
     settings = get_settings()
     keys = parse_keys(settings.api_keys.get_secret_value())

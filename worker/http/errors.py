@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from worker.errors import (
+from recap.errors import (
     BrokerUnavailable,
     ConfigError,
     DatabaseNotReady,
@@ -70,7 +70,7 @@ def classify(exc: BaseException) -> ApiError | None:
                         headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, BrokerUnavailable):
         return ApiError(503, "broker_unavailable", str(exc))
-    if isinstance(exc, DatabaseNotReady):  # one line naming the fix (worker.migrate)
+    if isinstance(exc, DatabaseNotReady):  # one line naming the fix (recap.migrate)
         kind = "database_unavailable" if exc.unreachable else "database_not_migrated"
         return ApiError(503, kind, str(exc), headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, ConfigError):

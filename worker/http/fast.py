@@ -4,7 +4,7 @@ FastAPI's per-request machinery, which costs as much as the calls themselves.
 A pure ASGI layer between the guard and FastAPI: a well-formed request to one of
 the three is parsed with the routes' own request models, run by the routes' own
 functions (one hop to a worker thread) and answered with their responses; errors
-the call raises get :func:`worker.http.errors.answer`, as in FastAPI. Anything
+the call raises get :func:`recap.http.errors.answer`, as in FastAPI. Anything
 else (another route or method, a body that is not JSON or not valid for the
 model, a mount path) goes to FastAPI with the body as read, so every error
 answer keeps coming from one place. FastAPI still declares the three routes:
@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from worker.http import errors
-from worker.http.guard import ASGIApp, Message, Receive, Scope, Send
-from worker.http.offload import in_thread
-from worker.http.routes import messages
-from worker.http.schemas import ContextIn, MessagesIn
+from recap.http import errors
+from recap.http.guard import ASGIApp, Message, Receive, Scope, Send
+from recap.http.offload import in_thread
+from recap.http.routes import messages
+from recap.http.schemas import ContextIn, MessagesIn
 
 _PATH = re.compile(r"/v1/sessions/([^/]+)/(messages|replied|context)")
 _JSON = re.compile(rb"application/json\s*(;.*)?", re.IGNORECASE | re.DOTALL)

@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from models import IdempotencyKey
-from worker.db import insert_ignoring_duplicates
-from worker.http.errors import ApiError
+from recap.db import insert_ignoring_duplicates
+from recap.http.errors import ApiError
+from recap.models import IdempotencyKey
 
 MAX_KEY_CHARS = 255
 # Expired keys purged by each request that brings a key: enough to keep up with

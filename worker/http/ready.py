@@ -1,10 +1,10 @@
 """What ``/readyz`` checks: the database answers and is at the migration head
-(:func:`worker.migrate.schema_problem`, as every entry point checks it), and the
+(:func:`recap.migrate.schema_problem`, as every entry point checks it), and the
 broker accepts a connection. Each check returns a problem (one line) or None."""
 
 from __future__ import annotations
 
-from worker.migrate import schema_problem
+from recap.migrate import schema_problem
 
 __all__ = ["BROKER_TIMEOUT_S", "broker_problem", "database_problem", "schema_problem"]
 
@@ -15,11 +15,11 @@ BROKER_TIMEOUT_S = 3.0
 def database_problem() -> str | None:
     """None if the configured database is reachable and at the migration head, else
     the one line that says why and how to fix it."""
-    from worker.db import get_engine
-    from worker.errors import DatabaseNotReady
+    from recap.db import get_engine
+    from recap.errors import DatabaseNotReady
 
     try:
-        engine = get_engine()  # its first build makes the same check (worker.db)
+        engine = get_engine()  # its first build makes the same check (recap.db)
     except DatabaseNotReady as exc:
         return str(exc)
     return schema_problem(engine)  # checked again on each probe: it may go down later
@@ -27,7 +27,7 @@ def database_problem() -> str | None:
 
 def broker_problem() -> str | None:
     """None if the broker (CELERY_BROKER_URL) accepts a connection, else why not."""
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     try:
         with app.connection_for_write() as conn:

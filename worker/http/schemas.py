@@ -2,7 +2,7 @@
 
 Requests refuse unknown fields, so a misspelt one is named in a 422 instead of
 being ignored. Values are checked again by the Python API behind each route
-(worker.api.validate), whose InvalidInput message names the problem.
+(recap.api.validate), whose InvalidInput message names the problem.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class _Request(BaseModel):
 
 
 class MessageIn(_Request):
-    """One message, as ``worker.add_message`` takes it."""
+    """One message, as ``recap.add_message`` takes it."""
 
     role: str = Field(description="user, assistant, system or tool")
     content: str | list[dict[str, Any]] = Field(

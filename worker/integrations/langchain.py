@@ -2,16 +2,16 @@
 
 Deprecated: ``BaseChatMessageHistory`` and ``RunnableWithMessageHistory`` are
 deprecated since langchain-core 1.0 and go in 2.0. New agents use
-``RecapMiddleware`` (worker.integrations.langchain_middleware) with
+``RecapMiddleware`` (recap.integrations.langchain_middleware) with
 ``create_agent``. This class keeps working while langchain-core is below 2.0 and
 warns once per process (DeprecationWarning) when first built.
 
-Install with ``pip install 'recap[langchain]'`` (langchain-core). A chain that
+Install with ``pip install 'recap-worker[langchain]'`` (langchain-core). A chain that
 keeps its history with ``RunnableWithMessageHistory`` switches to Recap by
 changing its ``get_session_history`` factory, nothing else::
 
     from langchain_core.runnables.history import RunnableWithMessageHistory
-    from worker.integrations.langchain import RecapChatMessageHistory
+    from recap.integrations.langchain import RecapChatMessageHistory
 
     chat = RunnableWithMessageHistory(
         prompt | model,
@@ -19,7 +19,7 @@ changing its ``get_session_history`` factory, nothing else::
         input_messages_key="question", history_messages_key="history")
     chat.invoke({"question": "..."}, config={"configurable": {"session_id": "c-42"}})
 
-- ``messages`` is :func:`worker.api.context.build_context`'s context, converted:
+- ``messages`` is :func:`recap.api.context.build_context`'s context, converted:
   one ``SystemMessage`` (the ``system_prompt`` given here, the session's
   ``system`` rows and the rolling summary in its ``<SUMMARY_OF_PRIOR_CONTEXT>``
   block; left out when all are empty), then the window as alternating
@@ -67,27 +67,27 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from worker.api.context import build_context
-from worker.api.ingest import add_message, after_reply
-from worker.api.validate import check_session_id, check_user_id
-from worker.core.validate import text_or_raise
-from worker.db import transaction
-from worker.errors import InvalidInput, SessionNotFound
+from recap.api.context import build_context
+from recap.api.ingest import add_message, after_reply
+from recap.api.validate import check_session_id, check_user_id
+from recap.core.validate import text_or_raise
+from recap.db import transaction
+from recap.errors import InvalidInput, SessionNotFound
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
     from langchain_core.messages import BaseMessage
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.integrations.langchain needs langchain-core: "
-                      "pip install 'recap[langchain]'") from exc
+    raise ImportError("recap.integrations.langchain needs langchain-core: "
+                      "pip install 'recap-worker[langchain]'") from exc
 
-from worker.integrations.langchain_messages import from_context, to_row
+from recap.integrations.langchain_messages import from_context, to_row
 
 __all__ = ["RecapChatMessageHistory", "from_context", "to_row"]
 
 DEPRECATION = ("RecapChatMessageHistory is deprecated (LangChain deprecated "
                "RunnableWithMessageHistory in langchain-core 1.0 and removes it in 2.0): "
-               "use worker.integrations.langchain_middleware.RecapMiddleware with "
+               "use recap.integrations.langchain_middleware.RecapMiddleware with "
                "langchain.agents.create_agent; see docs/INTEGRATIONS.md")
 WARNED = {"done": False}  # whether this process has warned (tests reset it)
 

@@ -1,6 +1,6 @@
 """LangChain messages to Recap's stored rows and back: shared by
-``RecapMiddleware`` (worker.integrations.langchain_middleware) and the older
-``RecapChatMessageHistory`` (worker.integrations.langchain).
+``RecapMiddleware`` (recap.integrations.langchain_middleware) and the older
+``RecapChatMessageHistory`` (recap.integrations.langchain).
 
 - ``to_row``: a message as ``(role, content)``: text-only content as text,
   anything else as Messages API blocks; an ``AIMessage``'s ``tool_calls`` as
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.ingest import prepare
-from worker.api.turns import Turn
-from worker.core.assemble import system_text
-from worker.errors import InvalidInput
+from recap.api.ingest import prepare
+from recap.api.turns import Turn
+from recap.core.assemble import system_text
+from recap.errors import InvalidInput
 
 try:
     from langchain_core.messages import (
@@ -29,8 +29,8 @@ try:
         ToolMessage,
     )
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.integrations needs langchain-core for LangChain: "
-                      "pip install 'recap[langchain]'") from exc
+    raise ImportError("recap.integrations needs langchain-core for LangChain: "
+                      "pip install 'recap-worker[langchain]'") from exc
 
 __all__ = ["from_context", "to_row", "to_turn"]
 
@@ -128,7 +128,7 @@ def from_context(ctx: Any) -> list[BaseMessage]:
 
 
 def to_turn(message: object, what: str = "message") -> Turn:
-    """:func:`to_row` as a :class:`worker.api.turns.Turn` keyed by the message's id
+    """:func:`to_row` as a :class:`recap.api.turns.Turn` keyed by the message's id
     (LangGraph gives every message in an agent's state one), so storing the same
     message again is a no-op."""
     role, content = to_row(message, what)

@@ -1,11 +1,11 @@
 """Recap as LangChain v1 agent middleware: ``RecapMiddleware``.
 
-Install with ``pip install 'recap[langchain]'`` (langchain 1.x, LangGraph). A
+Install with ``pip install 'recap-worker[langchain]'`` (langchain 1.x, LangGraph). A
 drop-in for LangChain's ``SummarizationMiddleware``::
 
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
-    from worker.integrations.langchain_middleware import RecapMiddleware
+    from recap.integrations.langchain_middleware import RecapMiddleware
 
     agent = create_agent(model, tools, middleware=[RecapMiddleware()],
                          checkpointer=InMemorySaver())
@@ -19,7 +19,7 @@ complete: before each model call, the new user message, or the previous model
 turn with its tool calls together with all their results (a turn whose results
 are not all in yet waits, so a tool call is never stored without its result);
 when the agent finishes, its final reply. Each message is keyed by its LangGraph
-id (worker.api.turns), so a retried or resumed step stores nothing twice.
+id (recap.api.turns), so a retried or resumed step stores nothing twice.
 ``after_reply`` runs once per stored model turn; it only queues a job: the
 summary is written by a Recap worker, never on the agent's reply path.
 
@@ -32,7 +32,7 @@ read per user turn), unless they would overflow the context budget, which
 reads it again. The agent's state (and checkpointer) keeps the thread as
 LangGraph stores it; only the model's input changes.
 
-Sync (``invoke``) and async (``ainvoke``, on the asyncio API worker.api.aio,
+Sync (``invoke``) and async (``ainvoke``, on the asyncio API recap.api.aio,
 PostgreSQL) both work. Without a checkpointer, pass only the new messages to
 each run (the state starts empty every time).
 """
@@ -43,13 +43,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, cast
 
-from worker.api import context as sync_context
-from worker.api.ingest import after_reply
-from worker.api.turns import Turn, astore_turns, store_turns
-from worker.api.validate import check_session_id, check_user_id
-from worker.core.assemble import Context, system_text
-from worker.errors import InvalidInput, SessionNotFound
-from worker.llm.tokens import count_tokens
+from recap.api import context as sync_context
+from recap.api.ingest import after_reply
+from recap.api.turns import Turn, astore_turns, store_turns
+from recap.api.validate import check_session_id, check_user_id
+from recap.core.assemble import Context, system_text
+from recap.errors import InvalidInput, SessionNotFound
+from recap.llm.tokens import count_tokens
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -68,10 +68,10 @@ try:
     from langgraph.config import get_config
     from langgraph.runtime import Runtime
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.integrations.langchain_middleware needs langchain 1.x: "
-                      "pip install 'recap[langchain]'") from exc
+    raise ImportError("recap.integrations.langchain_middleware needs langchain 1.x: "
+                      "pip install 'recap-worker[langchain]'") from exc
 
-from worker.integrations.langchain_messages import from_context, to_turn
+from recap.integrations.langchain_messages import from_context, to_turn
 
 __all__ = ["RecapMiddleware", "RecapState", "TurnContext", "complete_prefix", "extend_context"]
 
@@ -183,7 +183,7 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return {"recap_stored": count}
 
     async def _astore(self, state: AgentState[Any]) -> dict[str, Any] | None:
-        from worker.api import aio
+        from recap.api import aio
 
         turns, count = self._pending(state)
         if not turns:
@@ -266,7 +266,7 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
                                handler: Callable[[ModelRequest[Any]],
                                                  Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        from worker.api import aio
+        from recap.api import aio
 
         kept = self._kept(request)
         if kept is not None:

@@ -1,9 +1,9 @@
 """Recap as an OpenAI Agents SDK session: ``RecapSession``.
 
-Install with ``pip install 'recap[openai-agents]'``. Used like ``SQLiteSession``::
+Install with ``pip install 'recap-worker[openai-agents]'``. Used like ``SQLiteSession``::
 
     from agents import Agent, Runner
-    from worker.integrations.openai_agents import RecapSession
+    from recap.integrations.openai_agents import RecapSession
 
     result = await Runner.run(agent, "...", session=RecapSession("c-42"))
 
@@ -23,8 +23,8 @@ Install with ``pip install 'recap[openai-agents]'``. Used like ``SQLiteSession``
   output without its call) after that first item.
 - ``pop_item`` removes the newest stored message (a model turn's items are one
   message) and returns its last item; ``None`` when the window is empty. A
-  point inside summarized history needs the archive (worker.sessions.rewind).
-- ``clear_session`` forgets the session (``worker.forget``): its messages,
+  point inside summarized history needs the archive (recap.sessions.rewind).
+- ``clear_session`` forgets the session (``recap.forget``): its messages,
   summary, memories and audit rows.
 
 All methods are async (the asyncio API, PostgreSQL). Other item types (hosted
@@ -38,19 +38,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from worker.api.turns import Turn, astore_turns, drop_keys_after, newest_messages
-from worker.api.validate import check_session_id, check_user_id
-from worker.core.assemble import Context, system_text
-from worker.errors import InvalidInput, SessionNotFound
-from worker.sessions.forget import forget
-from worker.sessions.rewind import rewind
+from recap.api.turns import Turn, astore_turns, drop_keys_after, newest_messages
+from recap.api.validate import check_session_id, check_user_id
+from recap.core.assemble import Context, system_text
+from recap.errors import InvalidInput, SessionNotFound
+from recap.sessions.forget import forget
+from recap.sessions.rewind import rewind
 
 try:
     from agents.memory.session import SessionABC
     from agents.memory.session_settings import SessionSettings
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.integrations.openai_agents needs the OpenAI Agents SDK: "
-                      "pip install 'recap[openai-agents]'") from exc
+    raise ImportError("recap.integrations.openai_agents needs the OpenAI Agents SDK: "
+                      "pip install 'recap-worker[openai-agents]'") from exc
 
 __all__ = ["RecapSession", "to_items", "to_turns"]
 
@@ -212,7 +212,7 @@ class RecapSession(SessionABC):
         self.session_settings = session_settings
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        from worker.api import aio
+        from recap.api import aio
 
         try:
             ctx = await aio.build_context(self.session_id, system_prompt="",
@@ -226,7 +226,7 @@ class RecapSession(SessionABC):
         return head + _newest(items[len(head):], limit)
 
     async def add_items(self, items: list[Any]) -> None:
-        from worker.api import aio
+        from recap.api import aio
 
         stored = await astore_turns(self.session_id, to_turns(items), user_id=self.user_id)
         if stored.replied:

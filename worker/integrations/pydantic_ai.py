@@ -1,11 +1,11 @@
 """Recap for pydantic-ai agents: the history processor ``recap_history`` and
 ``store_messages`` / ``astore_messages`` for what a run added.
 
-Install with ``pip install 'recap[pydantic-ai]'``::
+Install with ``pip install 'recap-worker[pydantic-ai]'``::
 
     from pydantic_ai import Agent
     from pydantic_ai.capabilities import ProcessHistory
-    from worker.integrations.pydantic_ai import recap_history, store_messages
+    from recap.integrations.pydantic_ai import recap_history, store_messages
 
     agent = Agent(model, capabilities=[ProcessHistory(recap_history("c-42"))])
     result = agent.run_sync("...")
@@ -37,12 +37,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from worker.api.context import build_context
-from worker.api.ingest import after_reply
-from worker.api.turns import Stored, Turn, astore_turns, store_turns
-from worker.api.validate import check_session_id, check_user_id
-from worker.core.assemble import Context, system_text
-from worker.errors import InvalidInput, SessionNotFound
+from recap.api.context import build_context
+from recap.api.ingest import after_reply
+from recap.api.turns import Stored, Turn, astore_turns, store_turns
+from recap.api.validate import check_session_id, check_user_id
+from recap.core.assemble import Context, system_text
+from recap.errors import InvalidInput, SessionNotFound
 
 try:
     from pydantic_ai import RunContext
@@ -61,8 +61,8 @@ try:
         UserPromptPart,
     )
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("worker.integrations.pydantic_ai needs pydantic-ai: "
-                      "pip install 'recap[pydantic-ai]'") from exc
+    raise ImportError("recap.integrations.pydantic_ai needs pydantic-ai: "
+                      "pip install 'recap-worker[pydantic-ai]'") from exc
 
 __all__ = ["astore_messages", "from_context", "recap_history", "store_messages", "to_turns"]
 
@@ -242,8 +242,8 @@ def store_messages(session_id: str, messages: Sequence[ModelMessage], *,
 
 async def astore_messages(session_id: str, messages: Sequence[ModelMessage], *,
                           user_id: str | None = None) -> Stored:
-    """:func:`store_messages` on the asyncio API (worker.api.aio, PostgreSQL)."""
-    from worker.api import aio
+    """:func:`store_messages` on the asyncio API (recap.api.aio, PostgreSQL)."""
+    from recap.api import aio
 
     check_session_id(session_id)
     check_user_id(user_id)

@@ -12,20 +12,20 @@ import uuid
 
 from sqlalchemy import func, select
 
-from models import ArchivedMessage, ChatSession
-from worker.core import policy
-from worker.core.bulk import excerpt_turns
-from worker.core.prompt import Turn
-from worker.db import db_now, rowcount, transaction
-from worker.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
-from worker.jobs.claim import message_infos
-from worker.jobs.outcome import Job, Outcome, log_outcome
-from worker.jobs.resources import Resources
-from worker.jobs.write import write_summary
-from worker.llm.tokens import count_tokens
-from worker.settings import effective
-from worker.store.fence import lease_expiry, release, take_lease
-from worker.store.rows import record_run, save_summary_version
+from recap.core import policy
+from recap.core.bulk import excerpt_turns
+from recap.core.prompt import Turn
+from recap.db import db_now, rowcount, transaction
+from recap.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
+from recap.jobs.claim import message_infos
+from recap.jobs.outcome import Job, Outcome, log_outcome
+from recap.jobs.resources import Resources
+from recap.jobs.write import write_summary
+from recap.llm.tokens import count_tokens
+from recap.models import ArchivedMessage, ChatSession
+from recap.settings import effective
+from recap.store.fence import lease_expiry, release, take_lease
+from recap.store.rows import record_run, save_summary_version
 
 
 def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:

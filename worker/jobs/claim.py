@@ -15,20 +15,20 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Interval, Update, bindparam, func, select, update
 
-from models import messages_table as MESSAGES
-from models import runs_table as RUNS
-from models import sessions_table as SESSIONS
-from worker.core import policy
-from worker.core.prompt import Turn
-from worker.core.provenance import own_text
-from worker.core.render import full_text, parse_links
-from worker.db import Db, core_transaction, db_now, on_server_clock
-from worker.errors import InvalidInput
-from worker.jobs.outcome import Job, Outcome, Status
-from worker.settings import Settings, effective
-from worker.store.fence import lease_expiry, release, take_lease
-from worker.store.recall import memories_for_prompt
-from worker.store.rows import record_run
+from recap.core import policy
+from recap.core.prompt import Turn
+from recap.core.provenance import own_text
+from recap.core.render import full_text, parse_links
+from recap.db import Db, core_transaction, db_now, on_server_clock
+from recap.errors import InvalidInput
+from recap.jobs.outcome import Job, Outcome, Status
+from recap.models import messages_table as MESSAGES
+from recap.models import runs_table as RUNS
+from recap.models import sessions_table as SESSIONS
+from recap.settings import Settings, effective
+from recap.store.fence import lease_expiry, release, take_lease
+from recap.store.recall import memories_for_prompt
+from recap.store.rows import record_run
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.
@@ -49,9 +49,9 @@ class Claim:
     # minus the batch, unless more arrived during the call.
     messages: tuple[policy.MessageInfo, ...] = ()
     # (id, fact) of the live memories most relevant to the batch, offered to the
-    # mining call so it can say a new fact replaces one (worker.llm.structured).
+    # mining call so it can say a new fact replaces one (recap.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
-    # What the user typed in the batch (worker.core.provenance.own_text, one entry
+    # What the user typed in the batch (recap.core.provenance.own_text, one entry
     # per user turn): a fact is the user's only if their own words back it.
     own_words: tuple[str, ...] = ()
 
@@ -138,7 +138,7 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
             record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
-        # Only mined facts are checked against the user's own words (worker.jobs.fold).
+        # Only mined facts are checked against the user's own words (recap.jobs.fold).
         turns, own = _load_turns(session_id, plan.batch_ids, db=s,
                                  own_words=settings.extract_memories)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
@@ -241,7 +241,7 @@ def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Db,
                 own_words: bool) -> tuple[list[Turn], tuple[str, ...]]:
     """The batch as the summarizer and the retention guard read it: a block
-    message in full (:func:`worker.core.render.full_text`), not its stored
+    message in full (:func:`recap.core.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
     guard must require the specifics of every line that the apply deletes. With
     ``own_words``, what the user typed in each user turn (:func:`own_text`)."""

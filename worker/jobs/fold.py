@@ -1,6 +1,6 @@
 """What one apply writes, decided once, before its transaction (:class:`Fold`).
 
-The job plans in its claim; the retention guard (worker.jobs.retain) may narrow
+The job plans in its claim; the retention guard (recap.jobs.retain) may narrow
 that plan to a prefix and add memories; :func:`fold_of` then settles everything
 the apply needs, including the plan for what the batch leaves behind, so the
 apply only executes it.
@@ -12,13 +12,13 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.core import policy
-from worker.core.guard import GuardCounts
-from worker.core.memories import Fact
-from worker.core.provenance import attribute
-from worker.jobs.claim import Claim
-from worker.llm.summarizer import SummaryResult
-from worker.llm.tokens import count_tokens
+from recap.core import policy
+from recap.core.guard import GuardCounts
+from recap.core.memories import Fact
+from recap.core.provenance import attribute
+from recap.jobs.claim import Claim
+from recap.llm.summarizer import SummaryResult
+from recap.llm.tokens import count_tokens
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from typing import Literal
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from worker.core.policy import Mode
-from worker.core.text import redact
-from worker.db import first_line
-from worker.errors import LLMError, TransientLLMError
-from worker.llm.client import classify
+from recap.core.policy import Mode
+from recap.core.text import redact
+from recap.db import first_line
+from recap.errors import LLMError, TransientLLMError
+from recap.llm.client import classify
 
 log = logging.getLogger("recap.jobs")
 

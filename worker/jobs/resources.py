@@ -13,15 +13,15 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from worker import db, tracing
-from worker.core.text import redact
-from worker.errors import ConfigError
-from worker.llm.client import ClientConfig
-from worker.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
-from worker.llm.templates import load_template
-from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.settings import Settings, get_settings, use_settings
-from worker.store.enqueue import BREAKER
+from recap import db, tracing
+from recap.core.text import redact
+from recap.errors import ConfigError
+from recap.llm.client import ClientConfig
+from recap.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
+from recap.llm.templates import load_template
+from recap.llm.tokens import count_tokens, split_by_tokens
+from recap.settings import Settings, get_settings, use_settings
+from recap.store.enqueue import BREAKER
 
 log = logging.getLogger("recap.worker")
 

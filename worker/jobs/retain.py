@@ -3,9 +3,9 @@
 The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
-summary (the rules: worker.core.guard), makes at most ONE repair call when some
-are missing (under the adaptive policy only in a chat: worker.core.adaptive.repairs;
-none when repairs have stopped helping this model lately: worker.core.repairs),
+summary (the rules: recap.core.guard), makes at most ONE repair call when some
+are missing (under the adaptive policy only in a chat: recap.core.adaptive.repairs;
+none when repairs have stopped helping this model lately: recap.core.repairs),
 and settles the rest: the details section, messages held back in the window (the
 batch shrinks to the condensed prefix, so the apply's counters stay exact),
 memories. Runs outside any transaction, like every call.
@@ -18,16 +18,16 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from models import runs_table as RUNS
-from worker.core import adaptive, echo, guard, policy, repairs
-from worker.core.prompt import Turn
-from worker.db import core_transaction
-from worker.errors import UnusableSummary
-from worker.jobs.claim import Claim
-from worker.jobs.fold import Fold, fold_of
-from worker.llm.client import Usage
-from worker.llm.summarizer import Summarizer, SummaryResult, sent_texts
-from worker.llm.tokens import count_tokens
+from recap.core import adaptive, echo, guard, policy, repairs
+from recap.core.prompt import Turn
+from recap.db import core_transaction
+from recap.errors import UnusableSummary
+from recap.jobs.claim import Claim
+from recap.jobs.fold import Fold, fold_of
+from recap.llm.client import Usage
+from recap.llm.summarizer import Summarizer, SummaryResult, sent_texts
+from recap.llm.tokens import count_tokens
+from recap.models import runs_table as RUNS
 
 
 def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
@@ -38,7 +38,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     ``turns`` are the batch as stored (not clipped for the call); the repair
     call's usage is added to ``usage``; its answer replaces the summary only if
     it misses fewer specifics. A failed repair call raises (the job fails and is
-    retried; nothing was written). What echoes Recap's own prompt (worker.core.echo)
+    retried; nothing was written). What echoes Recap's own prompt (recap.core.echo)
     is cut from the summary and the facts first, and is never a specific;
     UnusableSummary when nothing else is left of the summary.
     """

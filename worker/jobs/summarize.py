@@ -14,18 +14,15 @@ from datetime import timedelta
 
 from sqlalchemy import bindparam, delete, select, update
 
-from models import messages_table as MESSAGES
-from models import runs_table as RUNS
-from models import sessions_table as SESSIONS
-from worker import tracing
-from worker.core import policy
-from worker.core.bulk import excerpt_turns
-from worker.core.prompt import clip_turns
-from worker.db import core_transaction, db_now
-from worker.errors import PermanentLLMError, Superseded, UnusableSummary
-from worker.jobs.claim import Claim, blocked_flags, claim_session, message_infos
-from worker.jobs.fold import Fold
-from worker.jobs.outcome import (
+from recap import tracing
+from recap.core import policy
+from recap.core.bulk import excerpt_turns
+from recap.core.prompt import clip_turns
+from recap.db import core_transaction, db_now
+from recap.errors import PermanentLLMError, Superseded, UnusableSummary
+from recap.jobs.claim import Claim, blocked_flags, claim_session, message_infos
+from recap.jobs.fold import Fold
+from recap.jobs.outcome import (
     Job,
     Outcome,
     Status,
@@ -33,13 +30,16 @@ from worker.jobs.outcome import (
     is_transient,
     log_outcome,
 )
-from worker.jobs.resources import Resources
-from worker.jobs.retain import retain
-from worker.jobs.write import write_summary
-from worker.llm.client import Usage, classify
-from worker.llm.tokens import count_tokens, split_by_tokens
-from worker.store.fence import release
-from worker.store.rows import (
+from recap.jobs.resources import Resources
+from recap.jobs.retain import retain
+from recap.jobs.write import write_summary
+from recap.llm.client import Usage, classify
+from recap.llm.tokens import count_tokens, split_by_tokens
+from recap.models import messages_table as MESSAGES
+from recap.models import runs_table as RUNS
+from recap.models import sessions_table as SESSIONS
+from recap.store.fence import release
+from recap.store.rows import (
     archive_messages,
     record_run,
     save_memories,
@@ -213,7 +213,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
 
 def repeats_last_failure(session_id: str, error: str) -> bool:
     """Whether the session's last run failed with exactly ``error`` (which names the
-    answer's digest, worker.llm.summarizer.answer_digest)."""
+    answer's digest, recap.llm.summarizer.answer_digest)."""
     with core_transaction() as s:
         last = s.execute(select(RUNS.c.status, RUNS.c.error)
                          .where(RUNS.c.session_id == session_id)

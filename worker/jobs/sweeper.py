@@ -3,7 +3,7 @@
 Heals lost enqueues, broker outages, expired leases (dead workers) and
 dead-lettered sessions once their cool-down has passed. A session whose jobs
 found nothing to do is left alone for a back-off period that doubles while its
-context stays the same (worker.jobs.claim.back_off_noops). Sessions on the global
+context stays the same (recap.jobs.claim.back_off_noops). Sessions on the global
 thresholds are judged in SQL (one indexed query on the counters); sessions with
 their own overrides are paged through and judged with their settings. At most
 RECAP_SWEEP_BATCH sessions are queued per run.
@@ -20,14 +20,14 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
-from models import ChatSession, Heartbeat
-from worker.core import adaptive, policy
-from worker.db import db_now, insert_or_update, transaction, utcnow
-from worker.errors import InvalidInput
-from worker.jobs.titles import sweep_titles
-from worker.settings import Settings, effective
-from worker.store.enqueue import mark_pending, send, stale_before
-from worker.store.fence import lease_free
+from recap.core import adaptive, policy
+from recap.db import db_now, insert_or_update, transaction, utcnow
+from recap.errors import InvalidInput
+from recap.jobs.titles import sweep_titles
+from recap.models import ChatSession, Heartbeat
+from recap.settings import Settings, effective
+from recap.store.enqueue import mark_pending, send, stale_before
+from recap.store.fence import lease_free
 
 log = logging.getLogger("recap.sweeper")
 
@@ -43,7 +43,7 @@ def blocked_now(settings: Settings) -> ColumnElement[bool]:
 
 def backoff_over(now: datetime) -> ColumnElement[bool]:
     """Not backing off after no-op runs: never did, the period is over, or the
-    context changed since (worker.jobs.claim.back_off_noops)."""
+    context changed since (recap.jobs.claim.back_off_noops)."""
     return or_(ChatSession.noop_backoff_until.is_(None), ChatSession.noop_backoff_until <= now,
                ChatSession.noop_context_tokens
                != ChatSession.summary_tokens + ChatSession.active_tokens)

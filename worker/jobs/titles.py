@@ -18,17 +18,17 @@ from typing import NamedTuple
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import ChatMessage, ChatSession, TitleRun
-from worker import tracing
-from worker.core.titles import MESSAGE_MAX_TOKENS
-from worker.db import transaction
-from worker.jobs.outcome import describe_error
-from worker.jobs.resources import Resources
-from worker.llm.client import classify
-from worker.llm.titler import generate_title
-from worker.settings import Settings
-from worker.store.enqueue import due_for_title, mark_title_requested, send_title, stale_before
-from worker.store.rows import session_exists
+from recap import tracing
+from recap.core.titles import MESSAGE_MAX_TOKENS
+from recap.db import transaction
+from recap.jobs.outcome import describe_error
+from recap.jobs.resources import Resources
+from recap.llm.client import classify
+from recap.llm.titler import generate_title
+from recap.models import ChatMessage, ChatSession, TitleRun
+from recap.settings import Settings
+from recap.store.enqueue import due_for_title, mark_title_requested, send_title, stale_before
+from recap.store.rows import session_exists
 
 log = logging.getLogger("recap.titles")
 

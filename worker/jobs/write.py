@@ -17,12 +17,12 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Update, bindparam, case, func, null, update
 
-from models import sessions_table as SESSIONS
-from worker.core import policy
-from worker.db import Db, db_now, on_server_clock
-from worker.jobs.claim import blocked_flags
-from worker.settings import Settings
-from worker.store.fence import holds
+from recap.core import policy
+from recap.db import Db, db_now, on_server_clock
+from recap.jobs.claim import blocked_flags
+from recap.models import sessions_table as SESSIONS
+from recap.settings import Settings
+from recap.store.fence import holds
 
 
 class Written(NamedTuple):
@@ -41,7 +41,7 @@ def write_summary(session_id: str, *, db: Db, token: str, version: int, summary:
     ``token`` or the summary ``version`` no longer hold. ``condensed`` are the ids
     the caller deletes or archives in the same transaction (none for a rebuild);
     ``after`` is the plan on what stays. ``now``: the clock to write with; None
-    reads the database's (:func:`worker.db.db_now`), on PostgreSQL inside the
+    reads the database's (:func:`recap.db.db_now`), on PostgreSQL inside the
     UPDATE itself (no round trip of its own)."""
     server_clock = on_server_clock(db, now)
     clock = None if server_clock else now or db_now(db)

@@ -2,7 +2,7 @@
 
 ``ClientConfig`` holds what every caller of the Messages API shares (client,
 model, timeout, input limit, tokenizer). ``complete`` makes one non-streaming
-call within a total deadline (worker.llm.deadline); ``classify`` maps SDK
+call within a total deadline (recap.llm.deadline); ``classify`` maps SDK
 exceptions to Recap's error tree by HTTP status (the SDK's class hierarchy,
 e.g. where ``OverloadedError`` sits, differs between versions) and honours the
 server's ``x-should-retry`` and ``retry-after``.
@@ -21,10 +21,10 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from worker import tracing
-from worker.core.text import redact, sanitize
-from worker.errors import LLMError, PermanentLLMError, PromptTooLong, TransientLLMError
-from worker.llm.deadline import call_within
+from recap import tracing
+from recap.core.text import redact, sanitize
+from recap.errors import LLMError, PermanentLLMError, PromptTooLong, TransientLLMError
+from recap.llm.deadline import call_within
 
 
 @dataclass(frozen=True)

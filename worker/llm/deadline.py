@@ -8,7 +8,7 @@ pool's children, and only after minutes. :func:`call_within` bounds the whole
 call instead: it runs on a helper thread, and the caller waits at most
 ``seconds`` for it, whichever pool it runs in (prefork, threads, solo).
 
-An overrun is a :class:`~worker.errors.TransientLLMError` whose message says
+An overrun is a :class:`~recap.errors.TransientLLMError` whose message says
 "Timeout" and "total deadline" (the next attempt may meet a healthy server).
 The abandoned call keeps its helper thread until the server finishes or a read
 times out; it has nobody left to hand its answer to.
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from worker.errors import TransientLLMError
+from recap.errors import TransientLLMError
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.errors import PermanentLLMError, TransientLLMError
-from worker.llm.client import ClientConfig, complete
+from recap.errors import PermanentLLMError, TransientLLMError
+from recap.llm.client import ClientConfig, complete
 
 Problem = Literal["key", "model", "request", "unreachable"]
 

@@ -1,7 +1,7 @@
 """Summarizers: Claude (the real one) and an offline extractive stand-in.
 
 A summarizer folds turns into the running summary, chunk by chunk. The caller
-may pass a :class:`~worker.llm.client.Usage` to learn what the calls spent, also
+may pass a :class:`~recap.llm.client.Usage` to learn what the calls spent, also
 when a later call fails.
 """
 
@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from worker.core import guard
-from worker.core.memories import Fact
-from worker.core.prompt import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
-from worker.errors import PromptTooLong, UnusableSummary
-from worker.llm.client import ClientConfig, Usage, complete, estimate_turns
-from worker.llm.structured import (
+from recap.core import guard
+from recap.core.memories import Fact
+from recap.core.prompt import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
+from recap.errors import PromptTooLong, UnusableSummary
+from recap.llm.client import ClientConfig, Usage, complete, estimate_turns
+from recap.llm.structured import (
     FACTS_INSTRUCTION,
     KNOWN_INSTRUCTION,
     fact_room,
@@ -82,7 +82,7 @@ class ClaudeSummarizer:
     """Folds turns into the running summary with the Messages API, chunk by chunk.
 
     With ``facts``, each call also mines the chunk's durable facts (one tool call,
-    worker.llm.structured); an answer cut off at max_tokens then splits its chunk.
+    recap.llm.structured); an answer cut off at max_tokens then splits its chunk.
     """
 
     config: ClientConfig
@@ -121,7 +121,7 @@ class ClaudeSummarizer:
         return self._capped(answer.text)
 
     def _capped(self, text: str) -> str:
-        """``text`` within the summary's cap (worker.core.prompt.cap_summary)."""
+        """``text`` within the summary's cap (recap.core.prompt.cap_summary)."""
         return cap_summary(text, max_tokens=self.max_tokens, count=self.config.count,
                            split=self.config.split)
 
@@ -209,7 +209,7 @@ def answer_digest(text: str, tool_input: object) -> str:
 def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
     """What ``summarizer`` itself sends besides the conversation (system prompt,
     template, instructions, the tool schema's descriptions, the repair prompt): a
-    model that echoes any of it is not telling Recap a specific (worker.core.echo)."""
+    model that echoes any of it is not telling Recap a specific (recap.core.echo)."""
     if not isinstance(summarizer, ClaudeSummarizer):
         return ()
     return _sent_texts(summarizer.template, summarizer.max_tokens)
@@ -218,7 +218,7 @@ def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=16)
 def _sent_texts(template: str, max_tokens: int) -> tuple[str, ...]:
     # The same few texts on every job of a process: walking the tool schema each
-    # time, and flattening the result again (worker.core.echo), cost CPU for nothing.
+    # time, and flattening the result again (recap.core.echo), cost CPU for nothing.
     return (SYSTEM_PROMPT, template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
             guard.REPAIR_PROMPT, *tool_texts(summary_tool(max_tokens)))
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from worker.core.prompt import validate_template
-from worker.errors import ConfigError
+from recap.core.prompt import validate_template
+from recap.errors import ConfigError
 
 
 def shipped_template(name: str = "default") -> str:
     """A template shipped in worker/llm/prompts/ (``default``, ``es``)."""
-    return resources.files("worker.llm").joinpath(f"prompts/{name}.txt").read_text("utf-8")
+    return resources.files("recap.llm").joinpath(f"prompts/{name}.txt").read_text("utf-8")
 
 
 def default_template() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.core.titles import (
+from recap.core.titles import (
     TITLE_MAX_TOKENS,
     TITLE_RETRY_MAX_TOKENS,
     TITLE_SYSTEM,
@@ -13,8 +13,8 @@ from worker.core.titles import (
     offline_title,
     title_prompt,
 )
-from worker.errors import PermanentLLMError, UnusableSummary
-from worker.llm.client import ClientConfig, complete
+from recap.errors import PermanentLLMError, UnusableSummary
+from recap.llm.client import ClientConfig, complete
 
 
 @dataclass

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import os
 
-from worker.core.message import Message
-from worker.errors import ConfigError
+from recap.core.message import Message
+from recap.errors import ConfigError
 
 ENCODING = "cl100k_base"
 

@@ -1,5 +1,5 @@
 """The Prometheus collector of ``recap metrics`` and ``recap serve``'s ``/metrics``:
-one database snapshot per scrape (worker.ops.metrics.snapshot), ``recap_up 0``
+one database snapshot per scrape (recap.ops.metrics.snapshot), ``recap_up 0``
 when the database cannot be read. prometheus_client loads on first use."""
 
 from __future__ import annotations
@@ -10,26 +10,26 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from worker.ops.metrics import Snapshot
+    from recap.ops.metrics import Snapshot
 
 log = logging.getLogger("recap.metrics")
 
 
 class RecapCollector:
     """A prometheus_client collector reading one snapshot per scrape. It keeps only
-    a cache: the totals of settled summary_runs rows (worker.ops.metrics.RunLedger)."""
+    a cache: the totals of settled summary_runs rows (recap.ops.metrics.RunLedger)."""
 
     def __init__(self) -> None:
-        from worker.ops.metrics import RunLedger
+        from recap.ops.metrics import RunLedger
 
         self.ledger = RunLedger()
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        from worker.db import first_line, transaction, utcnow
-        from worker.ops.metrics import snapshot
-        from worker.settings import get_settings
+        from recap.db import first_line, transaction, utcnow
+        from recap.ops.metrics import snapshot
+        from recap.settings import get_settings
 
         started = time.perf_counter()
         snap = None
@@ -56,7 +56,7 @@ def families(snap: Snapshot) -> Iterator[Any]:
     """The metric families of one snapshot."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    from worker.ops.metrics import SUMMARIZE_TASK, TITLE_TASK
+    from recap.ops.metrics import SUMMARIZE_TASK, TITLE_TASK
 
     runs = CounterMetricFamily(
         "recap_runs", "Summarize job outcomes recorded in summary_runs, by status and "

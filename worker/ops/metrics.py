@@ -32,17 +32,17 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, literal, select
 from sqlalchemy.orm import Session
 
-from models import ChatSession, Heartbeat, SummaryRun
-from worker.errors import InvalidInput
-from worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
-from worker.ops import stats
-from worker.settings import Settings, effective
-from worker.store.enqueue import stale_before
+from recap.errors import InvalidInput
+from recap.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
+from recap.models import ChatSession, Heartbeat, SummaryRun
+from recap.ops import stats
+from recap.settings import Settings, effective
+from recap.store.enqueue import stale_before
 
 log = logging.getLogger("recap.metrics")
 
-# The reason class of a run, from the start of summary_runs.reason (worker.core.policy
-# and worker.jobs.claim/summarize/archive write these texts). First match wins;
+# The reason class of a run, from the start of summary_runs.reason (recap.core.policy
+# and recap.jobs.claim/summarize/archive write these texts). First match wins;
 # anything else (including no reason) is "other".
 REASON_CLASSES: tuple[tuple[str, str], ...] = (
     # A plan with a mode but no batch: recorded as skipped.
@@ -280,7 +280,7 @@ def _budget(settings: Settings, overrides: Any) -> int:
 
 
 def last_heartbeat(name: str, *, db: Session) -> datetime | None:
-    """When the periodic job ``name`` last completed (worker.jobs.sweeper)."""
+    """When the periodic job ``name`` last completed (recap.jobs.sweeper)."""
     at = db.scalar(select(Heartbeat.at).where(Heartbeat.name == name))
     return None if at is None else _aware(at)
 

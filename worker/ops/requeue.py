@@ -16,12 +16,12 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, aliased
 
-from models import ChatSession, SummaryRun, TitleRun
-from worker.db import transaction
-from worker.errors import BrokerUnavailable, SessionNotFound
-from worker.jobs.sweeper import claim_due, due_query
-from worker.settings import Settings
-from worker.store.enqueue import mark_pending, send
+from recap.db import transaction
+from recap.errors import BrokerUnavailable, SessionNotFound
+from recap.jobs.sweeper import claim_due, due_query
+from recap.models import ChatSession, SummaryRun, TitleRun
+from recap.settings import Settings
+from recap.store.enqueue import mark_pending, send
 
 FAILURE_STATUSES = ("failed", "dead")
 

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
-from models import ChatSession, SummaryRun, TitleRun
-from worker.settings import Settings
-from worker.store.enqueue import stale_before
+from recap.models import ChatSession, SummaryRun, TitleRun
+from recap.settings import Settings
+from recap.store.enqueue import stale_before
 
 
 @dataclass

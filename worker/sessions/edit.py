@@ -1,7 +1,7 @@
 """``edit_message``: change an active message in place, under the session's lease
-(worker.sessions.lock): blocks and token counts follow, the session's counters
+(recap.sessions.lock): blocks and token counts follow, the session's counters
 stay exact. A summarized message cannot change in place: the error says how to
-rewind to it instead (worker.sessions.rewind). Emits one ``edit`` log event.
+rewind to it instead (recap.sessions.rewind). Emits one ``edit`` log event.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage
-from models import messages_table as MESSAGES
-from models import sessions_table as SESSIONS
-from worker.core.message import prepare_content
-from worker.core.validate import check_session_id
-from worker.db import db_now, transaction
-from worker.errors import InvalidInput
-from worker.llm.tokens import message_tokens
-from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
-from worker.settings import Settings, get_settings
+from recap.core.message import prepare_content
+from recap.core.validate import check_session_id
+from recap.db import db_now, transaction
+from recap.errors import InvalidInput
+from recap.llm.tokens import message_tokens
+from recap.models import ArchivedMessage
+from recap.models import messages_table as MESSAGES
+from recap.models import sessions_table as SESSIONS
+from recap.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
+from recap.settings import Settings, get_settings
 
 log = logging.getLogger("recap.jobs")
 

@@ -1,4 +1,4 @@
-"""``worker.forget``: erase everything stored about one session or one user, in
+"""``recap.forget``: erase everything stored about one session or one user, in
 one transaction.
 
 What goes, per session (a user's: every session that names the user): its
@@ -17,7 +17,7 @@ Fenced against running jobs: the session rows are locked first (FOR UPDATE), so
 an apply that is mid-transaction finishes before the erasure reads anything,
 and one that comes later finds no session row, raises Superseded and changes
 nothing; its failure record is written only while the session exists
-(worker.store.rows.session_exists), so it cannot bring the id back. A job
+(recap.store.rows.session_exists), so it cannot bring the id back. A job
 already queued for a forgotten session that starts afterwards records one
 ``skipped: not found`` row naming only the id, as for any unknown id; forget is
 idempotent, so forgetting again removes it.
@@ -30,7 +30,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
-from models import (
+from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
+from recap.db import rowcount, transaction
+from recap.errors import InvalidInput
+from recap.models import (
     SOURCE_KINDS,
     ArchivedMessage,
     ChatMessage,
@@ -41,11 +44,8 @@ from models import (
     SummaryRun,
     TitleRun,
 )
-from worker.core.validate import MAX_SESSION_ID, check_session_id, check_str
-from worker.db import rowcount, transaction
-from worker.errors import InvalidInput
-from worker.store.fence import lock_for_erase
-from worker.store.sources import drop_sources, drop_unsourced
+from recap.store.fence import lock_for_erase
+from recap.store.sources import drop_sources, drop_unsourced
 
 # The tables erased, in the order of the deletes.
 TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
@@ -81,7 +81,7 @@ def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict
 def forget_memories(*, source: str, session_id: str | None = None,
                     user_id: str | None = None) -> int:
     """Drop what ``session_id`` (or every session of ``user_id``: exactly one) stated
-    as ``source`` (a kind of models.SOURCE_KINDS: ``tool``, ``document``,
+    as ``source`` (a kind of recap.models.SOURCE_KINDS: ``tool``, ``document``,
     ``guard``...), in one transaction; returns the memories deleted. A memory goes
     when its last source goes: one another session (or another kind) also stated
     stays. Messages, summaries and other memories are untouched.
@@ -109,7 +109,7 @@ def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
 
     The scopes' memories go; a memory of another scope (the user's, for one
     session) goes when these sessions were its last sources: one that another
-    session also stated stays (worker.store.sources)."""
+    session also stated stays (recap.store.sources)."""
     counts = {"memories": _delete(s, Memory, Memory.scope.in_(scopes))}
     counts["memories"] += drop_sources(MemorySource.session_id.in_(ids), db=s)
     counts["memories"] += drop_unsourced(Memory.session_id.in_(ids), db=s)

@@ -1,5 +1,5 @@
 """Summary versions: every summary an applied run produced (summary_versions),
-for ``worker.summary_at`` and ``recap history``."""
+for ``recap.summary_at`` and ``recap history``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from models import ChatSession, SummaryVersion
-from worker.core.validate import check_session_id
-from worker.db import transaction
-from worker.errors import InvalidInput, SessionNotFound
+from recap.core.validate import check_session_id
+from recap.db import transaction
+from recap.errors import InvalidInput, SessionNotFound
+from recap.models import ChatSession, SummaryVersion
 
 __all__ = ["Version", "history", "summary_at"]
 

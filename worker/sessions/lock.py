@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, SummaryRun
-from models import messages_table as MESSAGES
-from models import sessions_table as SESSIONS
-from worker.errors import SessionBusy, SessionNotFound
-from worker.store.fence import clear_expired
+from recap.errors import SessionBusy, SessionNotFound
+from recap.models import ArchivedMessage, SummaryRun
+from recap.models import messages_table as MESSAGES
+from recap.models import sessions_table as SESSIONS
+from recap.store.fence import clear_expired
 
 T = TypeVar("T")
 

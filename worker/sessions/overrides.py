@@ -9,14 +9,14 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from models import ChatSession, Memory
-from worker.api.ingest import raise_other_user
-from worker.api.validate import check_session_id, check_user_id
-from worker.db import insert_ignoring_duplicates, rowcount, transaction
-from worker.errors import SessionNotFound
-from worker.settings import get_settings, validate_overrides
-from worker.store.recall import session_scopes
-from worker.store.sources import memory_sources
+from recap.api.ingest import raise_other_user
+from recap.api.validate import check_session_id, check_user_id
+from recap.db import insert_ignoring_duplicates, rowcount, transaction
+from recap.errors import SessionNotFound
+from recap.models import ChatSession, Memory
+from recap.settings import get_settings, validate_overrides
+from recap.store.recall import session_scopes
+from recap.store.sources import memory_sources
 
 
 def configure_session(session_id: str,
@@ -26,7 +26,7 @@ def configure_session(session_id: str,
     """Set (or with None/{} clear) a session's tuning overrides, and/or its user;
     creates the session. Returns the overrides stored (None if cleared or unset).
 
-    Keys are worker.settings.Tuning fields (thresholds, keep window, budget, model,
+    Keys are recap.settings.Tuning fields (thresholds, keep window, budget, model,
     prompt); values are validated with the same limits as RECAP_* settings.
     ``overrides`` left out (``...``) keeps the stored ones. ``user_id`` sets the
     session's user (as ``add_message(..., user_id=...)`` does): memories are then

@@ -8,15 +8,15 @@ kept summary version covering only messages up to the point is restored, the
 archived messages between its coverage and the point move back into
 chat_messages (original ids and order), the rest goes (from the archive too,
 with the memories mined from the undone batches). ``edit_message``
-(worker.sessions.edit) changes an active message in place.
+(recap.sessions.edit) changes an active message in place.
 
-Each call is one transaction under the session's lease (worker.sessions.lock):
+Each call is one transaction under the session's lease (recap.sessions.lock):
 it runs only while no job holds a live lease (it waits up to ``wait_s``, then
 raises SessionBusy), and it clears an expired one, so a job whose lease ran out
 finds its fence broken and changes nothing. Counters are recounted inside the
 transaction. A rewind is recorded as an ``applied`` run that condenses nothing
 (``rewound_after`` set) and bumps the summary version; the runs it undid get
-``undone_by`` (worker.checks knows both). Each emits one ``rewind`` log event.
+``undone_by`` (recap.checks knows both). Each emits one ``rewind`` log event.
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import ArchivedMessage, Memory, MemorySource, SummaryRun, SummaryVersion
-from models import messages_table as MESSAGES
-from models import sessions_table as SESSIONS
-from worker.core.validate import check_session_id
-from worker.db import db_now, transaction, utcnow
-from worker.errors import InvalidInput
-from worker.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
-from worker.settings import Settings, effective, get_settings
-from worker.store.rows import record_run, save_summary_version
-from worker.store.sources import drop_sources, drop_unsourced
+from recap.core.validate import check_session_id
+from recap.db import db_now, transaction, utcnow
+from recap.errors import InvalidInput
+from recap.models import ArchivedMessage, Memory, MemorySource, SummaryRun, SummaryVersion
+from recap.models import messages_table as MESSAGES
+from recap.models import sessions_table as SESSIONS
+from recap.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
+from recap.settings import Settings, effective, get_settings
+from recap.store.rows import record_run, save_summary_version
+from recap.store.sources import drop_sources, drop_unsourced
 
 log = logging.getLogger("recap.jobs")
 
@@ -175,7 +175,7 @@ def _restore_point(session_id: str, after: int, live: list[Any], settings: Setti
 def _forget_undone_memories(session_id: str, covers: int, *, db: Session) -> int:
     """Drop this session's sources of the memories mined from the undone batches
     (after ``covers``): a memory goes with its last source, and one it had
-    superseded is live again (worker.store.sources)."""
+    superseded is live again (recap.store.sources)."""
     return (drop_sources((MemorySource.session_id == session_id)
                          & (MemorySource.last_message_id > covers), db=db)
             + drop_unsourced((Memory.session_id == session_id)

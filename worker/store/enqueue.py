@@ -17,16 +17,16 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Update, and_, or_, update
 from sqlalchemy.orm import Session
 
-from models import ChatSession
-from worker.core.titles import MIN_MESSAGES
-from worker.db import rowcount, transaction
-from worker.settings import Settings
+from recap.core.titles import MIN_MESSAGES
+from recap.db import rowcount, transaction
+from recap.models import ChatSession
+from recap.settings import Settings
 
 log = logging.getLogger("recap.enqueue")
 
-SUMMARIZE_TASK = "worker.tasks.summarize_session"
-TITLE_TASK = "worker.tasks.generate_title"
-SWEEP_TASK = "worker.tasks.sweep"
+SUMMARIZE_TASK = "recap.tasks.summarize_session"
+TITLE_TASK = "recap.tasks.generate_title"
+SWEEP_TASK = "recap.tasks.sweep"
 
 
 def stale_before(now: datetime, settings: Settings) -> datetime:
@@ -110,7 +110,7 @@ def publish(task_name: str, session_id: str, *, marker: Any,
 
 
 def _send(task_name: str, session_id: str, *, task_id: str | None) -> None:
-    from worker.celery_app import app
+    from recap.celery_app import app
 
     # No retries at any level: this runs on the chat app's reply path. retry=False
     # covers the publish; kombu would still retry the *connection* for up to
@@ -144,5 +144,5 @@ def mark_title_requested(session_id: str, *, db: Session | Connection, now: date
 
 
 def send_title(session_id: str) -> bool:
-    """Publish one title job (never raises; see worker.store.enqueue.publish)."""
+    """Publish one title job (never raises; see recap.store.enqueue.publish)."""
     return publish(TITLE_TASK, session_id, marker=ChatSession.title_requested_at)

@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Update, and_, case, select, update
 from sqlalchemy.orm import Session
 
-from models import sessions_table as SESSIONS
-from worker.db import Db
+from recap.db import Db
+from recap.models import sessions_table as SESSIONS
 
 
 def lease_free(now: datetime) -> ColumnElement[bool]:

@@ -2,12 +2,12 @@
 to a query, for ``build_context`` and for the extraction call.
 
 A memory's scope is ``u:<user_id>`` when its session names a user, else
-``s:<session_id>`` (models.Memory); a session reads its user's scope and its own
+``s:<session_id>`` (recap.models.Memory); a session reads its user's scope and its own
 (memories it mined before it named its user). Superseded memories are never returned.
 Relevance is PostgreSQL's ``ts_rank`` over ``to_tsvector('simple', fact)``
 against an OR of the query's words; SQLite (the demo) has no full-text ranking
 here, so its candidates are scored by word overlap in Python
-(:func:`worker.core.recall.overlap`). No full-text index: a scope holds tens to
+(:func:`recap.core.recall.overlap`). No full-text index: a scope holds tens to
 hundreds of memories, read through the (scope, fact_hash) unique index.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 from sqlalchemy import Float, Select, func, literal, select
 
-from models import ChatSession, Memory
-from worker.core.recall import Candidate, overlap, query_terms, rank_key
-from worker.db import Db, dialect_name
+from recap.core.recall import Candidate, overlap, query_terms, rank_key
+from recap.db import Db, dialect_name
+from recap.models import ChatSession, Memory
 
 # Most live memories read per context: far more than a memory budget shows, and
 # on SQLite all of them are scored in Python.

@@ -21,21 +21,21 @@ from sqlalchemy import (
     update,
 )
 
-from models import SOURCE_KINDS, ArchivedMessage, Memory
-from models import messages_table as MESSAGES
-from models import runs_table as RUNS
-from models import sessions_table as SESSIONS
-from models import versions_table as VERSIONS
-from worker.core.guard import GuardCounts
-from worker.core.memories import Fact, may_replace
-from worker.db import Db, insert_or_update, rowcount
-from worker.store.recall import session_scopes
-from worker.store.sources import add_source
+from recap.core.guard import GuardCounts
+from recap.core.memories import Fact, may_replace
+from recap.db import Db, insert_or_update, rowcount
+from recap.models import SOURCE_KINDS, ArchivedMessage, Memory
+from recap.models import messages_table as MESSAGES
+from recap.models import runs_table as RUNS
+from recap.models import sessions_table as SESSIONS
+from recap.models import versions_table as VERSIONS
+from recap.store.recall import session_scopes
+from recap.store.sources import add_source
 
 
 def session_exists(session_id: str, *, db: Db) -> bool:
     """Whether the session is stored, holding a key-share lock on its row until the
-    transaction ends: worker.forget (which locks the row for update first) then
+    transaction ends: recap.forget (which locks the row for update first) then
     cannot erase the session between this check and what the caller writes."""
     return db.execute(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id)
                       .with_for_update(key_share=True)).first() is not None
@@ -51,11 +51,11 @@ def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
                error: str | None = None, rewound_after: int | None = None,
                guard: GuardCounts | None = None, row_locked: bool = False) -> int:
     """Insert one summary_runs row; returns its id. ``mode`` is the plan's
-    (worker.core.policy.Mode), ``guard`` the retention guard's counts.
+    (recap.core.policy.Mode), ``guard`` the retention guard's counts.
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
-    is gone it was forgotten (worker.forget) meanwhile: nothing is recorded and 0
+    is gone it was forgotten (recap.forget) meanwhile: nothing is recorded and 0
     is returned, so the audit cannot bring back its id or its text.
     ``row_locked``: the caller's transaction has already updated the session row
     (the fenced write), so it is stored and locked until the commit, and the
@@ -98,12 +98,12 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
     one (shared by all the user's sessions), else the session's. Any other fact
     (tool results, documents, assistant turns, unverified claims, the guard's)
     stays in the session's own scope. A fact already in the scope stays one row
-    and gains a source (worker.store.sources): it goes only when its last source
+    and gains a source (recap.store.sources): it goes only when its last source
     goes; said again after it was superseded, it is live again. A fact whose
     ``replaces`` names a live memory it may replace (a user fact: its user's or
     the session's; any other: the session's only) marks that memory
     ``superseded_by`` the fact's row (kept for audit, never shown) if the fact keeps
-    every specific of that memory (worker.core.memories.may_replace), else both
+    every specific of that memory (recap.core.memories.may_replace), else both
     stay live; an id of another scope, or of the fact itself, is ignored: the
     model is not trusted.
     """

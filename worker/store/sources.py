@@ -1,4 +1,4 @@
-"""Memory provenance rows (models.MemorySource): recording a memory's sources and
+"""Memory provenance rows (recap.models.MemorySource): recording a memory's sources and
 dropping them, which deletes a memory only when its last source goes.
 
 Helpers take the database session as ``db=`` and never commit: the caller owns
@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, exists, insert, select, update
 from sqlalchemy.orm import Session
 
-from models import Memory, MemorySource
-from worker.db import Db
+from recap.db import Db
+from recap.models import Memory, MemorySource
 
 
 def add_source(memory_id: int, *, db: Db, session_id: str, kind: str,

@@ -2,7 +2,7 @@
 
 Point the real SDK at it with ``base_url``::
 
-    from worker.testing import FakeAnthropic, ok, error
+    from recap.testing import FakeAnthropic, ok, error
 
     fake = FakeAnthropic().start()
     fake.script(ok("a summary"), error(529, "Overloaded"))
@@ -17,22 +17,22 @@ recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte
 50 ms (a slow or hostile server or proxy), to test that your calls have a total
 deadline and not only a per-read timeout. ``fake.route(weak_model(Weak(...)))``
 answers like a small model (echo the schema, loop facts to the cap, replace
-memories with junk, an echoing or over-long title): see worker.testing.weak.
+memories with junk, an echoing or over-long title): see recap.testing.weak.
 ``fake.route(hostile_model(Hostile(obey=..., oversize_tokens=...)))`` answers like a
 model that follows an injected instruction or ignores its length cap: see
-worker.testing.hostile.
+recap.testing.hostile.
 See docs/TESTING.md.
 """
 
-from worker.testing.answers import default_summary, drop_specifics, tool_input
-from worker.testing.gate import Gate
-from worker.testing.hostile import Hostile, hostile_model
-from worker.testing.recap import recap_kind
-from worker.testing.replies import Reply, Request, Route, error, ok
-from worker.testing.server import FakeAnthropic
-from worker.testing.usage import fake_tokens, request_usage
-from worker.testing.validate import validate_cache_control, validate_messages_request
-from worker.testing.weak import Weak, weak_model
+from recap.testing.answers import default_summary, drop_specifics, tool_input
+from recap.testing.gate import Gate
+from recap.testing.hostile import Hostile, hostile_model
+from recap.testing.recap import recap_kind
+from recap.testing.replies import Reply, Request, Route, error, ok
+from recap.testing.server import FakeAnthropic
+from recap.testing.usage import fake_tokens, request_usage
+from recap.testing.validate import validate_cache_control, validate_messages_request
+from recap.testing.weak import Weak, weak_model
 
 __all__ = ["FakeAnthropic", "Gate", "Hostile", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",

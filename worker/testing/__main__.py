@@ -1,4 +1,4 @@
-"""``python -m worker.testing [--port N] [--loss SHARE] [--echo-schema] [--loop-facts]
+"""``python -m recap.testing [--port N] [--loss SHARE] [--echo-schema] [--loop-facts]
 [--junk-replaces]``: run the Messages API stand-in as a server until interrupted.
 
 For trying a client (``recap eval --base-url``, your own app) against a local
@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 import threading
 
-from worker.testing.server import FakeAnthropic
-from worker.testing.weak import Weak, weak_model
+from recap.testing.server import FakeAnthropic
+from recap.testing.weak import Weak, weak_model
 
 DEFAULT_PORT = 8765
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m worker.testing", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m recap.testing", description=__doc__)
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port)")
     p.add_argument("--loss", type=float, default=0.0, metavar="SHARE",

@@ -1,4 +1,4 @@
-"""The fake Messages API's default answers (worker.testing.recap picks one per call):
+"""The fake Messages API's default answers (recap.testing.recap picks one per call):
 digests that keep specifics, the retention guard's repair answer, the forced
 ``record_summary`` tool's input, and the lossy mode that drops specifics."""
 
@@ -14,7 +14,7 @@ from typing import Any
 def digest_line(role: str, content: str) -> str:
     """One message's digest: its first 12 words, then up to 20 of the specifics
     (numbers, ids, paths...) they leave out, as a careful model keeps them."""
-    from worker.core.specifics import absent, extract_specifics
+    from recap.core.specifics import absent, extract_specifics
 
     line = f"The {role} said: {' '.join(content.split()[:12])}"
     rest = sorted(absent(extract_specifics(content), [line]))[:20]
@@ -38,7 +38,7 @@ def drop_specifics(text: str, fraction: float, *, seed: int, kind: str) -> str:
     """``text`` without a ``fraction`` of its specifics: each one is dropped or kept
     by a hash of (seed, kind, specific), so the same answer loses the same ones and
     a repair answer (another kind) loses others."""
-    from worker.core.specifics import extract_specifics
+    from recap.core.specifics import extract_specifics
 
     for specific in sorted(extract_specifics(text), key=len, reverse=True):
         digest = hashlib.sha256(f"{seed}:{kind}:{specific}".encode()).digest()

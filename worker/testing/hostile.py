@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from worker.testing.answers import default_repair, default_summary, tool_input
-from worker.testing.recap import recap_kind
-from worker.testing.replies import Reply, Request, Route, ok
+from recap.testing.answers import default_repair, default_summary, tool_input
+from recap.testing.recap import recap_kind
+from recap.testing.replies import Reply, Request, Route, ok
 
 FILLER = "The conversation went on at length about many things. "
 CHARS_PER_OUTPUT_TOKEN = 4

@@ -13,17 +13,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from worker.core.guard import REPAIR_PROMPT
-from worker.core.prompt import SYSTEM_PROMPT
-from worker.core.titles import TITLE_SYSTEM
-from worker.testing.answers import (
+from recap.core.guard import REPAIR_PROMPT
+from recap.core.prompt import SYSTEM_PROMPT
+from recap.core.titles import TITLE_SYSTEM
+from recap.testing.answers import (
     default_repair,
     default_summary,
     digest_messages,
     drop_specifics,
     tool_input,
 )
-from worker.testing.replies import Reply, Request, texts
+from recap.testing.replies import Reply, Request, texts
 
 RecapKind = Literal["summary", "repair", "title"]
 _REPAIR_HEAD = REPAIR_PROMPT.split("{", 1)[0]

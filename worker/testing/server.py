@@ -3,8 +3,8 @@
 The real SDK is pointed at it with ``base_url``. Each valid request is answered by
 the first that applies of: the routes a test set (:meth:`FakeAnthropic.route`), the
 script (:meth:`~FakeAnthropic.script`), the standing reply (:meth:`~FakeAnthropic.always`),
-the default answer (worker.testing.recap). Every request is validated as the API
-does (worker.testing.validate) and recorded for assertions.
+the default answer (recap.testing.recap). Every request is validated as the API
+does (recap.testing.validate) and recorded for assertions.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from worker.testing.gate import Gate
-from worker.testing.recap import answer
-from worker.testing.replies import Reply, Request, Route
-from worker.testing.trickle import raw_response, send_trickled
-from worker.testing.usage import request_usage
-from worker.testing.validate import validate_messages_request
+from recap.testing.gate import Gate
+from recap.testing.recap import answer
+from recap.testing.replies import Reply, Request, Route
+from recap.testing.trickle import raw_response, send_trickled
+from recap.testing.usage import request_usage
+from recap.testing.validate import validate_messages_request
 
 
 class FakeAnthropic:

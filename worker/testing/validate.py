@@ -1,12 +1,12 @@
 """The Messages API's request checks that matter to Recap, as the fake applies them:
-shape, roles, empty content, sampling parameters, content blocks (worker.testing.blocks)
+shape, roles, empty content, sampling parameters, content blocks (recap.testing.blocks)
 and prompt-caching breakpoints. Each check returns the API's complaint, or None."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from worker.testing.blocks import validate_content_blocks
+from recap.testing.blocks import validate_content_blocks
 
 
 def validate_messages_request(body: Any) -> str | None:

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from worker.testing.answers import default_summary, tool_input
-from worker.testing.recap import recap_kind
-from worker.testing.replies import Reply, Request, Route, ok
+from recap.testing.answers import default_summary, tool_input
+from recap.testing.recap import recap_kind
+from recap.testing.replies import Reply, Request, Route, ok
 
 JUNK_FACT = "The user said something about it."
 LOOPED_FACT = {"fact": "The user likes the conversation.", "category": "other",

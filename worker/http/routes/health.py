@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from worker.http.ready import broker_problem, database_problem
-from worker.http.schemas import V1_ERRORS, Ready
+from recap.http.ready import broker_problem, database_problem
+from recap.http.schemas import V1_ERRORS, Ready
 
 router = APIRouter(tags=["operations"])
 KEYED: dict[int | str, dict[str, Any]] = {401: V1_ERRORS[401]}

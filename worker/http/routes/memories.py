@@ -9,10 +9,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from worker.http.offload import in_thread, json_response
-from worker.http.schemas import MemoriesDeleted, MemoriesOut, MemoryOut
-from worker.sessions.forget import forget_memories
-from worker.sessions.overrides import memories
+from recap.http.offload import in_thread, json_response
+from recap.http.schemas import MemoriesDeleted, MemoriesOut, MemoryOut
+from recap.sessions.forget import forget_memories
+from recap.sessions.overrides import memories
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
@@ -29,7 +29,7 @@ async def get_memories(session_id: str) -> Response:
 
 @router.delete("/sessions/{session_id}/memories", response_model=MemoriesDeleted,
                summary="Delete what the session stated as one kind of source "
-                       "(worker.forget_memories); a memory another source backs stays")
+                       "(recap.forget_memories); a memory another source backs stays")
 async def delete_session_memories(session_id: str, source: Source) -> Response:
     return await in_thread(lambda: json_response(
         MemoriesDeleted(deleted=forget_memories(session_id=session_id, source=source))))

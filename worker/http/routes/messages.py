@@ -8,14 +8,14 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
-from worker.api.context import as_request, build_context
-from worker.api.ingest import add_message, prepare, reply_jobs
-from worker.api.validate import check_session_id
-from worker.db import transaction, utcnow
-from worker.errors import InvalidInput
-from worker.http import idempotency
-from worker.http.offload import in_thread, json_response
-from worker.http.schemas import (
+from recap.api.context import as_request, build_context
+from recap.api.ingest import add_message, prepare, reply_jobs
+from recap.api.validate import check_session_id
+from recap.db import transaction, utcnow
+from recap.errors import InvalidInput
+from recap.http import idempotency
+from recap.http.offload import in_thread, json_response
+from recap.http.schemas import (
     ContextIn,
     ContextOut,
     MessageIn,
@@ -24,8 +24,8 @@ from worker.http.schemas import (
     Stored,
     StoredMessage,
 )
-from worker.llm.tokens import message_tokens
-from worker.settings import get_settings
+from recap.llm.tokens import message_tokens
+from recap.settings import get_settings
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reply path"])
 
@@ -78,7 +78,7 @@ def _store(session_id: str, messages: list[MessageIn], *, db: Session | None) ->
                                              "Idempotent-Replayed: true, and stores nothing"}})
 async def post_messages(session_id: str, body: MessagesIn,
                         idempotency_key: Annotated[str | None, Header()] = None) -> Response:
-    """``worker.add_message``. With ``Idempotency-Key``, a retry with the same body
+    """``recap.add_message``. With ``Idempotency-Key``, a retry with the same body
     gets the first answer (header ``Idempotent-Replayed: true``) and stores nothing;
     the same key with another body is 422."""
     return await in_thread(lambda: store(session_id, body, idempotency_key))
@@ -111,7 +111,7 @@ def store(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Res
 @router.post("/replied", status_code=202, response_model=Replied,
              summary="The after_reply hook: maybe queue a summary")
 async def post_replied(session_id: str) -> Response:
-    """``worker.after_reply``: never fails because the broker or the database is down
+    """``recap.after_reply``: never fails because the broker or the database is down
     (the sweeper catches up); only a bad session id is refused."""
     return await in_thread(lambda: replied(session_id))
 
@@ -126,7 +126,7 @@ def replied(session_id: str) -> Response:
 @router.post("/context", response_model=ContextOut,
              summary="The system prompt and messages for the next Claude call")
 async def post_context(session_id: str, body: ContextIn) -> Response:
-    """``worker.build_context``; ``request`` is ``as_request`` of it: add ``model`` and
+    """``recap.build_context``; ``request`` is ``as_request`` of it: add ``model`` and
     ``max_tokens`` and send it to the Messages API as is."""
     return await in_thread(lambda: context(session_id, body))
 

@@ -8,12 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from starlette.responses import Response
 
-from models import ChatSession
-from worker.api.validate import check_session_id
-from worker.db import transaction, utcnow
-from worker.errors import SessionNotFound
-from worker.http.offload import in_thread, json_response
-from worker.http.schemas import (
+from recap.api.validate import check_session_id
+from recap.db import transaction, utcnow
+from recap.errors import SessionNotFound
+from recap.http.offload import in_thread, json_response
+from recap.http.schemas import (
     BUSY,
     EditIn,
     EditOut,
@@ -24,13 +23,14 @@ from worker.http.schemas import (
     SettingsOut,
     SummaryOut,
 )
-from worker.ops.outlook import session_outlook
-from worker.sessions.edit import edit_message
-from worker.sessions.forget import forget
-from worker.sessions.history import summary_at
-from worker.sessions.overrides import configure_session
-from worker.sessions.rewind import rewind
-from worker.settings import get_settings
+from recap.models import ChatSession
+from recap.ops.outlook import session_outlook
+from recap.sessions.edit import edit_message
+from recap.sessions.forget import forget
+from recap.sessions.history import summary_at
+from recap.sessions.overrides import configure_session
+from recap.sessions.rewind import rewind
+from recap.settings import get_settings
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -58,7 +58,7 @@ def _session(session_id: str) -> SessionOut:
 
 
 @router.get("/sessions/{session_id}/summaries/{version}", response_model=SummaryOut,
-            summary="The summary as of a version (worker.summary_at)")
+            summary="The summary as of a version (recap.summary_at)")
 async def get_summary(session_id: str, version: int) -> Response:
     return await in_thread(lambda: json_response(_summary(session_id, version)))
 
@@ -70,7 +70,7 @@ def _summary(session_id: str, version: int) -> SummaryOut:
 
 
 @router.post("/sessions/{session_id}/rewind", response_model=RewindOut,
-             summary="Delete every message after a point (worker.rewind)",
+             summary="Delete every message after a point (recap.rewind)",
              responses=BUSY)
 async def post_rewind(session_id: str, body: RewindIn) -> Response:
     return await in_thread(lambda: json_response(
@@ -78,7 +78,7 @@ async def post_rewind(session_id: str, body: RewindIn) -> Response:
 
 
 @router.patch("/sessions/{session_id}/messages/{message_id}", response_model=EditOut,
-              summary="Replace an active message's content (worker.edit_message)",
+              summary="Replace an active message's content (recap.edit_message)",
               responses=BUSY)
 async def patch_message(session_id: str, message_id: int, body: EditIn) -> Response:
     return await in_thread(lambda: json_response(
@@ -90,19 +90,19 @@ async def patch_message(session_id: str, message_id: int, body: EditIn) -> Respo
 async def put_settings(session_id: str,
                        body: Annotated[dict[str, Any], Body(
                            examples=[{"trigger_messages": 40, "keep_recent": 12}])]) -> Response:
-    """``worker.configure_session``: keys are worker.settings.Tuning fields; creates
+    """``recap.configure_session``: keys are recap.settings.Tuning fields; creates
     the session if needed."""
     return await in_thread(lambda: json_response(
         SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))))
 
 
 @router.delete("/sessions/{session_id}", response_model=Forgotten,
-               summary="Forget the session: every row about it (worker.forget)")
+               summary="Forget the session: every row about it (recap.forget)")
 async def delete_session(session_id: str) -> Response:
     return await in_thread(lambda: json_response(Forgotten(deleted=forget(session_id=session_id))))
 
 
 @router.delete("/users/{user_id}", response_model=Forgotten,
-               summary="Forget the user: every session and memory of theirs (worker.forget)")
+               summary="Forget the user: every session and memory of theirs (recap.forget)")
 async def delete_user(user_id: str) -> Response:
     return await in_thread(lambda: json_response(Forgotten(deleted=forget(user_id=user_id))))
