@@ -37,9 +37,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="stand-in latency per Claude call in seconds (default 0.8)")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
     args = parser.parse_args(argv)
-    # A full run leaves "verdict" out: "cost" prints it at full size.
     chosen = [n.strip() for n in args.only.split(",") if n.strip()] or (
-        ["verdict"] if args.quick else [n for n in NAMES if n != "verdict"])
+        ["verdict"] if args.quick else list(NAMES))
     unknown = [n for n in chosen if n not in NAMES]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")

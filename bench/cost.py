@@ -399,11 +399,6 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
         out.append(frontier(rows, conversation))
         panels.append((f"{conversation} conversation, {n} messages", rows))
     plot(panels)
-    from bench import verdict
-
-    # The defaults' verdict on the four workloads at full size (python -m bench
-    # --quick prints it at the quick sizes).
-    out.append(verdict.run(quick=quick))
     return "".join(out) + f"\nPlot (both conversations): {PLOT}\n"
 
 
