@@ -264,12 +264,12 @@ def _procfile_line(name: str) -> str:
 
 @pytest.mark.parametrize("key", [None, ""])
 def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str | None) -> None:
-    """Run the worker line through a POSIX shell, with a stand-in ``celery`` that
+    """Run the worker line through a POSIX shell, with a stand-in ``recap`` that
     records how it was called, as a Procfile runner would."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     called = tmp_path / "called"
-    stub = bin_dir / "celery"
+    stub = bin_dir / "recap"
     stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$ANTHROPIC_API_KEY" "$*" > {called}\n')
     stub.chmod(0o755)
     base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
@@ -283,4 +283,4 @@ def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str 
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 0, started.stderr
     key_seen, argv = called.read_text().splitlines()
-    assert key_seen == "sk-ant-x" and argv.startswith("-A recap worker ")
+    assert key_seen == "sk-ant-x" and argv.startswith("worker ")
