@@ -18,15 +18,18 @@ import importlib.util
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from recap.engines import make_engine
 from recap.errors import DatabaseNotReady
 from recap.settings import DEFAULT_DATABASE_URL
-
-if TYPE_CHECKING:
-    from alembic.config import Config
-    from sqlalchemy import Engine
 
 log = logging.getLogger("recap.migrate")
 
@@ -55,8 +58,6 @@ def script_location() -> Path:
 
 def alembic_config(url: str) -> Config:
     """An Alembic configuration for ``url`` that needs no alembic.ini."""
-    from alembic.config import Config
-
     cfg = Config()
     cfg.set_main_option("script_location", str(script_location()))
     cfg.set_main_option("path_separator", "os")
@@ -68,16 +69,11 @@ def alembic_config(url: str) -> Config:
 @functools.cache
 def head_revisions() -> tuple[str, ...]:
     """The revision(s) this Recap's schema is at when fully migrated."""
-    from alembic.script import ScriptDirectory
-
     return tuple(sorted(ScriptDirectory(str(script_location())).get_heads()))
 
 
 def safe_url(url: object) -> str:
     """``url`` as text with its password masked (``***``)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     try:
         return make_url(str(url)).render_as_string(hide_password=True)
     except ArgumentError:
@@ -86,8 +82,6 @@ def safe_url(url: object) -> str:
 
 def sqlite_file(url: object) -> Path | None:
     """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
-    from sqlalchemy.engine import make_url
-
     parsed = make_url(str(url))
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
@@ -101,8 +95,6 @@ def current_revisions(engine: Engine) -> tuple[str, ...]:
     level = quiet.level
     quiet.setLevel(max(level, logging.WARNING))  # a read: no "Context impl" lines in logs
     try:
-        from alembic.runtime.migration import MigrationContext
-
         with engine.connect() as conn:
             return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
     finally:
@@ -113,8 +105,6 @@ def schema_problem(engine: Engine) -> str | None:
     """None when the database is reachable and at the migration head; otherwise one
     line naming the URL (no password), what is wrong and the command that fixes it.
     Creates nothing (a missing SQLite file is reported, not created)."""
-    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-
     where = f"database {safe_url(engine.url)}"
     path = sqlite_file(engine.url)
     if path is not None and not path.is_file():
@@ -145,13 +135,13 @@ def schema_problem(engine: Engine) -> str | None:
 
 @functools.cache
 def _known_revisions() -> frozenset[str]:
-    from alembic.script import ScriptDirectory
-
     return frozenset(s.revision for s in ScriptDirectory(str(script_location())).walk_revisions())
 
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Migrate ``url`` to ``revision`` (a SQLite file and its folder are created)."""
+    # Alembic's command module (autogenerate, templates) is needed only to migrate,
+    # never to check a schema: loaded here, not by every process that reads one.
     from alembic import command
 
     path = sqlite_file(url)
@@ -202,9 +192,6 @@ async def ensure_schema_once(url: str) -> None:
 
 
 def _ensure_sync(url: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.pool import NullPool
-
     sync_url = make_url(url).set(drivername="postgresql+psycopg")
     engine = make_engine(sync_url.render_as_string(hide_password=False), poolclass=NullPool)
     try:
