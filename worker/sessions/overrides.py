@@ -37,10 +37,10 @@ def configure_session(session_id: str,
     check_session_id(session_id)
     check_user_id(user_id)
     keep = isinstance(overrides, EllipsisType)
+    if overrides and isinstance(overrides, dict):
+        check_policy_fit(overrides, base=get_settings())  # first: the more useful error
     stored = (validate_overrides(overrides, base=get_settings())
               if overrides and not isinstance(overrides, EllipsisType) else None)
-    if stored:
-        check_policy_fit(stored, base=get_settings())
 
     def write(s: Session) -> dict[str, Any] | None:
         insert_ignoring_duplicates(ChatSession, [{"id": session_id, "user_id": user_id}],

@@ -17,7 +17,8 @@ a deterministic default answer: a forced tool gets Recap's summary tool input, a
 other call text, so an agent's loop ends. An agent's turns are scripted with
 ``fake.assistant(tool_call("weather", {"city": "Lisbon"}), ok("Sunny."))``.
 ``"stream": true`` is answered with the API's event stream, and
-``/v1/chat/completions`` is the OpenAI-compatible route (``base_url=fake.url + "/v1/"``). Every request is validated as the API does and
+``/v1/chat/completions`` is the OpenAI-compatible route (``base_url=fake.url + "/v1/"``).
+Every request is validated as the API does and
 recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte every
 50 ms (a slow or hostile server or proxy), to test that your calls have a total
 deadline and not only a per-read timeout. ``fake.route(weak_model(Weak(...)))``
@@ -41,5 +42,6 @@ from recap.testing.weak import Weak, weak_model
 
 __all__ = ["FakeAnthropic", "Gate", "Hostile", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
-           "hostile_model", "tool_call", "tool_input", "validate_cache_control", "validate_messages_request",
+           "hostile_model", "tool_call",
+           "tool_input", "validate_cache_control", "validate_messages_request",
            "Weak", "weak_model"]

@@ -107,7 +107,8 @@ class FakeAnthropic:
             self._assistant.extend(replies)
 
     def always(self, reply: Reply | None) -> None:
-        """Answer every call the routes, the assistant queue and the script leave with ``reply`` (None: defaults)."""
+        """Answer every call the routes, the assistant queue and the script leave with
+        ``reply`` (None: defaults)."""
         with self._lock:
             self._always = reply
 
