@@ -1,6 +1,8 @@
 """The test environment, set before ``worker`` is imported anywhere: a fresh
 PostgreSQL database name, a private Redis db and queue, the local Messages API
-server. Imported first by conftest.py; tests import constants from here, never
+server. RECAP_TEST_PG (an admin URL of the PostgreSQL server), RECAP_TEST_REDIS (a
+Redis server) and RECAP_TEST_REDIS_DB (one database of it) point the run at other
+services (docs/TESTING.md). Imported first by conftest.py; tests import constants from here, never
 from conftest.
 """
 
@@ -8,7 +10,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +36,14 @@ TEST_DB = f"recap_test_{RUN_ID}"
 REDIS_SERVER = os.environ.get("RECAP_TEST_REDIS", "redis://127.0.0.1:6379")
 OWNER_KEY = "recap-test-owner"
 OWNER = f"{RUN_ID}:{os.getpid()}"
+# RECAP_TEST_REDIS_DB pins the run to one Redis database (it must be empty or a
+# killed run's); unset, the run claims an empty one from 15 down to 1.
+REDIS_DB_PIN = os.environ.get("RECAP_TEST_REDIS_DB", "").strip()
+# The keys a test run writes to its database: its claim, its queues (with their
+# priority variants), kombu's bindings and unacked hashes. A database holding any
+# other key is someone else's: never flushed, never claimed.
+RUN_KEYS = (OWNER_KEY, "recap-test-*", "_kombu.binding.*", "unacked", "unacked_index",
+            "unacked_mutex")
 
 
 def _alive(owner: str) -> bool:
@@ -45,34 +57,61 @@ def _alive(owner: str) -> bool:
     return True
 
 
-def claim_redis_db(server: str = REDIS_SERVER) -> int:
-    """An empty Redis database (1-15) of this run's own: claimed with a key only one
-    run can set, and flushed by :func:`release_redis_db` at the end. Everything the
-    run's brokers write (queues, kombu's binding keys, unacked hashes) stays there."""
+def _run_keys_only(client: Any) -> bool:
+    """Whether every key of the database is one a test run writes (RUN_KEYS)."""
+    return all(any(fnmatchcase(str(k, "utf-8", "replace"), p) for p in RUN_KEYS)
+               for k in client.scan_iter(count=1000))
+
+
+def _candidates(pin: str) -> list[int]:
+    if not pin:
+        return list(range(15, 0, -1))
+    if not pin.isdigit() or not 0 <= int(pin) <= 15:
+        raise RuntimeError(f"RECAP_TEST_REDIS_DB must be a Redis database number (0-15), "
+                           f"got {pin!r}")
+    return [int(pin)]
+
+
+def claim_redis_db(server: str = REDIS_SERVER, *, pin: str = REDIS_DB_PIN,
+                   owner: str = OWNER) -> int:
+    """A Redis database of this run's own: an empty one (15 down to 1, or the one
+    RECAP_TEST_REDIS_DB names), claimed with a key only one run can set. A database
+    a killed run left is emptied first only when it holds nothing but a test run's
+    keys (RUN_KEYS); one with any other key is never touched. Everything the run's
+    brokers write stays there; :func:`release_redis_db` deletes it at the end."""
     import redis
 
-    for db in range(15, 0, -1):
+    for db in _candidates(pin):
         client = redis.Redis.from_url(f"{server}/{db}")
         try:
-            owner = client.get(OWNER_KEY)
-            if owner is not None and not _alive(str(owner, "utf-8") if isinstance(owner, bytes)
-                                                else str(owner)):
-                client.flushdb()  # left by a test run that was killed
-            if client.dbsize() == 0 and client.set(OWNER_KEY, OWNER, nx=True):
+            claimed = client.get(OWNER_KEY)
+            if (claimed is not None and not _alive(str(claimed, "utf-8", "replace"))
+                    and _run_keys_only(client)):
+                client.flushdb()  # a killed test run's keys, and nothing else
+            if client.dbsize() == 0 and client.set(OWNER_KEY, owner, nx=True):
                 return db
         finally:
             client.close()
-    raise RuntimeError(f"no empty Redis database (1-15) on {server} for the tests")
+    where = (f"Redis database {pin} (RECAP_TEST_REDIS_DB) on {server} is not empty"
+             if pin else f"no empty Redis database (1-15) on {server}")
+    raise RuntimeError(f"{where}: the tests write only to a database of their own; set "
+                       "RECAP_TEST_REDIS_DB to an empty one, or RECAP_TEST_REDIS to another "
+                       "server")
 
 
-def release_redis_db(db: int, server: str = REDIS_SERVER) -> None:
-    """Flush this run's Redis database, if it is still ours."""
+def release_redis_db(db: int, server: str = REDIS_SERVER, *, owner: str = OWNER) -> None:
+    """Delete this run's keys (RUN_KEYS) from its database, if it is still ours; a
+    key anyone else wrote there stays."""
     import redis
 
     client = redis.Redis.from_url(f"{server}/{db}")
     try:
-        if client.get(OWNER_KEY) == OWNER.encode():
-            client.flushdb()
+        if client.get(OWNER_KEY) != owner.encode():
+            return
+        for pattern in RUN_KEYS[1:]:
+            for key in list(client.scan_iter(match=pattern, count=1000)):
+                client.delete(key)
+        client.delete(OWNER_KEY)
     finally:
         client.close()
 

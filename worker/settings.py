@@ -22,6 +22,7 @@ from recap.config.base import (
     Name,
 )
 from recap.config.features import Calls, Replies, Retention
+from recap.config.policy_fit import ignored_by, refusal
 from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
@@ -30,7 +31,8 @@ from recap.core.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",
-           "MODEL_MAX_CHARS", "TUNABLE", "Name", "Settings", "Tuning", "effective",
+           "MODEL_MAX_CHARS", "TUNABLE", "Name", "Settings", "Tuning", "check_policy_fit",
+           "effective",
            "env_name", "get_settings", "load_settings", "use_settings", "validate_overrides"]
 
 
@@ -53,6 +55,15 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
                 raise ValueError("DATABASE_URL must be set when RECAP_ENV=production")
             if self.celery_broker_url == DEFAULT_BROKER_URL:
                 raise ValueError("CELERY_BROKER_URL must be set when RECAP_ENV=production")
+        return self
+
+    @model_validator(mode="after")
+    def _policy_reads_every_setting(self) -> Settings:
+        # Only what was set explicitly (the environment, a .env file, a keyword):
+        # the defaults of the fixed rule are harmless under the adaptive policy.
+        ignored = ignored_by(self.policy, self.model_fields_set)
+        if ignored:
+            raise ValueError(refusal(ignored, name=env_name, policy_name="RECAP_POLICY"))
         return self
 
     def thresholds(self) -> Thresholds:
@@ -151,6 +162,17 @@ def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
                            f"{tuned.max_summary_tokens} needs requests of twice that, above "
                            f"RECAP_LLM_MAX_INPUT_TOKENS ({base.llm_max_input_tokens})")
     return {k: getattr(tuned, k) for k in raw}
+
+
+def check_policy_fit(overrides: dict[str, object], *, base: Settings) -> None:
+    """Refuse session overrides the session's policy would ignore (InvalidInput naming
+    the policy and the way out): ``trigger_messages=40`` under the adaptive policy
+    would otherwise be stored and never read."""
+    policy = str(overrides.get("policy", base.policy))
+    ignored = ignored_by(policy, overrides)
+    if ignored:
+        raise InvalidInput("invalid session settings: " + refusal(
+            ignored, name=str, policy_name="policy"))
 
 
 def effective(settings: Settings, overrides: dict[str, object] | None) -> Settings:

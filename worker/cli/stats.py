@@ -79,9 +79,14 @@ def run(args: argparse.Namespace) -> int:
     with transaction() as db:
         data = asdict(stats.collect_stats(db=db, settings=settings, now=now))
         top = largest(db=db, settings=settings, now=now, limit=args.top) if args.top else []
+    rule = fold_rule(settings.policy, trigger_messages=settings.trigger_messages,
+                     trigger_tokens=settings.trigger_tokens, batch_size=settings.batch_size,
+                     keep_recent=settings.keep_recent)
     if args.json:
-        emit_json({**data, "largest_sessions": [o.as_dict() for o in top]})
+        emit_json({**data, "policy": settings.policy, "fold_rule": rule,
+                   "largest_sessions": [o.as_dict() for o in top]})
         return 0
+    print(f"policy: {settings.policy} (RECAP_POLICY): {rule}\n")
     print(format_stats(data))
     if top:
         which = "the largest session" if len(top) == 1 else f"the {len(top)} largest sessions"
@@ -89,6 +94,21 @@ def run(args: argparse.Namespace) -> int:
         for o in top:
             print("\n".join(describe(o)))
     return 0
+
+
+def fold_rule(policy: str, *, trigger_messages: int, trigger_tokens: int, batch_size: int,
+              keep_recent: int) -> str:
+    """What decides a session's next fold under ``policy`` (sessions' overrides
+    aside: ``recap configure`` shows them)."""
+    capacity = ("any session folds once it fills 80% of RECAP_CONTEXT_BUDGET_TOKENS")
+    if policy == "adaptive":
+        return ("each session folds when its context passes its own high-water mark "
+                "(from its growth per reply and its summary's size) and condenses to its own "
+                "low-water mark; RECAP_TRIGGER_MESSAGES, RECAP_TRIGGER_TOKENS, "
+                f"RECAP_BATCH_SIZE and RECAP_CONDENSE_TO are not read; {capacity}")
+    return (f"a session folds when it has more than {trigger_messages} active messages "
+            f"and its oldest {batch_size} outside the newest {keep_recent} hold more than "
+            f"{trigger_tokens} tokens; {capacity}")
 
 
 def format_stats(data: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Variables only docker compose reads (secrets, its own services), written by hand.
 ENV_PREAMBLE = """\
-# Recap's environment. Copy to .env (never commit .env) and fill in the three
+# Recap's environment. Copy to .env (never commit .env) and fill in the four
 # values marked REQUIRED; docker compose refuses to start while any is empty.
 # Every Recap service of docker-compose.yml reads this one file (env_file), and
 # honcho and foreman read it for the Procfile: a setting written here reaches
@@ -45,6 +45,10 @@ POSTGRES_PASSWORD=
 # REQUIRED. Flower's basic-auth password; there is no default. Must not contain
 # "," (Flower splits its credential list on commas), e.g. `openssl rand -hex 24`.
 FLOWER_PASSWORD=
+
+# REQUIRED. Bearer keys of the HTTP API (the api service), comma-separated, e.g.
+# `openssl rand -hex 32`.
+RECAP_API_KEYS=
 
 # ---------------------------------------------------- services and wiring ---
 

@@ -14,7 +14,7 @@ from recap.api.validate import check_session_id, check_user_id
 from recap.db import insert_ignoring_duplicates, rowcount, transaction
 from recap.errors import SessionNotFound
 from recap.models import ChatSession, Memory
-from recap.settings import get_settings, validate_overrides
+from recap.settings import check_policy_fit, get_settings, validate_overrides
 from recap.store.recall import session_scopes
 from recap.store.sources import memory_sources
 
@@ -30,12 +30,15 @@ def configure_session(session_id: str,
     prompt); values are validated with the same limits as RECAP_* settings.
     ``overrides`` left out (``...``) keeps the stored ones. ``user_id`` sets the
     session's user (as ``add_message(..., user_id=...)`` does): memories are then
-    the user's. Raises InvalidInput naming the bad key, or both users if the
+    the user's. Raises InvalidInput naming the bad key (a key the session's policy
+    ignores too: trigger_messages under the adaptive policy), or both users if the
     session belongs to another one, writing nothing.
     """
     check_session_id(session_id)
     check_user_id(user_id)
     keep = isinstance(overrides, EllipsisType)
+    if overrides and isinstance(overrides, dict):
+        check_policy_fit(overrides, base=get_settings())  # first: the more useful error
     stored = (validate_overrides(overrides, base=get_settings())
               if overrides and not isinstance(overrides, EllipsisType) else None)
 

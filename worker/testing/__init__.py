@@ -11,8 +11,14 @@ Point the real SDK at it with ``base_url``::
     ...  # RECAP_ANTHROPIC_BASE_URL=fake.url
     fake.stop()
 
-Each call is answered by the routes the test set, then the script, then ``always``,
-then a deterministic default answer. Every request is validated as the API does and
+Each call is answered by the routes the test set, then (for a call that is not
+Recap's own: an agent's) the assistant queue, then the script, then ``always``, then
+a deterministic default answer: a forced tool gets Recap's summary tool input, any
+other call text, so an agent's loop ends. An agent's turns are scripted with
+``fake.assistant(tool_call("weather", {"city": "Lisbon"}), ok("Sunny."))``.
+``"stream": true`` is answered with the API's event stream, and
+``/v1/chat/completions`` is the OpenAI-compatible route (``base_url=fake.url + "/v1/"``).
+Every request is validated as the API does and
 recorded (``fake.requests``). ``fake.trickle(0.05)`` sends every answer one byte every
 50 ms (a slow or hostile server or proxy), to test that your calls have a total
 deadline and not only a per-read timeout. ``fake.route(weak_model(Weak(...)))``
@@ -28,7 +34,7 @@ from recap.testing.answers import default_summary, drop_specifics, tool_input
 from recap.testing.gate import Gate
 from recap.testing.hostile import Hostile, hostile_model
 from recap.testing.recap import recap_kind
-from recap.testing.replies import Reply, Request, Route, error, ok
+from recap.testing.replies import Reply, Request, Route, error, ok, tool_call
 from recap.testing.server import FakeAnthropic
 from recap.testing.usage import fake_tokens, request_usage
 from recap.testing.validate import validate_cache_control, validate_messages_request
@@ -36,5 +42,6 @@ from recap.testing.weak import Weak, weak_model
 
 __all__ = ["FakeAnthropic", "Gate", "Hostile", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
-           "hostile_model", "tool_input", "validate_cache_control", "validate_messages_request",
+           "hostile_model", "tool_call",
+           "tool_input", "validate_cache_control", "validate_messages_request",
            "Weak", "weak_model"]

@@ -50,7 +50,7 @@ def hostile_model(hostile: Hostile) -> Route:
         kind = recap_kind(request.body)
         if kind not in ("summary", "repair"):
             return None
-        if request.body.get("tools"):
+        if request.tool is not None:
             data = tool_input(request.body, request.prompt, None, fraction=0.0, seed=0)
             summary = str(data.get("summary", ""))
             facts = list(data.get("facts") or [])

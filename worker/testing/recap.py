@@ -1,7 +1,9 @@
 """The fake's default answers: what an unscripted request gets.
 
 Recap's own calls are told apart by what Recap sends, never by the conversation's
-wording: a forced tool (``record_summary``) is answered with its input, the
+wording: a forced tool (``record_summary``) is answered with its input (a tool
+only offered, as an agent's are, gets text: a scripted assistant's calls come from
+:func:`~recap.testing.replies.tool_call`), the
 retention guard's repair call (Recap's summary system prompt and repair template)
 with the summary plus the listed items, a title call and any other request with a
 digest of its messages. :func:`recap_kind` names the call for routes and
@@ -49,19 +51,27 @@ def recap_kind(body: dict[str, Any]) -> RecapKind | None:
 def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float = 0.0,
            seed: int = 0) -> tuple[list[dict[str, Any]], str, str]:
     """(content blocks, their text for the output count, stop_reason) answering
-    ``request`` with ``reply`` (an ok reply: its text, or the default answer when
-    None); ``number`` names the tool call. Default answers lose ``fraction`` of
-    their specifics (by ``seed``)."""
+    ``request`` with ``reply`` (an ok reply: its text and tool calls, or the default
+    answer when it has neither); ``number`` names the tool calls. Only a forced tool
+    (``tool_choice`` of type "tool") gets a tool input made up for it: any other
+    request, tools offered or not, gets text unless the reply scripts its calls, so
+    an agent's loop always ends. Default answers lose ``fraction`` of their
+    specifics (by ``seed``)."""
     prompt, stop = request.prompt, reply.stop_reason
-    if request.tool is not None or request.body.get("tools"):
-        tools = request.body["tools"]
-        name = request.tool or tools[0]["name"]
-        schema = next((t for t in tools if t.get("name") == name), tools[0])
+    if request.tool is not None:
+        tools = request.body.get("tools") or []
+        schema = next((t for t in tools if t.get("name") == request.tool), {})
         data = tool_input({**request.body, "tools": [schema]}, prompt, reply.text,
                           fraction=fraction, seed=seed)
         content = [{"type": "tool_use", "id": f"toolu_{number}",
-                    "name": name, "input": data}]
+                    "name": request.tool, "input": data}]
         return content, json.dumps(data), "tool_use" if stop == "end_turn" else stop
+    if reply.calls:
+        blocks = [{"type": "text", "text": reply.text}] if reply.text else []
+        blocks += [{"type": "tool_use", "id": f"toolu_{number}_{i}", "name": str(c["name"]),
+                    "input": dict(c.get("input") or {})} for i, c in enumerate(reply.calls)]
+        counted = (reply.text or "") + json.dumps(reply.calls)
+        return blocks, counted, "tool_use" if stop == "end_turn" else stop
     if reply.text is not None:
         text = reply.text
     else:

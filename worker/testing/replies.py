@@ -29,6 +29,9 @@ class Reply:
     # Seconds between bytes: the whole answer, status line and headers included,
     # sent one byte at a time (see FakeAnthropic.trickle). 0: all at once.
     trickle: float = 0.0
+    # Tool calls the answer makes, each {"name": ..., "input": {...}} (tool_call()):
+    # an assistant's turn that calls tools, after its ``text`` if any.
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def ok(text: str | None = None, **kw: Any) -> Reply:
@@ -36,6 +39,15 @@ def ok(text: str | None = None, **kw: Any) -> Reply:
     default answer. ``stop_reason``, ``headers``, ``delay`` and ``trickle`` as in
     :class:`Reply`."""
     return Reply("ok", text=text, **kw)
+
+
+def tool_call(name: str, input: dict[str, Any] | None = None, *, text: str | None = None,
+              **kw: Any) -> Reply:
+    """A 200 answer calling tool ``name`` with ``input`` (after ``text``, if any), as an
+    assistant does: stop_reason "tool_use". Several calls in one turn:
+    ``Reply(calls=[{"name": ..., "input": ...}, ...], stop_reason="tool_use")``."""
+    return Reply("ok", text=text, stop_reason="tool_use",
+                 calls=[{"name": name, "input": dict(input or {})}], **kw)
 
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",

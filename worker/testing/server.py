@@ -1,29 +1,28 @@
 """FakeAnthropic: a local HTTP server that speaks the Anthropic Messages API.
 
 The real SDK is pointed at it with ``base_url``. Each valid request is answered by
-the first that applies of: the routes a test set (:meth:`FakeAnthropic.route`), the
-script (:meth:`~FakeAnthropic.script`), the standing reply (:meth:`~FakeAnthropic.always`),
-the default answer (recap.testing.recap). Every request is validated as the API
+the first that applies of: the routes a test set (:meth:`FakeAnthropic.route`), for
+a request that is not Recap's own the assistant queue (:meth:`~FakeAnthropic.assistant`),
+the script (:meth:`~FakeAnthropic.script`), the standing reply
+(:meth:`~FakeAnthropic.always`), the default answer (recap.testing.recap): a forced
+tool's input, else text. ``"stream": true`` gets the answer as the API's event stream
+(recap.testing.stream); ``/v1/chat/completions`` is the OpenAI-compatible route
+(recap.testing.chat_completions). Every request is validated as the API
 does (recap.testing.validate) and recorded for assertions.
 """
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
-import time
 from collections import deque
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from recap.testing.gate import Gate
-from recap.testing.recap import answer
+from recap.testing.handler import Server, handler
+from recap.testing.recap import answer, recap_kind
 from recap.testing.replies import Reply, Request, Route
-from recap.testing.trickle import raw_response, send_trickled
 from recap.testing.usage import request_usage
-from recap.testing.validate import validate_messages_request
 
 
 class FakeAnthropic:
@@ -54,7 +53,8 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self._gate: Gate | None = None
         self._cache: set[bytes] = set()  # request prefixes written to the "prompt cache"
-        self._server = _Server(("127.0.0.1", port), _handler(self))  # 0: any free port
+        self._assistant: deque[Reply] = deque()
+        self._server = Server(("127.0.0.1", port), handler(self))  # 0: any free port
         self._server.log_errors = log_errors
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -79,6 +79,7 @@ class FakeAnthropic:
             self.requests.clear()
             self.headers.clear()
             self._script.clear()
+            self._assistant.clear()
             self._always = None
             self._routes.clear()
             self.delay = 0.0
@@ -96,8 +97,18 @@ class FakeAnthropic:
         with self._lock:
             self._script.extend(replies)
 
+    def assistant(self, *replies: Reply) -> None:
+        """Answer the next calls that are not Recap's own (an agent's, a chat app's:
+        no forced tool, not a summary, repair or title call) with ``replies``, in
+        order: the scripted assistant (``tool_call(...)``, ``ok("text")``). Recap's
+        jobs never take them. Once they are used up, such calls get the script,
+        ``always`` or a plain text answer: never the same tool call forever."""
+        with self._lock:
+            self._assistant.extend(replies)
+
     def always(self, reply: Reply | None) -> None:
-        """Answer every call the routes and the script leave with ``reply`` (None: defaults)."""
+        """Answer every call the routes, the assistant queue and the script leave with
+        ``reply`` (None: defaults)."""
         with self._lock:
             self._always = reply
 
@@ -125,6 +136,11 @@ class FakeAnthropic:
         with self._lock:
             self.trickle_s = seconds_per_byte
 
+    def count_trickle_finished(self) -> None:
+        """One more trickled answer sent to its last byte (``trickles_finished``)."""
+        with self._lock:
+            self.trickles_finished += 1
+
     def hold(self, calls: int | None = 1) -> Gate:
         """Hold the next ``calls`` calls (None: all) until ``gate.release()``; the
         held call is recorded first, so ``requests`` shows it while it waits."""
@@ -138,20 +154,24 @@ class FakeAnthropic:
         return [r["messages"][0]["content"] for r in self.requests]
 
     def reply_to(self, request: Request) -> Reply:
-        """The reply the fake gives ``request``: routes, script, always, default."""
+        """The reply the fake gives ``request``: routes, assistant queue (for a call
+        that is not Recap's own), script, always, default."""
         with self._lock:
             routes = [*self._routes, *self._standing]
         for fn in routes:
             reply = fn(request)
             if reply is not None:
                 return reply
+        theirs = request.tool is None and recap_kind(request.body) is None
         with self._lock:
+            if theirs and self._assistant:
+                return self._assistant.popleft()
             if self._script:
                 return self._script.popleft()
             return self._always or Reply()
 
     # -- one call --------------------------------------------------------------
-    def _record(self, body: Any, headers: dict[str, str]) -> int:
+    def record(self, body: Any, headers: dict[str, str]) -> int:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
@@ -166,7 +186,7 @@ class FakeAnthropic:
             gate.released.wait(120)
         return number
 
-    def _message(self, request: Request, reply: Reply, number: int) -> dict[str, Any]:
+    def message(self, request: Request, reply: Reply, number: int) -> dict[str, Any]:
         with self._lock:
             fraction, seed = self.lossy_fraction, self.lossy_seed
         content, text, stop = answer(request, reply, number=number,
@@ -178,99 +198,3 @@ class FakeAnthropic:
                 "model": request.body["model"], "content": content, "stop_reason": stop,
                 "stop_sequence": None,
                 "usage": {**usage, "output_tokens": max(1, len(text) // 4)}}
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    log_errors = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if self.log_errors:
-            super().handle_error(request, client_address)
-
-
-def _err(kind: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        trickle = 0.0  # this request's seconds between bytes (see trickle())
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
-                  raw: bytes | None = None) -> None:
-            data = raw if raw is not None else json.dumps(payload).encode()
-            fields = [("content-type", "application/json"),
-                      ("content-length", str(len(data))), ("request-id", "req_fake"),
-                      *(headers or {}).items()]
-            if self.trickle:
-                return self._trickle(raw_response(
-                    status, self.responses.get(status, ("",))[0], fields, data))
-            self.send_response(status)
-            for k, v in fields:
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-            return None
-
-        def _trickle(self, data: bytes) -> None:
-            generation = fake.generation
-
-            def finishing() -> None:
-                with fake._lock:
-                    fake.trickles_finished += 1
-
-            if not send_trickled(self.wfile.write, data, self.trickle,
-                                 stopped=lambda: fake.generation != generation, last=finishing):
-                self.close_connection = True
-
-        def _reset_mid_body(self) -> None:
-            # Abort mid-response: headers promise a body that never comes.
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", "1000")
-            self.end_headers()
-            self.wfile.write(b'{"id": "msg_')
-            self.wfile.flush()
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            self.connection.close()
-            self.close_connection = True
-
-        def do_POST(self) -> None:  # noqa: N802
-            self.trickle = 0.0
-            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-            if self.path.rstrip("/") != "/v1/messages":
-                return self._send(404, _err("not_found_error", f"no route {self.path}"))
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                return self._send(400, _err("invalid_request_error", "invalid JSON"))
-            problem = validate_messages_request(body)
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            number = fake._record(body, headers)
-            if problem:
-                return self._send(400, _err("invalid_request_error", problem))
-            request = Request(body, raw, headers)
-            reply = fake.reply_to(request)
-            self.trickle = reply.trickle or fake.trickle_s
-            if reply.delay or fake.delay:
-                time.sleep(reply.delay or fake.delay)
-            if reply.kind == "hang":
-                time.sleep(3600)
-            elif reply.kind == "reset":
-                self._reset_mid_body()
-            elif reply.kind == "malformed":
-                self._send(200, None, raw=b'{"id": "msg_1", "content": [')
-            elif reply.kind == "error":
-                self._send(reply.status, _err(reply.error_type, reply.message), reply.headers)
-            else:
-                self._send(200, fake._message(request, reply, number), reply.headers)
-            return None
-
-    return Handler

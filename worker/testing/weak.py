@@ -91,7 +91,7 @@ def weak_model(weak: Weak) -> Route:
             room = request.max_tokens * CHARS_PER_OUTPUT_TOKEN
             return ok(weak.title[:room],
                       stop_reason="max_tokens" if len(weak.title) > room else "end_turn")
-        if request.tool is not None or request.body.get("tools"):
+        if request.tool is not None:
             return _tool_answer(weak, request)
         if kind == "summary" and weak.echo_schema:
             text = default_summary(request.prompt, 3 * request.max_tokens)

@@ -1,0 +1,38 @@
+"""Settings the active policy would ignore are refused, never silently dropped.
+
+Under the adaptive policy (RECAP_POLICY=adaptive, the default) each session's own
+high-water mark decides when it folds and its low-water mark how deep
+(recap.core.adaptive): the fixed rule's trigger, batch size and condense share are
+not read. Setting one of them explicitly (a RECAP_* variable, or a session override
+over HTTP or ``recap configure``) under that policy is a mistake the user would not
+see: each entry point refuses it with the policy's name and the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+# The fixed rule's settings the adaptive policy replaces with the session's own marks.
+IGNORED_BY_ADAPTIVE = ("trigger_messages", "trigger_tokens", "batch_size", "condense_to")
+
+
+def ignored_by(policy: str, explicit: Iterable[str]) -> list[str]:
+    """The settings among ``explicit`` that ``policy`` ignores, in the order listed."""
+    given = set(explicit)
+    if policy != "adaptive":
+        return []
+    return [name for name in IGNORED_BY_ADAPTIVE if name in given]
+
+
+def refusal(ignored: list[str], *, name: Callable[[str], str],
+            policy_name: str) -> str:
+    """The error for ``ignored`` settings: what the adaptive policy does instead, and
+    the way out (the fixed rule, or leaving them unset). ``name`` spells a setting as
+    the entry point knows it (RECAP_BATCH_SIZE, batch_size)."""
+    names = ", ".join(name(n) for n in ignored)
+    verb = "is" if len(ignored) == 1 else "are"
+    return (f"{names} {verb} ignored under the adaptive policy ({policy_name}=adaptive, the "
+            "default): it folds each session at its own high-water mark and condenses to "
+            f"its own low-water mark. Set {policy_name}=threshold to use the fixed rule's "
+            f"{'setting' if len(ignored) == 1 else 'settings'}, or leave "
+            f"{'it' if len(ignored) == 1 else 'them'} unset")
