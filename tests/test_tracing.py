@@ -172,9 +172,9 @@ def test_publish_and_execution_share_one_trace(instrumented: Any,
     def finished(prefix: str) -> list[Any]:
         return [s for s in instrumented.get_finished_spans() if s.name.startswith(prefix)]
 
-    wait_for(lambda: finished("run/worker.tasks.summarize_session"), what="the consumer span")
-    (run,) = finished("run/worker.tasks.summarize_session")
-    (publish,) = finished("apply_async/worker.tasks.summarize_session")
+    wait_for(lambda: finished("run/recap.tasks.summarize_session"), what="the consumer span")
+    (run,) = finished("run/recap.tasks.summarize_session")
+    (publish,) = finished("apply_async/recap.tasks.summarize_session")
     (reply,) = finished("chat.reply")
     assert run.context.trace_id == publish.context.trace_id == reply.context.trace_id
     assert run.parent.span_id == publish.context.span_id
