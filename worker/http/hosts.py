@@ -57,6 +57,8 @@ def host_name(header: str) -> str:
     header = header.strip().lower()
     if header.startswith("["):
         return header[1:header.find("]")] if "]" in header else header
+    if header.count(":") > 1:  # an IPv6 address without brackets (and so no port)
+        return header
     name, _, port = header.rpartition(":")
     return (name if name and port.isdigit() else header).rstrip(".")
 
