@@ -18,7 +18,8 @@ from starlette.convertors import Convertor, register_url_convertor
 def routed_path(raw_path: bytes) -> str:
     """The path to route on: each segment of ``raw_path`` decoded, with ``%`` and ``/``
     inside it escaped (``%25``, ``%2F``), so one segment stays one."""
-    segments = raw_path.decode("utf-8", "replace").split("/")
+    # Some clients' ASGI scopes carry the query in raw_path too: it is not routed on.
+    segments = raw_path.partition(b"?")[0].decode("utf-8", "replace").split("/")
     return "/".join(unquote(s).replace("%", "%25").replace("/", "%2F") for s in segments)
 
 
