@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -22,6 +24,8 @@ from recap.settings import load_settings
 from tests.helpers import message_ids
 from tests.http.server import RECAP, Server
 
+T = TypeVar("T")
+
 
 def _error(r: httpx.Response, status: int, type_: str) -> str:
     assert r.status_code == status, r.text
@@ -31,10 +35,9 @@ def _error(r: httpx.Response, status: int, type_: str) -> str:
     return message
 
 
-def _returns(call: object, *args: object) -> object:
+def _returns(call: Callable[..., T], *args: object) -> T:
     """``call(*args)``'s result; fails (instead of hanging the suite) if it never ends."""
-    assert callable(call)
-    out: list[object] = []
+    out: list[T] = []
     worker = threading.Thread(target=lambda: out.append(call(*args)), daemon=True)
     worker.start()
     worker.join(60)
