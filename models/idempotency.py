@@ -21,6 +21,9 @@ class IdempotencyKey(Base):
     # sha256 of the session id and the canonical request body: the same key with
     # another body is refused, not answered with the first body's reply.
     fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
+    # The session the answer stored messages in: forgetting the session erases the
+    # answer with it (NULL only on rows written before the column existed).
+    session_id: Mapped[str | None] = mapped_column(String(255))
     status: Mapped[int] = mapped_column(Integer, nullable=False)
     response: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
@@ -29,4 +32,6 @@ class IdempotencyKey(Base):
     __table_args__ = (
         # The purge of expired keys.
         Index("ix_idempotency_keys_expires_at", "expires_at"),
+        # recap.forget's delete.
+        Index("ix_idempotency_keys_session_id", "session_id"),
     )

@@ -195,7 +195,7 @@ SECONDS = "(valid: {} to 2592000)"
     ("RECAP_KEEP_RECENT", "30", "keep_recent (RECAP_KEEP_RECENT, 30) must be below "
      "trigger_messages (RECAP_TRIGGER_MESSAGES, 30)", ""),
     ("RECAP_KEEP_RECENT", "0", "Input should be greater than or equal to 1",
-     "(valid: at least 1)"),
+     "(valid: 1 to 1000000)"),
     ("RECAP_LLM_MAX_INPUT_TOKENS", "2000", "RECAP_LLM_MAX_INPUT_TOKENS (2000) must be at least "
      "twice RECAP_MAX_SUMMARY_TOKENS (1024)", ""),
 ])

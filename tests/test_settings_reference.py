@@ -127,3 +127,16 @@ def test_an_edge_installs_its_settings_and_reset_forgets_them() -> None:
     finally:
         reset_process_state()
     assert get_settings() is not mine and get_settings().batch_size != 7
+
+
+def test_every_number_and_text_has_an_upper_bound() -> None:
+    # A setting without one can ask a computation (or a column) for more than it holds.
+    unbounded = []
+    for field, info in Settings.model_fields.items():
+        kinds = {k for m in info.metadata for k in ("le", "max_length")
+                 if getattr(m, k, None) is not None}
+        annotation = str(info.annotation)
+        if any(t in annotation for t in ("int", "float", "str", "Secret")) and \
+                "Literal" not in annotation and not kinds:
+            unbounded.append(field)
+    assert unbounded == []

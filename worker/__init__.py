@@ -5,6 +5,7 @@ The chat app's API, in one place::
     from recap import add_message, after_reply, build_context, as_request
     from recap import configure_session, forget, forget_memories
     from recap import rewind, edit_message, summary_at   # edit, regenerate, history
+    from recap import tenant     # scope calls to one tenant's ids (docs/SECURITY.md)
     from recap import aio        # the same calls as coroutines
     from recap import errors     # what they raise
     import recap.testing         # the Messages API stand-in, for your tests
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from recap import aio, errors
     from recap.api.context import as_request, build_context
     from recap.api.ingest import add_message, after_reply
+    from recap.core.tenant import tenant
     from recap.sessions.edit import edit_message
     from recap.sessions.forget import forget, forget_memories
     from recap.sessions.history import summary_at
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_message", "after_reply", "aio", "as_request", "build_context",
            "configure_session", "edit_message", "errors", "forget", "forget_memories", "rewind",
-           "summary_at"]
+           "summary_at", "tenant"]
 
 # Public submodules, loaded on first access like the functions.
 _SUBMODULES = ("aio", "errors", "testing", "integrations")
@@ -56,6 +58,7 @@ _PUBLIC = {
     # Not on the reply path: one transaction under the session's lease.
     "rewind": "recap.sessions.rewind",
     "edit_message": "recap.sessions.edit",
+    "tenant": "recap.core.tenant",
     # For `celery -A recap`: the app, not part of the chat app's API.
     "app": "recap.celery_app",
     "celery": "recap.celery_app",

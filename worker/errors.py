@@ -5,6 +5,7 @@
     │   └── DatabaseNotReady     the database is unreachable or not at the migration head
     ├── InvalidInput         a caller passed something Recap refuses to store
     ├── SessionNotFound      no chat session with that id
+    ├── UserNotFound         no session names that user
     ├── SessionBusy          another job holds the session's lease; try again later
     ├── Superseded           a job's claim no longer holds; it changed nothing
     ├── BrokerUnavailable    a job could not be published to the broker
@@ -42,6 +43,10 @@ class InvalidInput(RecapError, ValueError):
 
 class SessionNotFound(RecapError, LookupError):
     """No chat session has this id."""
+
+
+class UserNotFound(RecapError, LookupError):
+    """No session names this user (or the user is outside the caller's tenant)."""
 
 
 class SessionBusy(RecapError):

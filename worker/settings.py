@@ -155,6 +155,7 @@ def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
         tuned = Tuning.model_validate({**base.model_dump(include=set(TUNABLE)), **raw})
     except ValidationError as exc:
         problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                    f"{_valid_range(str(e['loc'][0])) if e['loc'] else ''}"
                     for e in exc.errors()]
         raise InvalidInput("invalid session settings: " + "; ".join(problems)) from None
     if 2 * tuned.max_summary_tokens > base.llm_max_input_tokens:

@@ -15,7 +15,8 @@ import recap
 from tests.env import ROOT
 
 PUBLIC = ["add_message", "after_reply", "aio", "as_request", "build_context", "configure_session",
-          "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at"]
+          "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at",
+          "tenant"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",
              "recap.llm.client", "recap.jobs.summarize", "recap.tasks", "celery.worker"]

@@ -95,7 +95,8 @@ def test_forgetting_a_user_leaves_nothing_of_them_and_keeps_the_others(
     counts = forget(user_id="alice-u7")
 
     assert counts == {"memories": 1, "archived_messages": 10, "chat_messages": 14,
-                      "summary_runs": 4, "title_runs": 2, "stored_keys": 0, "chat_sessions": 2}
+                      "summary_runs": 4, "title_runs": 2, "stored_keys": 0, "idempotency_keys": 0,
+                      "chat_sessions": 2}
     assert traces("alice-", PLANT.format("alice-u7")) == []
     assert traces("bob-", PLANT.format("bob-u9")) == bob_before
     assert_invariants({"bob-s1": bob})

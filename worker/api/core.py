@@ -43,6 +43,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from recap.core import policy
 from recap.core.message import MAX_CONTENT_CHARS, Message, prepare_content
+from recap.core.tenant import user_in_scope
 from recap.core.titles import needs_title
 from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from recap.errors import InvalidInput
@@ -85,8 +86,12 @@ def _check_pinned(pinned: object) -> None:
 
 def check_user_id(user_id: object) -> str | None:
     """Return ``user_id`` if it is None or a usable id (validated like session ids),
-    else raise InvalidInput."""
-    return None if user_id is None else check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
+    else raise InvalidInput; raise UserNotFound if it is outside the current tenant."""
+    if user_id is None:
+        return None
+    checked = check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
+    user_in_scope(checked)
+    return checked
 
 
 

@@ -1,10 +1,13 @@
-"""``recap serve [--host H] [--port P] [--workers N] [--no-auth] [--print-openapi]``:
-the HTTP API (recap.http) on uvicorn.
+"""``recap serve [--host H] [--port P] [--workers N] [--no-auth] [--allowed-hosts NAMES]
+[--print-openapi]``: the HTTP API (recap.http) on uvicorn.
 
 Every route but ``/healthz`` needs ``Authorization: Bearer KEY``, a key of
-RECAP_API_KEYS (comma-separated, so keys can be rotated). Without a key the
-server refuses to start, unless ``--no-auth`` is given on a loopback address
-(127.0.0.1, ::1, localhost); ``--no-auth`` on any other address is refused too.
+RECAP_API_KEYS (comma-separated, so keys can be rotated; ``KEY:TENANT`` binds a
+key to the ids under ``TENANT/``). Without a key the server refuses to start,
+unless ``--no-auth`` is given on a loopback address (127.0.0.1, ::1, localhost);
+``--no-auth`` on any other address is refused too, and answers only loopback
+Host names. ``--allowed-hosts`` (RECAP_API_ALLOWED_HOSTS) names the Host names
+the server answers to, with keys or without.
 The access log names method, path and status: never a key or message text.
 Needs the ``server`` extra (``pip install 'recap-worker[server]'``).
 """
@@ -34,6 +37,10 @@ def register(sub: Subparsers) -> None:
                    help="server processes (default 1)")
     p.add_argument("--no-auth", action="store_true",
                    help="no API keys: allowed on a loopback address only")
+    p.add_argument("--allowed-hosts", metavar="NAMES", default=None,
+                   help="Host names to answer, comma-separated (*.example.com for its "
+                        "subdomains); default RECAP_API_ALLOWED_HOSTS, else any with keys "
+                        "and loopback names only with --no-auth")
     p.add_argument("--print-openapi", action="store_true",
                    help="print the OpenAPI schema (docs/openapi.json) and exit")
 
@@ -84,9 +91,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from recap.http.app import NO_AUTH_ENV
     from recap.http.guard import parse_keys
+    from recap.http.hosts import parse_hosts
     from recap.settings import get_settings
 
-    settings = get_settings()  # a bad configuration is one line now, not a worker's traceback
+    if args.allowed_hosts is not None:  # the workers read it from the environment
+        os.environ["RECAP_API_ALLOWED_HOSTS"] = args.allowed_hosts
+    # A bad configuration is one line now, not a worker's traceback.
+    settings = get_settings()
+    parse_hosts(settings.api_allowed_hosts)
     why = refusal(host=args.host, no_auth=args.no_auth,
                   keys=len(parse_keys(settings.api_keys.get_secret_value())))
     if why:
@@ -94,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.no_auth:
         os.environ[NO_AUTH_ENV] = "1"  # the workers build the app from the environment
-        err(f"warning: --no-auth: no API key is checked (listening on {args.host} only)")
+        hosts = parse_hosts(settings.api_allowed_hosts) or ("loopback names",)
+        err(f"warning: --no-auth: no API key is checked (listening on {args.host} only, "
+            f"answering Host {', '.join(hosts)})")
     else:
         os.environ.pop(NO_AUTH_ENV, None)
     uvicorn.run(APP, factory=True, host=args.host, port=args.port, workers=args.workers,

@@ -25,5 +25,10 @@ MODEL_MAX_CHARS = 100
 # The longest any time setting may be: beyond it, datetime arithmetic overflows
 # (1e12 s) long before the setting means anything.
 MAX_SECONDS = 30 * 24 * 3600
+# The largest token count a setting may name (a budget, a trigger): above every
+# model's context window, and small enough that arithmetic on it stays exact.
+MAX_TOKENS = 10_000_000
+# The longest URL a setting may hold (a database, a broker, an endpoint).
+MAX_URL_CHARS = 2000
 # Names (queue, model) with their surrounding whitespace removed; blank is refused.
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]

@@ -131,10 +131,12 @@ def _bounds(info: FieldInfo) -> str:
     choices = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
     if choices:
         return ", ".join(f"`{c}`" for c in choices)
-    found = {k: getattr(m, k) for m in info.metadata for k in ("ge", "le")
+    found = {k: getattr(m, k) for m in info.metadata for k in ("ge", "le", "max_length")
              if getattr(m, k, None) is not None}
     if "ge" in found and "le" in found:
         return f"{found['ge']} to {found['le']}"
+    if "max_length" in found:
+        return f"at most {found['max_length']} characters"
     return f"at least {found['ge']}" if "ge" in found else ""
 
 
@@ -147,7 +149,12 @@ def markdown() -> str:
            "ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) have no prefix. Settings marked *session*",
            "may also be overridden per session (`recap configure`). Settings marked",
            "*derived* follow from RECAP_TASK_TIME_LIMIT_S (T) and RECAP_RETRY_BACKOFF_MAX_S",
-           "(B) unless set; a value set by hand is checked against the others.", ""]
+           "(B) unless set; a value set by hand is checked against the others.", "",
+           "Every number and text has the bound its *Valid* column shows: a value outside",
+           "it stops the process at start-up with a line naming the variable, and a",
+           "session override outside it is refused (422 over HTTP, an error from",
+           "`recap configure`, InvalidInput from `configure_session`), so no setting can",
+           "ask a computation for more than its bound.", ""]
     for group, fields in grouped():
         title, intro = _title(group)
         out += [f"## {title}", ""] + ([intro, ""] if intro else [])

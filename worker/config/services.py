@@ -6,7 +6,16 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 
-from recap.config.base import DEFAULT_BROKER_URL, DEFAULT_DATABASE_URL, MAX_SECONDS, Name
+from recap.config.base import (
+    DEFAULT_BROKER_URL,
+    DEFAULT_DATABASE_URL,
+    MAX_SECONDS,
+    MAX_URL_CHARS,
+    Name,
+)
+
+# The longest list of keys or host names a setting may hold.
+MAX_LIST_CHARS = 10_000
 
 # Read as-is, without the RECAP_ prefix: the names every tool already uses.
 STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
@@ -25,6 +34,7 @@ class Services(BaseModel):
     env: Literal["development", "test", "production"] = Field("development", description=(
         "production refuses the SQLite defaults and, unless allowed, the offline summarizer."))
     database_url: str = Field(DEFAULT_DATABASE_URL, validation_alias=AliasChoices("DATABASE_URL"),
+                              max_length=MAX_URL_CHARS,
                               description="SQLAlchemy URL of the database (PostgreSQL or "
                                           "SQLite); unset: an embedded SQLite file in the "
                                           "data directory (<data dir>: $XDG_DATA_HOME/recap, "
@@ -32,12 +42,13 @@ class Services(BaseModel):
                                           "migrated on first use.")
     celery_broker_url: str = Field(DEFAULT_BROKER_URL,
                                    validation_alias=AliasChoices("CELERY_BROKER_URL"),
+                                   max_length=MAX_URL_CHARS,
                                    description="Celery broker: redis://, amqp:// or sqla+sqlite://.")
     anthropic_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"),
+        None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"), max_length=1000,
         description="Claude API key; without it the worker refuses to start (unless offline).")
     anthropic_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"),
+        None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"), max_length=MAX_URL_CHARS,
         description="Another Messages API endpoint (a gateway, a proxy, a test double).")
     queue: Name = Field("recap", max_length=200, description=(
         "Queue the jobs go to; every worker, beat and enqueuer must agree."))
@@ -64,8 +75,15 @@ class HttpApi(BaseModel):
     """
 
     # Comma-separated so a new key can go in before the old one goes out.
-    api_keys: SecretStr = Field(SecretStr(""), description=(
-        "Bearer keys of recap serve, comma-separated; the server refuses to start without one."))
+    # A key may name a tenant (KEY:TENANT): it then reaches only ids under TENANT/.
+    api_keys: SecretStr = Field(SecretStr(""), max_length=MAX_LIST_CHARS, description=(
+        "Bearer keys of recap serve, comma-separated, each KEY or KEY:TENANT (docs/SECURITY.md); "
+        "the server refuses to start without one."))
+    # DNS rebinding: a page on another site whose name resolves to this server sends
+    # its own Host. Empty: any Host with a key, the loopback names with --no-auth.
+    api_allowed_hosts: str = Field("", max_length=MAX_LIST_CHARS, description=(
+        "Host names recap serve answers, comma-separated (*.example.com: its subdomains); "
+        "empty: any with keys, loopback names only with --no-auth."))
     # Above the largest inline image a message may carry (RECAP_MAX_INLINE_BASE64_CHARS).
     api_max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024,
                                     description=(

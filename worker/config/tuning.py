@@ -7,7 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from recap.config.base import DEFAULT_MODEL, MODEL_MAX_CHARS, Name
+from recap.config.base import DEFAULT_MODEL, MAX_TOKENS, MODEL_MAX_CHARS, Name
+
+# The most messages a trigger or the keep window may count: far above any session a
+# person holds, and small enough that every count derived from it stays exact.
+MAX_MESSAGES = 1_000_000
 
 
 class Tuning(BaseModel):
@@ -23,19 +27,19 @@ class Tuning(BaseModel):
     # (worker/core/adaptive.py); "threshold": the fixed rule of the four settings below.
     policy: Literal["adaptive", "threshold"] = Field("adaptive", description=(
         "When and how deep to fold: adaptive (per session) or threshold (fixed rule)."))
-    trigger_messages: int = Field(30, ge=1, description=(
+    trigger_messages: int = Field(30, ge=1, le=MAX_MESSAGES, description=(
         "Summarize when active messages exceed this and their batch exceeds the tokens."))
-    trigger_tokens: int = Field(15000, ge=1, description=(
+    trigger_tokens: int = Field(15000, ge=1, le=MAX_TOKENS, description=(
         "Token half of the trigger: the candidate batch must hold more tokens than this."))
     batch_size: int = Field(20, ge=1, le=10000, description=(
         "Most messages one job condenses."))
     # At least 1: the newest message is never condensed, so an assistant turn is
     # never summarized before the tool results that answer it have arrived.
-    keep_recent: int = Field(10, ge=1, description=(
+    keep_recent: int = Field(10, ge=1, le=MAX_MESSAGES, description=(
         "Newest messages always kept verbatim in the window (below trigger_messages)."))
     max_summary_tokens: int = Field(1024, ge=64, le=16384, description=(
         "Cap on the summary's length (the answer's max_tokens)."))
-    context_budget_tokens: int = Field(32000, ge=1000, description=(
+    context_budget_tokens: int = Field(32000, ge=1000, le=MAX_TOKENS, description=(
         "The chat app's context budget: above 80% a job runs regardless of the trigger."))
     # Cache-aware folding: a fold condenses until summary + the rest fit this share
     # of the budget (worker/core/policy.py), so the summary (the start of every

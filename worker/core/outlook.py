@@ -36,10 +36,20 @@ class Outlook:
 
 
 def tokens_to_capacity(summary_tokens: int, active_tokens: int, budget: int) -> int:
-    """More context tokens needed before the capacity rule fires (0: it does)."""
+    """More context tokens needed before the capacity rule fires (0: it does).
+
+    Closed form, then at most a step either way so the answer agrees with the
+    rule's own floating-point test (:func:`usage`) to the token; never a loop whose
+    length depends on the budget."""
+    def fires(more: int) -> bool:
+        return usage(summary_tokens, active_tokens + more, budget) >= CAPACITY_USAGE
+
     need = max(0, math.ceil(CAPACITY_USAGE * budget) - summary_tokens - active_tokens)
-    while need and usage(summary_tokens, active_tokens + need - 1, budget) >= CAPACITY_USAGE:
-        need -= 1
+    for _ in range(2):  # the float product is off by an ulp at most
+        if need and fires(need - 1):
+            need -= 1
+        elif not fires(need):
+            need += 1
     return need
 
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from recap.core.tenant import session_in_scope
 from recap.core.text import check_text
 from recap.errors import InvalidInput
 
 MAX_SESSION_ID = 255
+# Message ids are 64-bit (BIGINT; SQLite's INTEGER), summary versions 32-bit
+# (INTEGER): a larger number names nothing and would overflow the column.
+MAX_ROW_ID = 2**63 - 1
+MAX_VERSION = 2**31 - 1
 
 
 def text_or_raise(value: str, what: str) -> None:
@@ -32,8 +37,20 @@ def check_str(value: object, what: str, *, max_chars: int) -> str:
 
 
 def check_session_id(session_id: object) -> str:
-    """Return ``session_id`` if it is a usable id, else raise InvalidInput."""
-    return check_str(session_id, "session_id", max_chars=MAX_SESSION_ID)
+    """Return ``session_id`` if it is a usable id, else raise InvalidInput; raise
+    SessionNotFound if it is outside the current tenant (recap.core.tenant)."""
+    checked = check_str(session_id, "session_id", max_chars=MAX_SESSION_ID)
+    session_in_scope(checked)
+    return checked
+
+
+def check_whole(value: object, what: str, *, low: int, high: int) -> int:
+    """Return ``value`` if it is a whole number from ``low`` to ``high``; else raise
+    InvalidInput naming ``what`` (before any statement sees it)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInput(f"{what} must be a whole number from {low} to {high}, got "
+                           f"{value!r}")
+    return value
 
 
 def json_object(line: str) -> dict[str, Any]:

@@ -5,7 +5,10 @@ recap.ops) with the same guarantees: nothing lost, nothing applied twice, a
 clear error for bad input. The pieces:
 
 - :mod:`recap.http.app`: the app factory (``create_app``) and ``build_api``;
-- :mod:`recap.http.guard`: bearer keys and the body limit, before any parsing;
+- :mod:`recap.http.guard`: Host rules, bearer keys and their tenants, the body
+  limit and HEAD, before any parsing;
+- :mod:`recap.http.hosts`: which Host and Origin names are answered (DNS rebinding);
+- :mod:`recap.http.ids`: ids as one percent-encoded path segment ("/" included);
 - :mod:`recap.http.fast`: the reply path's three POSTs, served without FastAPI's
   per-request machinery (the same models, functions and answers);
 - :mod:`recap.http.offload`: one hop to a worker thread per request;

@@ -11,6 +11,7 @@ from recap.errors import ConfigError
 from recap.http import errors
 from recap.http.fast import ReplyPath
 from recap.http.guard import ASGIApp, Guard, parse_keys
+from recap.http.hosts import LOOPBACK_NAMES, parse_hosts
 from recap.http.routes import health, memories, messages, sessions
 from recap.http.schemas import V1_ERRORS
 
@@ -21,11 +22,15 @@ VERSION = "1"
 DESCRIPTION = """Recap's HTTP API: a rolling summary of long chat conversations.
 
 Every route but `/healthz` needs `Authorization: Bearer KEY` (a key of
-RECAP_API_KEYS). Errors are `{"error": {"type", "message"}}`: 400 a body that is
-not JSON, 401 no or a wrong key, 404 no such session, 409 a job holds the session
-(retry after `Retry-After` seconds), 413 a body over RECAP_API_MAX_BODY_BYTES, 422
-invalid input (nothing was stored; the message names the field), 503 the database
-or the broker is unavailable.
+RECAP_API_KEYS); a key bound to a tenant (`KEY:TENANT`) reaches only the session
+and user ids under `TENANT/`, and every other id is answered as unknown. An id
+is one path segment, percent-encoded: `/` as `%2F` (`/v1/sessions/acme%2F42`).
+Errors are `{"error": {"type", "message"}}`: 400 a body that is not JSON or a Host
+the server does not answer to, 401 no or a wrong key, 403 an Origin it refuses,
+404 no such session or user, 409 a job holds the session (retry after
+`Retry-After` seconds), 413 a body over RECAP_API_MAX_BODY_BYTES, 422 invalid
+input (nothing was stored; the message names the field), 503 the database or the
+broker is unavailable.
 """
 
 
@@ -51,15 +56,21 @@ def create_app() -> ASGIApp:
     the reply path's POSTs served by :class:`~recap.http.fast.ReplyPath`.
 
     Raises ConfigError when RECAP_API_KEYS holds no key and ``recap serve`` was
-    not started with ``--no-auth`` (which it allows on a loopback address only).
+    not started with ``--no-auth`` (which it allows on a loopback address only),
+    or when a key's tenant or a host of RECAP_API_ALLOWED_HOSTS is malformed.
+    Without keys, only loopback Host names are answered unless
+    RECAP_API_ALLOWED_HOSTS names others.
     """
     from recap.settings import get_settings
 
     settings = get_settings()
     keys = parse_keys(settings.api_keys.get_secret_value())
-    if not keys and os.environ.get(NO_AUTH_ENV) != "1":
+    no_auth = os.environ.get(NO_AUTH_ENV) == "1"
+    if not keys and not no_auth:
         raise ConfigError("RECAP_API_KEYS is not set: the HTTP API needs at least one key "
                           "(or recap serve --no-auth on a loopback address)")
-    if os.environ.get(NO_AUTH_ENV) == "1":
-        keys = ()
-    return Guard(ReplyPath(build_api()), keys=keys, max_body=settings.api_max_body_bytes)
+    hosts: tuple[str, ...] | None = parse_hosts(settings.api_allowed_hosts) or None
+    if no_auth:
+        keys, hosts = (), hosts or LOOPBACK_NAMES
+    return Guard(ReplyPath(build_api()), keys=keys, max_body=settings.api_max_body_bytes,
+                 hosts=hosts)

@@ -20,6 +20,7 @@ from recap.errors import (
     RecapError,
     SessionBusy,
     SessionNotFound,
+    UserNotFound,
 )
 
 log = logging.getLogger("recap.http")
@@ -28,7 +29,7 @@ log = logging.getLogger("recap.http")
 # usually ends within a few seconds.
 RETRY_AFTER_S = 2
 
-_HTTP_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found",
+_HTTP_TYPES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "payload_too_large", 415: "unsupported_media_type"}
 
 
@@ -63,7 +64,7 @@ def classify(exc: BaseException) -> ApiError | None:
         return exc
     if isinstance(exc, InvalidInput):  # the request's fault: nothing was written
         return ApiError(422, "invalid_input", str(exc))
-    if isinstance(exc, SessionNotFound):
+    if isinstance(exc, SessionNotFound | UserNotFound):
         return ApiError(404, "not_found", str(exc))
     if isinstance(exc, SessionBusy):  # a job holds the lease: the same request works later
         return ApiError(409, "session_busy", str(exc),

@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from recap.http import errors
 from recap.http.guard import ASGIApp, Message, Receive, Scope, Send
+from recap.http.ids import segment_value
 from recap.http.offload import in_thread
 from recap.http.routes import messages
 from recap.http.schemas import ContextIn, MessagesIn
@@ -41,7 +42,8 @@ class ReplyPath:
         if match is None:
             await self.app(scope, receive, send)
             return
-        session_id, route = match.groups()
+        segment, route = match.groups()
+        session_id = segment_value(segment)
         if route == "replied":  # no body: FastAPI would not read one either
             await self._answer(scope, receive, send, lambda: messages.replied(session_id))
             return

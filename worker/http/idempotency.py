@@ -5,7 +5,8 @@ claim (status 0) and then with the answer, so a committed key always means
 committed messages and a rolled-back request leaves no key behind. Two requests
 with one key at once: the second's INSERT waits on the first's uncommitted row
 (PostgreSQL's unique index), then reads its answer. Keys live
-RECAP_API_IDEMPOTENCY_TTL_S; expired ones are purged by later requests.
+RECAP_API_IDEMPOTENCY_TTL_S; expired ones are purged by later requests, and a
+session's go when it is forgotten (recap.forget).
 """
 
 from __future__ import annotations
@@ -54,7 +55,16 @@ def fingerprint(session_id: str, body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def claim(key: str, fp: str, *, db: Session, now: datetime, ttl_s: int) -> Reply | None:
+def stored_key(key: str, tenant: str | None) -> str:
+    """The row's key: ``key`` itself, or for a tenant's key a digest of both, so one
+    tenant's keys never meet another's (a reused key would say one was used)."""
+    if tenant is None:
+        return key
+    return "t:" + hashlib.sha256(json.dumps([tenant, key]).encode()).hexdigest()
+
+
+def claim(key: str, fp: str, *, session_id: str, db: Session, now: datetime,
+          ttl_s: int) -> Reply | None:
     """Claim ``key`` in ``db``'s transaction: None if this request goes ahead (then
     :func:`record` its answer before commit), else the first request's answer.
 
@@ -68,7 +78,8 @@ def claim(key: str, fp: str, *, db: Session, now: datetime, ttl_s: int) -> Reply
                .with_for_update(skip_locked=True).scalar_subquery())
     db.execute(delete(IdempotencyKey).where(IdempotencyKey.key.in_(expired)))
     insert_ignoring_duplicates(IdempotencyKey, [{
-        "key": key, "fingerprint": fp, "status": _CLAIMED, "response": "",
+        "key": key, "fingerprint": fp, "session_id": session_id, "status": _CLAIMED,
+        "response": "",
         "created_at": now, "expires_at": now + timedelta(seconds=ttl_s)}], db=db, keys=["key"])
     # Another request's row is visible only once committed, with its answer: a
     # claimed row seen here is this request's own.

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from recap.core.validate import MAX_ROW_ID
+
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -102,7 +104,8 @@ class SummaryOut(BaseModel):
 
 
 class RewindIn(_Request):
-    after_message_id: int = Field(ge=0, description="keep messages up to this id (0: none)")
+    after_message_id: int = Field(ge=0, le=MAX_ROW_ID,
+                                  description="keep messages up to this id (0: none)")
 
 
 class RewindOut(BaseModel):
@@ -182,9 +185,11 @@ def _error(description: str) -> dict[str, Any]:
 
 # The errors any /v1 route may answer (documented once, for docs/openapi.json).
 V1_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _error("the body is not JSON, or a header is malformed"),
+    400: _error("the body is not JSON, a header is malformed, or the Host is not one "
+                "the server answers to"),
     401: _error("no key, or not one of RECAP_API_KEYS"),
-    404: _error("no such session"),
+    403: _error("the Origin is refused, or a tenant's key asked for every tenant's data"),
+    404: _error("no such session or user (or one outside the key's tenant)"),
     413: _error("the body is over RECAP_API_MAX_BODY_BYTES (refused before parsing)"),
     422: _error("invalid input: the message names the field; nothing was stored"),
     503: _error("the database or the broker is unavailable; retry after Retry-After"),

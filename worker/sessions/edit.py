@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from recap.core.message import prepare_content
-from recap.core.validate import check_session_id
+from recap.core.validate import MAX_ROW_ID, check_session_id, check_whole
 from recap.db import db_now, transaction
 from recap.errors import InvalidInput
 from recap.llm.tokens import message_tokens
@@ -44,6 +44,7 @@ def edit_message(session_id: str, message_id: int, content: object, *,
     rewind); SessionBusy as :func:`rewind`.
     """
     check_session_id(session_id)
+    check_whole(message_id, "message_id", low=1, high=MAX_ROW_ID)
     settings = get_settings()
     done: Edited = retrying(session_id, wait_s,
                              lambda: _edit(session_id, message_id, content, settings))

@@ -5,7 +5,8 @@ What goes, per session (a user's: every session that names the user): its
 messages (chat_messages, archived_messages), the session row (summary, title,
 settings), its memories (the session's or user's scope, and those of the
 user's scope that no other session also stated: a memory goes with its last
-source), the framework ids its adapters stored (stored_keys), and its audit rows
+source), the framework ids its adapters stored (stored_keys), the HTTP API's
+Idempotency-Key answers for it (idempotency_keys), and its audit rows
 (summary_runs, title_runs). Audit rows are deleted,
 not scrubbed: their reasons and errors may quote chat text, and a row kept
 without them would still name the session. ``recap stats`` and ``recap
@@ -30,7 +31,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
-from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
+from recap.api.validate import check_user_id
+from recap.core.tenant import current_tenant
+from recap.core.validate import check_session_id
 from recap.db import rowcount, transaction
 from recap.errors import InvalidInput
 from recap.models import (
@@ -38,6 +41,7 @@ from recap.models import (
     ArchivedMessage,
     ChatMessage,
     ChatSession,
+    IdempotencyKey,
     Memory,
     MemorySource,
     StoredKey,
@@ -49,7 +53,7 @@ from recap.store.sources import drop_sources, drop_unsourced
 
 # The tables erased, in the order of the deletes.
 TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
-          "stored_keys", "chat_sessions")
+          "stored_keys", "idempotency_keys", "chat_sessions")
 
 
 def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict[str, int]:
@@ -66,8 +70,8 @@ def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict
         owned: ColumnElement[bool] = ChatSession.id == session_id
         scope = f"s:{session_id}"
     else:
-        check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
-        owned = ChatSession.user_id == user_id
+        check_user_id(user_id)
+        owned = _in_tenant(ChatSession.user_id == user_id)
         scope = f"u:{user_id}"
     with transaction() as s:
         # Lock first: a job's apply holding a session row finishes (its rows are
@@ -97,10 +101,18 @@ def forget_memories(*, source: str, session_id: str | None = None,
         if session_id is not None:
             ids = [check_session_id(session_id)]
         else:
-            check_str(user_id, "user_id", max_chars=MAX_SESSION_ID)
-            ids = list(s.scalars(select(ChatSession.id).where(ChatSession.user_id == user_id)))
+            check_user_id(user_id)
+            ids = list(s.scalars(select(ChatSession.id).where(
+                _in_tenant(ChatSession.user_id == user_id))))
         return drop_sources(MemorySource.session_id.in_(ids) & (MemorySource.kind == source),
                             db=s)
+
+
+def _in_tenant(where: ColumnElement[bool]) -> ColumnElement[bool]:
+    """``where``, limited to the current tenant's sessions (recap.core.tenant)."""
+    name = current_tenant()
+    return where if name is None else where & ChatSession.id.startswith(name + "/",
+                                                                        autoescape=True)
 
 
 def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
@@ -113,7 +125,8 @@ def erase(s: Session, ids: list[str], scopes: list[str]) -> dict[str, int]:
     counts = {"memories": _delete(s, Memory, Memory.scope.in_(scopes))}
     counts["memories"] += drop_sources(MemorySource.session_id.in_(ids), db=s)
     counts["memories"] += drop_unsourced(Memory.session_id.in_(ids), db=s)
-    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun, StoredKey):
+    for model in (ArchivedMessage, ChatMessage, SummaryRun, TitleRun, StoredKey,
+                  IdempotencyKey):
         counts[model.__tablename__] = _delete(s, model, model.session_id.in_(ids))
     counts["chat_sessions"] = _delete(s, ChatSession, ChatSession.id.in_(ids))
     return counts

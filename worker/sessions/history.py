@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from recap.core.validate import check_session_id
+from recap.core.validate import MAX_VERSION, check_session_id, check_whole
 from recap.db import transaction
 from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatSession, SummaryVersion
@@ -49,8 +49,7 @@ def summary_at(session_id: str, version: int) -> Version:
     unknown session, InvalidInput for a version that does not exist or was not
     kept (RECAP_SUMMARY_VERSIONS_KEEP)."""
     check_session_id(session_id)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InvalidInput(f"version must be a whole number of at least 1, got {version!r}")
+    check_whole(version, "version", low=1, high=MAX_VERSION)
     with transaction() as s:
         session = s.get(ChatSession, session_id)
         if session is None:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from recap.core.validate import check_session_id
+from recap.core.validate import MAX_ROW_ID, check_session_id, check_whole
 from recap.db import db_now, transaction, utcnow
 from recap.errors import InvalidInput
 from recap.models import ArchivedMessage, Memory, MemorySource, SummaryRun, SummaryVersion
@@ -70,9 +70,8 @@ def rewind(session_id: str, after_message_id: int, *, wait_s: float = WAIT_S) ->
     when a job held the lease for all of ``wait_s`` seconds. Nothing changes then.
     """
     check_session_id(session_id)
-    if not isinstance(after_message_id, int) or after_message_id < 0:
-        raise InvalidInput(f"after_message_id must be a message id (or 0), got "
-                           f"{after_message_id!r}")
+    check_whole(after_message_id, "after_message_id (a message id, or 0)", low=0,
+                high=MAX_ROW_ID)
     settings = get_settings()
     done: Rewound = retrying(session_id, wait_s,
                               lambda: _rewind(session_id, after_message_id, settings))

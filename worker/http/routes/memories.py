@@ -20,14 +20,14 @@ Source = Annotated[str, Query(description="the kind of source to delete: user, a
                                           "tool, document, unverified, guard or legacy")]
 
 
-@router.get("/sessions/{session_id}/memories", response_model=MemoriesOut,
+@router.get("/sessions/{session_id:id}/memories", response_model=MemoriesOut,
             summary="The live memories the session's context can show, with their sources")
 async def get_memories(session_id: str) -> Response:
     return await in_thread(lambda: json_response(
         MemoriesOut(memories=[MemoryOut.model_validate(m) for m in memories(session_id)])))
 
 
-@router.delete("/sessions/{session_id}/memories", response_model=MemoriesDeleted,
+@router.delete("/sessions/{session_id:id}/memories", response_model=MemoriesDeleted,
                summary="Delete what the session stated as one kind of source "
                        "(recap.forget_memories); a memory another source backs stays")
 async def delete_session_memories(session_id: str, source: Source) -> Response:
@@ -35,7 +35,7 @@ async def delete_session_memories(session_id: str, source: Source) -> Response:
         MemoriesDeleted(deleted=forget_memories(session_id=session_id, source=source))))
 
 
-@router.delete("/users/{user_id}/memories", response_model=MemoriesDeleted,
+@router.delete("/users/{user_id:id}/memories", response_model=MemoriesDeleted,
                summary="Delete what every session of the user stated as one kind of source")
 async def delete_user_memories(user_id: str, source: Source) -> Response:
     return await in_thread(lambda: json_response(

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from recap.api.context import as_request, build_context
 from recap.api.ingest import add_message, prepare, reply_jobs
 from recap.api.validate import check_session_id
+from recap.core.tenant import current_tenant
 from recap.db import transaction, utcnow
 from recap.errors import InvalidInput
 from recap.http import idempotency
@@ -27,7 +28,7 @@ from recap.http.schemas import (
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
 
-router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reply path"])
+router = APIRouter(prefix="/v1/sessions/{session_id:id}", tags=["reply path"])
 
 # Messages one request may store: a whole imported conversation, not an unbounded one.
 MAX_BATCH = 1000
@@ -93,16 +94,16 @@ def store(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Res
             return json_response(_store(session_id, messages, db=None), status_code=201)
         with transaction() as db:
             return json_response(_store(session_id, messages, db=db), status_code=201)
-    key = idempotency.check_key(idempotency_key)
+    key = idempotency.stored_key(idempotency.check_key(idempotency_key), current_tenant())
     fp = idempotency.fingerprint(session_id, body.model_dump(mode="json"))
     with transaction() as db:
-        first = idempotency.claim(key, fp, db=db, now=utcnow(),
+        first = idempotency.claim(key, fp, session_id=session_id, db=db, now=utcnow(),
                                   ttl_s=get_settings().api_idempotency_ttl_s)
         if first is not None:  # the fingerprint matched, so the session is this one
             return JSONResponse({"session_id": session_id, **first.body},
                                 status_code=first.status, headers={REPLAYED: "true"})
         stored = _store(session_id, messages, db=db)
-        # Ids and counts only: a kept key names no session (forget erases sessions).
+        # Ids and counts only; the row goes when the session is forgotten.
         idempotency.record(key, idempotency.Reply(
             201, stored.model_dump(mode="json", exclude={"session_id"})), db=db)
     return json_response(stored, status_code=201)

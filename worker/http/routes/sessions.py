@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
 from recap.api.validate import check_session_id
+from recap.core.validate import MAX_ROW_ID, MAX_VERSION
 from recap.db import transaction, utcnow
-from recap.errors import SessionNotFound
+from recap.errors import SessionNotFound, UserNotFound
 from recap.http.offload import in_thread, json_response
 from recap.http.schemas import (
     BUSY,
+    V1_ERRORS,
     EditIn,
     EditOut,
     Forgotten,
@@ -34,8 +36,16 @@ from recap.settings import get_settings
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
+# A number outside these names nothing (the columns are 32- and 64-bit): 422.
+Version = Annotated[int, Path(ge=1, le=MAX_VERSION, description="a summary version")]
+MessageId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="a message id")]
+ERASED: dict[int | str, dict[str, Any]] = {404: {
+    "model": V1_ERRORS[404]["model"],
+    "description": "nothing is stored about it (never stored, forgotten already, or "
+                   "outside the key's tenant)"}}
 
-@router.get("/sessions/{session_id}", response_model=SessionOut,
+
+@router.get("/sessions/{session_id:id}", response_model=SessionOut,
             summary="The session: summary, counters, version, pending job, title")
 async def get_session(session_id: str) -> Response:
     return await in_thread(lambda: json_response(_session(session_id)))
@@ -57,9 +67,9 @@ def _session(session_id: str) -> SessionOut:
             overrides=row.overrides)
 
 
-@router.get("/sessions/{session_id}/summaries/{version}", response_model=SummaryOut,
+@router.get("/sessions/{session_id:id}/summaries/{version}", response_model=SummaryOut,
             summary="The summary as of a version (recap.summary_at)")
-async def get_summary(session_id: str, version: int) -> Response:
+async def get_summary(session_id: str, version: Version) -> Response:
     return await in_thread(lambda: json_response(_summary(session_id, version)))
 
 
@@ -69,7 +79,7 @@ def _summary(session_id: str, version: int) -> SummaryOut:
                       covers_through=v.covers_through, created_at=v.created_at.isoformat())
 
 
-@router.post("/sessions/{session_id}/rewind", response_model=RewindOut,
+@router.post("/sessions/{session_id:id}/rewind", response_model=RewindOut,
              summary="Delete every message after a point (recap.rewind)",
              responses=BUSY)
 async def post_rewind(session_id: str, body: RewindIn) -> Response:
@@ -77,15 +87,15 @@ async def post_rewind(session_id: str, body: RewindIn) -> Response:
         RewindOut(**asdict(rewind(session_id, body.after_message_id)))))
 
 
-@router.patch("/sessions/{session_id}/messages/{message_id}", response_model=EditOut,
+@router.patch("/sessions/{session_id:id}/messages/{message_id}", response_model=EditOut,
               summary="Replace an active message's content (recap.edit_message)",
               responses=BUSY)
-async def patch_message(session_id: str, message_id: int, body: EditIn) -> Response:
+async def patch_message(session_id: str, message_id: MessageId, body: EditIn) -> Response:
     return await in_thread(lambda: json_response(
         EditOut(**asdict(edit_message(session_id, message_id, body.content)))))
 
 
-@router.put("/sessions/{session_id}/settings", response_model=SettingsOut,
+@router.put("/sessions/{session_id:id}/settings", response_model=SettingsOut,
             summary="Replace the session's tuning overrides ({} clears them)")
 async def put_settings(session_id: str,
                        body: Annotated[dict[str, Any], Body(
@@ -96,13 +106,25 @@ async def put_settings(session_id: str,
         SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))))
 
 
-@router.delete("/sessions/{session_id}", response_model=Forgotten,
+@router.delete("/sessions/{session_id:id}", response_model=Forgotten, responses=ERASED,
                summary="Forget the session: every row about it (recap.forget)")
 async def delete_session(session_id: str) -> Response:
-    return await in_thread(lambda: json_response(Forgotten(deleted=forget(session_id=session_id))))
+    return await in_thread(lambda: json_response(_forgotten(forget(session_id=session_id),
+                                                            session_id=session_id)))
 
 
-@router.delete("/users/{user_id}", response_model=Forgotten,
+@router.delete("/users/{user_id:id}", response_model=Forgotten, responses=ERASED,
                summary="Forget the user: every session and memory of theirs (recap.forget)")
 async def delete_user(user_id: str) -> Response:
-    return await in_thread(lambda: json_response(Forgotten(deleted=forget(user_id=user_id))))
+    return await in_thread(lambda: json_response(_forgotten(forget(user_id=user_id),
+                                                            user_id=user_id)))
+
+
+def _forgotten(deleted: dict[str, int], *, session_id: str | None = None,
+               user_id: str | None = None) -> Forgotten:
+    """The answer of a DELETE; 404 when nothing was stored (as for any unknown id)."""
+    if any(deleted.values()):
+        return Forgotten(deleted=deleted)
+    if session_id is not None:
+        raise SessionNotFound(f"no chat session with id {session_id!r}")
+    raise UserNotFound(f"no user with id {user_id!r}")
