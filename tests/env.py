@@ -39,11 +39,11 @@ OWNER = f"{RUN_ID}:{os.getpid()}"
 # RECAP_TEST_REDIS_DB pins the run to one Redis database (it must be empty or a
 # killed run's); unset, the run claims an empty one from 15 down to 1.
 REDIS_DB_PIN = os.environ.get("RECAP_TEST_REDIS_DB", "").strip()
-# The keys a test run writes to its database: its claim, its queues (with their
-# priority variants), kombu's bindings and unacked hashes. A database holding any
-# other key is someone else's: never flushed, never claimed.
-RUN_KEYS = (OWNER_KEY, "recap-test-*", "_kombu.binding.*", "unacked", "unacked_index",
-            "unacked_mutex")
+# The keys a test run writes to its database: its claim, its queues (recap-test-*,
+# recap-start-*, ... with their priority variants), kombu's bindings and deadline
+# sets (_kombu.*) and unacked hashes. A database holding any other key is someone
+# else's: never flushed, never claimed.
+RUN_KEYS = (OWNER_KEY, "recap-*", "_kombu.*", "unacked", "unacked_index", "unacked_mutex")
 
 
 def _alive(owner: str) -> bool:

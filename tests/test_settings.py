@@ -101,6 +101,7 @@ def test_production_refuses_embedded_defaults(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_api_key_never_echoed_in_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECAP_POLICY", "threshold")  # RECAP_BATCH_SIZE is the fixed rule's
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-123")
     monkeypatch.setenv("RECAP_BATCH_SIZE", "nope")
     with pytest.raises(ConfigError) as info:
