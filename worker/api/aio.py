@@ -21,8 +21,9 @@ waiting differs:
   driver, the reply core's statements awaited on the loop. PostgreSQL only: with
   SQLite, DATABASE_URL raises ConfigError here (call the sync API through
   ``asyncio.to_thread`` instead);
-- token counting and context assembly (CPU work; the tokenizer loads on first
-  use) run in the loop's default executor;
+- validation, block decoding, token counting and context assembly (CPU work that
+  grows with the content; the tokenizer loads on first use) run in the loop's
+  default executor, so no call holds the loop for long whatever the message's size;
 - broker publishes run in a small thread pool of their own, so a stuck broker
   ties up neither the loop nor the executor that counts tokens. The outage bound
   is the sync hook's: one failed publish pauses publishing for a few seconds.
@@ -54,11 +55,13 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from recap.api.core import (
+    HookPlan,
     JobToSend,
     NewMessage,
     ReplyJobs,
     add_statement,
-    counters_query,
+    counters_params,
+    counters_statement,
     other_user,
     owner_query,
     plan_hook,
@@ -66,6 +69,8 @@ from recap.api.core import (
 )
 from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
 from recap.api.window import (
+    MemoriesRead,
+    Window,
     assemble_window,
     check_system_prompt,
     memories_queries,
@@ -76,7 +81,8 @@ from recap.api.window import (
 from recap.core.assemble import Context
 from recap.core.request import as_request
 from recap.core.validate import check_session_id
-from recap.db import DB_NOW, rowcount, utcnow
+from recap.db import rowcount, utcnow
+from recap.engines import refuse_closed_by_server
 from recap.errors import ConfigError
 from recap.llm.tokens import count_tokens, message_tokens
 from recap.migrate import ensure_schema_once
@@ -101,35 +107,52 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
     ``content``: a string or a Messages API content array; ``user_id`` as in the
     sync :func:`recap.api.ingest.add_message` (set once; another user's id raises
     InvalidInput naming both). With ``db``, writes inside the caller's transaction
-    (the caller commits); otherwise in a transaction of its own. Raises
-    InvalidInput, writing nothing.
+    (the caller commits); otherwise committed by itself. Raises InvalidInput,
+    writing nothing.
     """
-    msg = validate_message(session_id, role, content, pinned=pinned, user_id=user_id,
-                           max_inline_chars=get_settings().max_inline_base64_chars)
-    new = NewMessage(session_id, role, msg, await asyncio.to_thread(message_tokens, msg),
-                     pinned, user_id)
+    max_inline = get_settings().max_inline_base64_chars
+    # Validation, block decoding, token counting and the bound values (the blocks'
+    # JSON) grow with the content: all of it in one thread, never on the loop.
+    new, params = await asyncio.to_thread(_prepare, session_id, role, content, pinned,
+                                          user_id, max_inline)
     if db is not None:
-        return await _insert(db, new)
-    async with (await _engine()).begin() as conn:
-        return await _insert(conn, new)
+        return await _insert(db, new, params)
+    async with (await _engine(autocommit=True)).connect() as conn:
+        return await _insert(conn, new, params)
 
 
-async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage) -> int:
-    added = (await db.execute(add_statement(), new.params(utcnow()))).scalar()
+def _prepare(session_id: str, role: str, content: object, pinned: bool,
+             user_id: str | None, max_inline: int) -> tuple[NewMessage, dict[str, object]]:
+    msg = validate_message(session_id, role, content, pinned=pinned, user_id=user_id,
+                           max_inline_chars=max_inline)
+    new = NewMessage(session_id, role, msg, message_tokens(msg), pinned, user_id)
+    return new, new.params(utcnow())
+
+
+async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage,
+                  params: dict[str, object]) -> int:
+    added = (await db.execute(add_statement(), params)).scalar()
     if added is None:  # the upsert's WHERE refused: another user's session
         owner = (await db.execute(owner_query(new.session_id))).scalar()
         raise other_user(new.session_id, owner, new.user_id or "")
     return int(added)
 
 
-async def _decide(db: AsyncSession | AsyncConnection, session_id: str) -> ReplyJobs:
-    # The sync recap.api.ingest.decide, awaited.
+async def _plan(db: AsyncSession | AsyncConnection, session_id: str) -> HookPlan:
+    # The sync recap.api.ingest.decide's read: one statement on the database's clock.
     settings = get_settings()
-    # The lease and the marker on the database's clock (PostgreSQL only here).
-    now = (await db.execute(DB_NOW)).scalar_one().astimezone(UTC)
-    stale = stale_before(now, settings)
-    row = (await db.execute(counters_query(session_id, now=now, stale=stale))).one_or_none()
-    hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)
+    row = (await db.execute(counters_statement(server_clock=True),
+                            counters_params(session_id, settings=settings, now=None))
+           ).one_or_none()
+    if row is None:
+        return HookPlan()
+    now = row.now.astimezone(UTC)
+    return plan_hook(session_id, row, settings=settings, now=now,
+                     stale=stale_before(now, settings))
+
+
+async def _mark(db: AsyncSession | AsyncConnection, hook: HookPlan) -> ReplyJobs:
+    # The marker updates of the sync decide: a job for each that changed a row.
     title = hook.title is not None and rowcount(await db.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(await db.execute(hook.summarize)) == 1
     return ReplyJobs(queue, title)
@@ -152,7 +175,7 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
         if db is None:
             return await _commit_then_publish(session_id)
         async with db.begin_nested():  # a failure leaves the caller's transaction usable
-            jobs = await _decide(db, session_id)
+            jobs = await _mark(db, await _plan(db, session_id))
     except Exception as exc:
         return hook_failed(session_id, exc)
     return send_after_commit(db.sync_session, session_id, jobs,
@@ -160,14 +183,19 @@ async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> boo
 
 
 async def _commit_then_publish(session_id: str) -> bool:
-    """Decide and commit (the pending marker), then publish. Once the decision is
-    made, a cancelled caller (a client gone, a request timeout) still publishes:
-    the marker may have committed, and a marker without its job would keep the
-    hook from queueing the session until the marker goes stale."""
+    """Decide (one read, no transaction), commit the pending markers, then publish.
+    Once the markers are written, a cancelled caller (a client gone, a request
+    timeout) still publishes: the marker may have committed, and a marker without
+    its job would keep the hook from queueing the session until the marker goes
+    stale."""
+    async with (await _engine(autocommit=True)).connect() as conn:
+        hook = await _plan(conn, session_id)
+    if hook.title is None and hook.summarize is None:
+        return False  # the common case: nothing to queue, one round trip
     decided: ReplyJobs | None = None
     try:
         async with (await _engine()).begin() as conn:
-            decided = await _decide(conn, session_id)
+            decided = await _mark(conn, hook)
     except asyncio.CancelledError:
         if decided is not None:  # cancelled in the commit: it may have happened
             _in_publisher(send_both, session_id, decided)
@@ -188,15 +216,34 @@ async def build_context(session_id: str, *, system_prompt: str,
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     settings = get_settings()
-    async with (await _engine()).connect() as conn:
-        window = window_of(session_id, (await conn.execute(snapshot_query(session_id))).all(),
-                           default_budget=settings.context_budget_tokens)
+    async with (await _engine(autocommit=True)).connect() as conn:
+        rows = (await conn.execute(snapshot_query(session_id))).all()
+        # Decoding the blocks and the memories' query terms grow with the window:
+        # a large one is read in a thread, never on the loop.
+        read = functools.partial(_read_window, session_id, rows, settings)
+        window, reads = read() if _small(rows) else await asyncio.to_thread(read)
         # Later statements, as in the sync read_window (see there).
-        for read in memories_queries(window, dialect="postgresql", settings=settings):
-            window = with_memories(window, read, (await conn.execute(read.query)).all(),
+        for memories in reads:
+            window = with_memories(window, memories,
+                                   (await conn.execute(memories.query)).all(),
                                    dialect="postgresql")
     return await asyncio.to_thread(assemble_window, system_prompt, window, settings=settings,
                                    count=count_tokens, prompt_caching=prompt_caching)
+
+
+# Text (content and block JSON) a window may hold and still be read on the loop:
+# decoding this much takes well under a millisecond.
+SMALL_WINDOW_CHARS = 64 * 1024
+
+
+def _small(rows: list[Any]) -> bool:
+    return sum(len(r.content or "") + len(r.blocks or "") for r in rows) <= SMALL_WINDOW_CHARS
+
+
+def _read_window(session_id: str, rows: list[Any], settings: Any
+                 ) -> tuple[Window, list[MemoriesRead]]:
+    window = window_of(session_id, rows, default_budget=settings.context_budget_tokens)
+    return window, memories_queries(window, dialect="postgresql", settings=settings)
 
 
 @contextlib.asynccontextmanager
@@ -224,6 +271,7 @@ async def close() -> None:
 @dataclass
 class _LoopState:
     engines: dict[str, AsyncEngine] = field(default_factory=dict)
+    autocommit: dict[str, AsyncEngine] = field(default_factory=dict)  # views of engines
     publishing: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
@@ -241,17 +289,21 @@ def _state() -> _LoopState:
     return state
 
 
-async def _engine() -> AsyncEngine:
+async def _engine(*, autocommit: bool = False) -> AsyncEngine:
     """This loop's engine, once the database is reachable and migrated (else
-    DatabaseNotReady)."""
+    DatabaseNotReady). With ``autocommit``, its view whose statements each commit
+    by themselves (no BEGIN and COMMIT round trips), sharing its pool."""
     settings = get_settings()
-    engines = _state().engines
-    engine = engines.get(settings.database_url)
+    state = _state()
+    engine = state.engines.get(settings.database_url)
     if engine is None:  # ConfigError here for a database the asyncio API cannot use
-        engine = engines[settings.database_url] = make_async_engine(settings.database_url,
-            pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
+        engine = state.engines[settings.database_url] = make_async_engine(
+            settings.database_url, pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow)
+        state.autocommit[settings.database_url] = engine.execution_options(
+            isolation_level="AUTOCOMMIT")
     await ensure_schema_once(settings.database_url)
-    return engine
+    return state.autocommit[settings.database_url] if autocommit else engine
 
 
 def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
@@ -264,9 +316,12 @@ def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
             f"the asyncio API (recap.api.aio) needs PostgreSQL, and DATABASE_URL is "
             f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
             f"with SQLite, call the sync API through asyncio.to_thread")
-    # The same privacy as recap.db.make_engine: errors never carry chat text.
-    return create_async_engine(parsed.set(drivername="postgresql+psycopg"),
-                               pool_pre_ping=True, hide_parameters=True, **kwargs)
+    # The same privacy as recap.db.make_engine: errors never carry chat text; and
+    # the same dead-connection check on checkout, without pre-ping's round trip.
+    engine = create_async_engine(parsed.set(drivername="postgresql+psycopg"),
+                                 hide_parameters=True, **kwargs)
+    refuse_closed_by_server(engine.sync_engine)
+    return engine
 
 
 # -- publishing off the loop --------------------------------------------------------
