@@ -112,8 +112,15 @@ class NewMessage:
         return {"session_id": self.session_id, "role": self.role,
                 "content": self.message.content, "pinned": self.pinned, "tokens": self.tokens,
                 "now": now, "user_id": self.user_id,
-                "blocks": None if blocks is None else json.dumps(blocks),
+                "blocks": None if blocks is None else blocks_json(blocks),
                 "tool_links": self.message.tool_links}
+
+
+def blocks_json(blocks: list[dict[str, Any]]) -> str:
+    """``blocks`` as JSON text, one block at a time: a single ``json.dumps`` over
+    thousands of blocks is one C call that holds the GIL throughout, and the
+    asyncio API makes this text in a thread beside the app's event loop."""
+    return "[" + ", ".join(map(json.dumps, blocks)) + "]"
 
 
 def validate_message(session_id: object, role: object, content: object, *, pinned: object,
