@@ -37,21 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
-import os
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from datetime import UTC
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
-    AsyncEngine,
     AsyncSession,
-    create_async_engine,
 )
 
 from recap.api.core import (
@@ -68,6 +61,13 @@ from recap.api.core import (
     validate_message,
 )
 from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
+from recap.api.loops import (
+    PUBLISH_THREADS,
+    STATES,
+    engine,
+    in_publisher,
+    make_async_engine,
+)
 from recap.api.window import (
     MemoriesRead,
     Window,
@@ -82,21 +82,13 @@ from recap.core.assemble import Context
 from recap.core.request import as_request
 from recap.core.validate import check_session_id
 from recap.db import rowcount, utcnow
-from recap.engines import refuse_closed_by_server
-from recap.errors import ConfigError
 from recap.llm.tokens import count_tokens, message_tokens
-from recap.migrate import ensure_schema_once
 from recap.settings import get_settings
 from recap.store.enqueue import BREAKER, stale_before
 
-__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
-           "transaction"]
+__all__ = ["PUBLISH_THREADS", "Context", "add_message", "after_reply", "as_request",
+           "build_context", "close", "make_async_engine", "transaction"]
 
-T = TypeVar("T")
-
-# Threads for broker publishes: enough for a burst of replies, few enough that a
-# stuck broker (before the first failure opens the breaker) holds little.
-PUBLISH_THREADS = 4
 
 
 async def add_message(session_id: str, role: str, content: str | list[dict[str, Any]], *,
@@ -117,7 +109,7 @@ async def add_message(session_id: str, role: str, content: str | list[dict[str, 
                                           user_id, max_inline)
     if db is not None:
         return await _insert(db, new, params)
-    async with (await _engine(autocommit=True)).connect() as conn:
+    async with (await engine(autocommit=True)).connect() as conn:
         return await _insert(conn, new, params)
 
 
@@ -188,22 +180,22 @@ async def _commit_then_publish(session_id: str) -> bool:
     timeout) still publishes: the marker may have committed, and a marker without
     its job would keep the hook from queueing the session until the marker goes
     stale."""
-    async with (await _engine(autocommit=True)).connect() as conn:
+    async with (await engine(autocommit=True)).connect() as conn:
         hook = await _plan(conn, session_id)
     if hook.title is None and hook.summarize is None:
         return False  # the common case: nothing to queue, one round trip
     decided: ReplyJobs | None = None
     try:
-        async with (await _engine()).begin() as conn:
+        async with (await engine()).begin() as conn:
             decided = await _mark(conn, hook)
     except asyncio.CancelledError:
         if decided is not None:  # cancelled in the commit: it may have happened
-            _in_publisher(send_both, session_id, decided)
+            in_publisher(send_both, session_id, decided)
         raise
     assert decided is not None
     # shield: cancelling this await must not cancel the publish (a publish queued
     # behind others would otherwise never start).
-    return (await asyncio.shield(_in_publisher(send_both, session_id, decided))).summarize
+    return (await asyncio.shield(in_publisher(send_both, session_id, decided))).summarize
 
 
 async def build_context(session_id: str, *, system_prompt: str,
@@ -216,7 +208,7 @@ async def build_context(session_id: str, *, system_prompt: str,
     check_system_prompt(system_prompt)
     check_session_id(session_id)
     settings = get_settings()
-    async with (await _engine(autocommit=True)).connect() as conn:
+    async with (await engine(autocommit=True)).connect() as conn:
         rows = (await conn.execute(snapshot_query(session_id))).all()
         # Decoding the blocks and the memories' query terms grow with the window:
         # a large one is read in a thread, never on the loop.
@@ -251,105 +243,26 @@ async def transaction() -> AsyncIterator[AsyncSession]:
     """An ``AsyncSession`` on this loop's engine in one transaction: commits on
     success, rolls back on error. Pass it as ``db=`` to write several messages all
     or nothing (the adapters in recap.integrations store a turn this way)."""
-    async with AsyncSession(await _engine(), expire_on_commit=False) as db, db.begin():
+    async with AsyncSession(await engine(), expire_on_commit=False) as db, db.begin():
         yield db
 
 
 async def close() -> None:
     """Wait for this loop's background publishes, then dispose its engines. Call it
     at shutdown; later calls on this loop build a new engine."""
-    state = _STATES.pop(asyncio.get_running_loop(), None)
+    state = STATES.pop(asyncio.get_running_loop(), None)
     if state is None:
         return
     await asyncio.gather(*state.publishing, return_exceptions=True)
-    for engine in state.engines.values():
-        await engine.dispose()
-
-
-# -- per-loop state -----------------------------------------------------------------
-
-@dataclass
-class _LoopState:
-    engines: dict[str, AsyncEngine] = field(default_factory=dict)
-    autocommit: dict[str, AsyncEngine] = field(default_factory=dict)  # views of engines
-    publishing: set[asyncio.Future[Any]] = field(default_factory=set)
-
-
-# An asyncio engine's connections belong to the loop that opened them.
-_STATES: dict[asyncio.AbstractEventLoop, _LoopState] = {}
-
-
-def _state() -> _LoopState:
-    loop = asyncio.get_running_loop()
-    state = _STATES.get(loop)
-    if state is None:
-        for old in [old for old in _STATES if old.is_closed()]:
-            _STATES.pop(old, None)  # a loop that ended without close()
-        state = _STATES[loop] = _LoopState()
-    return state
-
-
-async def _engine(*, autocommit: bool = False) -> AsyncEngine:
-    """This loop's engine, once the database is reachable and migrated (else
-    DatabaseNotReady). With ``autocommit``, its view whose statements each commit
-    by themselves (no BEGIN and COMMIT round trips), sharing its pool."""
-    settings = get_settings()
-    state = _state()
-    engine = state.engines.get(settings.database_url)
-    if engine is None:  # ConfigError here for a database the asyncio API cannot use
-        engine = state.engines[settings.database_url] = make_async_engine(
-            settings.database_url, pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow)
-        state.autocommit[settings.database_url] = engine.execution_options(
-            isolation_level="AUTOCOMMIT")
-    await ensure_schema_once(settings.database_url)
-    return state.autocommit[settings.database_url] if autocommit else engine
-
-
-def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
-    """An asyncio engine on psycopg's async driver for a PostgreSQL ``url`` (any
-    driver name: ``postgresql://``, ``postgresql+psycopg://``...); ConfigError for
-    any other database."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        raise ConfigError(
-            f"the asyncio API (recap.api.aio) needs PostgreSQL, and DATABASE_URL is "
-            f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
-            f"with SQLite, call the sync API through asyncio.to_thread")
-    # The same privacy as recap.db.make_engine: errors never carry chat text; and
-    # the same dead-connection check on checkout, without pre-ping's round trip.
-    engine = create_async_engine(parsed.set(drivername="postgresql+psycopg"),
-                                 hide_parameters=True, **kwargs)
-    refuse_closed_by_server(engine.sync_engine)
-    return engine
-
-
-# -- publishing off the loop --------------------------------------------------------
-
-_PUBLISHER: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _publisher() -> ThreadPoolExecutor:
-    global _PUBLISHER
-    if _PUBLISHER is None or _PUBLISHER[0] != os.getpid():  # threads do not survive fork
-        _PUBLISHER = (os.getpid(), ThreadPoolExecutor(PUBLISH_THREADS,
-                                                      thread_name_prefix="recap-publish"))
-    return _PUBLISHER[1]
-
-
-def _in_publisher(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-    """Start ``fn(*args)`` on the publish pool now, like asyncio.to_thread (context
-    variables, e.g. the trace, go along); close() waits for it. Cancelling the
-    returned future cancels a publish still queued: await it through shield."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args)
-    future = asyncio.wrap_future(_publisher().submit(call))
-    publishing = _state().publishing
-    publishing.add(future)
-    future.add_done_callback(publishing.discard)
-    return future
+    for built in state.engines.values():
+        await built.dispose()
 
 
 def _publish_in_background(jobs: list[JobToSend]) -> None:
     # Runs inside ``await db.commit()`` (SQLAlchemy's after-commit event), so on the
     # loop: schedule, do not wait. close() waits for what is still running.
-    _in_publisher(send_jobs, jobs)
+    in_publisher(send_jobs, jobs)
+
+
+# Tests and tools look for the per-loop state here.
+_STATES = STATES
