@@ -1,4 +1,5 @@
-"""``python -m bench [--quick] [--only NAME,...] [--latency S] [--out FILE]``
+"""``python -m bench [--quick] [--only NAME,...] [--latency S] [--out FILE] [--json]``,
+``python -m bench --compare REF [--only NAME,...] [--runs N] [--quick]``
 
 Runs the benchmarks against a private PostgreSQL database (recap_bench_<hex>,
 dropped after), a private Redis queue (db 13) and the local Claude stand-in, and
@@ -23,8 +24,12 @@ from pathlib import Path
 
 from bench import env as benv
 
-NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory",
-         "specifics", "cost", "reach", "http", "middleware", "verdict")
+NAMES = ("hook", "loop", "reply_path", "overhead", "throughput", "tokens", "context", "scale",
+         "memory", "specifics", "cost", "reach", "http", "middleware", "verdict")
+
+
+# The benchmarks that print machine-readable figures (--json), so --compare takes them.
+JSON_NAMES = ("hook", "loop")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,7 +41,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S,
                         help="stand-in latency per Claude call in seconds (default 0.8)")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    parser.add_argument("--json", action="store_true",
+                        help="print each benchmark's figures as one JSON line (" +
+                             ", ".join(JSON_NAMES) + ")")
+    parser.add_argument("--compare", metavar="REF",
+                        help="alternate runs of the chosen benchmarks between git REF and "
+                             "the working tree (see bench.compare); default --only hook")
+    parser.add_argument("--runs", type=int, default=3, help="--compare: runs per side")
     args = parser.parse_args(argv)
+    if args.compare and not args.only:
+        args.only = "hook"
     chosen = [n.strip() for n in args.only.split(",") if n.strip()] or (
         ["verdict"] if args.quick else list(NAMES))
     unknown = [n for n in chosen if n not in NAMES]
@@ -44,6 +58,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
     if args.latency < 0:
         parser.error("--latency must be >= 0")
+    if (args.json or args.compare) and [n for n in chosen if n not in JSON_NAMES]:
+        parser.error(f"--json and --compare take only {', '.join(JSON_NAMES)}")
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
     args.names = chosen
     return args
 
@@ -76,18 +94,26 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.compare:
+        from bench.compare import compare
+
+        compare(args.compare, args.names, runs=args.runs, quick=args.quick)
+        return 0
     started = time.monotonic()
     benv.setup(args.latency)
     out = []
     failed = []
     try:
         head = machine()
-        print(head)
+        if not args.json:
+            print(head)
         out.append(head)
         for name in args.names:
             t0 = time.monotonic()
             try:
-                out.append(importlib.import_module(f"bench.{name}").run(quick=args.quick))
+                module = importlib.import_module(f"bench.{name}")
+                out.append(module.run(quick=args.quick, as_json=True) if args.json
+                           else module.run(quick=args.quick))
             except Exception as exc:  # one broken benchmark must not hide the others
                 import traceback
 

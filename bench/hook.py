@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import threading
 import time
 import timeit
@@ -192,13 +194,37 @@ def _breakdown(d: dict[str, Any]) -> list[list[str]]:
     return [[name, f"{sec * 1000:.3f}", f"{sec / mean_add:.0%}"] for name, sec in parts]
 
 
-def run(quick: bool = False) -> str:
+def figures(table_rows: list[list[object]]) -> dict[str, float]:
+    """Machine-readable figures (``--json``): p50 ms per call and phase, named as
+    :func:`bench.compare.table_figures` names them from the printed table."""
+    return {f"{row[1]} [{row[0]}] p50 ms": float(str(row[3])) for row in table_rows
+            if str(row[3]) != "n/a"}
+
+
+# RECAP_BENCH_TINY=1: two sessions of three replies, the reply path alone (no
+# worker phase): a smoke run that keeps ``python -m bench --compare`` working.
+TINY = (2, 3)
+
+
+def run(quick: bool = False, *, as_json: bool = False) -> str:
     env = benv.setup()
     benv.reset_state()
-    sessions, replies = (5, 30) if quick else (10, 100)
+    tiny = os.environ.get("RECAP_BENCH_TINY") == "1"
+    sessions, replies = TINY if tiny else (5, 30) if quick else (10, 100)
     pace = 0.3 if quick else env.latency + 0.2
-    alone, full = decision_time(50_000 if quick else 200_000)
     idle = drive(sessions=sessions, replies=replies, pace=0.0, worker=False, prefix="alone")
+    if as_json:
+        rows = _latency_rows(idle, "alone (no worker in this process)")
+        if not tiny:
+            benv.reset_state()
+            busy = drive(sessions=sessions, replies=replies, pace=pace, worker=True,
+                         prefix="steady")
+            rows += _latency_rows(busy, f"with in-process worker (8 threads), one reply per "
+                                        f"session every {pace:.2f}s")
+        out = json.dumps({"benchmark": "hook", "figures": figures(rows)})
+        print(out, flush=True)
+        return out + "\n"
+    alone, full = decision_time(50_000 if quick else 200_000)
     benv.reset_state()
     busy = drive(sessions=sessions, replies=replies, pace=pace, worker=True, prefix="steady")
     out = [report(
@@ -233,10 +259,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S)
+    parser.add_argument("--json", action="store_true", help="print the latency figures as JSON")
     args = parser.parse_args()
     benv.setup(args.latency)
     try:
-        run(args.quick)
+        run(args.quick, as_json=args.json)
     finally:
         benv.teardown()
 

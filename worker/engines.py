@@ -25,8 +25,14 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         _configure_sqlite(engine)
         return engine
     engine = create_engine(url, hide_parameters=True, **kwargs)
-    event.listen(engine, "checkout", _refuse_closed_by_server)
+    refuse_closed_by_server(engine)
     return engine
+
+
+def refuse_closed_by_server(engine: Engine) -> None:
+    """Have ``engine``'s pool discard, on checkout, a connection the server closed
+    (see :func:`closed_by_server`): a dead-connection check without a round trip."""
+    event.listen(engine, "checkout", _refuse_closed_by_server)
 
 
 def _refuse_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
@@ -38,7 +44,8 @@ def _refuse_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None
     # A connection lost without a word (a cable cut) fails its first statement
     # after the TCP timeout; pre-ping's SELECT 1 would hang on it just the same.
     # A false alarm (unexpected bytes on a live connection) only costs a reconnect.
-    if closed_by_server(dbapi_conn):
+    # The asyncio engine's connection wraps the driver's (driver_connection).
+    if closed_by_server(getattr(dbapi_conn, "driver_connection", dbapi_conn)):
         raise DisconnectionError("the server closed this pooled connection")
 
 

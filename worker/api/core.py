@@ -10,8 +10,9 @@ open a connection, wait or publish. Two drivers execute them: the sync API
 - ``add_message``: :func:`validate_message` -> :class:`NewMessage` ->
   :func:`add_statement` with :meth:`NewMessage.params` (no row back: the session
   belongs to another user, :func:`owner_query` -> :func:`other_user`).
-- ``after_reply``: :func:`counters_query` -> :func:`plan_hook` (the marker
-  updates to run) -> a job is sent for each update that changed a row.
+- ``after_reply``: :func:`counters_statement` with :func:`counters_params` ->
+  :func:`plan_hook` (the marker updates to run) -> a job is sent for each update
+  that changed a row.
 - ``build_context`` (:mod:`recap.api.window`): ``snapshot_query`` ->
   ``window_of`` -> ``memories_queries`` / ``with_memories`` -> ``assemble_window``.
 """
@@ -19,8 +20,9 @@ open a connection, wait or publish. Two drivers execute them: the sync API
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -29,6 +31,7 @@ from sqlalchemy import (
     DateTime,
     Executable,
     Integer,
+    Interval,
     Select,
     String,
     Text,
@@ -39,6 +42,7 @@ from sqlalchemy import (
     insert,
     select,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from recap.core import policy
@@ -107,11 +111,21 @@ class NewMessage:
     user_id: str | None = None
 
     def params(self, now: datetime) -> dict[str, object]:
-        """The bound values of :func:`add_statement`."""
+        """The bound values of :func:`add_statement`, the blocks as JSON text (made
+        here, so a caller can make them off its event loop)."""
+        blocks = self.message.blocks
         return {"session_id": self.session_id, "role": self.role,
                 "content": self.message.content, "pinned": self.pinned, "tokens": self.tokens,
-                "now": now, "user_id": self.user_id, "blocks": self.message.blocks,
+                "now": now, "user_id": self.user_id,
+                "blocks": None if blocks is None else blocks_json(blocks),
                 "tool_links": self.message.tool_links}
+
+
+def blocks_json(blocks: list[dict[str, Any]]) -> str:
+    """``blocks`` as JSON text, one block at a time: a single ``json.dumps`` over
+    thousands of blocks is one C call that holds the GIL throughout, and the
+    asyncio API makes this text in a thread beside the app's event loop."""
+    return "[" + ", ".join(map(json.dumps, blocks)) + "]"
 
 
 def validate_message(session_id: object, role: object, content: object, *, pinned: object,
@@ -154,7 +168,8 @@ def add_statement() -> Executable:
                                 bindparam("content", type_=Text),
                                 bindparam("tokens", type_=Integer),
                                 bindparam("pinned", type_=Boolean),
-                                bindparam("blocks", type_=MESSAGES.c.blocks.type),
+                                # JSON text (NewMessage.params), read as jsonb here
+                                cast(bindparam("blocks", type_=Text), JSONB),
                                 bindparam("tool_links", type_=Text)))
             .returning(MESSAGES.c.id))
 
@@ -200,8 +215,24 @@ class ReplyJobs:
                 *([JobToSend(JobKind.SUMMARIZE, session_id)] if self.summarize else [])]
 
 
-def counters_query(session_id: str, *, now: datetime, stale: datetime) -> Select[Any]:
-    """One primary-key read of what the hook decides on (:func:`plan_hook`)."""
+@functools.cache
+def counters_statement(*, server_clock: bool) -> Select[Any]:
+    """One primary-key read of what the hook decides on (:func:`plan_hook`), built
+    once; its values come from :func:`counters_params`.
+
+    With ``server_clock`` (PostgreSQL) the row is judged on the database's own clock
+    (``now()``, the clock the jobs and the sweeper use) and carries it as ``now``:
+    the hook with no job to queue is this one statement, one round trip. Otherwise
+    (SQLite: one file, one host, one clock) the caller binds ``now`` and ``stale``.
+    """
+    if server_clock:
+        now: Any = func.now()
+        stale: Any = now - bindparam("stale_age", type_=Interval)
+        clock: tuple[Any, ...] = (now.label("now"),)
+    else:
+        now = bindparam("now", type_=DateTime(timezone=True))
+        stale = bindparam("stale", type_=DateTime(timezone=True))
+        clock = ()
     return select(
         ChatSession.message_count, ChatSession.active_tokens, ChatSession.summary_tokens,
         (ChatSession.lease_token.isnot(None)
@@ -209,8 +240,18 @@ def counters_query(session_id: str, *, now: datetime, stale: datetime) -> Select
         (ChatSession.blocked_until > now).label("blocked"), ChatSession.normal_blocked,
         ChatSession.normal_blocked_under, ChatSession.overrides, ChatSession.title,
         # Compared in SQL: SQLite hands back naive datetimes.
-        (ChatSession.title_requested_at > stale).label("title_fresh"),
-    ).where(ChatSession.id == session_id)
+        (ChatSession.title_requested_at > stale).label("title_fresh"), *clock,
+    ).where(ChatSession.id == bindparam("session_id", type_=String))
+
+
+def counters_params(session_id: str, *, settings: Settings,
+                    now: datetime | None) -> dict[str, object]:
+    """The bound values of :func:`counters_statement`: ``now`` None for the server's
+    clock, else the clock to judge on."""
+    age = timedelta(seconds=settings.enqueue_stale_s)
+    if now is None:
+        return {"session_id": session_id, "stale_age": age}
+    return {"session_id": session_id, "now": now, "stale": now - age}
 
 
 @dataclass(frozen=True)
@@ -224,7 +265,7 @@ class HookPlan:
 
 def plan_hook(session_id: str, row: Any, *, settings: Settings, now: datetime,
               stale: datetime) -> HookPlan:
-    """What to queue for the ``row`` of :func:`counters_query` (None: no session)."""
+    """What to queue for the ``row`` of :func:`counters_statement` (None: no session)."""
     if row is None:
         return HookPlan()
     title = (title_due_update(session_id, now=now, stale_before=stale)

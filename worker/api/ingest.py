@@ -2,15 +2,17 @@
 sync driver of the reply core, :mod:`recap.api.core`).
 
 Both are on the chat app's reply path, so they do as little as possible:
-``add_message`` is one upsert, one counter update and one INSERT; ``after_reply``
-reads the session's counters (one primary-key lookup) and only when the policy
-could trigger marks the session pending and queues one job.
+``add_message`` is one statement on PostgreSQL (the session upsert and the INSERT,
+committed by itself); ``after_reply`` reads the session's counters (one
+primary-key lookup, no transaction around it) and only when the policy could
+trigger marks the session pending and queues one job.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any, NoReturn
 
 from sqlalchemy import Connection, event, func, insert
@@ -24,7 +26,8 @@ from recap.api.core import (
     NewMessage,
     ReplyJobs,
     add_statement,
-    counters_query,
+    counters_params,
+    counters_statement,
     other_user,
     owner_query,
     plan_hook,
@@ -32,14 +35,7 @@ from recap.api.core import (
 )
 from recap.api.validate import check_session_id, prepare_message
 from recap.core.message import Message
-from recap.db import (
-    autocommit_connection,
-    db_now,
-    get_engine,
-    insert_or_update,
-    rowcount,
-    utcnow,
-)
+from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
 from recap.store.enqueue import BREAKER, send, send_title, stale_before
@@ -123,12 +119,20 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
 
 def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
     """The jobs to send, from one read of the session's counters; each has already
-    set its pending marker in this transaction."""
+    set its pending marker (on ``s``: committed at once on an autocommit connection)."""
     settings = get_settings()
-    now = db_now(s)  # the lease and the marker on the clock the jobs and the sweeper use
-    stale = stale_before(now, settings)
-    row = s.execute(counters_query(session_id, now=now, stale=stale)).one_or_none()
-    hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)
+    # The lease and the marker on the clock the jobs and the sweeper use: on
+    # PostgreSQL the read compares with now() itself and hands it back.
+    server_clock = _dialect(s) == "postgresql"
+    bound = None if server_clock else utcnow()
+    row = s.execute(counters_statement(server_clock=server_clock),
+                    counters_params(session_id, settings=settings, now=bound)).one_or_none()
+    if row is None:
+        return ReplyJobs()
+    now = row.now.astimezone(UTC) if server_clock else bound
+    assert now is not None
+    hook = plan_hook(session_id, row, settings=settings, now=now,
+                     stale=stale_before(now, settings))
     title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
     return ReplyJobs(queue, title)
@@ -157,7 +161,9 @@ def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
         return ReplyJobs()
     try:
         if db is None:
-            with get_engine().begin() as conn:
+            # No transaction: the read is one statement, and each marker update is
+            # one statement whose WHERE settles coalescing by itself.
+            with autocommit_connection() as conn:
                 jobs = decide(conn, session_id)
             return send_both(session_id, jobs)
         with db.begin_nested():  # a failure leaves the caller's transaction usable
