@@ -132,7 +132,7 @@ async def _decide(db: AsyncSession | AsyncConnection, session_id: str) -> ReplyJ
     hook = plan_hook(session_id, row, settings=settings, now=now, stale=stale)
     title = hook.title is not None and rowcount(await db.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(await db.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title)
+    return ReplyJobs(queue, title, missing=row is None)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:
