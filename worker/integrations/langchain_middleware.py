@@ -29,8 +29,9 @@ summary), then the recent window as messages, each tool result right after the
 AI turn that called it, then the run's messages not stored yet. The context is
 read at a turn's first model call; the tool steps of the same turn reuse it
 with the turn's new messages appended (one read per user turn), unless they
-would overflow the context budget, which reads it again. The agent's state (and checkpointer) keeps the thread as
-LangGraph stores it; only the model's input changes.
+would overflow the context budget, which reads it again. The agent's state (and
+checkpointer) keeps the thread as LangGraph stores it; only the model's input
+changes.
 
 Sync (``invoke``) and async (``ainvoke``, on the asyncio API recap.api.aio,
 PostgreSQL) both work. Without a checkpointer, pass only the new messages to
