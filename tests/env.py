@@ -85,7 +85,9 @@ def claim_redis_db(server: str = REDIS_SERVER, *, pin: str = REDIS_DB_PIN,
         client = redis.Redis.from_url(f"{server}/{db}")
         try:
             claimed = client.get(OWNER_KEY)
-            if (claimed is not None and not _alive(str(claimed, "utf-8", "replace"))
+            holder: str | None = claimed.decode("utf-8", "replace") \
+                if isinstance(claimed, bytes) else claimed
+            if (holder is not None and not _alive(holder)
                     and _run_keys_only(client)):
                 client.flushdb()  # a killed test run's keys, and nothing else
             if client.dbsize() == 0 and client.set(OWNER_KEY, owner, nx=True):

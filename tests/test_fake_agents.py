@@ -74,8 +74,9 @@ def test_a_streamed_answer_is_the_apis_event_sequence_and_the_same_message(
         fake: FakeAnthropic, client: anthropic.Anthropic, reply: Any) -> None:
     fake.assistant(reply, reply)
     plain = create(client, tools=[WEATHER])
-    with client.messages.stream(model="m", max_tokens=200, messages=ASK,
-                                tools=[WEATHER]) as stream:  # type: ignore[arg-type]
+    with client.messages.stream(model="m", max_tokens=200,
+                                messages=ASK,  # type: ignore[arg-type]
+                                tools=[WEATHER]) as stream:  # type: ignore[list-item]
         kinds = [event.type for event in stream]
         streamed = stream.get_final_message()
     assert [b.model_dump(exclude={"id"}) for b in streamed.content] == \

@@ -72,6 +72,14 @@ def test_400_404_405(api: httpx.Client) -> None:
     assert message_ids(SID) == []
 
 
+def test_replied_on_an_unknown_session_is_404(api: httpx.Client) -> None:
+    # The Python hook answers False here (it never fails); the route says why.
+    assert "nobody" in _error(api.post("/v1/sessions/nobody/replied"), 404, "not_found")
+    api.post(f"/v1/sessions/{SID}-replied/messages", json={"role": "user", "content": "hi"})
+    r = api.post(f"/v1/sessions/{SID}-replied/replied")
+    assert r.status_code == 202 and r.json() == {"queued": False, "title_queued": False}
+
+
 @pytest.mark.parametrize(("body", "named"), [
     ({"content": "no role"}, "role"),
     ({"role": "robot", "content": "hi"}, "role"),

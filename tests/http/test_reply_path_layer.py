@@ -32,6 +32,7 @@ CASES: list[tuple[str, str, bytes, dict[str, str]]] = [
     ("POST", "/v1/sessions/nobody/context", b'{"system_prompt": ""}', JSON),
     ("POST", "/v1/sessions/{sid}/context", b"{}", JSON),
     ("POST", "/v1/sessions/" + "x" * 300 + "/replied", b"", {}),
+    ("POST", "/v1/sessions/nobody/replied", b"", {}),
     ("DELETE", "/v1/sessions/{sid}/messages", b"", {}),
     ("POST", "/v1/sessions/{sid}/messages/", SAID, JSON),
     ("POST", "/v1/sessions/{sid}/messages", SAID, {"Content-Type": "application/json; "
@@ -87,10 +88,10 @@ def test_the_layer_answers_as_fastapi_does() -> None:
     for case, fastapi, layer in zip(CASES, by_fastapi, by_layer, strict=True):
         assert layer == fastapi, case
     statuses = [status for status, _, _ in by_layer]
-    assert statuses[:15] == [400, 422, 422, 422, 422, 422, 422, 422, 400, 422, 404, 422,
-                             422, 405, 307]
-    assert statuses[15:] == [201, 201, 201, 202, 200, 200]
+    assert statuses[:16] == [400, 422, 422, 422, 422, 422, 422, 422, 400, 422, 404, 422,
+                             422, 404, 405, 307]
+    assert statuses[16:] == [201, 201, 201, 202, 200, 200]
     # FastAPI saw the requests its own machinery refuses (the body, the method, the
     # path); the layer served the good ones and those the calls refuse (a role, an
-    # empty batch, a key, a session id).
+    # empty batch, a key, a session id, an unknown session).
     assert len(passed_on) == 9

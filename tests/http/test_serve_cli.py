@@ -1,8 +1,9 @@
 """``recap serve`` refuses to start without keys (unless --no-auth on loopback), and
-docs/openapi.json is the app's schema."""
+docs/openapi.json is the app's schema, with the bearer key declared."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from recap.cli.serve import is_loopback, openapi_json
+from recap.http.openapi import BEARER, SCHEME
 from tests.env import ROOT
 from tests.http.server import RECAP, Server
 
@@ -56,3 +58,16 @@ def test_docs_openapi_json_is_the_apps_schema() -> None:
     committed = (ROOT / "docs" / "openapi.json").read_text()
     assert committed == openapi_json(), (
         "docs/openapi.json is stale: recap serve --print-openapi > docs/openapi.json")
+
+
+def test_the_schema_declares_the_bearer_key_where_the_guard_asks_for_it() -> None:
+    schema = json.loads(openapi_json())
+    assert schema["components"]["securitySchemes"] == {
+        SCHEME: {"type": "http", "scheme": "bearer", "description": BEARER["description"]}}
+    ops = [(path, op) for path, by_method in schema["paths"].items()
+           for op in by_method.values()]
+    assert len(ops) > 10
+    for path, op in ops:
+        keyed = path != "/healthz"
+        assert ("401" in op["responses"]) == keyed, path
+        assert op.get("security") == ([{SCHEME: []}] if keyed else None), path

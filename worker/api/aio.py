@@ -147,7 +147,7 @@ async def _mark(db: AsyncSession | AsyncConnection, hook: HookPlan) -> ReplyJobs
     # The marker updates of the sync decide: a job for each that changed a row.
     title = hook.title is not None and rowcount(await db.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(await db.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title)
+    return ReplyJobs(queue, title, missing=row is None)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:

@@ -208,6 +208,9 @@ class ReplyJobs:
 
     summarize: bool = False
     title: bool = False
+    # The hook's read found no such session (False when it did not read: the breaker
+    # was open or the database failed).
+    missing: bool = False
 
     def to_send(self, session_id: str) -> list[JobToSend]:
         """These jobs as :class:`JobToSend`, the title job first."""

@@ -135,7 +135,7 @@ def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
                      stale=stale_before(now, settings))
     title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title)
+    return ReplyJobs(queue, title, missing=row is None)
 
 
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
@@ -170,7 +170,7 @@ def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
             jobs = decide(db, session_id)
     except Exception as exc:
         return ReplyJobs(summarize=hook_failed(session_id, exc))
-    return ReplyJobs(send_after_commit(db, session_id, jobs), jobs.title)
+    return ReplyJobs(send_after_commit(db, session_id, jobs), jobs.title, jobs.missing)
 
 
 # The sending below is shared with the asyncio API (recap.api.aio), which runs it
@@ -186,7 +186,7 @@ def hook_failed(session_id: str, exc: Exception) -> bool:
 def send_both(session_id: str, jobs: ReplyJobs) -> ReplyJobs:
     """Publish what the hook decided; which jobs were sent."""
     titled = send_title(session_id) if jobs.title else False
-    return ReplyJobs(send(session_id) if jobs.summarize else False, titled)
+    return ReplyJobs(send(session_id) if jobs.summarize else False, titled, jobs.missing)
 
 
 def send_jobs(jobs: list[JobToSend]) -> None:

@@ -1,6 +1,8 @@
 """``recap check``: one cheap Claude call that proves the model name and the API key
 work, or says which is wrong (exit 1): a refused key (401/403) or an unknown
-model (404). With the offline summarizer there is no call to check (exit 0).
+model (404), or the server it could not reach. Each verdict names the server; one
+that is not api.anthropic.com (ANTHROPIC_BASE_URL) proves it answered, not that an
+Anthropic key works. With the offline summarizer there is no call to check (exit 0).
 """
 
 from __future__ import annotations

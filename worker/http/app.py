@@ -12,6 +12,7 @@ from recap.http import errors
 from recap.http.fast import ReplyPath
 from recap.http.guard import ASGIApp, Guard, parse_keys
 from recap.http.hosts import LOOPBACK_NAMES, parse_hosts
+from recap.http.openapi import declare_bearer_key
 from recap.http.routes import health, memories, messages, sessions
 from recap.http.schemas import V1_ERRORS
 
@@ -46,6 +47,7 @@ def build_api() -> FastAPI:
         api.include_router(router, responses=V1_ERRORS)
     api.include_router(health.router)
     errors.install(api)
+    declare_bearer_key(api)
     api.state.registry = CollectorRegistry()
     api.state.registry.register(RecapCollector())
     return api

@@ -14,23 +14,24 @@ drop-in for LangChain's ``SummarizationMiddleware``::
 
 The session is the run's LangGraph ``thread_id`` (or ``session_id=`` given here).
 
-What it stores: every message of the agent's state, once, as it becomes
-complete: before each model call, the new user message, or the previous model
-turn with its tool calls together with all their results (a turn whose results
-are not all in yet waits, so a tool call is never stored without its result);
-when the agent finishes, its final reply. Each message is keyed by its LangGraph
-id (recap.api.turns), so a retried or resumed step stores nothing twice.
-``after_reply`` runs once per stored model turn; it only queues a job: the
-summary is written by a Recap worker, never on the agent's reply path.
+What it stores: every message of the agent's state, once, when the run ends
+well: the user's message, each model turn with its tool calls and all their
+results, the final reply, in one transaction. A run whose model call fails
+stores nothing, so running it again stores the user's message once. Each
+message is keyed by its LangGraph id (recap.api.turns), so a retried or resumed
+step stores nothing twice. ``after_reply`` runs once per stored run; it only
+queues a job: the summary is written by a Recap worker, never on the agent's
+reply path.
 
 What the model sees: Recap's context instead of the raw thread: one system
 message (the agent's ``system_prompt``, the user's memories and the rolling
 summary), then the recent window as messages, each tool result right after the
-AI turn that called it. The context is read at a turn's first model call; the
-tool steps of the same turn reuse it with the turn's new messages appended (one
-read per user turn), unless they would overflow the context budget, which
-reads it again. The agent's state (and checkpointer) keeps the thread as
-LangGraph stores it; only the model's input changes.
+AI turn that called it, then the run's messages not stored yet. The context is
+read at a turn's first model call; the tool steps of the same turn reuse it
+with the turn's new messages appended (one read per user turn), unless they
+would overflow the context budget, which reads it again. The agent's state (and
+checkpointer) keeps the thread as LangGraph stores it; only the model's input
+changes.
 
 Sync (``invoke``) and async (``ainvoke``, on the asyncio API recap.api.aio,
 PostgreSQL) both work. Without a checkpointer, pass only the new messages to
@@ -73,7 +74,8 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from recap.integrations.langchain_messages import from_context, to_turn
 
-__all__ = ["RecapMiddleware", "RecapState", "TurnContext", "complete_prefix", "extend_context"]
+__all__ = ["RecapMiddleware", "RecapState", "TurnContext", "complete_prefix", "extend_context",
+           "unstored"]
 
 # Turns whose context is kept at once (one per session running a turn).
 MAX_KEPT = 1024
@@ -132,6 +134,16 @@ def extend_context(kept: TurnContext | None, messages: Sequence[BaseMessage], pr
     return kept.messages + new
 
 
+def _stored(state: Any) -> int:
+    return int(cast(RecapState, state).get("recap_stored", 0))
+
+
+def unstored(messages: Sequence[BaseMessage], stored: int) -> list[BaseMessage]:
+    """The state's messages Recap has not stored yet (this run's), after its context.
+    A count beyond the list (another middleware removed messages) gives them all."""
+    return list(messages[stored:] if 0 <= stored <= len(messages) else messages)
+
+
 class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Recap's rolling summary for a ``create_agent`` agent (see the module's docs).
 
@@ -167,11 +179,10 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return sid
 
     def _pending(self, state: AgentState[Any]) -> tuple[list[Turn], int]:
-        stored = cast(RecapState, state).get("recap_stored", 0)
-        done, count = complete_prefix(state["messages"], stored)
+        done, count = complete_prefix(state["messages"], _stored(state))
         return [to_turn(m, f"message {i}") for i, m in enumerate(done)], count
 
-    # -- storing: before each model call and when the agent ends ---------------------
+    # -- storing: when the agent ends (a failed model call ends nothing) -------------
 
     def _store(self, state: AgentState[Any]) -> dict[str, Any] | None:
         turns, count = self._pending(state)
@@ -192,13 +203,6 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if (await astore_turns(sid, turns, user_id=self.user_id)).replied:
             await aio.after_reply(sid)
         return {"recap_stored": count}
-
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self._store(state)
-
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]
-                            ) -> dict[str, Any] | None:
-        return await self._astore(state)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         self._forget_turn()
@@ -236,6 +240,7 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         messages = from_context(ctx)
         if messages and isinstance(messages[0], SystemMessage):
             messages = messages[1:]
+        messages += unstored(request.state["messages"], _stored(request.state))
         system = system_text(ctx["system"])
         message = SystemMessage(content=system) if system else None
         state = request.state["messages"]

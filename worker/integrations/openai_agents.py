@@ -16,6 +16,14 @@ Install with ``pip install 'recap-worker[openai-agents]'``. Used like ``SQLiteSe
   outputs; outputs by their ``call_id``) are stored once per session, so items
   handed over again (a resumed run) are skipped. ``after_reply`` runs once per
   batch that holds a model turn; the summary is written by a Recap worker.
+  The Runner hands over a run's items step by step (its input before the first
+  model call, then each step's calls and outputs): they are held in memory and
+  stored together with the model's final message, so a run whose model call
+  fails stores nothing and running it again stores the user's message once.
+  Held items that hold model output when the next run starts (a run that ended
+  on a tool's output, ``tool_use_behavior``) are stored then; held input alone
+  is dropped. Use one ``RecapSession`` per run, as below, so a failed run's
+  items die with it.
 - ``get_items`` returns Recap's context as items: first one ``system`` message
   with the user's memories and the rolling summary (context, not a user turn),
   then the recent window, each ``function_call_output`` right after its
@@ -210,9 +218,14 @@ class RecapSession(SessionABC):
         self.session_id = session_id
         self.user_id = user_id
         self.session_settings = session_settings
+        self._held: list[Turn] = []  # the run's input, until the model's answer
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         from recap.api import aio
+
+        held, self._held = self._held, []
+        if any(t.role in ("assistant", "tool") for t in held):  # it ended on a tool's output
+            await self._store(held)
 
         try:
             ctx = await aio.build_context(self.session_id, system_prompt="",
@@ -226,9 +239,18 @@ class RecapSession(SessionABC):
         return head + _newest(items[len(head):], limit)
 
     async def add_items(self, items: list[Any]) -> None:
+        self._held.extend(to_turns(items))
+        last = self._held[-1] if self._held else None
+        if last is None or last.role != "assistant" or any(
+                isinstance(b, dict) and b.get("type") == "tool_use" for b in last.content):
+            return  # the run goes on (or its model call fails): stored at its end, or never
+        held, self._held = self._held, []
+        await self._store(held)
+
+    async def _store(self, turns: list[Turn]) -> None:
         from recap.api import aio
 
-        stored = await astore_turns(self.session_id, to_turns(items), user_id=self.user_id)
+        stored = await astore_turns(self.session_id, turns, user_id=self.user_id)
         if stored.replied:
             await aio.after_reply(self.session_id)
 

@@ -157,6 +157,14 @@ def classify(exc: BaseException) -> LLMError | None:
     return None
 
 
+def got_no_answer(exc: LLMError) -> bool:
+    """Whether ``exc`` (raised by :func:`complete`) means no server answered at all:
+    refused, unresolvable, timed out; not an error status or a malformed body."""
+    import anthropic
+
+    return isinstance(exc.__context__, anthropic.APIConnectionError)
+
+
 def _time_limit(exc: BaseException) -> BaseException | None:
     """The SoftTimeLimitExceeded behind ``exc`` (its cause or context chain), if any."""
     from celery.exceptions import SoftTimeLimitExceeded

@@ -61,7 +61,7 @@ def to_messages_request(body: Any) -> dict[str, Any]:
             _append(messages, "user", [{"type": "text", "text": _text(m.get("content"))}])
         elif role == "assistant":
             text = _text(m.get("content"))
-            blocks = [{"type": "text", "text": text}] if text else []
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
             for j, call in enumerate(m.get("tool_calls") or []):
                 fn = call.get("function") or {}
                 blocks.append({"type": "tool_use", "id": call.get("id"), "name": fn.get("name"),

@@ -60,14 +60,15 @@ def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float =
     prompt, stop = request.prompt, reply.stop_reason
     if request.tool is not None:
         tools = request.body.get("tools") or []
-        schema = next((t for t in tools if t.get("name") == request.tool), {})
+        schema: dict[str, Any] = next((t for t in tools if t.get("name") == request.tool), {})
         data = tool_input({**request.body, "tools": [schema]}, prompt, reply.text,
                           fraction=fraction, seed=seed)
         content = [{"type": "tool_use", "id": f"toolu_{number}",
                     "name": request.tool, "input": data}]
         return content, json.dumps(data), "tool_use" if stop == "end_turn" else stop
     if reply.calls:
-        blocks = [{"type": "text", "text": reply.text}] if reply.text else []
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] \
+            if reply.text else []
         blocks += [{"type": "tool_use", "id": f"toolu_{number}_{i}", "name": str(c["name"]),
                     "input": dict(c.get("input") or {})} for i, c in enumerate(reply.calls)]
         counted = (reply.text or "") + json.dumps(reply.calls)

@@ -13,7 +13,7 @@ from recap.api.ingest import add_message, prepare, reply_jobs
 from recap.api.validate import check_session_id
 from recap.core.tenant import current_tenant
 from recap.db import transaction, utcnow
-from recap.errors import InvalidInput
+from recap.errors import InvalidInput, SessionNotFound
 from recap.http import idempotency
 from recap.http.offload import in_thread, json_response
 from recap.http.schemas import (
@@ -113,13 +113,16 @@ def store(session_id: str, body: MessagesIn, idempotency_key: str | None) -> Res
              summary="The after_reply hook: maybe queue a summary")
 async def post_replied(session_id: str) -> Response:
     """``recap.after_reply``: never fails because the broker or the database is down
-    (the sweeper catches up); only a bad session id is refused."""
+    (the sweeper catches up); a bad session id is 422 and a session it finds no
+    trace of is 404 (while the broker is failing it does not look, and answers 202)."""
     return await in_thread(lambda: replied(session_id))
 
 
 def replied(session_id: str) -> Response:
-    """POST replied's answer (202)."""
+    """POST replied's answer (202), or SessionNotFound (404)."""
     jobs = reply_jobs(session_id)
+    if jobs.missing:  # the hook's read already looked: no extra query
+        raise SessionNotFound(f"no chat session with id {session_id!r}")
     return json_response(Replied(queued=jobs.summarize, title_queued=jobs.title),
                          status_code=202)
 
