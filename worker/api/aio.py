@@ -137,7 +137,7 @@ async def _plan(db: AsyncSession | AsyncConnection, session_id: str) -> HookPlan
                             counters_params(session_id, settings=settings, now=None))
            ).one_or_none()
     if row is None:
-        return HookPlan()
+        return HookPlan(missing=True)
     now = row.now.astimezone(UTC)
     return plan_hook(session_id, row, settings=settings, now=now,
                      stale=stale_before(now, settings))
@@ -147,7 +147,7 @@ async def _mark(db: AsyncSession | AsyncConnection, hook: HookPlan) -> ReplyJobs
     # The marker updates of the sync decide: a job for each that changed a row.
     title = hook.title is not None and rowcount(await db.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(await db.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title, missing=row is None)
+    return ReplyJobs(queue, title, missing=hook.missing)
 
 
 async def after_reply(session_id: str, *, db: AsyncSession | None = None) -> bool:

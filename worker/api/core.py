@@ -264,13 +264,14 @@ class HookPlan:
 
     title: Update | None = None
     summarize: Update | None = None
+    missing: bool = False  # no such session
 
 
 def plan_hook(session_id: str, row: Any, *, settings: Settings, now: datetime,
               stale: datetime) -> HookPlan:
     """What to queue for the ``row`` of :func:`counters_statement` (None: no session)."""
     if row is None:
-        return HookPlan()
+        return HookPlan(missing=True)
     title = (title_due_update(session_id, now=now, stale_before=stale)
              if settings.titles_enabled and needs_title(
                  title=row.title, message_count=row.message_count,

@@ -128,14 +128,14 @@ def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
     row = s.execute(counters_statement(server_clock=server_clock),
                     counters_params(session_id, settings=settings, now=bound)).one_or_none()
     if row is None:
-        return ReplyJobs()
+        return ReplyJobs(missing=True)
     now = row.now.astimezone(UTC) if server_clock else bound
     assert now is not None
     hook = plan_hook(session_id, row, settings=settings, now=now,
                      stale=stale_before(now, settings))
     title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title, missing=row is None)
+    return ReplyJobs(queue, title)
 
 
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
