@@ -128,6 +128,7 @@ def test_offline_summarizer_refused_in_production(monkeypatch: pytest.MonkeyPatc
 
 def test_process_settings_are_cached_until_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     first = get_settings()
+    monkeypatch.setenv("RECAP_POLICY", "threshold")  # RECAP_BATCH_SIZE is the fixed rule's
     monkeypatch.setenv("RECAP_BATCH_SIZE", "7")
     assert get_settings() is first  # read once per process
     reset_process_state()
@@ -146,7 +147,7 @@ def test_thresholds_come_from_the_settings() -> None:
                                         keep_recent=3, context_budget_tokens=5000,
                                         max_batch_tokens=s.job_token_budget(),
                                         memory_limit=s.memory_budget_tokens)
-    assert load_settings(condense_to=0.3).thresholds().condense_to == 0.3
+    assert load_settings(policy="threshold", condense_to=0.3).thresholds().condense_to == 0.3
     assert load_settings(policy="adaptive").thresholds().adaptive
 
 

@@ -120,7 +120,7 @@ def test_an_edge_installs_its_settings_and_reset_forgets_them() -> None:
     from recap.jobs.resources import reset_process_state
     from recap.settings import get_settings, use_settings
 
-    mine = load_settings(batch_size=7)
+    mine = load_settings(policy="threshold", batch_size=7)
     use_settings(mine)
     try:
         assert get_settings() is mine
