@@ -134,9 +134,11 @@ def load_settings(**overrides: object) -> Settings:
         problems = []
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else ""
-            name = env_name(field) if field else "settings"
+            if not field:  # a check across settings: its message names them
+                problems.append(str(err["msg"]).removeprefix("Value error, "))
+                continue
             got = "" if field == "anthropic_api_key" else f" (got {err.get('input')!r})"
-            problems.append(f"{name}: {err['msg']}{got if field else ''}{_valid_range(field)}")
+            problems.append(f"{env_name(field)}: {err['msg']}{got}{_valid_range(field)}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 

@@ -64,7 +64,8 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
 
 
 def test_rendered_environment_is_a_valid_production_configuration() -> None:
-    dotenv = {**FULL_ENV, "RECAP_QUEUE": "summaries", "RECAP_BATCH_SIZE": "7"}
+    dotenv = {**FULL_ENV, "RECAP_QUEUE": "summaries", "RECAP_POLICY": "threshold",
+              "RECAP_BATCH_SIZE": "7"}
     svcs = render(load_compose(), dotenv)["services"]
 
     def seen_by(name: str) -> dict[str, str]:
@@ -145,7 +146,7 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     assert cli is not None
     # The file next to an env file of the test's own (never a developer's .env).
     shutil.copy(COMPOSE, tmp_path / COMPOSE.name)
-    dotenv = {**FULL_ENV, "RECAP_BATCH_SIZE": "7"}
+    dotenv = {**FULL_ENV, "RECAP_POLICY": "threshold", "RECAP_BATCH_SIZE": "7"}
     base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
 
     def config(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
