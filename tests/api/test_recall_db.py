@@ -90,7 +90,7 @@ def test_a_turn_naming_an_archived_identifier_recalls_its_line(
     assert cached_prefix(without) == cached_prefix(ctx)
     assert without["tokens"] < ctx["tokens"]
 
-    settings_env(**QUIET, RECAP_PROMPT_CACHING="false")
+    settings_env(**QUIET, RECAP_PROMPT_CACHING="false", RECAP_RECALL_TOKENS=600)
     plain = api.build_context(sid, system_prompt=PROMPT)
     assert isinstance(plain["system"], str) and plain["system"].endswith(f"</{RECALL_TAG}>")
 
