@@ -63,20 +63,24 @@ def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str) -> Sel
     parts = []
     for i, cue in enumerate(chosen):
         term = bindparam(f"cue_{i}", cue.term, type_=Text)
-        q = select(literal(i, Integer()).label("cue"), A.id, A.role, A.created_at,
-                   A.tool_links.like("%result:%").label("tool"),
-                   _excerpt(term, dialect=dialect).label("excerpt"))
         if dialect == "postgresql":
-            q = q.where(A.session_id == session_id,
-                        func.to_tsvector(literal_column("'simple'"), _body())
-                        .bool_op("@@")(func.plainto_tsquery(literal_column("'simple'"),
-                                                            term)))
+            match = func.to_tsvector(literal_column("'simple'"), _body()).bool_op("@@")(
+                func.plainto_tsquery(literal_column("'simple'"), term))
         else:
             phrase = bindparam(f"phrase_{i}", fts_phrase(cue.term), type_=Text)
-            q = q.where(A.session_id == session_id, A.id.in_(
-                select(literal_column("rowid")).select_from(text(FTS_TABLE))
-                .where(literal_column(FTS_TABLE).op("MATCH")(phrase))))
-        parts.append(q.limit(PER_CUE + 1).subquery(f"c{i}").select())
+            match = A.id.in_(select(literal_column("rowid")).select_from(text(FTS_TABLE))
+                             .where(literal_column(FTS_TABLE).op("MATCH")(phrase)))
+        # Every match, planned as such (a fence): under a LIMIT the planner would
+        # rather scan the session's rows in order, parsing each, than use the index.
+        # Run lazily, it stops after the rows the LIMIT below takes.
+        matched = select(A.id).where(A.session_id == session_id, match).cte(f"m{i}")
+        if dialect == "postgresql":
+            matched = matched.prefix_with("MATERIALIZED")
+        ids = select(matched.c.id).limit(PER_CUE + 1).subquery(f"k{i}")
+        parts.append(select(literal(i, Integer()).label("cue"), A.id, A.role, A.created_at,
+                            A.tool_links.like("%result:%").label("tool"),
+                            _excerpt(term, dialect=dialect).label("excerpt"))
+                     .join_from(ids, A, A.id == ids.c.id))
     return parts[0] if len(parts) == 1 else union_all(*parts).subquery("hits").select()
 
 
