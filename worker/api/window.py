@@ -16,8 +16,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
-from recap.core import adaptive
-from recap.core import lookback
+from recap.core import adaptive, lookback
 from recap.core.assemble import Context, Row, after_history, assemble
 from recap.core.recall import Candidate, query_terms, topic_terms
 from recap.core.validate import text_or_raise
