@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
 
-from recap.core.assemble import EPHEMERAL, system_text
+from recap.core.assemble import EPHEMERAL, Context, system_text
 from recap.core.lookback import RECALL_OPEN, RECALL_TAG
 from recap.db import transaction, utcnow
 from recap.jobs.expire import purge_archive
@@ -51,7 +50,7 @@ def folded_session(api: Api, sid: str) -> None:
     api.add_message(sid, "user", "Where was LGR-3621 raised?")
 
 
-def recall_block(ctx: dict[str, Any]) -> str:
+def recall_block(ctx: Context) -> str:
     last = ctx["messages"][-1]["content"]
     assert isinstance(last, list)
     marked = [i for i, b in enumerate(last) if "cache_control" in b]
@@ -60,7 +59,7 @@ def recall_block(ctx: dict[str, Any]) -> str:
     return str(found)
 
 
-def cached_prefix(ctx: dict[str, Any]) -> str:
+def cached_prefix(ctx: Context) -> str:
     """Everything up to the last cache breakpoint, as bytes would be sent."""
     *head, last = ctx["messages"]
     upto = []

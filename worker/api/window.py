@@ -197,12 +197,11 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                     caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
                     topical=window.topical, topical_budget=settings.memory_reply_tokens)
-    return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count,
-                       caching=bool(caching))
+    return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
 
 
 def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
-                count: Callable[[str], int], caching: bool) -> Context:
+                count: Callable[[str], int]) -> Context:
     """``ctx`` with the ``<ARCHIVE_RECALL>`` block of ``lines`` (at most ``room``
     tokens, never past the budget). With caching it goes after the last cache
     breakpoint (:func:`recap.core.assemble.after_history`), so the cached prefix is
@@ -211,12 +210,10 @@ def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
     block, used = lookback.recall_block(lines, room=room, count=count) if lines else (None, 0)
     if block is None:
         return ctx
-    if caching:
-        assert isinstance(ctx["system"], list)
-        system, messages = after_history(block, ctx["system"], ctx["messages"])
-    else:
-        assert isinstance(ctx["system"], str)
-        system = f"{ctx['system']}\n\n{block}" if ctx["system"] else block
-        messages = ctx["messages"]
-    return Context(system=system, messages=messages, tokens=ctx["tokens"] + used,
+    if isinstance(ctx["system"], list):  # prompt caching: system is blocks
+        blocks, messages = after_history(block, ctx["system"], ctx["messages"])
+        return Context(system=blocks, messages=messages, tokens=ctx["tokens"] + used,
+                       budget=ctx["budget"])
+    text = f"{ctx['system']}\n\n{block}" if ctx["system"] else block
+    return Context(system=text, messages=ctx["messages"], tokens=ctx["tokens"] + used,
                    budget=ctx["budget"])

@@ -41,7 +41,7 @@ def _body() -> Any:
     return func.coalesce(A.search_text, A.content)
 
 
-def _excerpt(term: str, *, dialect: str) -> Any:
+def _excerpt(term: Any, *, dialect: str) -> Any:
     body = _body()
     where = (func.strpos(func.lower(body), term) if dialect == "postgresql"
              else func.instr(func.lower(body), term))
@@ -81,7 +81,9 @@ def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str) -> Sel
                             A.tool_links.like("%result:%").label("tool"),
                             _excerpt(term, dialect=dialect).label("excerpt"))
                      .join_from(ids, A, A.id == ids.c.id))
-    return parts[0] if len(parts) == 1 else union_all(*parts).subquery("hits").select()
+    out: Select[Any] = (parts[0] if len(parts) == 1
+                        else union_all(*parts).subquery("hits").select())
+    return out
 
 
 def to_hits(rows: Sequence[Any]) -> list[Hit]:

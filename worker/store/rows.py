@@ -154,8 +154,7 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int
     return copied
 
 
-_ARCHIVE = ArchivedMessage.__table__
-_SEARCH_TEXT = (update(_ARCHIVE).where(_ARCHIVE.c.id == bindparam("b_id"))
+_SEARCH_TEXT = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b_id"))
                 .values(search_text=bindparam("b_text")))
 
 
