@@ -25,7 +25,7 @@ from pathlib import Path
 from bench import env as benv
 
 NAMES = ("hook", "loop", "reply_path", "overhead", "throughput", "tokens", "context", "scale",
-         "memory", "specifics", "cost", "reach", "http", "middleware", "verdict")
+         "memory", "specifics", "cost", "reach", "http", "middleware", "verdict", "recall")
 
 
 # The benchmarks that print machine-readable figures (--json), so --compare takes them.

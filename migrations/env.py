@@ -7,7 +7,7 @@ from logging.config import fileConfig
 from alembic import context
 
 from recap.db import make_engine
-from recap.models import Base
+from recap.models import Base, modelled
 from recap.settings import get_settings
 
 config = context.config
@@ -23,7 +23,8 @@ def _url() -> str:
 
 def run_migrations_offline() -> None:
     context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True,
-                      compare_type=True, render_as_batch=_url().startswith("sqlite"))
+                      compare_type=True, include_name=modelled,
+                      render_as_batch=_url().startswith("sqlite"))
     with context.begin_transaction():
         context.run_migrations()
 
@@ -41,7 +42,7 @@ def run_migrations_online() -> None:
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
     context.configure(connection=connection, target_metadata=target_metadata,
-                      compare_type=True,
+                      compare_type=True, include_name=modelled,
                       render_as_batch=connection.dialect.name == "sqlite")
     with context.begin_transaction():
         context.run_migrations()

@@ -19,3 +19,14 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+# Search structures the migrations build outside the models, per database (an
+# expression GIN index on PostgreSQL; an FTS5 table and its shadow tables on
+# SQLite): schema comparison leaves them alone (:func:`modelled`).
+SEARCH_OBJECTS = ("ix_archived_messages_search", "archived_messages_fts")
+
+
+def modelled(name: str | None, type_: str, parent_names: object = None) -> bool:
+    """Alembic's ``include_name`` hook: False for :data:`SEARCH_OBJECTS`."""
+    return not (name and name.startswith(SEARCH_OBJECTS))

@@ -190,9 +190,16 @@ class ArchivedMessage(Base):
     archived_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Blocks)
     tool_links: Mapped[str | None] = mapped_column(Text)
+    # What recall searches when ``content`` is not the whole message: the full
+    # rendering of a content array (``content`` cuts long tool results). Searched
+    # through ix_archived_messages_search (PostgreSQL) or archived_messages_fts
+    # (SQLite), built by the migrations only (see SEARCH_OBJECTS).
+    search_text: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         Index("ix_archived_messages_session_id_id", "session_id", "id"),
+        # The retention sweep's oldest-first batches (RECAP_ARCHIVE_RETENTION_DAYS).
+        Index("ix_archived_messages_archived_at", "archived_at"),
     )
 
 

@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from recap.models import Base
+from recap.models import Base, modelled
 from tests.env import PG_ADMIN, _admin_execute, migrate
 
 
@@ -26,7 +26,8 @@ def empty_pg() -> Iterator[str]:
 def _diff(url: str) -> list[object]:
     engine = create_engine(url)
     with engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                        "include_name": modelled})
         diff = compare_metadata(ctx, Base.metadata)
     engine.dispose()
     return diff

@@ -78,7 +78,7 @@ def test_resummarize_rebuilds_from_the_archive(
 
 def test_resummarize_refuses_an_incomplete_archive(fake_api: FakeAnthropic,
                                                    settings_env: Callable[..., None]) -> None:
-    settings_env(**LOW)
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="false")
     seed("noarch", 12)
     run("noarch")  # archive mode off: the condensed rows are gone
     with pytest.raises(InvalidInput, match="0 archived of 5 condensed"):

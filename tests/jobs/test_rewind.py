@@ -77,7 +77,8 @@ def test_rewind_at_the_summary_boundary_needs_no_archive(fake_api: FakeAnthropic
 
 
 def test_rewind_into_summarized_history_without_archive_is_refused(
-        fake_api: FakeAnthropic) -> None:
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(RECAP_ARCHIVE_SUMMARIZED="false")
     ids = seed("no-archive", 14)
     fold("no-archive", fake_api)
     before = session_row("no-archive")

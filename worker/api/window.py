@@ -1,8 +1,10 @@
 """The reply core's ``build_context`` half (:mod:`recap.api.core` has the
-writes): the one-snapshot read, the memories reads and the assembly, with no I/O.
+writes): the one-snapshot read, the memories and archive reads and the assembly,
+with no I/O.
 
 :func:`snapshot_query` -> :func:`window_of` -> :func:`memories_queries` /
-:func:`with_memories` -> :func:`assemble_window`; the sync driver is
+:func:`with_memories` (the memories reads, then the archive lookup of recall,
+:mod:`recap.core.lookback`) -> :func:`assemble_window`; the sync driver is
 :mod:`recap.api.context`, the asyncio one :mod:`recap.api.aio`.
 """
 
@@ -14,13 +16,14 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
-from recap.core import adaptive
-from recap.core.assemble import Context, Row, assemble
+from recap.core import adaptive, lookback
+from recap.core.assemble import Context, Row, after_history, assemble
 from recap.core.recall import Candidate, query_terms, topic_terms
 from recap.core.validate import text_or_raise
 from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatMessage, ChatSession
 from recap.settings import Settings
+from recap.store.lookback import lookup_query, to_hits
 from recap.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
 
 
@@ -37,6 +40,9 @@ class Window(NamedTuple):
     # per summary version (RECAP_MEMORY_REPLY_TOKENS).
     topical: tuple[Candidate, ...] = ()
     policy: str | None = None  # the session's own RECAP_POLICY override, if any
+    session_id: str = ""
+    # Archived lines the newest turn names (recap.core.lookback), best first.
+    recalled: tuple[str, ...] = ()
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -81,7 +87,8 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
                   [Row(r.role, r.content, int(r.tokens),
                        json.loads(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
-                  scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"))
+                  scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
+                  session_id=session_id)
 
 
 # Candidates read for the per-reply part: it shows a handful.
@@ -92,9 +99,10 @@ class MemoriesRead(NamedTuple):
     """One memories read of :func:`memories_queries`: which part it fills, its
     statement, and the query terms its rows are scored by."""
 
-    kind: str  # "memories" or "topical"
+    kind: str  # "memories", "topical" or "recall" (the archive lookup)
     query: Select[Any]
     terms: list[str]
+    cues: tuple[lookback.Cue, ...] = ()  # recall's
 
 
 def memories_queries(window: Window, *, dialect: str, settings: Settings
@@ -105,7 +113,33 @@ def memories_queries(window: Window, *, dialect: str, settings: Settings
     the block is the same on every reply in between and may sit in the cached
     prefix; and ``topical``, the few most relevant to the newest user turn
     (RECAP_MEMORY_REPLY_TOKENS > 0). With RECAP_MEMORIES_PER=reply, ``memories``
-    is ranked by the newest user turn and there is no ``topical`` read."""
+    is ranked by the newest user turn and there is no ``topical`` read. Last, the
+    archive lookup of :func:`recall_read`, if the newest turn names anything."""
+    recall = recall_read(window, dialect=dialect, settings=settings)
+    return [*_memory_reads(window, dialect=dialect, settings=settings),
+            *([recall] if recall else [])]
+
+
+def recall_read(window: Window, *, dialect: str, settings: Settings) -> MemoriesRead | None:
+    """The archive lookup for what the newest user turn (and the input of the tool
+    call being answered) names that the summary and the window do not hold; None
+    when recall is off (RECAP_RECALL_TOKENS=0, RECAP_ARCHIVE_SUMMARIZED=false),
+    before the first fold, or when nothing is named."""
+    if settings.recall_tokens <= 0 or not settings.archive_summarized or not window.summary:
+        return None
+    asked, used = lookback.split_asked(window.rows)
+    if not asked:
+        return None
+    context = "\n".join([window.summary, *(r.content for i, r in enumerate(window.rows)
+                                           if i not in used)])
+    chosen = lookback.cues(asked, context=context)
+    if not chosen:
+        return None
+    return MemoriesRead("recall", lookup_query(window.session_id, chosen, dialect=dialect),
+                        [], tuple(chosen))
+
+
+def _memory_reads(window: Window, *, dialect: str, settings: Settings) -> list[MemoriesRead]:
     if settings.memory_budget_tokens <= 0:
         return []
     newest = next((r.content for r in reversed(window.rows) if r.role == "user"), "")
@@ -130,7 +164,10 @@ def memories_queries(window: Window, *, dialect: str, settings: Settings
 
 def with_memories(window: Window, read: MemoriesRead, rows: Sequence[Any], *,
                   dialect: str) -> Window:
-    """``window`` with the memories ``read`` returned (``rows``)."""
+    """``window`` with the memories (or archived lines) ``read`` returned (``rows``)."""
+    if read.kind == "recall":
+        return window._replace(recalled=tuple(lookback.choose_lines(to_hits(rows),
+                                                                    read.cues)))
     found = to_candidates(rows, read.terms, dialect=dialect)
     if read.kind == "topical":  # only what the question is about, not the best-known facts
         return window._replace(topical=tuple(c for c in found if c.rank > 0))
@@ -153,10 +190,30 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
     """The context from the app's prompt and a window (``prompt_caching``: None
     means RECAP_PROMPT_CACHING); ``count`` counts tokens."""
     caching = settings.prompt_caching if prompt_caching is None else prompt_caching
-    return assemble(system_prompt, window.rows, summary=window.summary,
+    ctx = assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count, memories=window.memories,
                     memory_budget=memories_budget(window, settings=settings),
                     caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
                     topical=window.topical, topical_budget=settings.memory_reply_tokens)
+    return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
+
+
+def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
+                count: Callable[[str], int]) -> Context:
+    """``ctx`` with the ``<ARCHIVE_RECALL>`` block of ``lines`` (at most ``room``
+    tokens, never past the budget). With caching it goes after the last cache
+    breakpoint (:func:`recap.core.assemble.after_history`), so the cached prefix is
+    the same bytes with and without it; without, at the end of ``system``."""
+    room = min(room, ctx["budget"] - ctx["tokens"])
+    block, used = lookback.recall_block(lines, room=room, count=count) if lines else (None, 0)
+    if block is None:
+        return ctx
+    if isinstance(ctx["system"], list):  # prompt caching: system is blocks
+        blocks, messages = after_history(block, ctx["system"], ctx["messages"])
+        return Context(system=blocks, messages=messages, tokens=ctx["tokens"] + used,
+                       budget=ctx["budget"])
+    text = f"{ctx['system']}\n\n{block}" if ctx["system"] else block
+    return Context(system=text, messages=ctx["messages"], tokens=ctx["tokens"] + used,
+                   budget=ctx["budget"])

@@ -42,8 +42,17 @@ class Retention(BaseModel):
     summarize_bulk_tokens: int = Field(-1, ge=-1, le=100_000, description=(
         "Pasted blocks (logs, tables) above this many tokens go to the summarizer as an "
         "excerpt; 0: off; -1: the policy's (adaptive 80, threshold off)."))
-    archive_summarized: bool = Field(False, description=(
-        "Keep condensed messages in archived_messages instead of only deleting them."))
+    # What recall at reply time quotes from, and what resummarize rebuilds from.
+    archive_summarized: bool = Field(True, description=(
+        "Keep condensed messages in archived_messages; false: delete them only."))
+    # A year: long enough for any conversation that resumes, bounded for storage and
+    # privacy. The sweeper deletes expired rows in batches, oldest first.
+    archive_retention_days: int = Field(365, ge=0, le=36_500, description=(
+        "Days an archived message is kept, then the sweeper deletes it; 0: keep forever."))
+    # About a tool result's worth of lines, after the last cache breakpoint at 1x.
+    recall_tokens: int = Field(600, ge=0, le=20_000, description=(
+        "Tokens of the <ARCHIVE_RECALL> block quoting archived lines the newest turn "
+        "names; 0: off."))
     # Each is one summary's text, so all is cheap next to the archive.
     summary_versions_keep: int = Field(-1, ge=-1, le=1_000_000, description=(
         "Summary versions kept per session (recap history, rewind): -1 all, 0 none, N newest."))

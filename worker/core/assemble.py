@@ -42,6 +42,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
+from recap.core.lookback import RECALL_OPEN
 from recap.core.recall import Candidate, choose
 from recap.core.replay import SEPARATOR, replay
 from recap.core.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
@@ -259,8 +260,9 @@ def after_history(block: str, system: list[Block], messages: list[dict[str, Any]
 
 
 def is_memories_block(block: Block) -> bool:
-    """Whether ``block`` is the ``<MEMORIES>`` text block."""
-    return block.get("type") == "text" and str(block.get("text", "")).startswith(MEMORIES_OPEN)
+    """Whether ``block`` is a per-reply text block (``<MEMORIES>``, ``<ARCHIVE_RECALL>``)."""
+    return block.get("type") == "text" and str(block.get("text", "")).startswith(
+        (MEMORIES_OPEN, RECALL_OPEN))
 
 
 def with_breakpoint_last(message: dict[str, Any]) -> dict[str, Any]:

@@ -49,8 +49,8 @@ _GAP = "[\\s" + re.escape(_INVISIBLE) + "]*"
 # Every tag Recap emits or parses in text that reaches a model: the reply's blocks
 # (recap.core.assemble), the summarizer's delimiters (recap.core.prompt), the
 # repair call's and the mining call's. Content is defused against all of them.
-RECAP_TAGS = ("SUMMARY_OF_PRIOR_CONTEXT", "MEMORIES", "message", "conversation",
-              "previous_summary", "summary", "known_facts")
+RECAP_TAGS = ("SUMMARY_OF_PRIOR_CONTEXT", "MEMORIES", "ARCHIVE_RECALL", "message",
+              "conversation", "previous_summary", "summary", "known_facts")
 
 # Look-alikes a model reads as the ASCII letter (or ``<``, ``/``, ``_``) that NFKC
 # leaves alone: Cyrillic and Greek letters, arrowheads, slashes. Full-width and

@@ -6,7 +6,8 @@ found nothing to do is left alone for a back-off period that doubles while its
 context stays the same (recap.jobs.claim.back_off_noops). Sessions on the global
 thresholds are judged in SQL (one indexed query on the counters); sessions with
 their own overrides are paged through and judged with their settings. At most
-RECAP_SWEEP_BATCH sessions are queued per run.
+RECAP_SWEEP_BATCH sessions are queued per run. Each run also deletes archived
+messages past RECAP_ARCHIVE_RETENTION_DAYS, in bounded batches (recap.jobs.expire).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 from recap.core import adaptive, policy
 from recap.db import db_now, insert_or_update, transaction, utcnow
 from recap.errors import InvalidInput
+from recap.jobs.expire import purge_archive
 from recap.jobs.titles import sweep_titles
 from recap.models import ChatSession, Heartbeat
 from recap.settings import Settings, effective
@@ -138,6 +140,7 @@ def sweep(settings: Settings, *, limit: int | None = None) -> int:
         marked = [sid for sid in due if mark_pending(sid, db=s, now=now, settings=settings)]
     sent = sum(1 for sid in marked if send(sid))
     sweep_titles(settings, now=now, limit=limit or settings.sweep_batch)
+    purge_archive(settings, now=now)
     with transaction() as s:  # its own transaction: it never holds a lock during the sweep
         record_heartbeat(SWEEP_HEARTBEAT, db=s, at=utcnow())
     return sent

@@ -23,6 +23,7 @@ from sqlalchemy import (
 
 from recap.core.guard import GuardCounts
 from recap.core.memories import Fact, may_replace
+from recap.core.render import full_text
 from recap.db import Db, insert_or_update, rowcount
 from recap.models import SOURCE_KINDS, ArchivedMessage, Memory
 from recap.models import messages_table as MESSAGES
@@ -140,9 +141,21 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int
             MESSAGES.c.blocks, MESSAGES.c.tool_links)
     source = select(*cols, literal(run_id, BigInteger())).where(
         MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))
-    return rowcount(db.execute(insert(ArchivedMessage).from_select(
+    copied = rowcount(db.execute(insert(ArchivedMessage).from_select(
         ["id", "session_id", "role", "content", "token_count", "pinned", "created_at",
          "blocks", "tool_links", "run_id"], source)))
+    # Recall searches a content array's whole rendering: content cuts long tool results.
+    texts = [{"b_id": i, "b_text": full_text(blocks)} for i, blocks in db.execute(
+        select(MESSAGES.c.id, MESSAGES.c.blocks).where(
+            MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids),
+            MESSAGES.c.blocks.isnot(None)))]
+    if texts:
+        db.execute(_SEARCH_TEXT, texts)
+    return copied
+
+
+_SEARCH_TEXT = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b_id"))
+                .values(search_text=bindparam("b_text")))
 
 
 # Built once, with bound parameters (see _run_insert).

@@ -1,0 +1,141 @@
+"""Recall from the archive through the public API (sync and asyncio): a real fold
+archives a tool result, a later user turn names its identifier, and build_context
+quotes the archived line after the last cache breakpoint, the cached prefix
+unchanged; then retention and erasure of the archive."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select, update
+
+from recap.core.assemble import EPHEMERAL, Context, system_text
+from recap.core.lookback import RECALL_OPEN, RECALL_TAG
+from recap.db import transaction, utcnow
+from recap.jobs.expire import purge_archive
+from recap.models import ArchivedMessage
+from recap.sessions.forget import forget
+from recap.settings import get_settings
+from tests.api.common import Api, assert_valid
+from tests.helpers import LOW, run_and_wait, sentence
+
+pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+
+PROMPT = "You are a careful coding assistant."
+# The specific and its neighbour (the path on the next line), deep in a tool result.
+LOG = ("collected 40 items\n" + "\n".join(f"tests/test_{i}.py ....... ok" for i in range(30))
+       + "\nERROR LGR-3621 raised at:\n  src/ledger/loader.py:212\n"
+       + "\n".join(f"teardown step {i} done" for i in range(30)))
+# Keep what a fold condenses out of the summary: the test is about the archive.
+QUIET = {**LOW, "RECAP_RETENTION_GUARD": "false", "RECAP_EXTRACT_MEMORIES": "false"}
+
+
+def folded_session(api: Api, sid: str) -> None:
+    """A session whose first batch (holding LOG as a tool result) was folded by the
+    worker into the archive, then a user turn asking about LGR-3621."""
+    api.add_message(sid, "user", "Run the ledger tests please.")
+    api.add_message(sid, "assistant", [{"type": "tool_use", "id": "toolu_1", "name": "pytest",
+                                        "input": {"args": "tests/"}}])
+    api.add_message(sid, "user", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                   "content": LOG}])
+    for i in range(9):
+        api.add_message(sid, "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    run_and_wait(sid)
+    with transaction() as s:
+        assert s.scalar(select(func.count()).select_from(ArchivedMessage)
+                        .where(ArchivedMessage.session_id == sid)) == 5
+    api.add_message(sid, "user", "Where was LGR-3621 raised?")
+
+
+def recall_block(ctx: Context) -> str:
+    last = ctx["messages"][-1]["content"]
+    assert isinstance(last, list)
+    marked = [i for i, b in enumerate(last) if "cache_control" in b]
+    [found] = [b["text"] for b in last if b.get("text", "").startswith(RECALL_OPEN)]
+    assert last.index(next(b for b in last if b.get("text") == found)) > marked[-1]
+    return str(found)
+
+
+def cached_prefix(ctx: Context) -> str:
+    """Everything up to the last cache breakpoint, as bytes would be sent."""
+    *head, last = ctx["messages"]
+    upto = []
+    for b in last["content"]:
+        upto.append(b)
+        if b.get("cache_control") == EPHEMERAL:
+            break
+    return json.dumps([ctx["system"], head, upto], sort_keys=True)
+
+
+def test_a_turn_naming_an_archived_identifier_recalls_its_line(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"recall-{api.name}"
+    folded_session(api, sid)
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    assert "LGR-3621 raised at" not in system_text(ctx["system"])  # the fold dropped it
+    block = recall_block(ctx)
+    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in block
+    assert "[tool result · message " in block and " UTC] ERROR LGR-3621" in block
+    assert ctx["tokens"] <= ctx["budget"]
+    assert_valid(ctx)
+
+    settings_env(**QUIET, RECAP_RECALL_TOKENS=0)
+    without = api.build_context(sid, system_prompt=PROMPT)
+    assert RECALL_TAG not in json.dumps(without)
+    assert cached_prefix(without) == cached_prefix(ctx)
+    assert without["tokens"] < ctx["tokens"]
+
+    settings_env(**QUIET, RECAP_PROMPT_CACHING="false", RECAP_RECALL_TOKENS=600)
+    plain = api.build_context(sid, system_prompt=PROMPT)
+    assert isinstance(plain["system"], str) and plain["system"].endswith(f"</{RECALL_TAG}>")
+
+
+def test_nothing_is_recalled_for_a_turn_naming_only_what_the_context_holds(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"no-recall-{api.name}"
+    folded_session(api, sid)
+    api.add_message(sid, "assistant", "Let me check.")
+    api.add_message(sid, "user", "What was the teardown about, again?")
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    assert RECALL_TAG not in json.dumps(ctx)  # one plain word: never recalled alone
+
+
+def test_delete_only_mode_archives_nothing_and_recalls_nothing(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET, RECAP_ARCHIVE_SUMMARIZED="false")
+    sid = f"delete-only-{api.name}"
+    api.add_message(sid, "user", "Run the tests. " + LOG)
+    for i in range(11):
+        api.add_message(sid, "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    run_and_wait(sid)
+    api.add_message(sid, "user", "Where was LGR-3621 raised?")
+    with transaction() as s:
+        assert s.scalar(select(func.count()).select_from(ArchivedMessage)) == 0
+    assert RECALL_TAG not in json.dumps(api.build_context(sid, system_prompt=PROMPT))
+
+
+def test_retention_and_forget_delete_the_archive(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    if api.name != "sync":
+        pytest.skip("retention and forget are not part of the reply path")
+    settings_env(**QUIET, RECAP_ARCHIVE_RETENTION_DAYS=30)
+    folded_session(api, "kept")
+    folded_session(api, "old")
+    with transaction() as s:
+        s.execute(update(ArchivedMessage).where(ArchivedMessage.session_id == "old")
+                  .values(archived_at=utcnow() - timedelta(days=31)))
+    assert purge_archive(get_settings(), now=utcnow(), batch=2, batches=2) == 4
+    assert purge_archive(get_settings(), now=utcnow(), batch=2, batches=2) == 1
+    settings_env(**QUIET, RECAP_ARCHIVE_RETENTION_DAYS=0)
+    assert purge_archive(get_settings(), now=utcnow() + timedelta(days=9999)) == 0
+    assert RECALL_TAG not in json.dumps(api.build_context("old", system_prompt=PROMPT))
+
+    counts = forget(session_id="kept")
+    assert counts["archived_messages"] == 5
+    with transaction() as s:
+        assert s.scalar(select(func.count()).select_from(ArchivedMessage)) == 0

@@ -1,0 +1,48 @@
+"""Recall on the embedded default: the archive is searched through its FTS5 table
+(kept by triggers), with the same choice of lines as on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from sqlalchemy import func, select, text
+
+from recap import db
+from recap.api.context import build_context
+from recap.api.ingest import add_message
+from recap.core.lookback import RECALL_TAG
+from recap.jobs.outcome import Job
+from recap.jobs.resources import get_resources
+from recap.jobs.summarize import summarize
+from recap.sessions.forget import forget
+from tests.api.test_recall_db import LOG
+from tests.helpers import sentence
+from tests.jobs.test_sqlite import sqlite_url
+
+__all__ = ["sqlite_url"]  # the fixture, used by name below
+
+
+
+def test_recall_reads_the_fts5_table_and_forget_empties_it(
+        sqlite_url: str, settings_env: Callable[..., None]) -> None:
+    settings_env(DATABASE_URL=sqlite_url, RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,
+                 RECAP_TRIGGER_TOKENS=100, RECAP_BATCH_SIZE=5, RECAP_KEEP_RECENT=4,
+                 RECAP_RETENTION_GUARD="false", RECAP_EXTRACT_MEMORIES="false")
+    add_message("lite", "user", "Run the ledger tests please.")
+    add_message("lite", "assistant", [{"type": "tool_use", "id": "toolu_1", "name": "pytest",
+                                       "input": {"args": "tests/"}}])
+    add_message("lite", "user", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                  "content": LOG}])
+    for i in range(9):
+        add_message("lite", "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    assert summarize("lite", job=Job(task_id="t-lite"), res=get_resources()).status == "applied"
+    add_message("lite", "user", "Where was LGR-3621 raised?")
+    ctx = build_context("lite", system_prompt="")
+    recalled = [b["text"] for b in ctx["messages"][-1]["content"]
+                if b["text"].startswith(f"<{RECALL_TAG}>")]
+    assert len(recalled) == 1 and "LGR-3621 raised at:\n  src/ledger/loader.py:212" in recalled[0]
+    forget(session_id="lite")
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(text("archived_messages_fts"))) == 0
+    assert RECALL_TAG not in json.dumps(ctx["system"])

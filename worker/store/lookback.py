@@ -1,0 +1,92 @@
+"""The archive lookup behind recall at reply time (:mod:`recap.core.lookback`):
+one statement, a few indexed reads per cue, no model call.
+
+PostgreSQL: the GIN index ``ix_archived_messages_search`` over
+``to_tsvector('simple', coalesce(search_text, content))``, matched with
+``plainto_tsquery('simple', cue)`` (the cue parsed as the text was). SQLite: the
+FTS5 table ``archived_messages_fts`` (kept by triggers), matched with the cue as
+a phrase. Either way each cue reads at most ``PER_CUE + 1`` rows, each as an
+excerpt around the cue's first occurrence, so the read stays small however long
+the archive and its messages are. ``search_text`` is the full rendering of a
+content-array message (``content`` cuts long tool results); NULL for a string
+message, whose ``content`` is whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    Integer,
+    Select,
+    Text,
+    bindparam,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    union_all,
+)
+
+from recap.core.lookback import EXCERPT_BEFORE, EXCERPT_CHARS, PER_CUE, Cue, Hit
+from recap.models import ArchivedMessage
+
+A = ArchivedMessage
+FTS_TABLE = "archived_messages_fts"
+
+
+def _body() -> Any:
+    return func.coalesce(A.search_text, A.content)
+
+
+def _excerpt(term: Any, *, dialect: str) -> Any:
+    body = _body()
+    where = (func.strpos(func.lower(body), term) if dialect == "postgresql"
+             else func.instr(func.lower(body), term))
+    start = func.max(1, where - EXCERPT_BEFORE) if dialect != "postgresql" \
+        else func.greatest(1, where - EXCERPT_BEFORE)
+    return func.substr(body, start, EXCERPT_CHARS)
+
+
+def fts_phrase(term: str) -> str:
+    """``term`` as an FTS5 phrase (its tokens in order), quotes doubled."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str) -> Select[Any]:
+    """Per cue, at most ``PER_CUE + 1`` archived messages of the session holding it,
+    as (cue, id, role, created_at, tool, excerpt). Raises ValueError without cues."""
+    if not chosen:
+        raise ValueError("lookup_query needs at least one cue")
+    parts = []
+    for i, cue in enumerate(chosen):
+        term = bindparam(f"cue_{i}", cue.term, type_=Text)
+        if dialect == "postgresql":
+            match = func.to_tsvector(literal_column("'simple'"), _body()).bool_op("@@")(
+                func.plainto_tsquery(literal_column("'simple'"), term))
+        else:
+            phrase = bindparam(f"phrase_{i}", fts_phrase(cue.term), type_=Text)
+            match = A.id.in_(select(literal_column("rowid")).select_from(text(FTS_TABLE))
+                             .where(literal_column(FTS_TABLE).op("MATCH")(phrase)))
+        # Every match, planned as such (a fence): under a LIMIT the planner would
+        # rather scan the session's rows in order, parsing each, than use the index.
+        # Run lazily, it stops after the rows the LIMIT below takes.
+        matched = select(A.id).where(A.session_id == session_id, match).cte(f"m{i}")
+        if dialect == "postgresql":
+            matched = matched.prefix_with("MATERIALIZED")
+        ids = select(matched.c.id).limit(PER_CUE + 1).subquery(f"k{i}")
+        parts.append(select(literal(i, Integer()).label("cue"), A.id, A.role, A.created_at,
+                            A.tool_links.like("%result:%").label("tool"),
+                            _excerpt(term, dialect=dialect).label("excerpt"))
+                     .join_from(ids, A, A.id == ids.c.id))
+    out: Select[Any] = (parts[0] if len(parts) == 1
+                        else union_all(*parts).subquery("hits").select())
+    return out
+
+
+def to_hits(rows: Sequence[Any]) -> list[Hit]:
+    """The rows of :func:`lookup_query` as hits."""
+    return [Hit(int(r.cue), int(r.id), str(r.role), r.created_at, str(r.excerpt or ""),
+                bool(r.tool) or r.role == "tool") for r in rows]
