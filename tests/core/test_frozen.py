@@ -26,6 +26,11 @@ def test_an_update_with_the_new_messages_is_not_frozen() -> None:
     assert frozen(PREVIOUS, updated, BATCH) is None
 
 
+def test_an_answer_about_something_else_is_not_an_echo() -> None:
+    assert frozen(PREVIOUS, "Short.", BATCH) is None  # no words to judge
+    assert frozen(PREVIOUS, "Quarterly revenue grew strongly overall.", BATCH) is None
+
+
 def test_small_talk_warrants_no_change_and_a_first_summary_is_never_frozen() -> None:
     chatter = ["ok thanks", "you're welcome", "great"]
     assert len({w for t in chatter for w in t.split()}) < MIN_NOVEL

@@ -60,10 +60,6 @@ class CutOff(UnusableSummary):
     """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
 
 
-class TooLong(UnusableSummary):
-    """A plain summary cut off at max_tokens: not applied (nor asked again)."""
-
-
 class FrozenSummary(UnusableSummary):
     """Every way of asking returned a frozen summary (recap.core.frozen): not applied."""
 
@@ -164,9 +160,9 @@ class ClaudeSummarizer:
     def _update(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                 mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
         """``chunk`` folded into ``previous``: the configured way first; an answer that
-        is empty, unusable or frozen (recap.core.frozen) is asked again the next way
-        (WAYS), and one frozen on the last way raises FrozenSummary. Each frozen or
-        empty answer counts in ``usage.frozen`` and says what followed in ``usage.notes``."""
+        is empty, unusable (a plain one cut off too) or frozen (recap.core.frozen) is
+        asked again the next way (WAYS); one frozen on the last way raises
+        FrozenSummary. Each counts in ``usage.frozen``, with a note in ``usage.notes``."""
         ways = WAYS[1:] if self.plain or mined is None else WAYS
         batch = [t.content for t in chunk]
         for i, way in enumerate(ways):
@@ -175,7 +171,7 @@ class ClaudeSummarizer:
             try:
                 text = self._way(way, previous, chunk, usage, found, known)
             except UnusableSummary as exc:
-                if last or isinstance(exc, CutOff | TooLong):  # cut off: not an echo
+                if last or isinstance(exc, CutOff):  # a cut-off chunk is split instead
                     raise
                 usage.frozen += 1
                 usage.notes.append(f"unusable {way} answer, asked again as {ways[i + 1]}: {exc}")
@@ -217,7 +213,7 @@ class ClaudeSummarizer:
         prompt = facts_prompt(chunk) + known_block(known)
         answer = complete(self.config, system=FACTS_SYSTEM, prompt=prompt,
                           max_tokens=fact_room(sum(count(t.content) for t in chunk)),
-                          operation="mine_facts", tool=facts_tool())
+                          operation="extract_memory", tool=facts_tool())
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
             usage.notes.append("facts answer cut off: dropped")
@@ -262,7 +258,7 @@ class ClaudeSummarizer:
                           tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
-            cut = CutOff if mined is not None else TooLong
+            cut = CutOff if mined is not None else UnusableSummary
             raise cut(f"summary cut off at max_tokens={cap}; not applied "
                       f"(answer {answer_digest(answer.text, answer.tool_input)})")
         text = answer.text
