@@ -60,10 +60,6 @@ class CutOff(UnusableSummary):
     """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
 
 
-class FrozenSummary(UnusableSummary):
-    """Every way of asking returned a frozen summary (recap.core.frozen): not applied."""
-
-
 # The ways a chunk is folded, tried in order after a frozen or empty answer: one
 # forced record_summary call (summary and facts); the summary as plain text, facts
 # apart (where RECAP_SUMMARY_MODE=plain and jobs without memories start); the new
@@ -161,8 +157,8 @@ class ClaudeSummarizer:
                 mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
         """``chunk`` folded into ``previous``: the configured way first; an answer that
         is empty, unusable (a plain one cut off too) or frozen (recap.core.frozen) is
-        asked again the next way (WAYS); one frozen on the last way raises
-        FrozenSummary. Each counts in ``usage.frozen``, with a note in ``usage.notes``."""
+        asked again the next way (WAYS); the last way's unusable answer raises. Each
+        counts in ``usage.frozen``, with a note in ``usage.notes``."""
         ways = WAYS[1:] if self.plain or mined is None else WAYS
         batch = [t.content for t in chunk]
         for i, way in enumerate(ways):
@@ -176,7 +172,9 @@ class ClaudeSummarizer:
                 usage.frozen += 1
                 usage.notes.append(f"unusable {way} answer, asked again as {ways[i + 1]}: {exc}")
                 continue
-            why = frozen_reason(previous, guard.strip_details(text), batch)
+            # The last way's new part is the model's account of the new messages
+            # alone: it never saw a summary to echo.
+            why = None if last else frozen_reason(previous, guard.strip_details(text), batch)
             if why is None:
                 if mined is not None and found is not None and way == "tool":
                     for fact in found.values():
@@ -185,9 +183,6 @@ class ClaudeSummarizer:
                     self._facts(chunk, usage, mined, known)
                 return text
             usage.frozen += 1
-            if last:
-                raise FrozenSummary(f"{why}; not applied (answer "
-                                    f"{answer_digest(text, None)})")
             usage.notes.append(f"frozen {way} answer, asked again as {ways[i + 1]}: {why}")
         raise AssertionError("unreachable: the last way returns or raises")
 
