@@ -48,7 +48,7 @@ def test_a_frozen_tool_answer_is_asked_again_as_plain_text_and_counted(
     assert applied[0].frozen_answers is None  # the first fold has nothing to echo
     later = applied[1:]
     assert all(r.frozen_answers == 1 for r in later)
-    assert all("frozen tool answer, asked again as plain" in r.reason for r in later)
+    assert all("frozen tool answer, asked again as plain" in (r.reason or "") for r in later)
     # Each later fold's summary came from the plain call and the facts from their own.
     tools = [(r.get("tool_choice") or {}).get("name") for r in fake_api.requests]
     assert tools.count("record_facts") >= len(later)

@@ -161,7 +161,7 @@ def test_an_empty_or_cut_off_answer_is_asked_again_another_way_in_the_same_job(
     run_and_wait("empty")
     [run] = runs("empty")
     assert run.status == "applied" and run.frozen_answers == 1
-    assert "unusable plain answer, asked again as fresh" in run.reason
+    assert "unusable plain answer, asked again as fresh" in (run.reason or "")
     row = session_row("empty")
     assert row is not None and row.rolling_summary == "A proper summary."
     assert message_ids("empty") == ids[5:]  # the batch (RECAP_BATCH_SIZE=5) is gone
