@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -220,7 +222,12 @@ def serve(llm: Backend, *, model: str, host: str, port: int,
             try:
                 body = json.loads(self.rfile.read(length) or b"null")
                 with lock:
+                    started = time.monotonic()
                     result = answer(llm, body, model=model, grammar_for=grammar_for)
+                usage = result["usage"]
+                print(f"{usage['input_tokens']} in, {usage['output_tokens']} out, "
+                      f"{result['stop_reason']}, {time.monotonic() - started:.1f}s",
+                      file=sys.stderr, flush=True)
             except (BadRequest, ValueError) as exc:
                 self._error(400, "invalid_request_error", str(exc))
                 return
@@ -240,7 +247,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="CPU threads (on a machine busy with other work, 1 is often "
+                             "faster: threads that wait for a core stall each other)")
     args = parser.parse_args(argv)
     from pathlib import Path
 
