@@ -10,7 +10,8 @@ the table gives medians. Skipped, with its reason, when no model is configured:
 - ``RECAP_BENCH_LLAMA_PYTHON``: a Python with llama-cpp-python (default: this one).
 - ``RECAP_BENCH_RUNS`` (default 3; 1 with --quick), ``RECAP_BENCH_POLICIES``
   (default ``threshold,adaptive``), ``RECAP_BENCH_MODES`` (default ``tool,plain``),
-  ``RECAP_BENCH_CTX`` (the server's context window, default 8192).
+  ``RECAP_BENCH_CTX`` (the server's context window, default 8192),
+  ``RECAP_BENCH_THREADS`` (its CPU threads, default 2).
 
 Real models are slow on a CPU (a 1.5B model folds in about a minute on two free
 cores), so this never runs in CI; docs/EVALUATION.md has the figures and steps.
@@ -83,7 +84,8 @@ def served(name: str, path: Path) -> Iterator[str]:
     port = free_port()
     ctx = os.environ.get("RECAP_BENCH_CTX", "8192")
     proc = subprocess.Popen([llama_python(), "-m", "bench.realmodel.server", "--model",
-                             str(path), "--name", name, "--port", str(port), "--ctx", ctx],
+                             str(path), "--name", name, "--port", str(port), "--ctx", ctx,
+                             "--threads", os.environ.get("RECAP_BENCH_THREADS", "2")],
                             cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
