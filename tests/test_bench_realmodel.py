@@ -80,6 +80,7 @@ def test_a_text_request_is_a_chat_with_its_system_blocks(server: Any) -> None:
                                 {"role": "user", "content": "Say hi"}]
     # No sampling parameters sent: greedy decoding, and nothing refused.
     assert call["temperature"] == 0.0 and call["grammar"] is None and call["max_tokens"] == 20
+    assert call["repeat_penalty"] > 1.0  # a small model's greedy answer loops without it
 
 
 def test_a_forced_tool_is_generated_under_its_schema_and_answered_as_tool_use(

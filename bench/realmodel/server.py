@@ -8,7 +8,8 @@ blocks, ``messages`` with text (tool_use and tool_result blocks become text),
 generated under a llama.cpp grammar built from that tool's JSON schema and
 returned as a ``tool_use`` block), ``usage`` counted by the model's tokenizer,
 ``stop_reason`` ``end_turn``, ``tool_use`` or ``max_tokens``. Sampling parameters
-are optional (greedy decoding when absent, so runs repeat). A prompt over the
+are optional (greedy decoding with a mild repeat penalty when absent, so runs
+repeat). A prompt over the
 context window is a 400 "prompt is too long", as the API says it.
 
 Benchmark tooling, not part of Recap: it imports nothing of Recap and needs only
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 TOOL_INSTRUCTION = ("Answer only with a JSON object: the input of the tool {name!r} "
                     "({description}). It follows this JSON schema:\n{schema}")
 MAX_BODY = 8 * 1024 * 1024
+REPEAT_PENALTY = 1.1
 
 
 class BadRequest(ValueError):
@@ -105,7 +107,9 @@ def parse_request(body: Any) -> ChatRequest:
             chat[0] = {"role": "system", "content": chat[0]["content"] + "\n\n" + instruction}
         else:
             chat.insert(0, {"role": "system", "content": instruction})
-    sampling: dict[str, float] = {"temperature": 0.0}
+    # Greedy, so runs repeat; a mild repeat penalty, without which a small model's
+    # greedy answer loops until max_tokens.
+    sampling: dict[str, float] = {"temperature": 0.0, "repeat_penalty": REPEAT_PENALTY}
     for key in ("temperature", "top_p", "top_k"):
         value = body.get(key)
         if value is None:
