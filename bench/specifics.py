@@ -24,7 +24,7 @@ def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:
     """(one row per fold, totals) for the first ``n`` demo messages."""
     from recap.core import guard, policy
     from recap.core.prompt import Turn
-    from recap.llm.summarizer import OfflineSummarizer
+    from recap.llm.offline import OfflineSummarizer
     from recap.llm.tokens import count_tokens
     from recap.settings import get_settings
 

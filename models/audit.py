@@ -68,6 +68,9 @@ class SummaryRun(Base):
     repair_input_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_output_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_skipped: Mapped[bool | None] = mapped_column(Boolean)
+    # Summary answers the job refused as frozen (the previous summary back, the new
+    # messages ignored: recap.core.frozen) or empty, each asked again another way.
+    frozen_answers: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # A rewind's run (recap.sessions.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.

@@ -9,7 +9,7 @@ import pytest
 from recap.core.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 from recap.jobs.resources import build_resources, reset_process_state
-from recap.llm.summarizer import OFFLINE_MODEL
+from recap.llm.offline import OFFLINE_MODEL
 from recap.settings import (
     DEFAULT_MODEL,
     effective,
@@ -286,3 +286,26 @@ def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str 
     assert started.returncode == 0, started.stderr
     key_seen, argv = called.read_text().splitlines()
     assert key_seen == "sk-ant-x" and argv.startswith("worker ")
+
+
+def test_limits_under_which_a_job_condenses_less_than_the_smallest_adaptive_fold_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from recap.core.adaptive import MIN_DEPTH
+
+    monkeypatch.setenv("RECAP_POLICY", "adaptive")
+    monkeypatch.setenv("RECAP_MAX_SUMMARY_TOKENS", "1024")
+    # One call per job: the soft limit (20 s here) holds one call at its timeout.
+    monkeypatch.setenv("RECAP_LLM_TIMEOUT_S", "10")
+    monkeypatch.setenv("RECAP_LLM_MAX_INPUT_TOKENS", "4500")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    for name in ("RECAP_LLM_MAX_INPUT_TOKENS (4500)", "RECAP_MAX_SUMMARY_TOKENS (1024)",
+                 "at most 928 tokens", f"RECAP_POLICY=adaptive ({MIN_DEPTH} tokens)",
+                 f"at least {3 * 1024 + 500 + MIN_DEPTH}"):
+        assert name in message, message
+    monkeypatch.setenv("RECAP_LLM_MAX_INPUT_TOKENS", str(3 * 1024 + 500 + MIN_DEPTH))
+    assert load_settings().job_token_budget() >= MIN_DEPTH  # the figure it names suffices
+    monkeypatch.setenv("RECAP_LLM_MAX_INPUT_TOKENS", "4500")
+    monkeypatch.setenv("RECAP_POLICY", "threshold")  # the fixed rule has no minimum fold
+    assert load_settings().job_token_budget() == 928

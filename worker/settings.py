@@ -8,6 +8,7 @@ docs/SETTINGS.md lists them all.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import ValidationError, model_validator
@@ -27,6 +28,7 @@ from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
 from recap.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
+from recap.core.adaptive import MIN_DEPTH as ADAPTIVE_MIN_DEPTH
 from recap.core.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 
@@ -50,6 +52,8 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
                              f"at least twice RECAP_MAX_SUMMARY_TOKENS "
                              f"({self.max_summary_tokens}): every request carries the summary "
                              "so far and room for the new one")
+        if self.policy == "adaptive" and self.job_token_budget() < ADAPTIVE_MIN_DEPTH:
+            raise ValueError(self._short_jobs())
         if self.env == "production":
             if self.database_url == DEFAULT_DATABASE_URL:
                 raise ValueError("DATABASE_URL must be set when RECAP_ENV=production")
@@ -102,6 +106,21 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
         calls = max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
         room = max(500, self.llm_max_input_tokens - 3 * self.max_summary_tokens - 500)
         return min(2 * self.llm_max_input_tokens, calls * room)
+
+    def _short_jobs(self) -> str:
+        """Why these limits contradict the adaptive policy: one job condenses less than
+        its smallest fold, so every fold stops short of the plan."""
+        calls = max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
+        need = 3 * self.max_summary_tokens + 500 + math.ceil(ADAPTIVE_MIN_DEPTH / calls)
+        return (f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) with "
+                f"RECAP_MAX_SUMMARY_TOKENS ({self.max_summary_tokens}) lets one job condense "
+                f"at most {self.job_token_budget()} tokens ({calls} call(s) in "
+                f"RECAP_TASK_SOFT_TIME_LIMIT_S={self.task_soft_time_limit_s} at "
+                f"RECAP_LLM_TIMEOUT_S={self.llm_timeout_s:g} each), below the smallest fold "
+                f"of RECAP_POLICY=adaptive ({ADAPTIVE_MIN_DEPTH} tokens): every fold would "
+                f"stop short of its plan. Raise RECAP_LLM_MAX_INPUT_TOKENS to at least {need}, "
+                "lower RECAP_MAX_SUMMARY_TOKENS, give each job time for more calls, or set "
+                "RECAP_POLICY=threshold")
 
     @property
     def summarizer_kind(self) -> Literal["claude", "offline"]:

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from recap.demo.report import OFFLINE_BANNER
-from recap.llm.summarizer import OFFLINE_MODEL
+from recap.llm.offline import OFFLINE_MODEL
 from recap.settings import DEFAULT_MODEL
 from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
 

@@ -108,7 +108,8 @@ def test_malformed_facts_are_skipped_and_model_text_is_sanitized(fake_api: FakeA
 def test_an_answer_without_a_summary_fails_the_job_and_loses_nothing(
         fake_api: FakeAnthropic) -> None:
     ids = seed("nojson", 12)
-    fake_api.always(ok('{"facts": []}'))
+    # No summary in the tool's answer, nor in either plain call that asks again.
+    fake_api.route(lambda r: ok('{"facts": []}') if r.tool == "record_summary" else ok(""))
     run("nojson")
     # The same unusable answer twice: not retried again.
     assert statuses("nojson") == ["failed", "dead"]

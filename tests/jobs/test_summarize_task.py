@@ -154,9 +154,24 @@ def test_permanent_error_not_retried(fake_api: FakeAnthropic) -> None:
 
 
 @pytest.mark.parametrize("bad", [ok(""), ok("The user ...", stop_reason="max_tokens")])
+def test_an_empty_or_cut_off_answer_is_asked_again_another_way_in_the_same_job(
+        fake_api: FakeAnthropic, bad: Reply) -> None:
+    ids = seed("empty", 12)
+    fake_api.script(bad, ok("A proper summary."))
+    run_and_wait("empty")
+    [run] = runs("empty")
+    assert run.status == "applied" and run.frozen_answers == 1
+    assert "unusable plain answer, asked again as fresh" in (run.reason or "")
+    row = session_row("empty")
+    assert row is not None and row.rolling_summary == "A proper summary."
+    assert message_ids("empty") == ids[5:]  # the batch (RECAP_BATCH_SIZE=5) is gone
+
+
+@pytest.mark.parametrize("bad", [ok(""), ok("The user ...", stop_reason="max_tokens")])
 def test_empty_or_truncated_response_not_applied(fake_api: FakeAnthropic, bad: Reply) -> None:
     ids = seed("bad", 12)
-    fake_api.script(bad, ok("A proper summary."))
+    # Every way of asking answers badly: the job fails and deletes nothing.
+    fake_api.script(bad, bad, ok("A proper summary."))
     run_and_wait("bad")
     assert statuses("bad") == ["failed", "applied"]
     assert "UnusableSummary" in (runs("bad")[0].error or "")

@@ -19,7 +19,7 @@ from recap.db import session_factory, transaction, utcnow
 from recap.errors import PermanentLLMError, TransientLLMError, UnusableSummary
 from recap.jobs.resources import get_resources
 from recap.jobs.titles import sweep_titles, title_session
-from recap.llm.summarizer import OfflineSummarizer
+from recap.llm.offline import OfflineSummarizer
 from recap.models import ChatSession
 from recap.settings import get_settings
 from recap.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title

@@ -187,7 +187,8 @@ def test_the_same_unusable_answer_twice_is_not_retried_again(
     assert statuses(sid) == ["failed", "dead"]
     dead = runs(sid)[-1]
     assert "the same unusable answer twice" in (dead.error or "")
-    assert len(fake_api.requests) == 2
+    # Each attempt asked twice: the summary, then the new messages alone.
+    assert len(fake_api.requests) == 4
     # recap stats says why the session is blocked.
     with transaction() as s:
         stats = collect_stats(db=s, settings=get_settings(), now=utcnow())

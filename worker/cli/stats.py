@@ -43,6 +43,7 @@ STATS_LABELS = {
     "repair_input_tokens": "API input tokens (repair calls)",
     "repair_output_tokens": "API output tokens (repair calls)",
     "repairs_skipped": "repairs skipped (not helping the model)",
+    "frozen_answers": "summary answers refused as frozen or empty",
     "specifics_in_details": "specifics Recap put in details",
     "specifics_to_memories": "specifics Recap moved to memories",
     "messages_held_back": "messages held back in the window",

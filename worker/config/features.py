@@ -34,6 +34,13 @@ class Retention(BaseModel):
     # A question about an old fact still reaches it, at 1x per reply.
     memory_reply_tokens: int = Field(200, ge=0, le=100_000, description=(
         "With version: block tokens (at most half) for memories relevant to the newest turn."))
+    # "tool" asks for the summary and the facts in one forced tool call (one call per
+    # chunk); a model that answers it with the previous summary (small models do) is
+    # asked again the plain way. "plain" starts there: the summary as plain text and
+    # the facts in a second, smaller call.
+    summary_mode: Literal["tool", "plain"] = Field("tool", description=(
+        "Ask for summary and facts in one tool call (tool), or the summary as plain text "
+        "and the facts apart (plain)."))
     retention_guard: bool = Field(True, description=(
         "No message is deleted before its specifics are in the summary or the memories."))
     details_share: float = Field(0.25, ge=0.05, le=1.0, description=(

@@ -26,6 +26,7 @@ from recap.demo.report import Out
 from recap.errors import ConfigError
 from recap.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
 from recap.evals.run import Ask, Series, run_peer, run_recap
+from recap.evals.where import PLACES
 
 if TYPE_CHECKING:
     from recap.settings import Settings
@@ -199,10 +200,27 @@ def print_table(rows: Sequence[Series], out: Out, *, qa: bool, stand_in: bool = 
              + ("; counted by the stand-in as the API would, so they compare the systems' "
                 "mechanisms, not a Claude bill" if stand_in else ""))
     for r in rows:
+        if not r.error and r.audit is not None:
+            out.line(recap_detail(r))
+    for r in rows:
         if not r.error and r.after_fold:
             out.line(f"{r.name}: shown after each fold: "
                      + " ".join(str(k) for k in r.after_fold) + f" (of {r.total}); stored: "
                      + " ".join(str(k) for k in r.stored_after_fold))
+
+
+def recap_detail(r: Series) -> str:
+    """Where Recap kept the stored specifics, frozen answers, repairs and time per fold."""
+    import statistics
+
+    assert r.audit is not None
+    where = " / ".join(f"{r.where.get(p, 0)} {p}" for p in PLACES)
+    seconds = (f"{statistics.median(r.fold_seconds):.1f} s per fold (median)"
+               if r.fold_seconds else "no fold")
+    a = r.audit
+    return (f"{r.name}: stored {_of(r.stored, r.total)}: {where}; summary answers refused "
+            f"as frozen or empty: {a.frozen_answers}; repair calls {a.repairs_called} "
+            f"(helped {a.repairs_helped}, skipped {a.repairs_skipped}); {seconds}")
 
 
 def _of(n: int | None, total: int) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recap.evals.facts import Message, Planted, retained
+from recap.evals.where import Audit, audit, where_kept
 
 QA_PREFIX = "Question about our conversation: "
 QA_SUFFIX = "\nAnswer with the specific detail only."
@@ -44,6 +45,11 @@ class Series:
     qa_correct: int | None = None
     qa_asked: int = 0
     error: str | None = None
+    # Recap only: where the stored specifics are at the end (recap.evals.where.PLACES),
+    # its audit rows summed, and each applied fold's seconds (the job's latency).
+    where: dict[str, int] = field(default_factory=dict)
+    audit: Audit | None = None
+    fold_seconds: list[float] = field(default_factory=list)
 
     @property
     def worst(self) -> int | None:
@@ -111,6 +117,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
                 if outcome.status != "applied":
                     break
                 series.folds += 1
+                series.fold_seconds.append((outcome.latency_ms or 0) / 1000)
                 series.input_tokens += outcome.input_tokens or 0
                 series.output_tokens += outcome.output_tokens or 0
                 kept = retained(facts, context_text(build_context(sid, system_prompt="")))
@@ -124,6 +131,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         ctx = build_context(sid, system_prompt="")
         series.final = retained(facts, context_text(ctx))
         series.stored = retained(facts, stored_text(sid))
+        series.where, series.audit = where_kept(facts, sid), audit(sid)
         if ask is not None:
             series.qa_correct, series.qa_asked = quiz(
                 facts, lambda q: _ask_in_session(sid, q, ask, after=last_id))

@@ -25,7 +25,8 @@ from recap.llm.tokens import count_tokens
 class Fold:
     """The summary to write, the batch it condenses (``plan.batch_ids``), the
     memories to store, what the calls spent, the guard's counts (None: guard off)
-    and ``after``, the plan on the messages the batch leaves (``left`` of them)."""
+    ``after``, the plan on the messages the batch leaves (``left`` of them), and
+    ``frozen``, the answers refused as frozen or empty before this one."""
 
     summary: str
     summary_tokens: int
@@ -38,6 +39,7 @@ class Fold:
     after: policy.Plan
     left: int
     guard: GuardCounts | None = None
+    frozen: int = 0  # answers refused as frozen or empty (recap.core.frozen)
 
 
 def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = None,
@@ -56,4 +58,4 @@ def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = N
              *(dataclasses.replace(m, source="guard") for m in memories))
     return Fold(result.text, tokens, plan, facts, result.model,
                 result.input_tokens, result.output_tokens, result.estimated_input_tokens,
-                after, len(left), guard)
+                after, len(left), guard, result.frozen)

@@ -17,7 +17,8 @@ from recap import db, tracing
 from recap.core.text import redact
 from recap.errors import ConfigError
 from recap.llm.client import ClientConfig
-from recap.llm.summarizer import ClaudeSummarizer, OfflineSummarizer, Summarizer
+from recap.llm.offline import OfflineSummarizer
+from recap.llm.summarizer import ClaudeSummarizer, Summarizer
 from recap.llm.templates import load_template
 from recap.llm.tokens import count_tokens, split_by_tokens
 from recap.settings import Settings, get_settings, use_settings
@@ -48,13 +49,14 @@ class Resources:
         base = self.summarizer
         if not isinstance(base, ClaudeSummarizer):
             return base
-        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file) == (
+        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file, base.plain) == (
                 tuned.model, tuned.max_summary_tokens, self.settings.prompt,
-                self.settings.prompt_file):
+                self.settings.prompt_file, tuned.summary_mode == "plain"):
             return base
         return dataclasses.replace(base, config=base.config.with_model(tuned.model),
                                    max_tokens=tuned.max_summary_tokens,
-                                   template=load_template(tuned.prompt_file, tuned.prompt))
+                                   template=load_template(tuned.prompt_file, tuned.prompt),
+                                   plain=tuned.summary_mode == "plain")
 
     def with_summarizer(self, summarizer: Summarizer) -> Resources:
         """These resources with ``summarizer``; the client is the summarizer's own
@@ -99,7 +101,9 @@ def build_resources(settings: Settings) -> Resources:
                           max_input_tokens=settings.llm_max_input_tokens, count=count_tokens,
                           split=split_by_tokens)
     return Resources(settings, ClaudeSummarizer(config, max_tokens=settings.max_summary_tokens,
-                                                template=template), config)
+                                                template=template,
+                                                plain=settings.summary_mode == "plain"),
+                     config)
 
 
 _CURRENT: list[Resources] = []

@@ -81,7 +81,8 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
                             input_tokens=fold.input_tokens, output_tokens=fold.output_tokens,
                             estimated_input_tokens=fold.estimated_input_tokens,
                             summary_tokens=fold.summary_tokens, latency_ms=latency_ms,
-                            model=fold.model, guard=fold.guard, row_locked=True)
+                            model=fold.model, guard=fold.guard, row_locked=True,
+                            frozen_answers=fold.frozen)
         save_summary_version(claim.session_id, db=s, version=row.summary_version,
                              text=fold.summary, tokens=fold.summary_tokens,
                              covers_through=ids[-1], run_id=run_id,
@@ -135,7 +136,8 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
                    last_message_id=ids[-1],
                    input_tokens=spent.input_tokens if spent else None,
                    output_tokens=spent.output_tokens if spent else None,
-                   estimated_input_tokens=spent.estimated_input_tokens if spent else None)
+                   estimated_input_tokens=spent.estimated_input_tokens if spent else None,
+                   frozen_answers=spent.frozen if spent else None)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 
@@ -213,7 +215,7 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool = False
 
 def repeats_last_failure(session_id: str, error: str) -> bool:
     """Whether the session's last run failed with exactly ``error`` (which names the
-    answer's digest, recap.llm.summarizer.answer_digest)."""
+    answer's digest, recap.llm.client.answer_digest)."""
     with core_transaction() as s:
         last = s.execute(select(RUNS.c.status, RUNS.c.error)
                          .where(RUNS.c.session_id == session_id)

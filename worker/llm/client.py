@@ -11,6 +11,7 @@ server's ``x-should-retry`` and ``retry-after``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -54,6 +55,8 @@ class Usage:
     estimated_input_tokens: int = 0
     # What the calls did besides the plain path (a fallback taken), for the run's reason.
     notes: list[str] = field(default_factory=list)
+    # Answers refused as frozen or empty and asked again (recap.core.frozen).
+    frozen: int = 0
 
 
 @dataclass(frozen=True)
@@ -244,3 +247,11 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
             estimated_input_tokens=estimate)
         span.record_usage(answer.input_tokens, answer.output_tokens)
     return answer
+
+
+def answer_digest(text: str, tool_input: object) -> str:
+    """A short digest of one answer, in the error of an unusable one: the same digest
+    on the next attempt means the server answers this request deterministically,
+    and retrying it again would only spend more."""
+    raw = text + "\x00" + json.dumps(tool_input, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]

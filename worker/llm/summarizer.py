@@ -1,36 +1,36 @@
-"""Summarizers: Claude (the real one) and an offline extractive stand-in.
-
-A summarizer folds turns into the running summary, chunk by chunk. The caller
-may pass a :class:`~recap.llm.client.Usage` to learn what the calls spent, also
-when a later call fails.
-"""
+"""The summarizer: Claude folds turns into the running summary, chunk by chunk (the
+offline stand-in: recap.llm.offline). The caller may pass a
+:class:`~recap.llm.client.Usage` to learn what the calls spent, also when a later
+call fails."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from recap.core import guard
+from recap.core.frozen import frozen as frozen_reason
 from recap.core.memories import Fact
 from recap.core.prompt import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
 from recap.errors import PromptTooLong, UnusableSummary
-from recap.llm.client import ClientConfig, Usage, complete, estimate_turns
+from recap.llm.client import ClientConfig, Usage, answer_digest, complete, estimate_turns
 from recap.llm.structured import (
     FACTS_INSTRUCTION,
+    FACTS_PROMPT,
+    FACTS_SYSTEM,
     KNOWN_INSTRUCTION,
     fact_room,
+    facts_prompt,
+    facts_tool,
     known_block,
     parse_answer,
+    parse_facts,
     summary_tool,
     tool_texts,
 )
 
-OFFLINE_MODEL = "offline-extractive"
 # A chunk smaller than this that is still "too long" means the limit is not ours
 # to fix by splitting further.
 MIN_CHUNK_TOKENS = 500
@@ -48,15 +48,23 @@ class SummaryResult:
     calls: int = 0
     estimated_input_tokens: int = 0
     facts: list[Fact] = field(default_factory=list)  # mined in the same calls (facts=True)
+    frozen: int = 0  # answers refused as frozen or empty, asked again
 
     @classmethod
     def of(cls, text: str, usage: Usage, facts: Sequence[Fact] = ()) -> SummaryResult:
         return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
-                   usage.estimated_input_tokens, list(facts))
+                   usage.estimated_input_tokens, list(facts), usage.frozen)
 
 
 class CutOff(UnusableSummary):
     """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
+
+
+# The ways a chunk is folded, tried in order after a frozen or empty answer: one
+# forced record_summary call (summary and facts); the summary as plain text, facts
+# apart (where RECAP_SUMMARY_MODE=plain and jobs without memories start); the new
+# messages summarized alone, after the previous summary.
+WAYS = ("tool", "plain", "fresh")
 
 
 # A chunk whose summary-and-facts answer ran away (cut off, too small to split)
@@ -83,11 +91,13 @@ class ClaudeSummarizer:
 
     With ``facts``, each call also mines the chunk's durable facts (one tool call,
     recap.llm.structured); an answer cut off at max_tokens then splits its chunk.
+    ``plain`` (RECAP_SUMMARY_MODE=plain): the summary as plain text, facts apart.
     """
 
     config: ClientConfig
     max_tokens: int
     template: str
+    plain: bool = False
 
     @property
     def model(self) -> str:
@@ -130,7 +140,7 @@ class ClaudeSummarizer:
         count = self.config.count
         for chunk in chunk_turns(turns, max_tokens=room, count=count, split=self.config.split):
             try:
-                text = self._call(text, chunk, usage, mined, known)
+                text = self._update(text, chunk, usage, mined, known)
             except (PromptTooLong, CutOff) as exc:
                 # Our estimate was low for this text, or its facts did not fit the
                 # answer: halve the chunk and go on.
@@ -142,6 +152,69 @@ class ClaudeSummarizer:
                     raise
                 text = self._fold(text, chunk, half, usage, mined, known)
         return text
+
+    def _update(self, previous: str, chunk: Sequence[Turn], usage: Usage,
+                mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
+        """``chunk`` folded into ``previous``: the configured way first; an answer that
+        is empty, unusable (a plain one cut off too) or frozen (recap.core.frozen) is
+        asked again the next way (WAYS); the last way's unusable answer raises. Each
+        counts in ``usage.frozen``, with a note in ``usage.notes``."""
+        ways = WAYS[1:] if self.plain or mined is None else WAYS
+        batch = [t.content for t in chunk]
+        for i, way in enumerate(ways):
+            last = i == len(ways) - 1
+            found: dict[str, Fact] | None = None if mined is None else {}
+            try:
+                text = self._way(way, previous, chunk, usage, found, known)
+            except UnusableSummary as exc:
+                if last or isinstance(exc, CutOff):  # a cut-off chunk is split instead
+                    raise
+                usage.frozen += 1
+                usage.notes.append(f"unusable {way} answer, asked again as {ways[i + 1]}: {exc}")
+                continue
+            # The last way's new part is the model's account of the new messages
+            # alone: it never saw a summary to echo.
+            why = None if last else frozen_reason(previous, guard.strip_details(text), batch)
+            if why is None:
+                if mined is not None and found is not None and way == "tool":
+                    for fact in found.values():
+                        mined.setdefault(fact.fact, fact)
+                elif mined is not None:  # the other ways mine in a call of their own
+                    self._facts(chunk, usage, mined, known)
+                return text
+            usage.frozen += 1
+            usage.notes.append(f"frozen {way} answer, asked again as {ways[i + 1]}: {why}")
+        raise AssertionError("unreachable: the last way returns or raises")
+
+    def _way(self, way: str, previous: str, chunk: Sequence[Turn], usage: Usage,
+             mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
+        if way == "tool":
+            return self._call(previous, chunk, usage, mined, known)
+        if way == "plain":
+            return self._call(previous, chunk, usage, None)
+        # "fresh": the new messages' own summary, after the previous one (cut to make
+        # room): a model that echoes the summary it is given cannot echo this one.
+        own = self._call("", chunk, usage, None)
+        room = self.max_tokens - self.config.count(own) - 2
+        head = cap_summary(previous, max_tokens=room, count=self.config.count,
+                           split=self.config.split) if previous and room > 0 else ""
+        return self._capped(f"{head}\n\n{own}".strip())
+
+    def _facts(self, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
+               known: tuple[tuple[int, str], ...]) -> None:
+        """``chunk``'s facts alone (record_facts); cut off: dropped (the guard keeps
+        their specifics) and noted."""
+        count = self.config.count
+        prompt = facts_prompt(chunk) + known_block(known)
+        answer = complete(self.config, system=FACTS_SYSTEM, prompt=prompt,
+                          max_tokens=fact_room(sum(count(t.content) for t in chunk)),
+                          operation="extract_memory", tool=facts_tool())
+        answer.add_to(usage)
+        if answer.stop_reason == "max_tokens":
+            usage.notes.append("facts answer cut off: dropped")
+            return
+        for fact in parse_facts(answer.tool_input, known={i for i, _ in known}):
+            mined.setdefault(fact.fact, fact)
 
     def _fallback(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                   mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
@@ -198,14 +271,6 @@ class ClaudeSummarizer:
         return self._capped(text)
 
 
-def answer_digest(text: str, tool_input: object) -> str:
-    """A short digest of one answer, in the error of an unusable one: the same digest
-    on the next attempt means the server answers this request deterministically,
-    and retrying it again would only spend more."""
-    raw = text + "\x00" + json.dumps(tool_input, sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
     """What ``summarizer`` itself sends besides the conversation (system prompt,
     template, instructions, the tool schema's descriptions, the repair prompt): a
@@ -220,43 +285,5 @@ def _sent_texts(template: str, max_tokens: int) -> tuple[str, ...]:
     # The same few texts on every job of a process: walking the tool schema each
     # time, and flattening the result again (recap.core.echo), cost CPU for nothing.
     return (SYSTEM_PROMPT, template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
-            guard.REPAIR_PROMPT, *tool_texts(summary_tool(max_tokens)))
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-@dataclass
-class OfflineSummarizer:
-    """An extractive stand-in that needs no network. Not Claude: labelled as such.
-
-    It keeps the first sentence of each message (clipped) after the previous
-    summary, and drops the oldest lines once over ``max_words``.
-    """
-
-    model: str = OFFLINE_MODEL
-    max_words: int = 400
-
-    def summarize(self, previous: str | None, turns: Sequence[Turn], *,
-                  usage: Usage | None = None, facts: bool = False,
-                  known: Sequence[tuple[int, str]] = ()) -> SummaryResult:
-        """``facts`` and ``known`` are accepted and ignored: the stand-in mines nothing."""
-        lines = [ln for ln in (previous or "").splitlines() if ln.strip()]
-        for t in turns:
-            first = _SENTENCE.split(" ".join(t.content.split()), maxsplit=1)[0]
-            words = first.split()
-            clipped = " ".join(words[:30]) + (" ..." if len(words) > 30 else "")
-            who = "The user" if t.role == "user" else f"The {t.role}"
-            lines.append(f"- {who} said: {clipped}")
-        while len(lines) > 1 and sum(len(ln.split()) for ln in lines) > self.max_words:
-            lines.pop(0)
-        text = "\n".join(lines).strip()
-        if not text:
-            raise UnusableSummary("offline summarizer produced no text")
-        if usage is not None:
-            usage.calls += 1
-        return SummaryResult(text=text, model=self.model, calls=1)
-
-    def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
-        """No model to ask: the retention guard settles what is missing by itself."""
-        return None
+            guard.REPAIR_PROMPT, FACTS_SYSTEM, FACTS_PROMPT,
+            *tool_texts(summary_tool(max_tokens)), *tool_texts(facts_tool()))

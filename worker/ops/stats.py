@@ -68,6 +68,9 @@ class Stats:
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
     repairs_skipped: int = 0
+    # Summary answers refused as frozen (the previous summary back, the new messages
+    # ignored) or empty, and asked again another way, on any run.
+    frozen_answers: int = 0
     # Why the sessions cooling down now were dead-lettered: their last dead run's
     # error (clipped), with how many sessions share it.
     blocked_reasons: dict[str, int] = field(default_factory=dict)
@@ -205,6 +208,8 @@ def guard_counts(stats: Stats, *, db: Session) -> None:
         .where(SummaryRun.status == "applied", SummaryRun.specifics_total.isnot(None))).one()
     stats.guarded_runs, stats.repair_calls = int(row[0]), int(row[1])
     stats.repairs_skipped = int(row[3])
+    stats.frozen_answers = int(db.scalar(
+        select(func.coalesce(func.sum(SummaryRun.frozen_answers), 0))) or 0)
     if stats.repair_calls:
         stats.repair_success_rate = round(int(row[2]) / stats.repair_calls, 4)
     for name, value in zip(GUARD_SUMS, row[4:], strict=True):

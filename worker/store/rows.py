@@ -50,9 +50,11 @@ def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
                estimated_input_tokens: int | None = None, summary_tokens: int | None = None,
                latency_ms: int | None = None, model: str | None = None,
                error: str | None = None, rewound_after: int | None = None,
-               guard: GuardCounts | None = None, row_locked: bool = False) -> int:
+               guard: GuardCounts | None = None, row_locked: bool = False,
+               frozen_answers: int | None = None) -> int:
     """Insert one summary_runs row; returns its id. ``mode`` is the plan's
-    (recap.core.policy.Mode), ``guard`` the retention guard's counts.
+    (recap.core.policy.Mode), ``guard`` the retention guard's counts,
+    ``frozen_answers`` the answers refused as frozen or empty (recap.core.frozen).
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
@@ -72,7 +74,8 @@ def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
         "input_tokens": input_tokens, "output_tokens": output_tokens,
         "estimated_input_tokens": estimated_input_tokens, "summary_tokens": summary_tokens,
         "latency_ms": latency_ms, "model": model, "error": error,
-        "rewound_after": rewound_after, **(_counts(guard) if guard else {})}
+        "rewound_after": rewound_after, "frozen_answers": frozen_answers or None,
+        **(_counts(guard) if guard else {})}
     keys = tuple(sorted(k for k, v in row.items() if v is not None))
     return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
 
