@@ -24,7 +24,7 @@ from pathlib import Path
 from bench import env as benv
 
 NAMES = ("hook", "reply_path", "overhead", "throughput", "tokens", "context", "scale", "memory",
-         "specifics", "cost", "reach", "http", "middleware", "verdict")
+         "specifics", "scan", "cost", "reach", "http", "middleware", "verdict")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

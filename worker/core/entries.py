@@ -22,7 +22,7 @@ MAX_ENTRY_CHARS = MAX_SPECIFIC_CHARS + 2 + MAX_CONTEXT_CHARS
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 # What an entry's context may start with that is not context: a bullet, or the
 # ``specific: `` prefix of an entry it was read from.
-_LEADER = re.compile(rf"^\s*(?:[-*•]\s+|(.{{1,{MAX_SPECIFIC_CHARS}}}?):\s+)")
+_LEADER = re.compile(rf"\s*+(?:[-*•]\s++|(.{{1,{MAX_SPECIFIC_CHARS}}}?):\s++)")
 
 
 def is_prefix(text: str) -> bool:
@@ -33,11 +33,12 @@ def is_prefix(text: str) -> bool:
 
 def peel(text: str) -> str:
     """``text`` without the bullets and entry prefixes (``X: ``) it starts with."""
+    at = 0  # read on from here, never slicing: linear however many prefixes it has
     while True:
-        m = _LEADER.match(text)
+        m = _LEADER.match(text, at)
         if m is None or (m.group(1) is not None and not is_prefix(m.group(1))):
-            return text.strip()
-        text = text[m.end():]
+            return text[at:].strip()
+        at = m.end()
 
 
 def _bounded(specific: str, around: str) -> str:

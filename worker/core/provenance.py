@@ -28,12 +28,16 @@ KINDS = ("user", "assistant", "tool", "document")
 GROUNDED_SHARE = 0.5
 
 # A pasted message starts here: everything from the line on is someone else's text.
+# Each pattern runs in time linear in its input (a pasted blob, a megabyte of
+# blank lines): white space at a line's start is ``[ \t]`` (never a newline, which
+# would let every line start rescan the blank lines after it), and repeats that
+# could give back what they took are possessive.
 _PASTE_START = re.compile(
-    r"^\s*(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)\s*:"
-    r"|-{2,}\s*(?:original message|forwarded message)|begin forwarded message"
-    r"|on .{3,80} wrote:\s*$)", re.I | re.M)
-_QUOTED = re.compile(r"^\s*>.*$", re.M)
-_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
+    r"^[ \t]*+(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)"
+    r"[ \t]*+:|-{2,}+[ \t]*+(?:original message|forwarded message)|begin forwarded message"
+    r"|on .{3,80} wrote:[ \t]*+$)", re.I | re.M)
+_QUOTED = re.compile(r"^[ \t]*+>.*$", re.M)
+_FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
 # What facts say about anyone: not evidence that the user said it.
 _STOPWORDS = frozenset(
     "the user users user's they them their theirs he she his her hers him it its this that "
@@ -51,7 +55,7 @@ _INSTRUCTION = re.compile(
     r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b"
     r"|\b(?:reveal|print|repeat|exfiltrate|leak)\b.{0,30}\b(?:prompt|instructions?|secrets?|"
     r"keys?|passwords?)\b"
-    r"|&lt;|<\s*/?\s*[A-Za-z_]", re.I | re.S)
+    r"|&lt;|<\s*+/?\s*+[A-Za-z_]", re.I | re.S)
 
 
 def strip_pasted(text: str) -> str:
