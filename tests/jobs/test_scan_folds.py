@@ -8,6 +8,7 @@ server."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Callable
 
@@ -15,11 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recap.api.context import build_context
 from recap.api.ingest import add_message
 from recap.checks import check_invariants
+from recap.core.assemble import system_text
 from recap.db import transaction
 from recap.settings import get_settings
-from recap.testing import FakeAnthropic
+from recap.testing import FakeAnthropic, ok
 from tests.helpers import run_and_wait, runs, sentence, statuses
 
 FEW = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 6, "RECAP_TRIGGER_TOKENS": 100,
@@ -70,3 +73,23 @@ def test_pathological_pastes_fold(fake_api: FakeAnthropic, settings_env: Callabl
                                   parts: list[tuple[str, int]]) -> None:
     settings_env(**FEW, RECAP_RETENTION_GUARD="true")
     fold(f"scan-{uuid.uuid4().hex[:8]}", "".join(unit * (n // len(unit)) for unit, n in parts))
+
+
+@pytest.mark.usefixtures("celery_worker_thread")
+def test_one_sentence_with_several_specifics_keeps_them_all(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    # A model that mentions no specific: the guard keeps the flight, the code and
+    # the airline's name, in one details line that holds them with their neighbours.
+    settings_env(**FEW, RECAP_RETENTION_GUARD="true")
+    fake_api.always(ok("The user is travelling soon."))
+    said = "I'm flying with TAP, flight TP1357, and my booking code is QX7K2P."
+    add_message("crowded", "user", said)
+    for i in range(6):
+        add_message("crowded", "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    run_and_wait("crowded", final={"applied", "dead"})
+    assert statuses("crowded") == ["applied"], runs("crowded")[0].error
+    context = build_context("crowded", system_prompt="Be helpful.")
+    kept = system_text(context["system"]) + json.dumps(context["messages"])
+    assert all(s in kept for s in ("TP1357", "QX7K2P", "TAP")), kept
+    lines = [x for x in kept.split("\n") if "TP1357" in x and "QX7K2P" in x]
+    assert lines, kept

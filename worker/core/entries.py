@@ -128,3 +128,15 @@ def entries_for(lost: Sequence[str], texts: Sequence[str],
             continue
         out.append(entry(next(t for t, f in zip(texts, found, strict=True) if s in f), s))
     return out
+
+
+def restates(fact: str, lines: Sequence[str]) -> bool:
+    """Whether a mined ``fact`` only restates an entry Recap itself kept (one of
+    ``lines``, the previous details section, or any ``specific: context`` line):
+    a model copying Recap's verbatim lines back makes no new memory."""
+    text = " ".join(fact.split())
+    if peel(text) != text:  # it starts with an entry's prefix or a bullet
+        return True
+    flat = {" ".join(x.split()).casefold() for line in lines
+            for x in (tidy(line), line.partition(": ")[2]) if x}
+    return text.casefold() in flat
