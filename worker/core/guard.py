@@ -8,10 +8,12 @@ supersedes: a memory is superseded only by one that keeps all of its specifics
 across random fold sequences with a weak model (copies, echoes, junk replaces).
 
 A fold must keep every specific (recap.core.specifics) of the messages it
-condenses and of the previous summary. *Kept* means present in the new summary
-or in the facts mined from this batch. The job asks the model once to repair a
-summary that omits some (:func:`repair_prompt`); what is still missing is then
-settled by :func:`settle`, in this order:
+condenses and of the previous summary, and every name (a person, a place, an
+organisation: recap.core.provenance.names) the user wrote in their own words
+or the previous summary holds (:func:`of_turn`, :func:`of_summary`). *Kept*
+means present in the new summary or in the facts mined from this batch. The job
+asks the model once to repair a summary that omits some (:func:`repair_prompt`);
+what is still missing is then settled by :func:`settle`, in this order:
 
 1. Batch specifics, unit by unit (a unit is policy's: an assistant turn and its
    tool results, which leave a batch whole), oldest first: into Recap's own
