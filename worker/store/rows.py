@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import (
     BigInteger,
+    ColumnElement,
     Executable,
     bindparam,
     delete,
@@ -126,11 +127,12 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
         add_source(new_id, db=db, session_id=session_id, kind=kind, first_id=first_id,
                    last_id=last_id, run_id=run_id)
         if f.replaces is not None and f.replaces != new_id:
-            live = (Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),
-                    Memory.superseded_by.is_(None))
+            live: list[ColumnElement[bool]] = [
+                Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),
+                Memory.superseded_by.is_(None)]
             if not user:  # what the user stated is replaced only by what they state
-                live = (*live, ~exists().where(MemorySource.memory_id == Memory.id,
-                                               MemorySource.kind == "user"))
+                live.append(~exists().where(MemorySource.memory_id == Memory.id,
+                                            MemorySource.kind == "user"))
             old = db.scalar(select(Memory.fact).where(*live))
             if old is not None and may_replace(old, f.fact):
                 db.execute(update(Memory).where(*live).values(superseded_by=new_id))
