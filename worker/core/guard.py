@@ -66,7 +66,7 @@ from recap.core.entries import (
 )
 from recap.core.memories import Fact
 from recap.core.prompt import Turn, escape
-from recap.core.provenance import names, strip_pasted
+from recap.core.provenance import names, stated_names
 from recap.core.specifics import absent, contains, extract_specifics
 from recap.core.text import defuse, tag_opener
 
@@ -159,9 +159,7 @@ def of_turn(turn: Turn) -> frozenset[str]:
     a user's turn, each name they wrote themselves (a person, a place, an
     organisation: recap.core.provenance.names, outside what they quote or paste)."""
     found = extract_specifics(turn.content)
-    if turn.role == "user":
-        found |= names(strip_pasted(turn.content))
-    return found
+    return found | stated_names(turn.content) if turn.role == "user" else found
 
 
 def of_summary(summary: str | None) -> frozenset[str]:

@@ -55,9 +55,11 @@ _FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
 _DOUBLE_QUOTED = re.compile(r'"[^"]*+"|“[^”]*+”|„[^“”]*+[“”]|«[^»]*+»')
 # An introduction of someone else's text ("My colleague wrote:", "Translate this:",
 # "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
+# A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
 _INTRODUCED = re.compile(
     r"\b(?:wrote|writes|said|says|sent|replied|posted|reads|forwarded|this|these|following|"
-    r"below|message|e-?mail|letter|note|reply|transcript|text|quote|paste)[ \t]*+:", re.I)
+    r"below)[ \t]*+:|\b(?:the|this|that|his|her|their|your|an?)[ \t]++(?:e-?mail|letter|"
+    r"note|message|reply|transcript|text|post|comment|quote)[ \t]*+:", re.I)
 # A fact about the assistant (a summary sentence with the roles swapped) is not the user's.
 _ABOUT_ASSISTANT = re.compile(r"\s*+(?:the\s++)?(?:assistant|ai|model|bot|chatbot)\b", re.I)
 # Capitalised words that name no one: the pronoun, and the word facts use for the user.
@@ -155,6 +157,17 @@ def names(text: str) -> frozenset[str]:
             found.add(word)
         initial = token.endswith(_SENTENCE_ENDS) or token in ("-", "*", "•")
     return frozenset(found)
+
+
+def stated_names(text: str) -> frozenset[str]:
+    """The names a user's turn states in their own words (:func:`names` outside what
+    they quote or paste, :func:`strip_pasted`). In text that capitalises most
+    nouns (German), only acronyms and mixed-case names count ("TAP", "McKinsey")."""
+    own = strip_pasted(text)
+    found = names(own)
+    if len(found) > max(3, len(own.split()) // 5):
+        found = frozenset(n for n in found if n.isupper() or not n[1:].islower())
+    return found
 
 
 def own_specifics(fact: str, own: Iterable[str]) -> bool:
