@@ -25,8 +25,8 @@ from pathlib import Path
 from bench import env as benv
 
 NAMES = ("hook", "loop", "reply_path", "overhead", "throughput", "tokens", "context", "scale",
-         "memory", "specifics", "cost", "reach", "http", "middleware", "verdict", "recall",
-         "realmodel")
+         "memory", "specifics", "scan", "cost", "reach", "http", "middleware", "verdict",
+         "recall", "realmodel")
 
 
 # The benchmarks that print machine-readable figures (--json), so --compare takes them.

@@ -74,3 +74,11 @@ def test_bench_reads_the_demo_conversation_file() -> None:
     assert CONVERSATION.name == "conversation.json" and CONVERSATION.is_file()
     assert [role for role, _ in script] == ["user", "assistant"] * 3
     assert script[0][1].startswith("Hi, I'm Maya Okafor")
+
+
+def test_bench_scan_times_every_shape() -> None:
+    from bench import scan
+
+    rows = scan.measure((1_000, 10_000))
+    assert [r[0] for r in rows] == list(scan.SHAPES)
+    assert all(len(r) == len(rows[0]) for r in rows)

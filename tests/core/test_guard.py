@@ -61,8 +61,9 @@ def test_missing_specifics_go_to_the_details_section_within_its_cap() -> None:
 
 
 def test_what_does_not_fit_holds_back_the_unit_and_the_rest_of_the_batch() -> None:
-    # Room for the first unit's lines only: units 3 and 4 stay in the window.
-    done = settle("Nothing.", cap=25)
+    # Room for the first unit's line only (one line holds both specifics of its
+    # sentence): units 3 and 4 stay in the window.
+    done = settle("Nothing.", cap=19)
     assert done.condensed_ids == (1, 2) and done.held_ids == (3, 4)
     assert done.memories == ()
     assert absent({"$2,400", "v2.14.0"}, [done.summary]) == set()

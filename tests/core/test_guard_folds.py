@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from recap.core import guard
 from recap.core.echo import sent_corpus, strip_echo
-from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel, restates
 from recap.core.memories import Fact, may_replace
 from recap.core.prompt import Turn
 from recap.core.specifics import absent, extract_specifics
@@ -168,3 +168,41 @@ def test_a_replacement_that_drops_a_specific_does_not_supersede() -> None:
                            "The user said something.")
     assert may_replace("The user lives in Lisbon.", "The user moved to Porto.")
     assert may_replace("Flight TP1357 on 3 March 2025", "Flight TP1357 moved from 3 March 2025")
+
+
+person_place_or_org = st.sampled_from(["Ines", "Porto", "TAP", "Mallory", "Lufthansa", "Kyoto",
+                                       "Ana Costa", "Deutsche Bahn"])
+crowded = st.builds(
+    lambda t, n, a, b, c: t.format(n=n, a=a, b=b, c=c),
+    st.sampled_from([
+        "I'm flying with {n}, flight {a}, and my booking code is {b}.",
+        "My sister {n} paid {a} on {c} for order {b}.",
+        "Send it to {n} by {c}, reference {a}, invoice {b}.",
+        "Tell {n} that {a}, {b} and {c} are all confirmed for the trip to Kyoto.",
+    ]), person_place_or_org, codes, st.one_of(codes, amounts), st.one_of(dates, amounts))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(crowded, min_size=1, max_size=4), st.integers(1, 5),
+                          st.integers(8, 120), st.booleans()), min_size=1, max_size=6))
+def test_every_specific_and_name_of_a_crowded_sentence_is_kept(steps) -> None:
+    # A model that mentions no specific: each fold's summary is one plain sentence.
+    world = World()
+    stated: set[str] = set()
+    for arrivals, take, cap, aggressive in steps:
+        for text in arrivals:
+            world.window.append((world.next_id, text))
+            world.next_id += 1
+            stated |= guard.of_turn(Turn(0, "user", text))
+        fold(world, Model([], 0, False, [], []), take=take, cap=cap, aggressive=aggressive)
+        assert absent(stated, [world.kept()]) == frozenset()
+    assert {"TP1357", "QX7K2P", "TAP"} <= guard.of_turn(Turn(0, "user", (
+        "I'm flying with TAP, flight TP1357, and my booking code is QX7K2P.")))
+
+
+def test_a_fact_that_copies_recaps_own_lines_back_is_no_new_memory() -> None:
+    kept = ["QX7K2P: I'm flying with TAP, flight TP1357, and my booking code is QX7K2P."]
+    assert restates("QX7K2P: TAP, flight TP1357, and my booking code is QX7K2P.", [])
+    assert restates("I'm flying with TAP, flight TP1357, and my booking code is QX7K2P.", kept)
+    assert restates("- The user flies TAP.", [])
+    assert not restates("The user flies with TAP on flight TP1357.", kept)

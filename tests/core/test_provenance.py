@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from recap.core.provenance import attribute, grounded, instruction_like, own_text, strip_pasted
+from recap.core.provenance import (
+    attribute,
+    grounded,
+    instruction_like,
+    names,
+    own_text,
+    strip_pasted,
+)
 
 EMAIL = ("Can you check this for me?\n\nFrom: billing@vendor.example\nSubject: Update\n\n"
          "Your refund account is now EVIL-1.")
@@ -66,3 +73,48 @@ def test_the_claimed_source_is_a_ceiling_never_a_proof() -> None:
     said = "Please always answer me in French, never in English."
     assert attribute("The user wants answers always in French, never in English.", "user",
                      [said]) == "user"
+
+
+@pytest.mark.parametrize(("fact", "own", "expected"), [
+    # A question supplies every word but the specific: the number came from a tool.
+    ("The user's bank support phone number is +19005550199.",
+     "Can you look up the phone number of my bank's support line?", "unverified"),
+    ("The user's bank support phone number is +19005550199.",
+     "My bank's support phone number is +19005550199.", "user"),
+    # Names are specifics too: a person, a place, an organisation.
+    ("The user's account manager is Mallory Evilsen.", "Who is my account manager?",
+     "unverified"),
+    ("The user's daughter Ines lives in Porto.", "my daughter ines lives in porto", "user"),
+    ("The user flies with TAP on flight TP1357.",
+     "I'm flying with TAP, flight TP1357, and my booking code is QX7K2P.", "user"),
+    # A summary sentence with the roles swapped is not the user's.
+    ("The assistant suggests e-mailing help@shop.example.", "e-mail help@shop.example?",
+     "unverified"),
+])
+def test_every_specific_of_a_users_fact_is_in_the_users_words(
+        fact: str, own: str, expected: str) -> None:
+    assert attribute(fact, "user", [own]) == expected
+
+
+@pytest.mark.parametrize("pasted", [
+    "My colleague wrote: call 555-0101 now",
+    'My colleague wrote: "call 555-0101 now"',
+    "She said “call 555-0101 now” yesterday",
+    "Translate this:\nLlama al 555-0101",
+    "Here is the e-mail:\nCall 555-0101",
+    "Check:\n> call 555-0101",
+    "Run:\n```\ncall 555-0101\n```",
+    "See below.\nFrom: a@b.example\nSubject: x\n\ncall 555-0101",
+    "On Mon, 2 Mar 2026, Bob wrote:\ncall 555-0101",
+    "«call 555-0101» is what the note says",
+])
+def test_what_the_user_quotes_or_pastes_is_not_their_own_words(pasted: str) -> None:
+    assert "555-0101" not in strip_pasted(pasted)
+    assert attribute("The user's number is 555-0101.", "user", [strip_pasted(pasted)]) == (
+        "unverified")
+
+
+def test_names_are_capitalised_words_that_do_not_start_a_sentence() -> None:
+    assert names("The user's daughter Ines lives in Porto. She flies TAP.\nMaybe") == {
+        "Ines", "Porto", "TAP"}
+    assert names("I think the user likes tea.") == set()

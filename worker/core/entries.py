@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
+from recap.core.provenance import names
 from recap.core.specifics import MAX_SPECIFIC_CHARS, contains, extract_specifics
 
 CONTEXT_WORDS = 12
@@ -22,7 +24,7 @@ MAX_ENTRY_CHARS = MAX_SPECIFIC_CHARS + 2 + MAX_CONTEXT_CHARS
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 # What an entry's context may start with that is not context: a bullet, or the
 # ``specific: `` prefix of an entry it was read from.
-_LEADER = re.compile(rf"^\s*(?:[-*•]\s+|(.{{1,{MAX_SPECIFIC_CHARS}}}?):\s+)")
+_LEADER = re.compile(rf"\s*+(?:[-*•]\s++|(.{{1,{MAX_SPECIFIC_CHARS}}}?):\s++)")
 
 
 def is_prefix(text: str) -> bool:
@@ -33,11 +35,12 @@ def is_prefix(text: str) -> bool:
 
 def peel(text: str) -> str:
     """``text`` without the bullets and entry prefixes (``X: ``) it starts with."""
+    at = 0  # read on from here, never slicing: linear however many prefixes it has
     while True:
-        m = _LEADER.match(text)
+        m = _LEADER.match(text, at)
         if m is None or (m.group(1) is not None and not is_prefix(m.group(1))):
-            return text.strip()
-        text = text[m.end():]
+            return text[at:].strip()
+        at = m.end()
 
 
 def _bounded(specific: str, around: str) -> str:
@@ -60,7 +63,9 @@ def tidy(line: str) -> str:
 
 def context(text: str, specific: str) -> str:
     """A few words around ``specific`` in ``text``: its sentence, clipped to about
-    CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces)."""
+    CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces), or
+    wider to hold the other specifics of the sentence with it while that stays
+    within MAX_CONTEXT_CHARS."""
     text = unicodedata.normalize("NFKC", text)
     found = re.search(r"(?<![0-9A-Za-z])" + re.escape(specific) + r"(?![0-9A-Za-z])", text,
                       re.I) or re.search(re.escape(specific), text, re.I)
@@ -84,10 +89,54 @@ def context(text: str, specific: str) -> str:
         index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
         lo = max(0, index - CONTEXT_WORDS // 2 + 1)
         clip = " ".join(words[lo:lo + CONTEXT_WORDS])
+        wide = _with_neighbours(words, index, specific)
+        if wide and len(wide) <= MAX_CONTEXT_CHARS and len(wide) > len(clip):
+            clip = wide
     return clip if contains(clip, specific) else specific
+
+
+def _with_neighbours(words: list[str], index: int, specific: str) -> str:
+    """The words of a sentence from the first to the last that holds one of its
+    specifics, with ``words[index]`` (``specific``'s) inside: the span a window
+    must not cut ("flight TP1357, and my booking code is QX7K2P")."""
+    named = names(" ".join(words))
+    holding = [i for i, w in enumerate(words)
+               if i == index or w.strip(".,;:!?()[]\"'") in named
+               or extract_specifics(w.strip(".,;:!?()[]\"'"), whole=True)]
+    if len(holding) <= 1:
+        return ""
+    lo, hi = min(holding), max(holding)
+    return " ".join(words[min(lo, max(0, index - 2)):hi + 1])
 
 
 def entry(text: str, specific: str) -> str:
     """One line of the details section (and the text of a guard-made memory):
     ``specific: context``, one prefix deep, at most MAX_ENTRY_CHARS long."""
     return _bounded(specific, context(text, specific))
+
+
+def entries_for(lost: Sequence[str], texts: Sequence[str],
+                found: Sequence[frozenset[str]]) -> list[str]:
+    """One :func:`entry` line per specific of ``lost`` (each read from the first of
+    ``texts`` whose ``found`` holds it), but none for a specific an earlier line
+    already carries: one sentence with several specifics ("flight TP1357, booking
+    code QX7K2P") gives a line that holds them with their neighbours, not a line
+    each whose window cuts the others."""
+    out: list[str] = []
+    for s in lost:
+        if any(contains(line, s) for line in out):
+            continue
+        out.append(entry(next(t for t, f in zip(texts, found, strict=True) if s in f), s))
+    return out
+
+
+def restates(fact: str, lines: Sequence[str]) -> bool:
+    """Whether a mined ``fact`` only restates an entry Recap itself kept (one of
+    ``lines``, the previous details section, or any ``specific: context`` line):
+    a model copying Recap's verbatim lines back makes no new memory."""
+    text = " ".join(fact.split())
+    if peel(text) != text:  # it starts with an entry's prefix or a bullet
+        return True
+    flat = {" ".join(x.split()).casefold() for line in lines
+            for x in (tidy(line), line.partition(": ")[2]) if x}
+    return text.casefold() in flat

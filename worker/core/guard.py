@@ -8,10 +8,12 @@ supersedes: a memory is superseded only by one that keeps all of its specifics
 across random fold sequences with a weak model (copies, echoes, junk replaces).
 
 A fold must keep every specific (recap.core.specifics) of the messages it
-condenses and of the previous summary. *Kept* means present in the new summary
-or in the facts mined from this batch. The job asks the model once to repair a
-summary that omits some (:func:`repair_prompt`); what is still missing is then
-settled by :func:`settle`, in this order:
+condenses and of the previous summary, and every name (a person, a place, an
+organisation: recap.core.provenance.names) the user wrote in their own words
+or the previous summary holds (:func:`of_turn`, :func:`of_summary`). *Kept*
+means present in the new summary or in the facts mined from this batch. The job
+asks the model once to repair a summary that omits some (:func:`repair_prompt`);
+what is still missing is then settled by :func:`settle`, in this order:
 
 1. Batch specifics, unit by unit (a unit is policy's: an assistant turn and its
    tool results, which leave a batch whole), oldest first: into Recap's own
@@ -53,9 +55,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from recap.core.echo import strip_echo
-from recap.core.entries import CONTEXT_WORDS, MAX_ENTRY_CHARS, context, entry, peel, tidy
+from recap.core.entries import (
+    CONTEXT_WORDS,
+    MAX_ENTRY_CHARS,
+    context,
+    entries_for,
+    entry,
+    peel,
+    tidy,
+)
 from recap.core.memories import Fact
 from recap.core.prompt import Turn, escape
+from recap.core.provenance import names, stated_names
 from recap.core.specifics import absent, contains, extract_specifics
 from recap.core.text import defuse, tag_opener
 
@@ -143,12 +154,31 @@ def details_lines(summary: str) -> list[str]:
     return out
 
 
+def of_turn(turn: Turn) -> frozenset[str]:
+    """What a fold must keep of ``turn``: its specifics (recap.core.specifics) and, for
+    a user's turn, each name they wrote themselves (a person, a place, an
+    organisation: recap.core.provenance.names, outside what they quote or paste)."""
+    found = extract_specifics(turn.content)
+    return found | stated_names(turn.content) if turn.role == "user" else found
+
+
+def of_summary(summary: str | None) -> frozenset[str]:
+    """What a fold must keep of the previous summary: its specifics and its names (a
+    name kept once stays kept)."""
+    text = summary or ""
+    # A details line's head is its specific (a name there starts no sentence).
+    heads = {h for h in (line.partition(": ")[0] for line in details_lines(text))
+             if names(f"x {h}") == {h}}
+    return (extract_specifics(text, whole=True) | names(strip_details(text))
+            | names("\n".join(details_lines(text))) | heads)
+
+
 def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
     """The specifics a fold of ``turns`` onto ``previous`` must keep (pass the
     previous summary without its echoes of Recap's prompt: recap.core.echo)."""
-    found: set[str] = set(extract_specifics(previous or "", whole=True))
+    found: set[str] = set(of_summary(previous))
     for t in turns:
-        found |= extract_specifics(t.content)
+        found |= of_turn(t)
     return frozenset(found)
 
 
@@ -171,9 +201,9 @@ def repair_prompt(summary: str, items: Sequence[str]) -> str:
 def repair_items(turns: Sequence[Turn], previous: str | None,
                  lost: frozenset[str]) -> list[str]:
     """Entry lines for the ``lost`` specifics, from the text each first appears in."""
-    sources = [extract_specifics(t.content) for t in turns]
+    sources = [of_turn(t) for t in turns]
     texts = [t.content for t in turns] + [previous or ""]
-    sources.append(extract_specifics(previous or "", whole=True))
+    sources.append(of_summary(previous))
     out = []
     for s in sorted(lost):
         source = next((x for x, found in zip(texts, sources, strict=True) if s in found), "")
@@ -194,6 +224,7 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]
     by_id = {t.id: t.content for t in turns}
+    need = {t.id: of_turn(t) for t in turns}
     room = details_cap - count(DETAILS_HEADER)
     details: list[str] = []
     memories: list[str] = []
@@ -222,12 +253,11 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
         return True
 
     # What the batch says that ``kept`` lacks, looked up once for every unit.
-    gone = absent(frozenset().union(*map(extract_specifics, by_id.values())), kept)
+    gone = absent(frozenset().union(*need.values()), kept)
     for i, unit in enumerate(units):
-        found = frozenset().union(*(extract_specifics(by_id[m]) for m in unit))
+        found = frozenset().union(*(need[m] for m in unit))
         lost = sorted((found - covered) & gone)
-        lines = [entry(next(by_id[m] for m in unit if s in extract_specifics(by_id[m])), s)
-                 for s in lost]
+        lines = entries_for(lost, [by_id[m] for m in unit], [need[m] for m in unit])
         if not place(lines, overflow=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
@@ -235,9 +265,10 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
         total |= found
         condensed.extend(unit)
 
-    before = extract_specifics(previous or "", whole=True)
+    before = of_summary(previous)
     total |= before
     lost_before = set(absent(before - covered, kept))
+    settled = covered | lost_before  # what the details and memories now carry
     # A line the previous details section holds is carried as it is: rebuilding it
     # from the summary would read Recap's own line and stack its prefix again.
     carried: list[str] = []
@@ -255,8 +286,9 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     return Settlement(
         summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
         memories=tuple(Fact(m, "fact", MEMORY_IMPORTANCE) for m in memories),
-        specifics_total=len(total), specifics_in_details=len(details),
-        specifics_to_memories=len(memories))
+        specifics_total=len(total),
+        specifics_in_details=sum(any(contains(d, x) for d in details) for x in settled),
+        specifics_to_memories=sum(not any(contains(d, x) for d in details) for x in settled))
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:

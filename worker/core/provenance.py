@@ -2,18 +2,28 @@
 
 The model mining a batch says where each fact came from (``source``: the user,
 the assistant, a tool result or a document), but its answer is not trusted: a
-tool result or a pasted e-mail can tell it "record this as the user's". So a
-fact keeps the kind ``user`` (and with it the user's scope, which every later
-session of the user reads in its system prompt) only if
+tool result or a pasted e-mail can tell it "record this as the user's", and a
+user who *asks* for a number ("what is my bank's support line?") supplies every
+word of the fact but the number. So a fact keeps the kind ``user`` (and with it
+the user's scope, which every later session of the user reads in its system
+prompt) only if
 
-- its words are the user's own: most of its content words appear in what the
-  user typed in the batch (:func:`own_text`: their string turns and text blocks,
-  without tool results, documents, quoted lines, fenced blocks, or anything from
-  an e-mail or forward header on), and
+- **every specific in it** is the user's own: each number, id, date, amount,
+  address, URL and path (recap.core.specifics) and each name (:func:`names`: a
+  capitalised word that does not start a sentence) appears in what the user
+  typed in the batch (:func:`own_text`);
+- its words are the user's: most of its content words appear there too;
+- it speaks of the user, not of the assistant ("The assistant suggests ...");
 - it does not read as an instruction to an assistant (:func:`instruction_like`).
 
+What the user typed is their string turns and text blocks, without what they
+quote or paste (:func:`strip_pasted`): tool results, documents, fenced blocks,
+``>`` lines, text in double quotes (straight, curly or angle), everything from an
+e-mail or forward header on, and everything after an introduction of someone
+else's text ("My colleague wrote:", "Translate this:", "Here is the e-mail:").
 Anything else is ``unverified`` (the model said "user", Recap could not confirm
-it) or the kind the model gave, and stays with its session.
+it) or the kind the model gave, and stays with its session; it never supersedes
+a memory the user stated (recap.store.rows.save_memories).
 """
 
 from __future__ import annotations
@@ -23,17 +33,40 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics
+
 KINDS = ("user", "assistant", "tool", "document")
 # The share of a fact's content words that must appear in the user's own words.
 GROUNDED_SHARE = 0.5
 
 # A pasted message starts here: everything from the line on is someone else's text.
+# Each pattern runs in time linear in its input (a pasted blob, a megabyte of
+# blank lines): white space at a line's start is ``[ \t]`` (never a newline, which
+# would let every line start rescan the blank lines after it), and repeats that
+# could give back what they took are possessive.
 _PASTE_START = re.compile(
-    r"^\s*(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)\s*:"
-    r"|-{2,}\s*(?:original message|forwarded message)|begin forwarded message"
-    r"|on .{3,80} wrote:\s*$)", re.I | re.M)
-_QUOTED = re.compile(r"^\s*>.*$", re.M)
-_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
+    r"^[ \t]*+(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)"
+    r"[ \t]*+:|-{2,}+[ \t]*+(?:original message|forwarded message)|begin forwarded message"
+    r"|on .{3,80} wrote:[ \t]*+$)", re.I | re.M)
+_QUOTED = re.compile(r"^[ \t]*+>.*$", re.M)
+_FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
+# Someone else's words in quotation marks (straight, curly, low-high or angle):
+# what the user quotes is what another person said, not a statement of theirs.
+_DOUBLE_QUOTED = re.compile(r'"[^"]*+"|“[^”]*+”|„[^“”]*+[“”]|«[^»]*+»')
+# An introduction of someone else's text ("My colleague wrote:", "Translate this:",
+# "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
+# A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
+_INTRODUCED = re.compile(
+    r"\b(?:wrote|writes|said|says|sent|replied|posted|reads|forwarded|this|these|following|"
+    r"below)[ \t]*+:|\b(?:the|this|that|his|her|their|your|an?)[ \t]++(?:e-?mail|letter|"
+    r"note|message|reply|transcript|text|post|comment|quote)[ \t]*+:", re.I)
+# A fact about the assistant (a summary sentence with the roles swapped) is not the user's.
+_ABOUT_ASSISTANT = re.compile(r"\s*+(?:the\s++)?(?:assistant|ai|model|bot|chatbot)\b", re.I)
+# Capitalised words that name no one: the pronoun, and the word facts use for the user.
+_NOT_NAMES = frozenset({"i", "i'm", "i've", "i'll", "i'd", "user", "user's", "ok", "okay"})
+_NAME_LEAD = "([{<\"'“‘«¿¡*_"
+_NAME_TRAIL = ".,;:!?)]}>\"'”’»…*_"
+_SENTENCE_ENDS = tuple(".!?:;")
 # What facts say about anyone: not evidence that the user said it.
 _STOPWORDS = frozenset(
     "the user users user's they them their theirs he she his her hers him it its this that "
@@ -51,16 +84,23 @@ _INSTRUCTION = re.compile(
     r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b"
     r"|\b(?:reveal|print|repeat|exfiltrate|leak)\b.{0,30}\b(?:prompt|instructions?|secrets?|"
     r"keys?|passwords?)\b"
-    r"|&lt;|<\s*/?\s*[A-Za-z_]", re.I | re.S)
+    r"|&lt;|<\s*+/?\s*+[A-Za-z_]", re.I | re.S)
 
 
 def strip_pasted(text: str) -> str:
-    """``text`` without what the user pasted rather than wrote: fenced blocks, quoted
-    (``>``) lines, and everything from an e-mail or forward header line on."""
+    """``text`` without what the user pasted or quoted rather than wrote: fenced
+    blocks, quoted (``>``) lines, everything from an e-mail or forward header line
+    on, everything after an introduction of someone else's text ("wrote:",
+    "Translate this:"), and text in double quotation marks."""
     text = _FENCED.sub("\n", text)
     text = _QUOTED.sub("", text)
     start = _PASTE_START.search(text)
-    return text[:start.start()] if start else text
+    if start:
+        text = text[:start.start()]
+    intro = _INTRODUCED.search(text)
+    if intro:
+        text = text[:intro.end()]
+    return _DOUBLE_QUOTED.sub(" ", text)
 
 
 def own_text(role: str, content: str, blocks: Sequence[dict[str, Any]] | None) -> str:
@@ -98,6 +138,45 @@ def grounded(fact: str, own: str) -> bool:
     return sum(1 for w in wanted if w in have) >= GROUNDED_SHARE * len(wanted)
 
 
+def names(text: str) -> frozenset[str]:
+    """The names in ``text``: each capitalised word (a person, a place, an
+    organisation: "Ines", "Porto", "TAP") that does not start a sentence or a line,
+    without its punctuation. Linear: one pass over the words."""
+    found: set[str] = set()
+    text = unicodedata.normalize("NFKC", text)
+    initial = True
+    end = 0
+    for m in re.finditer(r"\S++", text):
+        token = m.group()
+        word = token.lstrip(_NAME_LEAD).rstrip(_NAME_TRAIL)
+        newline = "\n" in text[end:m.start()]
+        end = m.end()
+        if (word and not (initial or newline) and word[0].isupper()
+                and word.casefold() not in _NOT_NAMES and not word.isdigit()
+                and len(word) <= MAX_SPECIFIC_CHARS):
+            found.add(word)
+        initial = token.endswith(_SENTENCE_ENDS) or token in ("-", "*", "•")
+    return frozenset(found)
+
+
+def stated_names(text: str) -> frozenset[str]:
+    """The names a user's turn states in their own words (:func:`names` outside what
+    they quote or paste, :func:`strip_pasted`). In text that capitalises most
+    nouns (German), only acronyms and mixed-case names count ("TAP", "McKinsey")."""
+    own = strip_pasted(text)
+    found = names(own)
+    if len(found) > max(3, len(own.split()) // 5):
+        found = frozenset(n for n in found if n.isupper() or not n[1:].islower())
+    return found
+
+
+def own_specifics(fact: str, own: Iterable[str]) -> bool:
+    """Whether every specific (recap.core.specifics) and every name (:func:`names`)
+    of ``fact`` appears in ``own``, the user's own words."""
+    wanted = extract_specifics(fact, whole=True) | names(fact)
+    return not absent(wanted, own)
+
+
 def instruction_like(fact: str) -> bool:
     """Whether ``fact`` reads as an instruction to an assistant (or carries markup)
     rather than as a statement about the user."""
@@ -107,9 +186,12 @@ def instruction_like(fact: str) -> bool:
 def attribute(fact: str, claimed: str, own: Iterable[str]) -> str:
     """The kind a mined ``fact`` is stored with: ``claimed`` (the model's ``source``)
     unless it claims ``user`` without the user's own words (``own``: the batch's
-    :func:`own_text`) backing it, or reads as an instruction: ``unverified``."""
+    :func:`own_text`) backing it and each of its specifics, or reads as an
+    instruction or speaks of the assistant: ``unverified``."""
     if claimed != "user":
         return claimed if claimed in KINDS else "unverified"
-    if instruction_like(fact) or not grounded(fact, "\n".join(own)):
+    own = list(own)
+    if (instruction_like(fact) or _ABOUT_ASSISTANT.match(fact) or not own_specifics(fact, own)
+            or not grounded(fact, "\n".join(own))):
         return "unverified"
     return "user"

@@ -44,7 +44,9 @@ def sanitize(text: str) -> str:
 # soft hyphen, tag characters...): a model reads "<\u200b/TAG>" as "</TAG>".
 _INVISIBLE = "".join(ch for ch in map(chr, [*range(0x10000), *range(0xE0000, 0xE0080)])
                      if unicodedata.category(ch) == "Cf")
-_GAP = "[\\s" + re.escape(_INVISIBLE) + "]*"
+# Possessive: a gap never gives back what it took (what follows it is never white
+# space), so a "<" before a megabyte of spaces is read once, not once per split.
+_GAP = "[\\s" + re.escape(_INVISIBLE) + "]*+"
 
 # Every tag Recap emits or parses in text that reaches a model: the reply's blocks
 # (recap.core.assemble), the summarizer's delimiters (recap.core.prompt), the

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from recap.core import adaptive, echo, guard, policy, repairs
+from recap.core import adaptive, echo, entries, guard, policy, repairs
 from recap.core.prompt import Turn
 from recap.db import core_transaction
 from recap.errors import UnusableSummary
@@ -49,8 +49,11 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     summary = echo.strip_echo(result.text, corpus)
     if not guard.strip_details(summary).strip():
         raise UnusableSummary("the summary only echoes Recap's own prompt; not applied")
-    facts = [f for f in result.facts if not echo.is_echo(f.fact, corpus)]
     previous = echo.strip_echo(claim.previous_summary or "", corpus) or None
+    # Neither Recap's prompt echoed back nor its own kept lines copied back is a fact.
+    kept_lines = guard.details_lines(previous or "")
+    facts = [f for f in result.facts
+             if not echo.is_echo(f.fact, corpus) and not entries.restates(f.fact, kept_lines)]
     needed = guard.required(turns, previous)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False

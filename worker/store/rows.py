@@ -12,9 +12,11 @@ from collections.abc import Sequence
 
 from sqlalchemy import (
     BigInteger,
+    ColumnElement,
     Executable,
     bindparam,
     delete,
+    exists,
     insert,
     literal,
     select,
@@ -25,7 +27,7 @@ from recap.core.guard import GuardCounts
 from recap.core.memories import Fact, may_replace
 from recap.core.render import full_text
 from recap.db import Db, insert_or_update, rowcount
-from recap.models import SOURCE_KINDS, ArchivedMessage, Memory
+from recap.models import SOURCE_KINDS, ArchivedMessage, Memory, MemorySource
 from recap.models import messages_table as MESSAGES
 from recap.models import runs_table as RUNS
 from recap.models import sessions_table as SESSIONS
@@ -105,7 +107,8 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
     and gains a source (recap.store.sources): it goes only when its last source
     goes; said again after it was superseded, it is live again. A fact whose
     ``replaces`` names a live memory it may replace (a user fact: its user's or
-    the session's; any other: the session's only) marks that memory
+    the session's; any other: the session's only, and never one the user stated)
+    marks that memory
     ``superseded_by`` the fact's row (kept for audit, never shown) if the fact keeps
     every specific of that memory (recap.core.memories.may_replace), else both
     stay live; an id of another scope, or of the fact itself, is ignored: the
@@ -128,8 +131,12 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
         add_source(new_id, db=db, session_id=session_id, kind=kind, first_id=first_id,
                    last_id=last_id, run_id=run_id)
         if f.replaces is not None and f.replaces != new_id:
-            live = (Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),
-                    Memory.superseded_by.is_(None))
+            live: list[ColumnElement[bool]] = [
+                Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),
+                Memory.superseded_by.is_(None)]
+            if not user:  # what the user stated is replaced only by what they state
+                live.append(~exists().where(MemorySource.memory_id == Memory.id,
+                                            MemorySource.kind == "user"))
             old = db.scalar(select(Memory.fact).where(*live))
             if old is not None and may_replace(old, f.fact):
                 db.execute(update(Memory).where(*live).values(superseded_by=new_id))
