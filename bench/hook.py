@@ -221,9 +221,9 @@ def run(quick: bool = False, *, as_json: bool = False) -> str:
                          prefix="steady")
             rows += _latency_rows(busy, f"with in-process worker (8 threads), one reply per "
                                         f"session every {pace:.2f}s")
-        out = json.dumps({"benchmark": "hook", "figures": figures(rows)})
-        print(out, flush=True)
-        return out + "\n"
+        line = json.dumps({"benchmark": "hook", "figures": figures(rows)})
+        print(line, flush=True)
+        return line + "\n"
     alone, full = decision_time(50_000 if quick else 200_000)
     benv.reset_state()
     busy = drive(sessions=sessions, replies=replies, pace=pace, worker=True, prefix="steady")

@@ -43,7 +43,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
 def scanners() -> dict[str, Callable[[str], object]]:
     """Every scanner of untrusted text, uncached (a benchmark must not time a cache)."""
     from recap.core import bulk, echo, entries, provenance, specifics, text
-    from recap.llm.summarizer import OfflineSummarizer, sent_texts
+    from recap.llm.offline import OfflineSummarizer
+    from recap.llm.summarizer import sent_texts
 
     corpus = echo.sent_corpus(sent_texts(OfflineSummarizer()))
     extract = specifics.extract_specifics.__wrapped__  # type: ignore[attr-defined]

@@ -46,7 +46,7 @@ def test_langchain_middleware(fake_api: FakeAnthropic) -> None:
                           max_retries=0, timeout=30, stop=None)
     agent = create_agent(model, [tool(weather)], middleware=[RecapMiddleware(sid)])
     _fail_then_answer(fake_api)
-    turn = {"messages": [{"role": "user", "content": question(0)}]}
+    turn: Any = {"messages": [{"role": "user", "content": question(0)}]}
     with pytest.raises(Exception, match="scripted failure"):
         agent.invoke(turn)
     assert stored_total(sid) == 0

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -228,11 +228,11 @@ async def build_context(session_id: str, *, system_prompt: str,
 SMALL_WINDOW_CHARS = 64 * 1024
 
 
-def _small(rows: list[Any]) -> bool:
+def _small(rows: Sequence[Any]) -> bool:
     return sum(len(r.content or "") + len(r.blocks or "") for r in rows) <= SMALL_WINDOW_CHARS
 
 
-def _read_window(session_id: str, rows: list[Any], settings: Any
+def _read_window(session_id: str, rows: Sequence[Any], settings: Any
                  ) -> tuple[Window, list[MemoriesRead]]:
     window = window_of(session_id, rows, default_budget=settings.context_budget_tokens)
     return window, memories_queries(window, dialect="postgresql", settings=settings)
