@@ -51,7 +51,10 @@ def default_broker_path() -> Path:
 
 
 def default_beat_schedule() -> Path:
-    return data_dir() / "celerybeat-schedule"
+    """Beat's schedule file: in ``$RECAP_BEAT_DIR`` when set (a directory of beat's
+    own), else in the data directory (the image's is /var/lib/recap)."""
+    chosen = os.environ.get("RECAP_BEAT_DIR", "").strip()
+    return (Path(chosen) if chosen else data_dir()) / "celerybeat-schedule"
 
 
 def cli_log() -> Path:

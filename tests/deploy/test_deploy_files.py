@@ -104,10 +104,10 @@ def test_exactly_one_beat() -> None:
     argv = shlex.split(beat["command"])
     assert argv[:2] == ["recap", "beat"]
     assert beat["deploy"]["replicas"] == 1
-    # The schedule file is in a directory of beat's own, not in a shared /tmp;
-    # the image creates the default one for its user.
-    schedule = argv[argv.index("--schedule") + 1]
-    assert schedule == "${RECAP_BEAT_DIR:-/var/lib/recap}/celerybeat-schedule"
+    # The schedule file is in a directory of beat's own, not in a shared /tmp: the
+    # data directory, which the image creates for its user (XDG_DATA_HOME=/var/lib).
+    assert "--schedule" not in argv
+    assert re.search(r"^\s*XDG_DATA_HOME=/var/lib$", DOCKERFILE.read_text(), re.M)
     assert re.search(r"install -d -o recap -m 0700 /var/lib/recap$", DOCKERFILE.read_text(),
                      re.M)
 

@@ -73,7 +73,7 @@ def test_the_worker_runs_offline_only_when_told_and_says_so() -> None:
             if line is None:
                 pytest.fail("the offline worker exited at start:\n" + "".join(seen))
             seen.append(line)
-            if " ready." in line:
+            if line.startswith("recap worker ready: "):
                 break
     finally:
         if proc.poll() is None:
@@ -84,6 +84,8 @@ def test_the_worker_runs_offline_only_when_told_and_says_so() -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     output = "".join(seen)
+    # `recap worker` says when it takes jobs, at any log level: queue and broker.
+    assert f"consuming {env['RECAP_QUEUE']} from redis://" in seen[-1], output
     warning = next((ln for ln in seen if "RECAP_SUMMARIZER=offline" in ln), None)
     assert warning is not None, output
     # Logged at worker_init, before Celery configures logging: Python's last-resort

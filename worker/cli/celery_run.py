@@ -9,7 +9,9 @@ Everything after the command goes to Celery unchanged (``recap worker -Q recap
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 from recap.cli.base import Subparsers
 
@@ -35,7 +37,21 @@ def run(args: argparse.Namespace) -> int:
 
 def start(name: str, argv: Sequence[str]) -> int:
     """Run Celery's ``name`` command on Recap's app; returns its exit code."""
+    from celery.signals import worker_ready
+
     from recap.celery_app import app
 
+    if name == "worker":
+        worker_ready.connect(announce_ready, weak=False)
     code = app.start(argv=[name, *argv])
     return code if isinstance(code, int) else 0
+
+
+def announce_ready(sender: Any = None, **_: Any) -> None:
+    """One line on stdout when the worker takes jobs, whatever its log level: the
+    queues it consumes and the broker (without its password)."""
+    queues = ", ".join(sorted(q.name for q in sender.task_consumer.queues))
+    broker = sender.app.connection_for_read().as_uri()
+    # The real stdout: Celery has redirected sys.stdout into its log by now.
+    print(f"recap worker ready: consuming {queues} from {broker}",
+          file=sys.__stdout__ or sys.stdout, flush=True)

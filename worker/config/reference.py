@@ -76,9 +76,10 @@ RECAP_API_KEYS=
 # RECAP_WORKER_CONCURRENCY=4
 
 # Directory of beat's schedule file (scratch: losing it only moves the next
-# sweep). The image creates the default for its user; on a Procfile platform
-# use a writable directory of the app's own, never a /tmp shared with others.
-# RECAP_BEAT_DIR=/var/lib/recap
+# sweep). Unset: the data directory ($XDG_DATA_HOME/recap; /var/lib/recap in
+# the image). Set it to a writable directory of beat's own, never a /tmp shared
+# with others.
+# RECAP_BEAT_DIR=
 
 # Server processes of the api service (`recap serve`; each one Python process:
 # about one core).
