@@ -142,7 +142,10 @@ def test_the_adaptive_policy_spills_to_memories_and_holds_nothing_back(
     # messages, so what the details section cannot hold becomes memories and the
     # fold condenses all it planned (a hold-back would spend a fold on next to nothing).
     # It makes no repair call: the guard places what the summary missed itself.
-    settings_env(**{**GUARDED, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false",
+    fixed_rule = ("RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKENS", "RECAP_BATCH_SIZE",
+                  "RECAP_CONDENSE_TO")  # refused under the adaptive policy, which sizes itself
+    guarded = {k: v for k, v in GUARDED.items() if k not in fixed_rule}
+    settings_env(**{**guarded, "RECAP_DETAILS_SHARE": 0.05, "RECAP_EXTRACT_MEMORIES": "false",
                     "RECAP_POLICY": "adaptive", "RECAP_CONTEXT_BUDGET_TOKENS": 5500})
     fake_api.lose_specifics(1.0, seed=1)
     sid = "spills"
