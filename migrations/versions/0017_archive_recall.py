@@ -19,7 +19,6 @@ down_revision = '0016_idempotency_session'
 branch_labels = None
 depends_on = None
 
-_BODY = "coalesce(search_text, content)"
 
 
 def upgrade() -> None:
@@ -28,11 +27,11 @@ def upgrade() -> None:
                     unique=False)
     if op.get_bind().dialect.name == "postgresql":
         op.execute("CREATE INDEX ix_archived_messages_search ON archived_messages "
-                   f"USING gin (to_tsvector('simple', {_BODY}))")
+                   "USING gin (to_tsvector('simple', coalesce(search_text, content)))")
         return
     op.execute("CREATE VIRTUAL TABLE archived_messages_fts USING fts5(body)")
     op.execute("INSERT INTO archived_messages_fts (rowid, body) "
-               f"SELECT id, {_BODY} FROM archived_messages")
+               "SELECT id, coalesce(search_text, content) FROM archived_messages")
     op.execute("CREATE TRIGGER archived_messages_fts_insert AFTER INSERT ON archived_messages "
                "BEGIN INSERT INTO archived_messages_fts (rowid, body) VALUES "
                "(new.id, coalesce(new.search_text, new.content)); END")
@@ -48,8 +47,9 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP INDEX ix_archived_messages_search")
     else:
-        for trigger in ("insert", "delete", "update"):
-            op.execute(f"DROP TRIGGER archived_messages_fts_{trigger}")
+        op.execute("DROP TRIGGER archived_messages_fts_insert")
+        op.execute("DROP TRIGGER archived_messages_fts_delete")
+        op.execute("DROP TRIGGER archived_messages_fts_update")
         op.execute("DROP TABLE archived_messages_fts")
     op.drop_index('ix_archived_messages_archived_at', table_name='archived_messages')
     with op.batch_alter_table('archived_messages') as batch:
