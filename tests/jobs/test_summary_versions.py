@@ -18,9 +18,14 @@ from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, runs, seed
 
 
+# Words each update brings: a summary that repeats the previous one's words and adds
+# none is refused as frozen (recap.core.frozen).
+NEW = ("alpha bravo charlie", "delta echo foxtrot", "golf hotel india")
+
+
 def fold(sid: str, n: int, fake_api: FakeAnthropic) -> None:
     for k in range(n):
-        fake_api.script(ok(f"Summary number {k + 1} of {sid}."))
+        fake_api.script(ok(f"Summary number {k + 1} of {sid} ({NEW[k]})."))
         assert summarize(sid, job=Job(task_id=f"{sid}-{k}"), res=get_resources(),
                          force=True).status == "applied"
 
@@ -36,7 +41,7 @@ def test_every_applied_run_keeps_its_summary(
     assert [v.version for v in kept] == [1, 2, 3]
     assert [(v.run_id, v.covers_through) for v in kept] == [(r.id, r.last_message_id)
                                                              for r in applied]
-    assert summary_at("versions", 2).text == "Summary number 2 of versions."
+    assert summary_at("versions", 2).text == "Summary number 2 of versions (delta echo foxtrot)."
     with pytest.raises(InvalidInput, match="no kept summary version 4 .*current version is 3"):
         summary_at("versions", 4)
     with pytest.raises(SessionNotFound):
@@ -46,7 +51,8 @@ def test_every_applied_run_keeps_its_summary(
     assert len(out) == 3 and out[0].startswith("v1 ")
     assert f"through message {kept[0].covers_through}" in out[0]
     assert main(["history", "versions", "--version", "1"]) == 0
-    assert capsys.readouterr().out.strip() == "Summary number 1 of versions."
+    assert capsys.readouterr().out.strip() == (
+        "Summary number 1 of versions (alpha bravo charlie).")
 
 
 @pytest.mark.parametrize(("keep", "versions"), [(1, [3]), (2, [2, 3]), (0, [])])

@@ -67,7 +67,12 @@ AGAIN = {"empty content": ok("", stop_reason="max_tokens"),
          "max_tokens cut-off": ok("The user said ...", stop_reason="max_tokens")}
 
 
-@pytest.mark.parametrize("name", list(TRANSIENT))
+# Unusable answers are asked again another way inside the same job
+# (recap.llm.summarizer) before the job fails: tested below.
+UNUSABLE = ("empty content", "max_tokens cut-off")
+
+
+@pytest.mark.parametrize("name", [n for n in TRANSIENT if n not in UNUSABLE])
 def test_transient_fault_is_retried_and_changes_nothing(
         name: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     fault, expected = TRANSIENT[name]
@@ -94,6 +99,27 @@ def test_transient_fault_is_retried_and_changes_nothing(
     assert FIRST in prompts[0]
     row = session_row(sid)
     assert row is not None and row.rolling_summary == SECOND and row.summary_version == 2
+    assert message_ids(sid) == before[5:]
+    assert_invariants({sid: ids})
+
+
+@pytest.mark.parametrize("name", UNUSABLE)
+def test_an_unusable_answer_is_asked_again_and_changes_nothing_until_applied(
+        name: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    fault, expected = TRANSIENT[name]
+    settings_env(**LOW, RECAP_LLM_TIMEOUT_S=1)
+    sid = "unusable-" + name.replace(" ", "-")
+    ids = with_first_summary(sid, fake_api)
+    before = message_ids(sid)
+    fake_api.script(fault, AGAIN[name], ok(SECOND))
+    run_and_wait(sid, n=2)
+
+    seen = statuses(sid)
+    assert seen[0] == "applied" and seen[-1] == "applied" and "dead" not in seen, seen
+    for run in runs(sid)[1:-1]:  # a failed attempt condensed nothing
+        assert run.messages_condensed == 0 and expected in (run.error or ""), run.error
+    row = session_row(sid)
+    assert row is not None and row.summary_version == 2 and SECOND in row.rolling_summary
     assert message_ids(sid) == before[5:]
     assert_invariants({sid: ids})
 
