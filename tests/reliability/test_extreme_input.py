@@ -96,6 +96,12 @@ def bulk_seed(sid: str, n: int, *, words: int = 30) -> list[int]:
     return message_ids(sid)
 
 
+def chunk_summary(k: int) -> str:
+    """The k-th chunk's scripted summary: words of its own, as an update brings (one
+    that repeats the previous summary's words is refused as frozen)."""
+    return f"CHUNK-SUMMARY-{k}: the story so far ({' '.join(f'k{k}w{i}' for i in range(5))})."
+
+
 def test_ten_thousand_message_backlog_in_bounded_memory_and_folded_chunks(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     budget, limit = 100_000, 60_000
@@ -107,7 +113,7 @@ def test_ten_thousand_message_backlog_in_bounded_memory_and_folded_chunks(
     ids = bulk_seed(sid, 10_000)
     row = session_row(sid)
     assert row is not None and row.active_tokens > 0.95 * budget  # aggressive mode
-    fake_api.script(*(ok(f"CHUNK-SUMMARY-{k}: the story so far.") for k in range(500)))
+    fake_api.script(*(ok(chunk_summary(k)) for k in range(500)))
     res = build_resources(get_settings())
 
     # Directly in this process, job after job as the task's follow-ups would run.
@@ -135,13 +141,13 @@ def test_ten_thousand_message_backlog_in_bounded_memory_and_folded_chunks(
                 for p in prompts]
     assert previous[0] and previous[0].group(1) == "(none yet)"
     for k, match in enumerate(previous[1:]):
-        assert match and match.group(1) == f"CHUNK-SUMMARY-{k}: the story so far."
+        assert match and match.group(1) == chunk_summary(k)
     # Every condensed message went to the model exactly once.
     seen = Counter(int(m) for p in prompts for m in re.findall(r"\(msg (\d+)\)\.", p))
     assert seen == Counter(range(10_000 - len(left)))
     row = session_row(sid)
     assert row is not None and row.summary_version == len(outcomes)
-    assert row.rolling_summary == f"CHUNK-SUMMARY-{len(prompts) - 1}: the story so far."
+    assert row.rolling_summary == chunk_summary(len(prompts) - 1)
     assert_invariants({sid: ids})
 
 
