@@ -17,7 +17,6 @@ from recap.sessions.history import history
 from recap.testing import FakeAnthropic, ok
 from tests.helpers import LOW, runs, seed
 
-
 # Words each update brings: a summary that repeats the previous one's words and adds
 # none is refused as frozen (recap.core.frozen).
 NEW = ("alpha bravo charlie", "delta echo foxtrot", "golf hotel india")
