@@ -1,12 +1,11 @@
-"""``python -m tests.static [layers|types]``: the static checks CI runs on the package
-as it installs: import-linter's contracts (pyproject.toml) and mypy.
+"""``python -m tests.static``: mypy on the package as it installs.
 
-The repository's ``worker/`` folder is the package ``recap`` and ``models/`` is
-``recap.models`` (setuptools' package-dir). Neither tool follows that mapping
-(import-linter reads one directory per root package; mypy does not run the
-editable install's import hook), so both run on a copy laid out as the wheel lays
-it out, under ``build/static`` (mypy's cache stays warm between runs); paths in
-mypy's report are given back as the repository's.
+The repository's ``worker/`` folder is the package ``recap`` (setuptools'
+package-dir; ``worker/models`` links to ``models/``, which installs as
+``recap.models``). mypy does not run the editable install's import hook, so it
+checks a copy laid out as the wheel lays it out, under ``build/static`` (its
+cache stays warm between runs); paths in its report are given back as the
+repository's. import-linter reads the tree itself: run ``lint-imports``.
 """
 
 from __future__ import annotations
@@ -19,27 +18,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "build" / "static"
-LAYOUT = {"worker": "recap", "models": "recap/models", "tests": "tests", "bench": "bench"}
+LAYOUT = {"worker": "recap", "tests": "tests", "bench": "bench"}  # folder -> where it installs
 
 
 def stage() -> Path:
     """A fresh copy of the tree in the installed layout; returns its root."""
-    if STAGE.exists():
-        shutil.rmtree(STAGE / "recap", ignore_errors=True)
-        for folder in ("tests", "bench"):
-            shutil.rmtree(STAGE / folder, ignore_errors=True)
+    for target in LAYOUT.values():
+        shutil.rmtree(STAGE / target, ignore_errors=True)
     for folder, target in LAYOUT.items():
-        shutil.copytree(ROOT / folder, STAGE / target, copy_function=shutil.copy2,
+        shutil.copytree(ROOT / folder, STAGE / target,  # worker/models is followed
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy2(ROOT / "pyproject.toml", STAGE / "pyproject.toml")
     return STAGE
-
-
-def layers(root: Path) -> int:
-    env = {**os.environ, "PYTHONPATH": str(root)}  # ahead of the editable install
-    return subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import "
-                           "lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"],
-                          cwd=root, env=env, check=False).returncode
 
 
 def types(root: Path) -> int:
@@ -57,16 +47,5 @@ def types(root: Path) -> int:
     return done.returncode
 
 
-def main(argv: list[str]) -> int:
-    checks = {"layers": layers, "types": types}
-    chosen = argv or list(checks)
-    unknown = [name for name in chosen if name not in checks]
-    if unknown:
-        print(f"usage: python -m tests.static [{'|'.join(checks)}] (not {unknown})")
-        return 2
-    root = stage()
-    return max(checks[name](root) for name in chosen)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(types(stage()))
