@@ -178,9 +178,10 @@ THRESHOLD_VARS = ("RECAP_POLICY", "RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKEN
                   "RECAP_CONDENSE_TO")
 
 
-def run_alone(run: Callable[[], object]) -> None:
-    """Run one benchmark module on its own (its ``__main__``): set up, run, tear down."""
-    setup()
+def run_alone(run: Callable[[], object], *, latency: float = DEFAULT_LATENCY_S) -> None:
+    """Run one benchmark module on its own (its ``__main__``): set up (the stand-in
+    answering after ``latency`` seconds), run, tear down."""
+    setup(latency)
     try:
         run()
     finally:

@@ -261,11 +261,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S)
     parser.add_argument("--json", action="store_true", help="print the latency figures as JSON")
     args = parser.parse_args()
-    benv.setup(args.latency)
-    try:
-        run(args.quick, as_json=args.json)
-    finally:
-        benv.teardown()
+    benv.run_alone(lambda: run(args.quick, as_json=args.json), latency=args.latency)
 
 
 if __name__ == "__main__":

@@ -151,11 +151,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller content (a smoke run)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    benv.setup(0.0)
-    try:
-        run(args.quick, as_json=args.json)
-    finally:
-        benv.teardown()
+    benv.run_alone(lambda: run(args.quick, as_json=args.json), latency=0.0)
 
 
 if __name__ == "__main__":

@@ -128,3 +128,10 @@ def test_split_asked_takes_the_user_turn_and_the_tool_input_being_answered() -> 
     assert used == {2, 3}
     assert "LGR-3621" in asked and "PIN-88a" in asked and "pattern" not in asked
     assert split_asked([R("assistant", "hi")]) == ("", set())
+
+
+def test_a_line_after_a_character_that_lower_case_lengthens_is_quoted_whole() -> None:
+    # "İ".lower() is two characters: positions found in the lower-cased text must
+    # still point at the same place in the original.
+    excerpt = "İ" * 20 + "\nLGR-3621\nsrc/ledger/loader.py:212"
+    assert snippet(excerpt, "lgr-3621") == "LGR-3621\nsrc/ledger/loader.py:212"

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from recap.core.text import defuse_all
+from recap.core.recall import fit
+from recap.core.text import defuse_all, lower_by_index
 
 RECALL_TAG = "ARCHIVE_RECALL"
 RECALL_OPEN = (f"<{RECALL_TAG}>\nLines quoted verbatim from earlier in this conversation, "
@@ -51,7 +52,7 @@ SHORT_LINE = 80
 
 _TOKEN = re.compile(r"[\w\-./:#@]+")
 _EDGE = "-./:#@_"
-_SEPARATORS = frozenset("-_./:#@")
+_SEPARATORS = frozenset(_EDGE)
 # Grammar and the words of asking, in English: they name nothing.
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been
@@ -134,8 +135,7 @@ def cues(asked: str, *, context: str) -> list[Cue]:
     answered): its words that are not stop words, not single characters (plain
     words: at least 3) and absent from ``context`` (everything else the request
     shows), the :data:`MAX_CUES` most specific first, first ones first among equals."""
-    found: dict[str, float] = {}
-    haystack = context.lower()
+    found: dict[str, float] = {}  # first occurrences, in order
     for token in tokens(asked[:MAX_SCAN_CHARS]):
         term = token.lower()
         if term in found or term in STOP_WORDS or len(term) < 2:
@@ -143,13 +143,17 @@ def cues(asked: str, *, context: str) -> list[Cue]:
         w = weight(token)
         if w == WORD_WEIGHT and len(term) < 3:
             continue
-        if term in haystack:
-            found[term] = 0.0  # the context holds it: nothing to recall
-            continue
         found[term] = w
-    order = {t: i for i, t in enumerate(found)}
-    kept = sorted((t for t in found if found[t] > 0), key=lambda t: (-found[t], order[t]))
-    return [Cue(t, found[t]) for t in kept[:MAX_CUES]]
+    # The context is searched for the heaviest terms only, until MAX_CUES are
+    # absent from it: a long turn costs a few scans, not one per word.
+    haystack = context.lower()
+    chosen: list[Cue] = []
+    for term in sorted(found, key=lambda t: -found[t]):  # stable: first ones first
+        if term not in haystack:
+            chosen.append(Cue(term, found[term]))
+            if len(chosen) == MAX_CUES:
+                break
+    return chosen
 
 
 def rarity(df: int) -> float:
@@ -177,7 +181,7 @@ def snippet(excerpt: str, term: str) -> str | None:
     """The line of ``excerpt`` that holds ``term``, with the line after it when the
     line is short or ends with ':', cut at whitespace around the term when longer
     than :data:`MAX_LINE_CHARS`; None if the term is not there."""
-    at = _boundary_find(excerpt.lower(), term)
+    at = _boundary_find(lower_by_index(excerpt), term)
     if at < 0:
         return None
     start = excerpt.rfind("\n", 0, at) + 1
@@ -191,7 +195,7 @@ def snippet(excerpt: str, term: str) -> str | None:
             line = f"{line}\n{following}"
     if len(line) <= MAX_LINE_CHARS:
         return line
-    at = _boundary_find(line.lower(), term)
+    at = _boundary_find(lower_by_index(line), term)
     half = (MAX_LINE_CHARS - len(term)) // 2
     lo, hi = max(0, at - half), min(len(line), at + len(term) + half)
     while lo > 0 and not line[lo - 1].isspace() and at - lo < half + 60:
@@ -244,16 +248,11 @@ def recall_block(lines: Sequence[str], *, room: int,
     """(the ``<ARCHIVE_RECALL>`` block, its tokens) holding the first ``lines``
     that fit ``room`` tokens with the wrappers; a line too long for what is left
     is skipped so a shorter one may still fit. (None, 0) if none fits."""
-    used = count(RECALL_OPEN) + count(RECALL_CLOSE)
-    kept: list[str] = []
-    for line in lines:
-        cost = count(line) + (count("\n") if kept else 0)
-        if used + cost <= room:
-            kept.append(line)
-            used += cost
+    wrappers = count(RECALL_OPEN) + count(RECALL_CLOSE)
+    kept, used = fit(lines, budget=room - wrappers, count=count)
     if not kept:
         return None, 0
-    return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used
+    return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used + wrappers
 
 
 def _is_tool_result(blocks: list[dict[str, Any]] | None) -> bool:

@@ -82,14 +82,21 @@ def rank_key(c: Candidate) -> tuple[float, int, int]:
 def choose(candidates: Sequence[Candidate], *, budget: int,
            count: Callable[[str], int]) -> tuple[list[str], int]:
     """(the lines to show, their tokens): the best-ranked facts whose lines fit
-    ``budget`` tokens together; a fact too long for what is left is skipped so a
-    shorter one further down may still fit."""
-    lines: list[str] = []
+    ``budget`` tokens together (:func:`fit`)."""
+    return fit((f"- {c.fact}" for c in sorted(candidates, key=rank_key)), budget=budget,
+               count=count)
+
+
+def fit(lines: Iterable[str], *, budget: int,
+        count: Callable[[str], int]) -> tuple[list[str], int]:
+    """(the first ``lines`` that fit ``budget`` tokens joined by newlines, their
+    tokens); a line too long for what is left is skipped so a shorter one further
+    down may still fit."""
+    kept: list[str] = []
     used = 0
-    for c in sorted(candidates, key=rank_key):
-        line = f"- {c.fact}"
-        cost = count(line) + (count("\n") if lines else 0)
+    for line in lines:
+        cost = count(line) + (count("\n") if kept else 0)
         if used + cost <= budget:
-            lines.append(line)
+            kept.append(line)
             used += cost
-    return lines, used
+    return kept, used

@@ -132,3 +132,12 @@ def defuse_all(text: str) -> str:
     """``text`` with every tag of :data:`RECAP_TAGS` defused (any case, spacing,
     width or look-alike spelling): data can neither close nor fake a block."""
     return defuse(_ALL_TAGS, text)
+
+
+def lower_by_index(text: str) -> str:
+    """``text`` lower-cased index for index, so a position found in it is the same
+    position in ``text`` (``str.lower`` may lengthen a character: "İ" becomes two)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
