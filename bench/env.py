@@ -13,6 +13,7 @@ the queue.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import uuid
 from collections.abc import Callable
@@ -176,6 +177,13 @@ FEATURE_VARS = ("RECAP_EXTRACT_MEMORIES", "RECAP_TITLES_ENABLED", "RECAP_MEMORY_
 THRESHOLD_VARS = ("RECAP_POLICY", "RECAP_TRIGGER_MESSAGES", "RECAP_TRIGGER_TOKENS",
                   "RECAP_BATCH_SIZE", "RECAP_KEEP_RECENT", "RECAP_CONTEXT_BUDGET_TOKENS",
                   "RECAP_CONDENSE_TO")
+
+
+def free_port() -> int:
+    """A local TCP port nothing listens on right now (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def run_alone(run: Callable[[], object], *, latency: float = DEFAULT_LATENCY_S) -> None:

@@ -47,19 +47,11 @@ ASSISTANT = ("Use logrotate with copytruncate, or send USR1 to the master proces
              "moving the file: nginx reopens its logs without dropping connections.")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Serve:
     """``recap serve --workers 1`` on a free port, with the bench environment."""
 
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = benv.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(tempfile.mkstemp(prefix="recap-bench-serve-", suffix=".log")[1])
         recap = str(Path(sys.executable).with_name("recap"))

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable
 
 from bench.env import PG_ADMIN, _admin, _migrate, use_offline_encodings
-from bench.stats import ms, percentile, table
+from bench.stats import ms, percentile, table, timed
 
 SEED_SQL = (
     # Sessions first (chat_messages references them). Every 10th is at 85% of the
@@ -80,17 +80,6 @@ SEED_SQL = (
     """,
     "INSERT INTO heartbeats (name, at) VALUES ('sweep', now())",
 )
-
-
-def timed(fn: Callable[[], object], repeat: int, *, warm: bool = True) -> list[float]:
-    if warm:
-        fn()  # the first run pays for connections, cold caches and the ledger's first read
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -182,7 +171,8 @@ def run(args: argparse.Namespace) -> None:
              True),
             ("scrape (collector + exposition), steady state",
              lambda: generate_latest(registry), True)):
-        times = timed(fn, args.repeat, warm=warm)
+        # warm: the first run pays for connections, cold caches and the ledger's first read
+        times = timed(fn, args.repeat, warm=1 if warm else 0)
         rows.append([label, ms(percentile(times, 50)), ms(max(times))])
     final = snapshot(ledger)
     recent = sum(r.runs for r in final.runs) - sum(r.runs for r in ledger.settled.values())

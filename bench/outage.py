@@ -18,9 +18,8 @@ import time
 import uuid
 from typing import Any
 
-from bench.env import PG_ADMIN, _admin, _migrate
+from bench.env import PG_ADMIN, _admin, _migrate, free_port
 from bench.stats import ms, percentile, table
-from tests.helpers import free_port
 
 
 def hook() -> tuple[Any, Any]:

@@ -13,11 +13,10 @@ call is made on this path; the stand-in is not involved.
 from __future__ import annotations
 
 import random
-import time
 from datetime import UTC, datetime
 
 from bench import env as benv
-from bench.stats import ms, percentile, report, table
+from bench.stats import ms, percentile, report, table, timed
 
 SESSION = "recall-bench"
 ARCHIVED = 10_000
@@ -67,19 +66,6 @@ def ask(text: str) -> None:
     add_message(SESSION, "user", text)
 
 
-def timed(n: int) -> list[float]:
-    from recap.api.context import build_context
-
-    for _ in range(5):  # warm: the tokenizer, the pool, the planner's statistics
-        build_context(SESSION, system_prompt="You are a helpful assistant.")
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        build_context(SESSION, system_prompt="You are a helpful assistant.")
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def run(quick: bool = False) -> str:
     from sqlalchemy import text
 
@@ -106,7 +92,9 @@ def run(quick: bool = False) -> str:
         if question:
             ask("Thanks.")  # keeps the turns alternating: the next is the user's
             ask(question)
-        v = timed(n)
+        # warm: the tokenizer, the pool, the planner's statistics
+        v = timed(lambda: build_context(SESSION, system_prompt="You are a helpful assistant."),
+                  n, warm=5)
         rows.append([label, len(v), ms(percentile(v, 50)), ms(percentile(v, 99))])
     benv.configure(RECAP_RECALL_TOKENS=None)
     return report(f"recall: build_context with {ARCHIVED:,} archived messages in the session "

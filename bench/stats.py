@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -34,3 +35,16 @@ def report(title: str, body: str) -> str:
     text = f"\n### {title}\n\n{body}\n"
     print(text, flush=True)
     return text
+
+
+def timed(fn: Callable[[], object], repeat: int, *, warm: int = 1) -> list[float]:
+    """Seconds of each of ``repeat`` calls of ``fn``, after ``warm`` untimed ones
+    (connections, cold caches, the planner's statistics)."""
+    for _ in range(warm):
+        fn()
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out

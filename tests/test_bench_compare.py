@@ -41,11 +41,13 @@ def test_figures_from_an_old_table_and_from_json_have_the_same_names() -> None:
     assert rows == [["a", "2.00", "4.00", "2.00x", "1.00, 2.00, 3.00", "2.00, 4.00, 6.00"]]
 
 
-def test_compare_takes_only_benchmarks_with_figures() -> None:
-    proc = subprocess.run([sys.executable, "-m", "bench", "--compare", "HEAD", "--only", "cost"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
-    assert "--json and --compare take only hook, loop" in proc.stderr
+def test_compare_takes_only_benchmarks_with_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import parse
+
+    with pytest.raises(SystemExit) as exit_:
+        parse(["--compare", "HEAD", "--only", "cost"])
+    assert exit_.value.code == 2
+    assert "--json and --compare take only hook, loop" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -103,14 +103,17 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
         a backlog drains over follow-up jobs instead of one job running past its
         limit and failing on every attempt.
         """
-        calls = max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
         room = max(500, self.llm_max_input_tokens - 3 * self.max_summary_tokens - 500)
-        return min(2 * self.llm_max_input_tokens, calls * room)
+        return min(2 * self.llm_max_input_tokens, self._calls_per_job() * room)
+
+    def _calls_per_job(self) -> int:
+        """Model calls that fit one job even if each ran to RECAP_LLM_TIMEOUT_S."""
+        return max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
 
     def _short_jobs(self) -> str:
         """Why these limits contradict the adaptive policy: one job condenses less than
         its smallest fold, so every fold stops short of the plan."""
-        calls = max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
+        calls = self._calls_per_job()
         need = 3 * self.max_summary_tokens + 500 + math.ceil(ADAPTIVE_MIN_DEPTH / calls)
         return (f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) with "
                 f"RECAP_MAX_SUMMARY_TOKENS ({self.max_summary_tokens}) lets one job condense "

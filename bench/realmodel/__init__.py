@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.env import free_port
 from bench.stats import report, table
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -70,12 +70,6 @@ def configured() -> tuple[list[tuple[str, Path]], str | None]:
 
 def llama_python() -> str:
     return os.environ.get("RECAP_BENCH_LLAMA_PYTHON") or sys.executable
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager

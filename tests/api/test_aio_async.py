@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from recap.api import aio
+from recap.api import aio, loops
 from recap.db import transaction
 from recap.errors import ConfigError
 from recap.models import ChatMessage
@@ -26,7 +26,7 @@ from tests.helpers import LOW, message_ids, seed, session_row
 
 def _async_session() -> tuple[AsyncSession, Any]:
     """A session on an engine of the test's own, as an app would have."""
-    engine = aio.make_async_engine(TEST_ENV["DATABASE_URL"])
+    engine = loops.make_async_engine(TEST_ENV["DATABASE_URL"])
     return AsyncSession(engine, expire_on_commit=False), engine
 
 
@@ -94,7 +94,7 @@ def test_each_event_loop_gets_its_own_engine() -> None:
     assert asyncio.run(second()) > 0
     assert len(message_ids("loops")) == 2
     asyncio.run(aio.close())  # nothing to close on a new loop
-    assert not [loop for loop in aio._STATES if loop.is_closed()]
+    assert not [loop for loop in loops.STATES if loop.is_closed()]
 
 
 def test_a_non_postgresql_database_is_a_clear_config_error(
@@ -108,7 +108,7 @@ def test_a_non_postgresql_database_is_a_clear_config_error(
         assert runner.run(aio.after_reply("s")) is False  # never raises, like the sync hook
         runner.run(aio.close())
     # Any PostgreSQL URL gets psycopg's async driver (nothing connects here).
-    url = aio.make_async_engine("postgresql://u:secret@db.example/chat").url
+    url = loops.make_async_engine("postgresql://u:secret@db.example/chat").url
     assert url.drivername == "postgresql+psycopg" and url.database == "chat"
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from recap.api import aio
+from recap.api import aio, loops
 from recap.store import enqueue
 from recap.store.enqueue import SUMMARIZE_TASK
 from tests.helpers import LOW, seed, session_row, wait_for
@@ -28,7 +28,7 @@ def test_cancelling_after_reply_between_commit_and_publish_still_publishes(
         settings_env: Callable[..., None], monkeypatch: pytest.MonkeyPatch,
         sent: list[tuple[str, str]]) -> None:
     settings_env(**LOW)
-    busy = [f"busy-{i}" for i in range(aio.PUBLISH_THREADS)]
+    busy = [f"busy-{i}" for i in range(loops.PUBLISH_THREADS)]
     for sid in [*busy, "victim"]:
         seed(sid, 11)
     # A slow broker holds every publish thread, so the victim's publish waits in

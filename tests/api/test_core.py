@@ -10,12 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from recap.api.core import (
+    NewMessage,
+    validate_message,
+)
+from recap.api.hook import (
     JobKind,
     JobToSend,
-    NewMessage,
     ReplyJobs,
     plan_hook,
-    validate_message,
 )
 from recap.errors import InvalidInput
 from recap.settings import Settings, get_settings

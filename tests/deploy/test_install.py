@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import tomllib
 import urllib.request
 import zipfile
@@ -22,6 +21,7 @@ import pytest
 
 from recap.migrate import head_revisions
 from tests.env import PG_ADMIN, REDIS_URL, ROOT, RUN_ID, TEST_DB, _admin_execute
+from tests.helpers import free_port, wait_for
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 FOLDERS = {"recap": "worker", "recap.models": "models", "recap._migrations": "migrations"}
@@ -117,21 +117,6 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str]) -> str:
                           timeout=900)
     assert done.returncode == 0, f"{argv}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(check: object, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def answers(url: str) -> bool:
@@ -235,15 +220,15 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
 
     try:
         spawn(python, "-m", "recap.testing", "--port", str(stand_in_port))
-        wait_until(lambda: answers(f"http://127.0.0.1:{stand_in_port}/healthz")
-                   or _listening(stand_in_port), timeout=60, what="the stand-in")
+        wait_for(lambda: _listening(stand_in_port), timeout=60, interval=0.2,
+                 what="the stand-in")
         spawn(recap, "worker", "-Q", env["RECAP_QUEUE"], "-P", "solo", "--loglevel", "INFO")
         spawn(recap, "serve", "--port", str(api_port), "--no-auth")
         applied = run([python, "-c", ADD_AND_WAIT, RUN_ID], cwd=app, env=env)
         assert applied.strip() == "summary applied", "\n".join(
             p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log")))
-        wait_until(lambda: answers(f"http://127.0.0.1:{api_port}/readyz"), timeout=60,
-                   what="recap serve")
+        wait_for(lambda: answers(f"http://127.0.0.1:{api_port}/readyz"), timeout=60,
+                 interval=0.2, what="recap serve")
         request = urllib.request.Request(
             f"http://127.0.0.1:{api_port}/v1/sessions/deploy-{RUN_ID}/context",
             data=json.dumps({"system_prompt": "You help."}).encode(),

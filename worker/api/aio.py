@@ -14,8 +14,8 @@ The same contract as the sync API (:mod:`recap.api.ingest`,
 :mod:`recap.api.context`), built from the same pieces: the same validation and
 errors (InvalidInput, SessionNotFound), statements, coalescing (pending
 markers), title jobs and circuit breaker: the reply core (:mod:`recap.api.core`,
-:mod:`recap.api.window`) decides and builds the statements, this module only awaits them. Only the
-waiting differs:
+:mod:`recap.api.hook`, :mod:`recap.api.window`) decides and builds the statements,
+this module only awaits them. Only the waiting differs:
 
 - the database is reached through SQLAlchemy's asyncio engine on psycopg's async
   driver, the reply core's statements awaited on the loop. PostgreSQL only: with
@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC
 from typing import Any
 
 from sqlalchemy.ext.asyncio import (
@@ -48,26 +47,22 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from recap.api.core import (
-    HookPlan,
-    JobToSend,
     NewMessage,
-    ReplyJobs,
     add_statement,
-    counters_params,
-    counters_statement,
     other_user,
     owner_query,
-    plan_hook,
     validate_message,
 )
-from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
-from recap.api.loops import (
-    PUBLISH_THREADS,
-    STATES,
-    engine,
-    in_publisher,
-    make_async_engine,
+from recap.api.hook import (
+    HookPlan,
+    JobToSend,
+    ReplyJobs,
+    counters_params,
+    counters_statement,
+    plan_counters,
 )
+from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
+from recap.api.loops import STATES, engine, in_publisher
 from recap.api.window import (
     MemoriesRead,
     Window,
@@ -84,10 +79,10 @@ from recap.core.validate import check_session_id
 from recap.db import rowcount, utcnow
 from recap.llm.tokens import count_tokens, message_tokens
 from recap.settings import get_settings
-from recap.store.enqueue import BREAKER, stale_before
+from recap.store.enqueue import BREAKER
 
-__all__ = ["PUBLISH_THREADS", "Context", "add_message", "after_reply", "as_request",
-           "build_context", "close", "make_async_engine", "transaction"]
+__all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
+           "transaction"]
 
 
 
@@ -136,11 +131,7 @@ async def _plan(db: AsyncSession | AsyncConnection, session_id: str) -> HookPlan
     row = (await db.execute(counters_statement(server_clock=True),
                             counters_params(session_id, settings=settings, now=None))
            ).one_or_none()
-    if row is None:
-        return HookPlan(missing=True)
-    now = row.now.astimezone(UTC)
-    return plan_hook(session_id, row, settings=settings, now=now,
-                     stale=stale_before(now, settings))
+    return plan_counters(session_id, row, settings=settings, bound=None)
 
 
 async def _mark(db: AsyncSession | AsyncConnection, hook: HookPlan) -> ReplyJobs:
@@ -263,6 +254,3 @@ def _publish_in_background(jobs: list[JobToSend]) -> None:
     # loop: schedule, do not wait. close() waits for what is still running.
     in_publisher(send_jobs, jobs)
 
-
-# Tests and tools look for the per-loop state here.
-_STATES = STATES

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC
 from typing import Any, NoReturn
 
 from sqlalchemy import Connection, event, func, insert
@@ -21,24 +20,26 @@ from sqlalchemy.orm import Session
 from recap.api.core import (
     MESSAGES,
     SESSIONS,
-    JobKind,
-    JobToSend,
     NewMessage,
-    ReplyJobs,
     add_statement,
-    counters_params,
-    counters_statement,
     other_user,
     owner_query,
-    plan_hook,
     validate_message,
+)
+from recap.api.hook import (
+    JobKind,
+    JobToSend,
+    ReplyJobs,
+    counters_params,
+    counters_statement,
+    plan_counters,
 )
 from recap.api.validate import check_session_id, prepare_message
 from recap.core.message import Message
 from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
-from recap.store.enqueue import BREAKER, send, send_title, stale_before
+from recap.store.enqueue import BREAKER, send, send_title
 
 __all__ = ["ReplyJobs", "add_message", "after_reply", "insert_message", "prepare",
            "raise_other_user", "reply_jobs"]
@@ -127,12 +128,9 @@ def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
     bound = None if server_clock else utcnow()
     row = s.execute(counters_statement(server_clock=server_clock),
                     counters_params(session_id, settings=settings, now=bound)).one_or_none()
-    if row is None:
+    hook = plan_counters(session_id, row, settings=settings, bound=bound)
+    if hook.missing:
         return ReplyJobs(missing=True)
-    now = row.now.astimezone(UTC) if server_clock else bound
-    assert now is not None
-    hook = plan_hook(session_id, row, settings=settings, now=now,
-                     stale=stale_before(now, settings))
     title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
     queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
     return ReplyJobs(queue, title)

@@ -59,8 +59,7 @@ class Command(Protocol):
 # In the order ``recap --help`` lists them.
 COMMANDS: tuple[Command, ...] = (ingest, context, stats, metrics, failures, retry, summarize, sweep,
                                  sessions, memories, forget, history, rewind, edit, resummarize,
-                                 configure, db, tokenizer, serve, celery_run, demo, eval, bench,
-                                 check)
+                                 configure, db, tokenizer, serve, demo, eval, bench, check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    celery_run.register(sub)  # Celery's own commands, arguments and all
     return parser
 
 
@@ -140,9 +140,9 @@ def _warn_shadowing() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (argparse's 2 for usage errors)."""
     _warn_shadowing()
+    _offline_encodings()
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in and args_in[0] in celery_run.COMMANDS:
-        _offline_encodings()
         return celery_run.start(args_in[0], args_in[1:])
     parser = build_parser()
     try:
@@ -151,7 +151,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     from recap.errors import RecapError
 
-    _offline_encodings()
     try:
         _require_database(args.command)
         code = int(args.func(args))

@@ -8,7 +8,6 @@ Everything after the command goes to Celery unchanged (``recap worker -Q recap
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,15 +23,10 @@ COMMANDS = {
 
 
 def register(sub: Subparsers) -> None:
+    """List the commands in ``recap --help``; main() hands their arguments to
+    :func:`start` before its parser sees them."""
     for name, help_ in COMMANDS.items():
-        # Listed in `recap --help`; main() never parses their arguments itself.
-        p = sub.add_parser(name, help=help_, description=help_, add_help=False)
-        p.add_argument("celery_args", nargs=argparse.REMAINDER, metavar="CELERY OPTIONS")
-        p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    return start(args.command, args.celery_args)
+        sub.add_parser(name, help=help_, description=help_, add_help=False)
 
 
 def start(name: str, argv: Sequence[str]) -> int:

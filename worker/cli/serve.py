@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ["RECAP_API_ALLOWED_HOSTS"] = args.allowed_hosts
     # A bad configuration is one line now, not a worker's traceback.
     settings = get_settings()
-    parse_hosts(settings.api_allowed_hosts)
+    allowed = parse_hosts(settings.api_allowed_hosts)
     why = refusal(host=args.host, no_auth=args.no_auth,
                   keys=len(parse_keys(settings.api_keys.get_secret_value())))
     if why:
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.no_auth:
         os.environ[NO_AUTH_ENV] = "1"  # the workers build the app from the environment
-        hosts = parse_hosts(settings.api_allowed_hosts) or ("loopback names",)
+        hosts = allowed or ("loopback names",)
         err(f"warning: --no-auth: no API key is checked (listening on {args.host} only, "
             f"answering Host {', '.join(hosts)})")
     else:

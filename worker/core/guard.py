@@ -283,12 +283,12 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     text = summary
     if details:
         text = f"{summary}\n\n{DETAILS_HEADER}\n" + "\n".join(f"- {d}" for d in details)
+    in_details = sum(any(contains(d, x) for d in details) for x in settled)
     return Settlement(
         summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
         memories=tuple(Fact(m, "fact", MEMORY_IMPORTANCE) for m in memories),
         specifics_total=len(total),
-        specifics_in_details=sum(any(contains(d, x) for d in details) for x in settled),
-        specifics_to_memories=sum(not any(contains(d, x) for d in details) for x in settled))
+        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details)
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:

@@ -18,17 +18,6 @@ from recap.errors import ConfigError
 LOOPBACK_NAMES = ("localhost", "*.localhost", "127.0.0.1", "::1")
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address, ``[::1]`` too) is this machine only."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def parse_hosts(raw: str) -> tuple[str, ...]:
     """The names of RECAP_API_ALLOWED_HOSTS (comma-separated; ``*.example.com``
     allows its subdomains); ConfigError names a malformed one."""
