@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from recap.evals.run import QA_PREFIX
+from recap.evals.run import QA_PREFIX, QA_SUFFIX
 from recap.testing import (
     FakeAnthropic,
     Reply,
@@ -139,7 +139,10 @@ def qa_route(request: Request) -> Reply | None:
     asked = request.last_user_text
     if QA_PREFIX not in asked:
         return None
-    return ok(reader_answer(request.body, asked.split(QA_PREFIX, 1)[1]))
+    # The question alone: blocks the app appends to the same turn (memories, recalled
+    # lines) are context to read, not part of the question.
+    question = asked.split(QA_PREFIX, 1)[1].split(QA_SUFFIX, 1)[0]
+    return ok(reader_answer(request.body, question))
 
 
 class EvalFake(BenchFake):
