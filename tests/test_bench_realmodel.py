@@ -142,3 +142,14 @@ def test_the_benchmark_skips_with_its_reason_without_a_model(
     assert models == [] and reason is not None and "RECAP_BENCH_MODELS" in reason
     monkeypatch.setenv("RECAP_BENCH_MODELS", "tiny=/nowhere/model.gguf")
     assert "no model file" in (configured()[1] or "")
+
+
+@pytest.mark.parametrize("policy", ["threshold", "adaptive"])
+def test_the_benchmarks_settings_are_accepted(policy: str) -> None:
+    """The slow-model settings pass the settings' own bounds and cross-checks."""
+    from bench.realmodel import overrides
+    from recap.settings import load_settings
+
+    settings = load_settings(**overrides("http://127.0.0.1:1", "tiny", policy=policy,
+                                         mode="tool"))
+    assert settings.llm_timeout_s <= 600 and settings.policy == policy

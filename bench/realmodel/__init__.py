@@ -40,7 +40,7 @@ START_TIMEOUT_S = 600
 # A CPU model needs minutes per call: time limits that never cut a fold short, in
 # the chain the settings check (call < lease, soft limit < hard limit).
 SLOW = {"task_time_limit_s": 7200, "task_soft_time_limit_s": 6000, "lease_s": 8000,
-        "llm_timeout_s": 1500, "visibility_timeout_s": 20000}
+        "llm_timeout_s": 600, "visibility_timeout_s": 20000}
 HEADERS = ("model", "policy", "mode", "runs", "folds", "kept of total",
            "where: prose / details / memories / window", "frozen answers",
            "repairs (helped)", "s per fold", "stored per run")
