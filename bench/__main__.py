@@ -49,6 +49,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="alternate runs of the chosen benchmarks between git REF and "
                              "the working tree (see bench.compare); default --only hook")
     parser.add_argument("--runs", type=int, default=3, help="--compare: runs per side")
+    parser.add_argument("--schema-aware", action="store_true",
+                        help="verdict: the stand-in's schema-aware answers instead of its "
+                             "neutral mode (a mechanism test, not a comparison)")
     args = parser.parse_args(argv)
     if args.compare and not args.only:
         args.only = "hook"
@@ -114,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             try:
                 module = importlib.import_module(f"bench.{name}")
+                extra = {"schema_aware": True} if name == "verdict" and args.schema_aware else {}
                 out.append(module.run(quick=args.quick, as_json=True) if args.json
-                           else module.run(quick=args.quick))
+                           else module.run(quick=args.quick, **extra))
             except Exception as exc:  # one broken benchmark must not hide the others
                 import traceback
 
