@@ -132,6 +132,17 @@ def _chat_turn(rng: random.Random) -> list[Message]:
     return [("user", _SMALL_USER[k]), ("assistant", _SMALL_ASSISTANT[k])]
 
 
+def _weave(messages: Sequence[Message], facts: Sequence[Planted]) -> list[Message]:
+    """``messages`` with the facts woven into the user's own text turns (never into a
+    tool result)."""
+    typed = [i for i, (role, c) in enumerate(messages) if role == "user" and isinstance(c, str)]
+    woven = weave([("user", str(messages[i][1])) for i in typed], facts)
+    out = list(messages)
+    for i, m in zip(typed, woven, strict=True):
+        out[i] = m
+    return out
+
+
 def _reply_indices(messages: Sequence[Message]) -> list[int]:
     """For each message, the reply (user-role message) count before it."""
     out, k = [], 0
@@ -181,7 +192,7 @@ def sittings_chat(sittings: int, asks: int, facts: Sequence[Planted], *, seed: i
                 pending.append((len(messages) + len(out), answer))
             out += [("user", user), ("assistant", assistant)]
         messages += out + chat[at:]
-    woven = weave(messages, facts)
+    woven = _weave(messages, facts)
     replies = _reply_indices(woven)
     probes = tuple(Probe(replies[i], answer, str(woven[i][1])) for i, answer in pending)
     cold = tuple(replies[i] for i in starts)
@@ -312,7 +323,7 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
         out.append(("assistant", [
             {"type": "text", "text": f"Let me look at {target}."},
             {"type": "tool_use", "id": tool_id, "name": tool, "input": args}]))
-        tokens = rng.randint(600, 7600)  # tiktoken counts 500-8,000
+        tokens = rng.randint(600, 7200)  # tiktoken counts 500-8,000
         body = (log_listing(target, tokens, rng, incident) if is_log
                 else code_listing(target, tokens, rng))
         out.append(("user", [{"type": "tool_result", "tool_use_id": tool_id, "content": body}]))
@@ -337,7 +348,7 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
             out.append(("user", "Thanks. Carry on."))
             asked += 1
     out.append(("assistant", "All done: summary of the findings above."))
-    woven = weave(out, facts)
+    woven = _weave(out, facts)
     replies = _reply_indices(woven)
     probes = tuple(Probe(replies[i], answer, str(woven[i][1])) for i, answer in pending)
     return Workload(name, ((f"w-{name}", tuple(woven)),), tuple(facts), probes=probes)
@@ -412,7 +423,7 @@ def holdout_support(sittings: int, asks: int, facts: Sequence[Planted], *,
             pending.append((len(messages), value))
             messages.append(("user", question))
             messages.append(("assistant", f"It was {value}."))
-    woven = weave(messages, facts)
+    woven = _weave(messages, facts)
     replies = _reply_indices(woven)
     probes = tuple(Probe(replies[i], value, str(woven[i][1])) for i, value in pending)
     return Workload("holdout", (("w-holdout", tuple(woven)),), tuple(facts), probes=probes,
