@@ -185,11 +185,11 @@ def sittings_chat(sittings: int, asks: int, facts: Sequence[Planted], *, seed: i
         where = sorted(rng.randint(1, max(1, len(chat) // 2)) * 2 for _ in slots)
         out: list[Message] = []
         at = 0
-        for cut, (user, assistant, answer) in zip(where, slots, strict=True):
+        for cut, (user, assistant, wanted) in zip(where, slots, strict=True):
             out += chat[at:cut]
             at = max(at, cut)
-            if answer is not None:
-                pending.append((len(messages) + len(out), answer))
+            if wanted is not None:
+                pending.append((len(messages) + len(out), wanted))
             out += [("user", user), ("assistant", assistant)]
         messages += out + chat[at:]
     woven = _weave(messages, facts)

@@ -29,6 +29,11 @@ def client(fake: FakeAnthropic) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=fake.url, api_key="test", max_retries=0)
 
 
+def create(client: anthropic.Anthropic, **request: Any) -> Any:
+    """``client.messages.create`` with the test's plain dicts."""
+    return client.messages.create(**request)
+
+
 def text_of(msg: Any) -> str:
     return "".join(b.text for b in msg.content if b.type == "text")
 
@@ -52,14 +57,14 @@ def test_chat_turns_then_the_ask_summarize_the_turns_and_carry_earlier_lines(
     turns = [{"role": "user", "content": "My build fails. It says E42."},
              {"role": "assistant", "content": "Which runner? Tell me more."},
              {"role": "user", "content": "Summarize the conversation above."}]
-    first = text_of(client.messages.create(model="m", max_tokens=100, messages=turns))
+    first = text_of(create(client, model="m", max_tokens=100, messages=turns))
     assert first == "- My build fails.\n- Which runner?"
     # The caller quotes the summary back in its own words around it: the lines are
     # carried, not summarized again; the new turns add their first sentences.
     again = [{"role": "user", "content": "The runner is arm64. Yes."},
              {"role": "assistant", "content": "Then pin the image."},
              {"role": "user", "content": f"So far: {first}\n\nExtend it with the above."}]
-    second = text_of(client.messages.create(model="m", max_tokens=100, messages=again))
+    second = text_of(create(client, model="m", max_tokens=100, messages=again))
     assert second == ("- My build fails.\n- Which runner?\n- The runner is arm64.\n"
                       "- Then pin the image.")
 
@@ -69,15 +74,15 @@ def test_a_transcript_inside_one_prompt_gets_the_same_rule(
     prompt = render(default_template(), previous_summary=None,
                     turns=[Turn(1, "user", "My build fails. It says E42."),
                            Turn(2, "assistant", "Which runner? Tell me more.")])
-    msg = client.messages.create(model="m", max_tokens=100, system=SYSTEM_PROMPT,
+    msg = create(client, model="m", max_tokens=100, system=SYSTEM_PROMPT,
                                  messages=[{"role": "user", "content": prompt}])
     assert text_of(msg) == "- My build fails.\n- Which runner?"
 
 
 def test_oldest_lines_go_first_to_stay_within_max_tokens(client: anthropic.Anthropic) -> None:
     turns = [{"role": "user", "content": f"Line number {i} here."} for i in range(20)]
-    out = text_of(client.messages.create(
-        model="m", max_tokens=20, messages=[*turns, {"role": "user", "content": "Sum up."}]))
+    out = text_of(create(client, model="m", max_tokens=20,
+                         messages=[*turns, {"role": "user", "content": "Sum up."}]))
     assert len(out) <= 60 and out.endswith("- Line number 19 here.")
 
 
@@ -89,12 +94,12 @@ def test_a_forced_tool_is_filled_by_type_alone(client: anthropic.Anthropic) -> N
                              "n": {"type": "integer"}, "flag": {"type": "boolean"},
                              "kind": {"enum": ["b", "a"]},
                              "optional": {"type": "string"}}}
-    msg = client.messages.create(
-        model="m", max_tokens=100, tools=[{"name": "save", "input_schema": schema}],
-        tool_choice={"type": "tool", "name": "save"},
-        messages=[{"role": "user", "content": "Ship it Friday. Thanks."},
-                  {"role": "assistant", "content": "Noted."},
-                  {"role": "user", "content": "Record that."}])
+    msg = create(client, model="m", max_tokens=100,
+                 tools=[{"name": "save", "input_schema": schema}],
+                 tool_choice={"type": "tool", "name": "save"},
+                 messages=[{"role": "user", "content": "Ship it Friday. Thanks."},
+                           {"role": "assistant", "content": "Noted."},
+                           {"role": "user", "content": "Record that."}])
     block = next(b for b in msg.content if b.type == "tool_use")
     assert block.input == {"zz": "- Ship it Friday.\n- Noted.", "notes": "", "items": [],
                            "n": 0, "flag": False, "kind": "b"}
@@ -104,10 +109,10 @@ def test_scripts_still_win_and_reset_keeps_the_mode(fake: FakeAnthropic,
                                                     client: anthropic.Anthropic) -> None:
     fake.script(ok("scripted"))
     ask = [{"role": "user", "content": "Hello there. More."}]
-    assert text_of(client.messages.create(model="m", max_tokens=50, messages=ask)) == "scripted"
+    assert text_of(create(client, model="m", max_tokens=50, messages=ask)) == "scripted"
     fake.reset()
     assert fake.neutral
-    assert text_of(client.messages.create(model="m", max_tokens=50, messages=ask)) == (
+    assert text_of(create(client, model="m", max_tokens=50, messages=ask)) == (
         "- Hello there.")  # nothing to summarize before the ask: its first sentence
 
 

@@ -57,7 +57,8 @@ def first_sentence(text: str, limit: int = SENTENCE_CHARS) -> str:
 def elements(text: str) -> list[str]:
     """The inner text of each ``<message ...>...</message>`` element of ``text``
     (unescaped), in order; one pass."""
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     while True:
         start = text.find(_OPEN, at)
         if start < 0:
