@@ -274,7 +274,7 @@ def log_listing(path: str, tokens: int, rng: random.Random,
             line = (f"{t} WARN retry {rng.randint(1, 5)}/5 for {rng.choice(_FUNCS)} after "
                     f"{rng.randint(10, 9000)}ms (pool {rng.randint(1, 32)}/{rng.randint(32, 64)})")
         lines.append(line)
-        size += 32
+        size += 35  # tiktoken counts 30-40 tokens for such a line
         if incident and size >= raise_at:
             code, where, sha = incident
             lines += [f"{t} ERROR {code} raised at {where}: balance drift "
@@ -298,10 +298,16 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
         path = rng.choice(_MODULES[:8])
         incidents.append((f"{rng.choice(('LGR', 'BIL', 'SYN', 'API'))}-{rng.randint(1000, 9999)}",
                           f"{path}:{rng.randint(20, 900)}", _hex(rng, 12)))
-    # Which results carry an incident: logs in the first 60% of the session.
-    early = sorted(rng.sample(range(max(refs, int(results * 0.6))), refs))
+    # Which results carry an incident (logs in the first 75% of the session), and
+    # after which result the user asks back: half a few results later, half long
+    # after (as a user comes back to an error once the rest is done).
+    early = sorted(rng.sample(range(max(refs, int(results * 0.75))), refs))
     carrier = dict(zip(early, incidents, strict=True))
-    asks_after = sorted(rng.sample(range(int(results * 0.7), results), refs))
+    later = sorted((min(results - 1, at + (rng.randint(3, 6) if k % 2 else
+                                           rng.randint(results // 3, results))), k)
+                   for k, at in enumerate(early))
+    asks_after = [r for r, _ in later]
+    incidents = [incidents[k] for _, k in later]
     tasks = ("Run the tests and tell me what fails.", "Look at {p} and explain what it does.",
              "Check the last CI run, something is flaky.", "Why is {p} slow on big batches?",
              "Compare the worker log with the API log for yesterday.",
