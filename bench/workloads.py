@@ -1,4 +1,4 @@
-"""The four workloads of the cost verdict, generated from a fixed seed (no downloads).
+"""The seven workloads of the cost verdict, generated from a fixed seed (no downloads).
 
 - ``demo``: the demo's SRE chat (pasted logs, configs, metrics tables);
 - ``short``: short turns, many of them (bench.seed.short_script);
@@ -13,7 +13,8 @@
   to earlier specifics (:class:`Probe`, judged by bench.judge).
 
 Each workload plants facts about the user (recap.evals.facts: names, numbers,
-dates, preferences) whose questions are asked at the end. Sizes: ``quick`` (the
+dates, preferences) whose questions are asked at the end. ``holdout`` is held
+out: it is in the verdict, but nobody tunes a policy against it. Sizes: ``quick`` (the
 daily verdict), ``full`` (the cost benchmark) and ``tiny`` (the test).
 """
 
