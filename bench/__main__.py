@@ -4,9 +4,12 @@
 Runs the benchmarks against a private PostgreSQL database (recap_bench_<hex>,
 dropped after), a private Redis queue (db 13) and the local Claude stand-in, and
 prints a Markdown table per benchmark. ``--quick`` alone prints the defaults'
-verdict (bench.verdict: cost, specifics and planted-fact QA of Recap's defaults
-against each peer on four workloads, smaller ones, the same code) in at most
-three minutes; with ``--only NAME`` it runs those benchmarks at smaller sizes.
+verdict (bench.verdict: cost, specifics, answerable at reference and planted-fact
+QA of Recap's defaults against LangChain, LangMem and full history with caching on
+seven workloads, smaller ones, the same code, the stand-in in neutral mode; about
+nine minutes on a shared 2-core machine); ``--schema-aware`` runs the verdict
+against the stand-in's schema-aware answers instead. With ``--only NAME`` it runs
+those benchmarks at smaller sizes.
 Figures go to stdout (and ``--out``); plots to docs/bench/*.png. No assertions:
 targets are printed next to the figures.
 """
@@ -36,7 +39,8 @@ JSON_NAMES = ("hook", "loop")
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="alone: the defaults' verdict on four workloads (<= 3 minutes); "
+                        help="alone: the defaults' verdict on seven workloads (about 9 "
+                             "minutes); "
                              "with --only: smaller sizes")
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(NAMES))
     parser.add_argument("--latency", type=float, default=benv.DEFAULT_LATENCY_S,
@@ -49,6 +53,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="alternate runs of the chosen benchmarks between git REF and "
                              "the working tree (see bench.compare); default --only hook")
     parser.add_argument("--runs", type=int, default=3, help="--compare: runs per side")
+    parser.add_argument("--schema-aware", action="store_true",
+                        help="verdict: the stand-in's schema-aware answers instead of its "
+                             "neutral mode (a mechanism test, not a comparison)")
     args = parser.parse_args(argv)
     if args.compare and not args.only:
         args.only = "hook"
@@ -114,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             try:
                 module = importlib.import_module(f"bench.{name}")
+                extra = {"schema_aware": True} if name == "verdict" and args.schema_aware else {}
                 out.append(module.run(quick=args.quick, as_json=True) if args.json
-                           else module.run(quick=args.quick))
+                           else module.run(quick=args.quick, **extra))
             except Exception as exc:  # one broken benchmark must not hide the others
                 import traceback
 

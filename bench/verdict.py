@@ -1,16 +1,31 @@
 """The defaults' verdict: does Recap, with no setting changed, dominate each peer?
 
-On each of the four workloads (bench.workloads: demo, short turns, agent
-transcript, multi-session chat) every system's requests are priced by Claude's
-prompt-cache rules (bench.cost: write 1.25x, read 0.1x; full history without
-caching = 1.00) plus its summarization calls, and judged twice on what it keeps:
-the share of the conversation's specifics its requests still carry (the retention
-guard's extractor) and the planted-fact questions answered from the context it
-sends (the stand-in's reader, as ``recap eval --qa``). Recap's defaults dominate a
-peer when they cost no more, keep at least as many specifics and answer at least
-as many questions. Targets: at most 0.8x the cheaper peer's cost, at most 0.3x
-full history with caching. At full size a row with ``RECAP_POLICY=threshold`` (the
-fixed rule) stands next to the defaults; the quick verdict runs the defaults only
+On each workload (bench.workloads: demo, short turns, agent transcript,
+multi-session chat, and bench.referring's multi-sitting chat, coding-agent
+session and the held-out support thread) every system's requests are priced by
+Claude's prompt-cache rules (bench.cost: write 1.25x, read 0.1x; full history
+without caching = 1.00; a new session or sitting starts with an empty cache) plus
+its summarization calls, and judged on what it keeps: the share of the
+conversation's specifics its requests still carry (the retention guard's
+extractor), **answerable at reference** (bench.judge: at each later user turn
+that refers back to an earlier specific, whether that reply's request carries it;
+the workloads without such turns show n/a) and the planted-fact questions
+answered from the context it sends (the stand-in's reader, as ``recap eval --qa``).
+The peers: LangChain's SummarizationMiddleware, LangMem and full history with
+prompt caching. Recap's defaults dominate a peer when they cost no more, keep at
+least as many specifics, have at least as many references answerable and answer
+at least as many questions. Targets: at most 0.8x the cheaper peer's cost, at
+most 0.3x full history with caching.
+
+Every comparison runs with the stand-in in **neutral mode** (recap.testing.neutral):
+one summarizing rule for every caller (the first sentence of each message,
+capped), blind to prompts and tool schemas, so no system's retention rides on a
+stand-in that knows what it asks for. ``schema_aware=True`` (``python -m bench
+--quick --schema-aware``) runs them against the stand-in's default answers, which
+know Recap's prompt and schema: a mechanism test, not a comparison.
+
+At full size a row with ``RECAP_POLICY=threshold`` (the fixed rule) stands next to
+the defaults; the quick verdict runs the defaults only
 (``RECAP_POLICY=threshold python -m bench --quick`` puts the fixed rule, or any
 other policy, in the defaults' place, to try it). Figures come from the
 stand-in: they measure the mechanism (what is resent, what is cached, what is
@@ -28,6 +43,7 @@ from dataclasses import dataclass
 from bench import env as benv
 from bench.cost import PAUSE_SHARE, Priced, priced, total
 from bench.drive import SystemRun, run_full, run_peer, run_recap
+from bench.judge import answerable
 from bench.stats import report, table
 from bench.workloads import NAMES, Workload, build, scripts
 
@@ -47,6 +63,7 @@ class Row:
     qa: tuple[int, int]
     folds: int
     error: str | None = None
+    ref: tuple[int, int] = (0, 0)  # (references answerable, references): bench.judge
 
     def total(self, base: float) -> float:
         return total(self.priced, base)
@@ -67,16 +84,19 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
 
 def rows_of(w: Workload, runs: Sequence[SystemRun], specifics: Callable[[str], frozenset[str]],
             count: Callable[[str], int]) -> list[Row]:
-    """Price and judge each run (pauses: a seeded 30% of replies after > 5 minutes)."""
+    """Price and judge each run (pauses: a seeded 30% of replies after > 5 minutes;
+    the first reply of a sitting finds an empty cache)."""
     script = [m for s in scripts(w) for m in s]
     replies = sum(1 for role, _ in script if role == "user")
     rng = random.Random(14)
     pauses = [rng.random() < PAUSE_SHARE for _ in range(replies)]
+    cold = set(w.cold)
     out = []
     for r in runs:
+        starts = [s or i in cold for i, s in enumerate(r.starts)]
         p = priced(r.name, r.bodies, r.spent, script=script, pauses=pauses[:len(r.bodies)],
-                   count=count, specifics=specifics, starts=r.starts)
-        out.append(Row(r.name, p, r.qa, r.folds, r.error))
+                   count=count, specifics=specifics, starts=starts)
+        out.append(Row(r.name, p, r.qa, r.folds, r.error, answerable(r.bodies, w.probes)))
     return out
 
 
@@ -85,9 +105,21 @@ def find(rows: Sequence[Row], prefix: str) -> Row:
 
 
 def dominates(mine: Row, other: Row, base: float) -> bool:
-    """Costs no more, keeps at least as many specifics, answers at least as many."""
+    """Costs no more, keeps at least as many specifics, has at least as many
+    references answerable, answers at least as many questions."""
     return (mine.total(base) <= other.total(base) and mine.priced.kept >= other.priced.kept
-            and mine.qa[0] >= other.qa[0])
+            and mine.ref[0] >= other.ref[0] and mine.qa[0] >= other.qa[0])
+
+
+def share(ref: tuple[int, int]) -> str:
+    """Answerable at reference as a share ("n/a" without references)."""
+    return f"{ref[0] / ref[1]:.0%}" if ref[1] else "n/a"
+
+
+def brief(row: Row, base: float) -> str:
+    """cost · specifics · answerable at reference · QA (the README's cell)."""
+    return (f"{row.total(base):.3f} · {row.priced.kept:.0%} · {share(row.ref)} · "
+            f"{row.qa[0]}/{row.qa[1]}")
 
 
 def verdict(rows: Sequence[Row], workload: str) -> list[str]:
@@ -102,7 +134,8 @@ def verdict(rows: Sequence[Row], workload: str) -> list[str]:
             f"{workload}: defaults dominate {label}: "
             f"{'yes' if dominates(mine, other, base) else 'no'} "
             f"(cost {mine.total(base):.3f} vs {other.total(base):.3f}, specifics "
-            f"{mine.priced.kept:.0%} vs {other.priced.kept:.0%}, QA {mine.qa[0]}/{mine.qa[1]} "
+            f"{mine.priced.kept:.0%} vs {other.priced.kept:.0%}, answerable at reference "
+            f"{share(mine.ref)} vs {share(other.ref)}, QA {mine.qa[0]}/{mine.qa[1]} "
             f"vs {other.qa[0]}/{other.qa[1]})")
     cheaper = min(find(rows, p).total(base) for p in ("LangChain", "LangMem"))
     full = find(rows, FULL).total(base)
@@ -119,24 +152,42 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
     base = rows[0].priced.cost
     return report(
         f"verdict, {w.name} workload: {w.messages} messages in {len(w.sessions)} session(s), "
-        f"{len(w.facts)} planted facts (write 1.25x, read 0.1x; full history, no caching "
+        + (f"{len(w.cold)} sittings, " if w.cold else "")
+        + (f"{len(w.probes)} references in {len({p.reply for p in w.probes})} later turns, "
+           if w.probes else "")
+        + f"{len(w.facts)} planted facts (write 1.25x, read 0.1x; full history, no caching "
         f"= 1.00; stand-in: mechanisms, not a model; {seconds:.0f}s)",
         table(["system", "replies", "input tokens / reply", "cache-hit share", "folds",
                "summarization tokens", "total cost", "cost, 30% pauses", "specifics kept",
-               "QA"],
+               "answerable at reference", "QA"],
               [[r.name + (f" (error: {r.error})" if r.error else ""), r.priced.replies,
                 f"{r.priced.input / max(1, r.priced.replies):,.0f}",
                 f"{r.priced.read / max(1, r.priced.input):.0%}", r.folds,
                 f"{r.priced.summarization:,}", f"{r.total(base):.3f}",
                 f"{(r.priced.cost_paused + r.priced.summarization) / base:.3f}",
-                f"{r.priced.kept:.0%}", f"{r.qa[0]}/{r.qa[1]}"] for r in rows]))
+                f"{r.priced.kept:.0%}", share(r.ref), f"{r.qa[0]}/{r.qa[1]}"] for r in rows]))
+
+
+def summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
+    """One line per system, one column per workload: cost · specifics · answerable
+    at reference · QA (the shape of README's table)."""
+    names = [r.name for r in all_rows[0][1][1:]] if all_rows else []
+    lines = []
+    for name in names:
+        cells = []
+        for _, rows in all_rows:
+            row = next((r for r in rows if r.name == name), None)
+            cells.append(brief(row, rows[0].priced.cost) if row else "-")
+        lines.append([name, *cells])
+    return table(["system", *(w for w, _ in all_rows)], lines)
 
 
 def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = NAMES,
-        threshold: bool | None = None) -> str:
+        threshold: bool | None = None, schema_aware: bool = False) -> str:
     """The tables and the verdict on each workload of ``names`` at ``size``
     (default: quick or full). ``threshold``: run Recap under the fixed rule too
-    (default: at full size only)."""
+    (default: at full size only). ``schema_aware``: the stand-in's default answers
+    (which know Recap's prompt and schema) instead of the neutral mode."""
     import os
 
     from recap.core.specifics import extract_specifics
@@ -148,9 +199,11 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     policy = os.environ.get("RECAP_POLICY")
     specifics = functools.lru_cache(maxsize=None)(extract_specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)
-    out, lines = [], []
-    latency = benv.setup().latency
+    out, lines, all_rows = [], [], []
+    env = benv.setup()
+    latency, neutral = env.latency, env.fake.neutral
     benv.setup(0.0)  # cost does not depend on the stand-in's latency: no waiting
+    env.fake.neutral = not schema_aware
     try:
         for name in names:
             t0 = time.monotonic()
@@ -160,8 +213,13 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
             lines += verdict(rows, name)
+            all_rows.append((name, rows))
     finally:
         benv.setup(latency)
-    out.append(report(f"the defaults' verdict ({size} workloads; stand-in figures)",
+        env.fake.neutral = neutral
+    mode = "schema-aware stand-in" if schema_aware else "neutral stand-in"
+    out.append(report(f"per workload: cost · specifics kept · answerable at reference · QA "
+                      f"({size} workloads; {mode})", summary(all_rows)))
+    out.append(report(f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
                       "\n".join(lines)))
     return "".join(out)

@@ -1,4 +1,4 @@
-"""The four workloads of the cost verdict, generated from a fixed seed (no downloads).
+"""The seven workloads of the cost verdict, generated from a fixed seed (no downloads).
 
 - ``demo``: the demo's SRE chat (pasted logs, configs, metrics tables);
 - ``short``: short turns, many of them (bench.seed.short_script);
@@ -6,10 +6,15 @@
   documents, ``tool_result`` blocks of 2k-20k tokens, the same documents re-read;
 - ``multi``: a long chat of one user over several sessions weeks apart (one
   ``user_id``, so Recap's user-scoped memories apply; the peers and full history
-  see one session at a time, as their defaults do).
+  see one session at a time, as their defaults do);
+- ``sittings``, ``coding`` and ``holdout`` (bench.referring): a long chat of many
+  sittings that fits the budget, a coding agent's tool-heavy session, and a
+  held-out support thread nobody tunes against; their later user turns refer back
+  to earlier specifics (:class:`Probe`, judged by bench.judge).
 
 Each workload plants facts about the user (recap.evals.facts: names, numbers,
-dates, preferences) whose questions are asked at the end. Sizes: ``quick`` (the
+dates, preferences) whose questions are asked at the end. ``holdout`` is held
+out: it is in the verdict, but nobody tunes a policy against it. Sizes: ``quick`` (the
 daily verdict), ``full`` (the cost benchmark) and ``tiny`` (the test).
 """
 
@@ -28,15 +33,32 @@ Content = str | list[dict[str, Any]]
 Message = tuple[str, Content]
 
 # Messages per workload (agent: tasks; multi: sessions x messages) and facts planted.
+# sittings: (sittings, questions); coding: (tool results, error codes asked back);
+# holdout: (sittings, questions).
 SIZES: dict[str, dict[str, int]] = {
-    "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4},
+    "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4,
+             "sittings": 5, "sitting_asks": 4, "results": 6, "refs": 2, "holdout": 4,
+             "holdout_asks": 3},
     "quick": {"demo": 200, "short": 1200, "agent": 8, "sessions": 3, "per_session": 400,
-              "facts": 8},
+              "facts": 8, "sittings": 30, "sitting_asks": 43, "results": 44, "refs": 10,
+              "holdout": 12, "holdout_asks": 14},
     "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 500,
-             "facts": 16},
+             "facts": 16, "sittings": 40, "sitting_asks": 60, "results": 60, "refs": 14,
+             "holdout": 20, "holdout_asks": 24},
 }
-NAMES = ("demo", "short", "agent", "multi")
+NAMES = ("demo", "short", "agent", "multi", "sittings", "coding", "holdout")
 USER_ID = "bench-user-1"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A later user turn that refers back to a specific stated earlier: at reply
+    ``reply`` (the count of user-role messages before it, over all sessions) the
+    request should carry ``answer``; ``turn`` is what the user asks."""
+
+    reply: int
+    answer: str
+    turn: str
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,8 @@ class Workload:
     sessions: tuple[tuple[str, tuple[Message, ...]], ...]  # (session id, its messages)
     facts: tuple[Planted, ...]
     user_id: str | None = None
+    probes: tuple[Probe, ...] = ()  # later turns referring back (bench.judge)
+    cold: tuple[int, ...] = ()  # replies after a gap (a new sitting): an empty cache
 
     @property
     def messages(self) -> int:
@@ -88,6 +112,14 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
                         facts)
     if name == "multi":
         return multi_session(n["sessions"], n["per_session"], facts, seed=seed)
+    from bench import referring
+
+    if name == "sittings":
+        return referring.sittings_chat(n["sittings"], n["sitting_asks"], facts, seed=seed)
+    if name == "coding":
+        return referring.coding_transcript(n["results"], n["refs"], facts, seed=seed)
+    if name == "holdout":
+        return referring.holdout_support(n["holdout"], n["holdout_asks"], facts, seed=seed)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(NAMES)}")
 
 

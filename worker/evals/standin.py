@@ -92,10 +92,16 @@ class BenchFake(FakeAnthropic):
 
     Recap's requests take the base server's path (script, faults, default answers);
     any other request is a peer's and gets :func:`peer_digest` of its own messages.
+    With ``neutral`` on (recap.testing.neutral) every caller gets the neutral rule
+    instead, peers and Recap alike.
     """
 
-    def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True) -> None:
-        super().__init__(routes=[*routes, peer_route], log_errors=log_errors)
+    def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True,
+                 neutral: bool = False) -> None:
+        super().__init__(routes=[*routes, self._peer], log_errors=log_errors, neutral=neutral)
+
+    def _peer(self, request: Request) -> Reply | None:
+        return None if self.neutral else peer_route(request)
 
 
 _WORD = re.compile(r"\w+", re.U)
@@ -148,13 +154,14 @@ def qa_route(request: Request) -> Reply | None:
 class EvalFake(BenchFake):
     """BenchFake for ``recap eval``: answers --qa questions with :func:`reader_answer`,
     and mines the user's first-person statements as facts in Recap's summary calls
-    (:func:`first_person_facts`, losing the same share of specifics as the rest)."""
+    (:func:`first_person_facts`, losing the same share of specifics as the rest).
+    With ``neutral`` on, it mines nothing: the neutral rule answers every summary."""
 
-    def __init__(self) -> None:
-        super().__init__(routes=[qa_route, self._mine])
+    def __init__(self, *, neutral: bool = False) -> None:
+        super().__init__(routes=[qa_route, self._mine], neutral=neutral)
 
     def _mine(self, request: Request) -> Reply | None:
-        if request.tool is None or recap_kind(request.body) != "summary":
+        if self.neutral or request.tool is None or recap_kind(request.body) != "summary":
             return None
         fraction, seed = self.lossy_fraction, self.lossy_seed
         data = tool_input(request.body, request.prompt, None, fraction=fraction, seed=seed)

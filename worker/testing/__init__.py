@@ -27,12 +27,16 @@ memories with junk, an echoing or over-long title): see recap.testing.weak.
 ``fake.route(hostile_model(Hostile(obey=..., oversize_tokens=...)))`` answers like a
 model that follows an injected instruction or ignores its length cap: see
 recap.testing.hostile.
+``FakeAnthropic(neutral=True)`` answers every caller by one summarizing rule, blind
+to prompts and tool schemas (first sentence of each message, capped): see
+recap.testing.neutral.
 See docs/TESTING.md.
 """
 
 from recap.testing.answers import default_summary, drop_specifics, tool_input
 from recap.testing.gate import Gate
 from recap.testing.hostile import Hostile, hostile_model
+from recap.testing.neutral import Neutral
 from recap.testing.recap import recap_kind
 from recap.testing.replies import Reply, Request, Route, error, ok, tool_call
 from recap.testing.server import FakeAnthropic
@@ -42,6 +46,6 @@ from recap.testing.weak import Weak, weak_model
 
 __all__ = ["FakeAnthropic", "Gate", "Hostile", "Reply", "Request", "Route", "default_summary",
            "drop_specifics", "error", "fake_tokens", "ok", "recap_kind", "request_usage",
-           "hostile_model", "tool_call",
+           "hostile_model", "Neutral", "tool_call",
            "tool_input", "validate_cache_control", "validate_messages_request",
            "Weak", "weak_model"]

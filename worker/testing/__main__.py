@@ -1,5 +1,5 @@
 """``python -m recap.testing [--port N] [--loss SHARE] [--echo-schema] [--loop-facts]
-[--junk-replaces]``: run the Messages API stand-in as a server until interrupted.
+[--junk-replaces] [--neutral]``: run the Messages API stand-in as a server until interrupted.
 
 For trying a client (``recap eval --base-url``, your own app) against a local
 server that speaks the Messages API without a key or a model. Its answers are
@@ -31,13 +31,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="summary-and-facts answers loop one fact to the cap (a weak model)")
     p.add_argument("--junk-replaces", action="store_true",
                    help="known facts are 'replaced' by junk facts (a weak model)")
+    p.add_argument("--neutral", action="store_true",
+                   help="one summarizing rule for every caller, blind to prompts and tool "
+                        "schemas (recap.testing.neutral)")
     args = p.parse_args(argv)
     if not 0.0 <= args.loss < 1.0:
         p.error(f"--loss must be in [0, 1), got {args.loss}")
     weak = Weak(echo_schema=args.echo_schema, loop_facts=args.loop_facts,
                 junk_replaces=args.junk_replaces)
     fake = FakeAnthropic(port=args.port,
-                         routes=[weak_model(weak)] if weak != Weak() else ())
+                         routes=[weak_model(weak)] if weak != Weak() else (),
+                         neutral=args.neutral)
     fake.lose_specifics(args.loss, seed=args.seed)
     fake.start()
     print(f"Messages API stand-in (not a model) listening on {fake.url}", flush=True)

@@ -25,6 +25,7 @@ from recap.testing.answers import (
     drop_specifics,
     tool_input,
 )
+from recap.testing.neutral import Neutral
 from recap.testing.replies import Reply, Request, texts
 
 RecapKind = Literal["summary", "repair", "title"]
@@ -49,20 +50,27 @@ def recap_kind(body: dict[str, Any]) -> RecapKind | None:
 
 
 def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float = 0.0,
-           seed: int = 0) -> tuple[list[dict[str, Any]], str, str]:
+           seed: int = 0, neutral: Neutral | None = None
+           ) -> tuple[list[dict[str, Any]], str, str]:
     """(content blocks, their text for the output count, stop_reason) answering
     ``request`` with ``reply`` (an ok reply: its text and tool calls, or the default
     answer when it has neither); ``number`` names the tool calls. Only a forced tool
     (``tool_choice`` of type "tool") gets a tool input made up for it: any other
     request, tools offered or not, gets text unless the reply scripts its calls, so
     an agent's loop always ends. Default answers lose ``fraction`` of their
-    specifics (by ``seed``)."""
+    specifics (by ``seed``). ``neutral``: default answers follow the neutral rule
+    (recap.testing.neutral), the same for every caller."""
     prompt, stop = request.prompt, reply.stop_reason
     if request.tool is not None:
         tools = request.body.get("tools") or []
         schema: dict[str, Any] = next((t for t in tools if t.get("name") == request.tool), {})
-        data = tool_input({**request.body, "tools": [schema]}, prompt, reply.text,
-                          fraction=fraction, seed=seed)
+        if neutral is not None and reply.text is None:
+            data = neutral.tool_input(request.body, schema.get("input_schema") or {})
+            if fraction:
+                data = _lossy(data, fraction, seed)
+        else:
+            data = tool_input({**request.body, "tools": [schema]}, prompt, reply.text,
+                              fraction=fraction, seed=seed)
         content = [{"type": "tool_use", "id": f"toolu_{number}",
                     "name": request.tool, "input": data}]
         return content, json.dumps(data), "tool_use" if stop == "end_turn" else stop
@@ -76,9 +84,11 @@ def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float =
     if reply.text is not None:
         text = reply.text
     else:
-        kind = recap_kind(request.body)
+        kind = None if neutral is not None else recap_kind(request.body)
         cap = 3 * request.max_tokens  # characters, as a model stays under max_tokens
-        if kind == "repair":
+        if neutral is not None:
+            text = neutral.summary(request.body)
+        elif kind == "repair":
             text = default_repair(prompt, cap)
         elif kind is None:
             text = digest_messages(request.body["messages"], cap)
@@ -88,3 +98,14 @@ def answer(request: Request, reply: Reply, *, number: int = 1, fraction: float =
             text = drop_specifics(text, fraction, seed=seed,
                                   kind="repair" if kind == "repair" else "summary")
     return ([{"type": "text", "text": text}] if text != "" else []), text, stop
+
+
+def _lossy(data: Any, fraction: float, seed: int) -> Any:
+    """``data`` (a tool input) with every string losing ``fraction`` of its specifics."""
+    if isinstance(data, str):
+        return drop_specifics(data, fraction, seed=seed, kind="summary")
+    if isinstance(data, dict):
+        return {k: _lossy(v, fraction, seed) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_lossy(v, fraction, seed) for v in data]
+    return data

@@ -20,6 +20,7 @@ from typing import Any
 
 from recap.testing.gate import Gate
 from recap.testing.handler import Server, handler
+from recap.testing.neutral import Neutral
 from recap.testing.recap import answer, recap_kind
 from recap.testing.replies import Reply, Request, Route
 from recap.testing.usage import request_usage
@@ -31,11 +32,13 @@ class FakeAnthropic:
     ``routes``: standing routes, consulted after the test's own (:meth:`route`) and
     kept by :meth:`reset` (a double that answers other clients' prompts, a fault
     injector). ``log_errors=False`` keeps the server quiet about clients that drop
-    their connections (tests that kill workers on purpose).
+    their connections (tests that kill workers on purpose). ``neutral=True``: every
+    default answer follows one rule for every caller, blind to prompts and tool
+    schemas (recap.testing.neutral); the ``neutral`` attribute switches it later.
     """
 
     def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True,
-                 port: int = 0) -> None:
+                 port: int = 0, neutral: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.delay = 0.0  # seconds before every answer (a slow API)
@@ -46,6 +49,8 @@ class FakeAnthropic:
         # lose_specifics(): the share of specifics dropped from default answers.
         self.lossy_fraction = 0.0
         self.lossy_seed = 0
+        self.neutral = neutral  # default answers by the neutral rule (kept by reset())
+        self._neutral = Neutral()
         self._script: deque[Reply] = deque()
         self._always: Reply | None = None
         self._routes: list[Route] = []
@@ -73,8 +78,8 @@ class FakeAnthropic:
         self._server.server_close()
 
     def reset(self) -> None:
-        """Forget requests, script, routes, delay, lossy mode and the prompt cache;
-        release a held call."""
+        """Forget requests, script, routes, delay, lossy mode, the prompt cache and
+        the neutral rule's earlier lines (the mode stays); release a held call."""
         with self._lock:
             self.requests.clear()
             self.headers.clear()
@@ -88,6 +93,7 @@ class FakeAnthropic:
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
+            self._neutral.forget()
             gate, self._gate = self._gate, None
         if gate is not None:
             gate.release()  # never leave a handler thread parked across tests
@@ -191,7 +197,7 @@ class FakeAnthropic:
             fraction, seed = self.lossy_fraction, self.lossy_seed
         content, text, stop = answer(request, reply, number=number,
                                      fraction=0.0 if reply.text is not None else fraction,
-                                     seed=seed)
+                                     seed=seed, neutral=self._neutral if self.neutral else None)
         with self._lock:
             usage = request_usage(request.body, self._cache)
         return {"id": f"msg_{number}", "type": "message", "role": "assistant",
