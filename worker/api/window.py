@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
+from recap.api.core import load_blocks
 from recap.core import adaptive, lookback
 from recap.core.assemble import Context, Row, after_history, assemble
 from recap.core.recall import Candidate, query_terms, topic_terms
@@ -85,7 +86,7 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
     budget = (overrides or {}).get("context_budget_tokens", default_budget)
     return Window(head.content, int(head.tokens or 0),
                   [Row(r.role, r.content, int(r.tokens),
-                       json.loads(r.blocks) if r.blocks is not None else None)
+                       load_blocks(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
                   scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
                   session_id=session_id)
