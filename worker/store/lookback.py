@@ -3,7 +3,9 @@ one statement, a few indexed reads per cue, no model call.
 
 PostgreSQL: the GIN index ``ix_archived_messages_search`` over
 ``to_tsvector('simple', coalesce(search_text, content))``, matched with
-``plainto_tsquery('simple', cue)`` (the cue parsed as the text was). SQLite: the
+``plainto_tsquery('simple', cue)`` (the cue parsed as the text was); the index
+has no pending list (``fastupdate`` off), so a cue found nowhere costs a few
+index pages, not a read of every entry inserted since the last vacuum. SQLite: the
 FTS5 table ``archived_messages_fts`` (kept by triggers), matched with the cue as
 a phrase. Either way each cue reads at most ``PER_CUE + 1`` rows, each as an
 excerpt around the cue's first occurrence, so the read stays small however long
