@@ -49,7 +49,8 @@ def read_window(session_id: str) -> Window:
         # memory it superseded (the newer truth): memories are never taken from
         # the window, so the reads cannot lose anything between them.
         for read in memories_queries(window, dialect=dialect, settings=settings):
-            window = with_memories(window, read, s.execute(read.query).all(), dialect=dialect)
+            rows = s.execute(read.query, read.values).all()
+            window = with_memories(window, read, rows, dialect=dialect)
     return window
 
 

@@ -11,7 +11,7 @@ with no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
@@ -104,6 +104,7 @@ class MemoriesRead(NamedTuple):
     query: Select[Any]
     terms: list[str]
     cues: tuple[lookback.Cue, ...] = ()  # recall's
+    values: Mapping[str, str] | None = None  # bound by name at execution (recall's)
 
 
 def memories_queries(window: Window, *, dialect: str, settings: Settings
@@ -136,8 +137,8 @@ def recall_read(window: Window, *, dialect: str, settings: Settings) -> Memories
     chosen = lookback.cues(asked, context=context)
     if not chosen:
         return None
-    return MemoriesRead("recall", lookup_query(window.session_id, chosen, dialect=dialect),
-                        [], tuple(chosen))
+    query, values = lookup_query(window.session_id, chosen, dialect=dialect)
+    return MemoriesRead("recall", query, [], tuple(chosen), values)
 
 
 def _memory_reads(window: Window, *, dialect: str, settings: Settings) -> list[MemoriesRead]:
