@@ -43,10 +43,14 @@ def build(ref: str, where: Path) -> Path:
     purelib = subprocess.run([str(python), "-c", "import sysconfig; "
                               "print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
-    # The current environment's packages (a plain path line: its own .pth files,
-    # among them this tree's editable install, are not run).
+    # The current environment's packages, as plain path lines (their own .pth files,
+    # among them this tree's editable install, are not run): every site-packages
+    # folder on sys.path, so a virtualenv that lends another's packages through a
+    # .pth line of its own lends them here too.
+    sites = [sysconfig.get_paths()["purelib"],
+             *(p for p in sys.path if Path(p).name == "site-packages" and Path(p).is_dir())]
     Path(purelib, "zz_bench_compare_base.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+        "".join(f"{site}\n" for site in dict.fromkeys(sites)), encoding="utf-8")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "-e",
                     str(where / "tree")], check=True, capture_output=True, text=True)
     return python

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from recap.api import aio, loops
+from recap.api import aio, context, loops
 from recap.db import transaction
 from recap.errors import ConfigError
 from recap.models import ChatMessage
@@ -223,3 +223,30 @@ def test_the_loop_is_never_held_long_by_a_call(settings_env: Callable[..., None]
         assert s.scalar(select(func.count()).select_from(ChatMessage)
                         .where(ChatMessage.session_id == "measured")) == 11
     assert lag < limit, f"a call held the event loop for {lag * 1000:.1f} ms"
+
+
+def test_the_window_is_read_and_assembled_off_the_loop(
+        settings_env: Callable[..., None], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A window can hold megabytes: its rows are fetched, decoded and assembled in a
+    # thread, so none of it runs on the loop's thread whatever the window's size.
+    settings_env(**LOW)
+    seed("off-loop", 3)
+    threads: list[int] = []
+
+    def on_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.get_ident())
+            return fn(*args, **kwargs)
+        return recorded
+
+    monkeypatch.setattr(context, "window_of", on_thread(context.window_of))
+    monkeypatch.setattr(context, "assemble_window", on_thread(context.assemble_window))
+
+    async def scenario() -> tuple[int, aio.Context]:
+        ctx = await aio.build_context("off-loop", system_prompt="You help.")
+        await aio.close()
+        return threading.get_ident(), ctx
+
+    loop_thread, ctx = asyncio.run(scenario())
+    assert len(ctx["messages"]) == 3
+    assert len(threads) == 2 and loop_thread not in threads

@@ -1,8 +1,10 @@
 """The reply core decides without I/O: the hook's plan from a row of counters, the
-jobs it sends in order, the statement values of a new message."""
+jobs it sends in order, the statement values of a new message, stored blocks read
+back in pieces."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -10,7 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from recap.api.core import (
+    BLOCKS_PIECE_CHARS,
     NewMessage,
+    blocks_json,
+    load_blocks,
     validate_message,
 )
 from recap.api.hook import (
@@ -91,3 +96,45 @@ def test_bad_input_is_refused_before_any_statement(settings: Settings,
     with pytest.raises(InvalidInput):
         validate_message(*args, pinned=False, user_id=None,
                          max_inline_chars=settings.max_inline_base64_chars)
+
+
+def _text(i: int, text: str = "") -> dict[str, object]:
+    return {"type": "text", "text": text or f"line {i}: GET /items/{i} 200"}
+
+
+# A cut between pieces may fall anywhere: inside a block's string that looks like a
+# block boundary, between nested blocks, in the last block.
+_LOOKALIKE = 'x", "y"}, {"type": "text", "text": "z'
+_NESTED = {"type": "tool_result", "tool_use_id": "t",
+           "content": [_text(0, "a" * 100), _text(1, "b" * 100)]}
+BLOCK_ARRAYS = {
+    "many small blocks": [_text(i) for i in range(5000)],
+    "a boundary inside a string": [_text(i, _LOOKALIKE * 50) for i in range(400)],
+    "boundaries between nested blocks": [_NESTED] * 1000,
+    "the last block past a cut": [_text(0), _text(1, "x" * BLOCKS_PIECE_CHARS + _LOOKALIKE)],
+    "one huge block": [_text(0, "y" * 3 * BLOCKS_PIECE_CHARS)],
+    "short": [_text(0)],
+    "empty": [],
+}
+
+
+@pytest.mark.parametrize("blocks", BLOCK_ARRAYS.values(), ids=BLOCK_ARRAYS.keys())
+@pytest.mark.parametrize("dump", [blocks_json, json.dumps,
+                                  lambda b: json.dumps(b, separators=(",", ":")),
+                                  lambda b: f"  {json.dumps(b, indent=1)}\n"])
+def test_stored_blocks_read_back_whole_in_pieces(blocks: list[dict[str, object]],
+                                                 dump: Callable[[object], str]) -> None:
+    assert load_blocks(dump(blocks)) == blocks
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps({"blocks": [_text(i) for i in range(5000)]}),  # not an array
+    json.dumps([_text(i) for i in range(5000)]) + " ]",  # text after the array
+    json.dumps([_text(i) for i in range(5000)])[:-1],  # cut short
+    json.dumps([_text(i) for i in range(5000)]).replace("}, {", "} {", 3000),
+    "[1, 2]" + " " * BLOCKS_PIECE_CHARS + "x",
+    '{"a": 1}',
+])
+def test_stored_blocks_that_are_not_an_array_raise_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        load_blocks(text)

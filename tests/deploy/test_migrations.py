@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from recap.models import Base, modelled
 from tests.env import PG_ADMIN, _admin_execute, migrate
@@ -47,3 +47,20 @@ def test_upgrade_matches_models_and_downgrade_empties(backend: str, empty_pg: st
     engine = create_engine(url)
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     engine.dispose()
+
+
+def _index_options(url: str) -> object:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        options = conn.execute(text("SELECT reloptions FROM pg_class "
+                                    "WHERE relname = 'ix_archived_messages_search'")).scalar()
+    engine.dispose()
+    return options
+
+
+def test_the_recall_index_has_no_pending_list(empty_pg: str) -> None:
+    # A GIN pending list is read whole by every recall lookup (recap.store.lookback).
+    migrate(empty_pg)
+    assert _index_options(empty_pg) == ["fastupdate=off"]
+    migrate(empty_pg, "0018_frozen_answers", down=True)
+    assert _index_options(empty_pg) is None

@@ -17,13 +17,17 @@ markers), title jobs and circuit breaker: the reply core (:mod:`recap.api.core`,
 :mod:`recap.api.hook`, :mod:`recap.api.window`) decides and builds the statements,
 this module only awaits them. Only the waiting differs:
 
-- the database is reached through SQLAlchemy's asyncio engine on psycopg's async
-  driver, the reply core's statements awaited on the loop. PostgreSQL only: with
-  SQLite, DATABASE_URL raises ConfigError here (call the sync API through
-  ``asyncio.to_thread`` instead);
-- validation, block decoding, token counting and context assembly (CPU work that
+- ``add_message`` and ``after_reply`` reach the database through SQLAlchemy's
+  asyncio engine on psycopg's async driver, the reply core's statements awaited
+  on the loop. PostgreSQL only: with SQLite, DATABASE_URL raises ConfigError here
+  (call the sync API through ``asyncio.to_thread`` instead);
+- validation, block decoding and token counting of a new message (CPU work that
   grows with the content; the tokenizer loads on first use) run in the loop's
   default executor, so no call holds the loop for long whatever the message's size;
+- ``build_context`` is the sync one in that executor, on the process's sync
+  engine (:mod:`recap.db`, its own pool): a window can hold megabytes, and
+  psycopg decodes rows where it fetches them, so the read, the decoding and the
+  assembly all happen off the loop;
 - broker publishes run in a small thread pool of their own, so a stuck broker
   ties up neither the loop nor the executor that counts tokens. The outage bound
   is the sync hook's: one failed publish pauses publishing for a few seconds.
@@ -37,8 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy.ext.asyncio import (
@@ -46,6 +49,7 @@ from sqlalchemy.ext.asyncio import (
     AsyncSession,
 )
 
+from recap.api import context
 from recap.api.core import (
     NewMessage,
     add_statement,
@@ -62,22 +66,13 @@ from recap.api.hook import (
     plan_counters,
 )
 from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
-from recap.api.loops import STATES, engine, in_publisher
-from recap.api.window import (
-    MemoriesRead,
-    Window,
-    assemble_window,
-    check_system_prompt,
-    memories_queries,
-    snapshot_query,
-    window_of,
-    with_memories,
-)
+from recap.api.loops import STATES, engine, in_publisher, require_postgresql
+from recap.api.window import check_system_prompt
 from recap.core.assemble import Context
 from recap.core.request import as_request
 from recap.core.validate import check_session_id
 from recap.db import rowcount, utcnow
-from recap.llm.tokens import count_tokens, message_tokens
+from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
 from recap.store.enqueue import BREAKER
 
@@ -198,35 +193,12 @@ async def build_context(session_id: str, *, system_prompt: str,
     """
     check_system_prompt(system_prompt)
     check_session_id(session_id)
-    settings = get_settings()
-    async with (await engine(autocommit=True)).connect() as conn:
-        rows = (await conn.execute(snapshot_query(session_id))).all()
-        # Decoding the blocks and the memories' query terms grow with the window:
-        # a large one is read in a thread, never on the loop.
-        read = functools.partial(_read_window, session_id, rows, settings)
-        window, reads = read() if _small(rows) else await asyncio.to_thread(read)
-        # Later statements, as in the sync read_window (see there).
-        for memories in reads:
-            window = with_memories(window, memories,
-                                   (await conn.execute(memories.query)).all(),
-                                   dialect="postgresql")
-    return await asyncio.to_thread(assemble_window, system_prompt, window, settings=settings,
-                                   count=count_tokens, prompt_caching=prompt_caching)
-
-
-# Text (content and block JSON) a window may hold and still be read on the loop:
-# decoding this much takes well under a millisecond.
-SMALL_WINDOW_CHARS = 64 * 1024
-
-
-def _small(rows: Sequence[Any]) -> bool:
-    return sum(len(r.content or "") + len(r.blocks or "") for r in rows) <= SMALL_WINDOW_CHARS
-
-
-def _read_window(session_id: str, rows: Sequence[Any], settings: Any
-                 ) -> tuple[Window, list[MemoriesRead]]:
-    window = window_of(session_id, rows, default_budget=settings.context_budget_tokens)
-    return window, memories_queries(window, dialect="postgresql", settings=settings)
+    require_postgresql(get_settings().database_url)
+    # The whole read and assembly in one thread, on the sync engine: the window's
+    # rows can be megabytes, and psycopg decodes rows where it fetches them (on
+    # the loop, with the asyncio driver).
+    return await asyncio.to_thread(context.build_context, session_id,
+                                   system_prompt=system_prompt, prompt_caching=prompt_caching)
 
 
 @contextlib.asynccontextmanager

@@ -36,7 +36,10 @@ def read_window(session_id: str) -> Window:
     check_session_id(session_id)
     settings = get_settings()
     with transaction() as s:
-        window = window_of(session_id, s.execute(snapshot_query(session_id)).all(),
+        # Row by row, not one fetchall: a window can hold megabytes, and one C call
+        # decoding them all would hold the GIL throughout (the asyncio API reads in
+        # a thread beside the app's event loop).
+        window = window_of(session_id, list(s.execute(snapshot_query(session_id))),
                            default_budget=settings.context_budget_tokens)
         dialect = s.get_bind().dialect.name
         # Later statements, so possibly a later snapshot than the first: their
@@ -46,7 +49,8 @@ def read_window(session_id: str) -> Window:
         # memory it superseded (the newer truth): memories are never taken from
         # the window, so the reads cannot lose anything between them.
         for read in memories_queries(window, dialect=dialect, settings=settings):
-            window = with_memories(window, read, s.execute(read.query).all(), dialect=dialect)
+            rows = s.execute(read.query, read.values).all()
+            window = with_memories(window, read, rows, dialect=dialect)
     return window
 
 

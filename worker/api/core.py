@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -119,6 +120,61 @@ def blocks_json(blocks: list[dict[str, Any]]) -> str:
     thousands of blocks is one C call that holds the GIL throughout, and the
     asyncio API makes this text in a thread beside the app's event loop."""
     return "[" + ", ".join(map(json.dumps, blocks)) + "]"
+
+
+# Block JSON is decoded in pieces of about this many characters (:func:`load_blocks`).
+BLOCKS_PIECE_CHARS = 64 * 1024
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def load_blocks(text: str) -> list[dict[str, Any]]:
+    """The stored blocks (a JSON array) as a list, decoded in pieces of a few dozen
+    blocks, like :func:`blocks_json`: one ``json.loads`` over thousands of blocks
+    holds the GIL throughout, and the asyncio API's ``build_context`` reads the
+    window in a thread beside the app's event loop. Raises ValueError for text
+    that is not a JSON array."""
+    if len(text) <= BLOCKS_PIECE_CHARS:
+        return _array(json.loads(text))
+    at = _skip_space(text, 0)
+    if text[at:at + 1] != "[":
+        raise ValueError("stored blocks are not a JSON array")
+    at += 1
+    blocks: list[dict[str, Any]] = []
+    while True:
+        # Cut before a block that starts past the piece's length. A cut that falls
+        # inside a block (in a string, or between nested blocks) leaves a string or
+        # a bracket open, so its piece fails to parse: the piece is then taken one
+        # block at a time. Each character is decoded at most twice.
+        cut = text.find(", {", at + BLOCKS_PIECE_CHARS)
+        if cut == -1:
+            return blocks + _array(json.loads("[" + text[at:]))
+        try:
+            blocks += _array(json.loads("[" + text[at:cut] + "]"))
+        except ValueError:
+            while at < cut:
+                block, at = _DECODER.raw_decode(text, _skip_space(text, at))
+                blocks.append(block)
+                at = _skip_space(text, at)
+                if text[at:at + 1] == "]" and _skip_space(text, at + 1) == len(text):
+                    return blocks  # the cut was inside the last block
+                if text[at:at + 1] != ",":
+                    raise ValueError(f"stored blocks: expected ',' or ']' at character {at}"
+                                     ) from None
+                at += 1
+            continue
+        at = cut + 1
+
+
+def _array(loaded: Any) -> list[dict[str, Any]]:
+    if not isinstance(loaded, list):
+        raise ValueError("stored blocks are not a JSON array")
+    return loaded
+
+
+def _skip_space(text: str, at: int) -> int:
+    match = _SPACE.match(text, at)  # always matches, if only the empty string
+    return match.end() if match else at
 
 
 def validate_message(session_id: object, role: object, content: object, *, pinned: object,

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from recap.engines import refuse_closed_by_server
@@ -69,18 +69,25 @@ def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """An asyncio engine on psycopg's async driver for a PostgreSQL ``url`` (any
     driver name: ``postgresql://``, ``postgresql+psycopg://``...); ConfigError for
     any other database."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        raise ConfigError(
-            f"the asyncio API (recap.api.aio) needs PostgreSQL, and DATABASE_URL is "
-            f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
-            f"with SQLite, call the sync API through asyncio.to_thread")
+    parsed = require_postgresql(url)
     # The same privacy as recap.db.make_engine: errors never carry chat text; and
     # the same dead-connection check on checkout, without pre-ping's round trip.
     engine = create_async_engine(parsed.set(drivername="postgresql+psycopg"),
                                  hide_parameters=True, **kwargs)
     refuse_closed_by_server(engine.sync_engine)
     return engine
+
+
+def require_postgresql(url: str) -> URL:
+    """``url`` parsed; ConfigError unless it names PostgreSQL (the asyncio API's one
+    database)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigError(
+            f"the asyncio API (recap.api.aio) needs PostgreSQL, and DATABASE_URL is "
+            f"{parsed.get_backend_name()} ({parsed.render_as_string(hide_password=True)}); "
+            f"with SQLite, call the sync API through asyncio.to_thread")
+    return parsed
 
 
 # -- publishing off the loop --------------------------------------------------------

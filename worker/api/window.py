@@ -11,11 +11,12 @@ with no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
+from recap.api.core import load_blocks
 from recap.core import adaptive, lookback
 from recap.core.assemble import Context, Row, after_history, assemble
 from recap.core.recall import Candidate, query_terms, topic_terms
@@ -85,7 +86,7 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
     budget = (overrides or {}).get("context_budget_tokens", default_budget)
     return Window(head.content, int(head.tokens or 0),
                   [Row(r.role, r.content, int(r.tokens),
-                       json.loads(r.blocks) if r.blocks is not None else None)
+                       load_blocks(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
                   scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
                   session_id=session_id)
@@ -103,6 +104,7 @@ class MemoriesRead(NamedTuple):
     query: Select[Any]
     terms: list[str]
     cues: tuple[lookback.Cue, ...] = ()  # recall's
+    values: Mapping[str, str] | None = None  # bound by name at execution (recall's)
 
 
 def memories_queries(window: Window, *, dialect: str, settings: Settings
@@ -135,8 +137,8 @@ def recall_read(window: Window, *, dialect: str, settings: Settings) -> Memories
     chosen = lookback.cues(asked, context=context)
     if not chosen:
         return None
-    return MemoriesRead("recall", lookup_query(window.session_id, chosen, dialect=dialect),
-                        [], tuple(chosen))
+    query, values = lookup_query(window.session_id, chosen, dialect=dialect)
+    return MemoriesRead("recall", query, [], tuple(chosen), values)
 
 
 def _memory_reads(window: Window, *, dialect: str, settings: Settings) -> list[MemoriesRead]:

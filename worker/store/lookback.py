@@ -3,7 +3,9 @@ one statement, a few indexed reads per cue, no model call.
 
 PostgreSQL: the GIN index ``ix_archived_messages_search`` over
 ``to_tsvector('simple', coalesce(search_text, content))``, matched with
-``plainto_tsquery('simple', cue)`` (the cue parsed as the text was). SQLite: the
+``plainto_tsquery('simple', cue)`` (the cue parsed as the text was); the index
+has no pending list (``fastupdate`` off), so a cue found nowhere costs a few
+index pages, not a read of every entry inserted since the last vacuum. SQLite: the
 FTS5 table ``archived_messages_fts`` (kept by triggers), matched with the cue as
 a phrase. Either way each cue reads at most ``PER_CUE + 1`` rows, each as an
 excerpt around the cue's first occurrence, so the read stays small however long
@@ -14,6 +16,7 @@ message, whose ``content`` is whole.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,25 +58,42 @@ def fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str) -> Select[Any]:
+def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str
+                 ) -> tuple[Select[Any], dict[str, str]]:
     """Per cue, at most ``PER_CUE + 1`` archived messages of the session holding it,
-    as (cue, id, role, created_at, tool, excerpt). Raises ValueError without cues."""
+    as (cue, id, role, created_at, tool, excerpt): the statement and its values.
+    Raises ValueError without cues."""
     if not chosen:
         raise ValueError("lookup_query needs at least one cue")
-    parts = []
+    values = {"session_id": session_id}
     for i, cue in enumerate(chosen):
-        term = bindparam(f"cue_{i}", cue.term, type_=Text)
+        values[f"cue_{i}"] = cue.term
+        if dialect != "postgresql":
+            values[f"phrase_{i}"] = fts_phrase(cue.term)
+    return lookup_statement(len(chosen), dialect=dialect), values
+
+
+@functools.cache
+def lookup_statement(cues: int, *, dialect: str) -> Select[Any]:
+    """The statement of :func:`lookup_query` for ``cues`` cues, its values bound by
+    name. Built once per number of cues: building and compiling a statement of
+    eight unions costs more than running it, and SQLAlchemy compiles the same
+    statement object once."""
+    session = bindparam("session_id", type_=Text)
+    parts = []
+    for i in range(cues):
+        term = bindparam(f"cue_{i}", type_=Text)
         if dialect == "postgresql":
             match = func.to_tsvector(literal_column("'simple'"), _body()).bool_op("@@")(
                 func.plainto_tsquery(literal_column("'simple'"), term))
         else:
-            phrase = bindparam(f"phrase_{i}", fts_phrase(cue.term), type_=Text)
+            phrase = bindparam(f"phrase_{i}", type_=Text)
             match = A.id.in_(select(literal_column("rowid")).select_from(text(FTS_TABLE))
                              .where(literal_column(FTS_TABLE).op("MATCH")(phrase)))
         # Every match, planned as such (a fence): under a LIMIT the planner would
         # rather scan the session's rows in order, parsing each, than use the index.
         # Run lazily, it stops after the rows the LIMIT below takes.
-        matched = select(A.id).where(A.session_id == session_id, match).cte(f"m{i}")
+        matched = select(A.id).where(A.session_id == session, match).cte(f"m{i}")
         if dialect == "postgresql":
             matched = matched.prefix_with("MATERIALIZED")
         ids = select(matched.c.id).limit(PER_CUE + 1).subquery(f"k{i}")
