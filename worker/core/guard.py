@@ -67,14 +67,34 @@ from recap.core.entries import (
 from recap.core.memories import Fact
 from recap.core.prompt import Turn, escape
 from recap.core.provenance import names, stated_names
+from recap.core.salience import Origin, Rank, Salience, Voice, rank
 from recap.core.specifics import absent, contains, extract_specifics
 from recap.core.text import defuse, tag_opener
 
-__all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "MAX_ENTRY_CHARS", "Settlement", "context",
+__all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
+           "context", "default_salience", "details_sections", "kept_of", "render_details",
            "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
            "required", "settle", "strip_details", "tidy"]
 
 DETAILS_HEADER = "Details (kept verbatim by Recap):"
+# The details section is grouped by where its lines came from, in this order; a
+# line read from the previous summary's prose goes under the plain header.
+DETAILS_HEADERS: dict[Origin, str] = {
+    Origin.USER: f"{DETAILS_HEADER} stated by the user",
+    Origin.DOCUMENT: f"{DETAILS_HEADER} from text the user pasted or quoted",
+    Origin.ASSISTANT: f"{DETAILS_HEADER} from the assistant's replies",
+    Origin.TOOL: f"{DETAILS_HEADER} from tool results",
+    Origin.SUMMARY: DETAILS_HEADER,
+}
+_ORIGIN_OF_HEADER = {h: o for o, h in DETAILS_HEADERS.items()}
+# A guard-made memory's importance by the rank of what it keeps: the memories
+# block shows the best-ranked first (recap.core.recall.rank_key).
+IMPORTANCE = {Rank.STATED: 4, Rank.REFERRED: 3, Rank.USED: 3, Rank.REST: 2}
+# Whose line a guard-made memory is (recap.models.SOURCE_KINDS): a tool result's,
+# the assistant's, a pasted document's; ``guard`` for a line of the user's own
+# words or of the previous summary (a verbatim window, kept in the session's scope).
+MEMORY_SOURCE = {Origin.TOOL: "tool", Origin.ASSISTANT: "assistant",
+                 Origin.DOCUMENT: "document", Origin.USER: "guard", Origin.SUMMARY: "guard"}
 # A repair prompt names at most this many specifics; the rest are settled by Recap.
 MAX_REPAIR_ITEMS = 200
 MEMORY_IMPORTANCE = 3
@@ -91,6 +111,8 @@ everything else it says. Answer with the revised summary only.
 </summary>"""
 
 _SUMMARY_TAG = tag_opener(["summary"])
+# How recap.core.render writes a message of tool results.
+TOOL_RESULT_RENDERING = "[tool result for "
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,10 @@ class Settlement:
     specifics_total: int
     specifics_in_details: int
     specifics_to_memories: int
+    # The condensed messages' specifics by rank (recap.core.salience.Rank order) and
+    # those left in the archive only (a tool returned them, nothing used them).
+    by_rank: tuple[int, int, int, int] = (0, 0, 0, 0)
+    archived: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,16 +147,24 @@ class GuardCounts:
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
     repair_skipped: bool = False
+    specifics_stated: int = 0
+    specifics_referred: int = 0
+    specifics_used: int = 0
+    specifics_rest: int = 0
+    specifics_archived: int = 0
+
+
+def _header(line: str) -> Origin | None:
+    return _ORIGIN_OF_HEADER.get(line.strip())
 
 
 def strip_details(summary: str) -> str:
-    """``summary`` without a details section (Recap's, copied back by the model): the
-    header line and the ``- `` lines right after it; any text after them stays."""
-    lines = summary.split("\n")
+    """``summary`` without its details section (Recap's, copied back by the model):
+    each header line and the ``- `` lines right after it; any text after them stays."""
     out: list[str] = []
     inside = False
-    for line in lines:
-        if line.strip() == DETAILS_HEADER:
+    for line in summary.split("\n"):
+        if _header(line) is not None:
             inside = True
             continue
         if inside and line.startswith("- "):
@@ -140,18 +174,36 @@ def strip_details(summary: str) -> str:
     return "\n".join(out).strip()
 
 
+def details_sections(summary: str) -> list[tuple[Origin, str]]:
+    """The lines of ``summary``'s details section, without their ``- ``, each with
+    the origin its header names."""
+    out: list[tuple[Origin, str]] = []
+    inside: Origin | None = None
+    for line in summary.split("\n"):
+        origin = _header(line)
+        if origin is not None:
+            inside = origin
+        elif inside is not None and line.startswith("- "):
+            out.append((inside, line[2:]))
+        else:
+            inside = None
+    return out
+
+
 def details_lines(summary: str) -> list[str]:
     """The lines of ``summary``'s details section, without their ``- ``."""
-    out: list[str] = []
-    inside = False
-    for line in summary.split("\n"):
-        if line.strip() == DETAILS_HEADER:
-            inside = True
-        elif inside and line.startswith("- "):
-            out.append(line[2:])
-        else:
-            inside = False
-    return out
+    return [line for _, line in details_sections(summary)]
+
+
+def render_details(lines: Sequence[tuple[Origin, str]]) -> str:
+    """The details section for ``lines`` (origin, entry): a header per origin, in
+    :data:`DETAILS_HEADERS` order, each group's lines in the order given."""
+    parts = []
+    for origin, header in DETAILS_HEADERS.items():
+        group = [f"- {line}" for o, line in lines if o is origin]
+        if group:
+            parts.append("\n".join([header, *group]))
+    return "\n\n".join(parts)
 
 
 def of_turn(turn: Turn) -> frozenset[str]:
@@ -173,13 +225,32 @@ def of_summary(summary: str | None) -> frozenset[str]:
             | names("\n".join(details_lines(text))) | heads)
 
 
-def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
+def required(turns: Sequence[Turn], previous: str | None,
+             salience: Salience | None = None) -> frozenset[str]:
     """The specifics a fold of ``turns`` onto ``previous`` must keep (pass the
-    previous summary without its echoes of Recap's prompt: recap.core.echo)."""
+    previous summary without its echoes of Recap's prompt: recap.core.echo). With
+    ``salience``, not those of the batch it finds :meth:`~Salience.archivable`
+    (a tool returned them and nothing used them: they stay in the archive)."""
     found: set[str] = set(of_summary(previous))
     for t in turns:
-        found |= of_turn(t)
+        found |= kept_of(t, salience)
     return frozenset(found)
+
+
+def kept_of(turn: Turn, salience: Salience | None) -> frozenset[str]:
+    """:func:`of_turn` without what ``salience`` leaves in the archive."""
+    found = of_turn(turn)
+    if salience is None:
+        return found
+    return frozenset(s for s in found if not salience.archivable(s))
+
+
+def default_salience(turns: Sequence[Turn]) -> Salience:
+    """The salience of ``turns`` read from their text alone (no later messages, a
+    turn rendered as tool results is a tool result): what :func:`settle` uses when
+    the job gives none."""
+    return rank([Voice(t.id, t.role, t.content,
+                       tool=t.content.startswith(TOOL_RESULT_RENDERING)) for t in turns])
 
 
 def missing(specifics: frozenset[str], *, summary: str,
@@ -214,51 +285,58 @@ def repair_items(turns: Sequence[Turn], previous: str | None,
 def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
            summary: str, facts: Sequence[Fact], details_cap: int,
            count: Callable[[str], int], spill: bool,
-           held_before: frozenset[int] = frozenset(), corpus: str = "") -> Settlement:
+           held_before: frozenset[int] = frozenset(), corpus: str = "",
+           salience: Salience | None = None) -> Settlement:
     """Settle what ``summary`` (after any repair) and ``facts`` still miss.
 
     ``units`` are the batch's ids grouped in policy units, oldest first;
     ``details_cap`` is the details section's most tokens (by ``count``);
-    ``corpus``: what Recap sent (recap.core.echo.sent_corpus), cut from the summary.
+    ``corpus``: what Recap sent (recap.core.echo.sent_corpus), cut from the summary;
+    ``salience``: the rank and origin of the batch's specifics (recap.core.salience;
+    default: read from ``turns`` alone). The details section holds the best-ranked
+    lines that fit, grouped by origin; the rest become memories.
     """
+    sal = salience if salience is not None else default_salience(turns)
     summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]
     by_id = {t.id: t.content for t in turns}
-    need = {t.id: of_turn(t) for t in turns}
+    everything = {t.id: of_turn(t) for t in turns}
+    need = {t.id: kept_of(t, sal) for t in turns}
     room = details_cap - count(DETAILS_HEADER)
-    details: list[str] = []
-    memories: list[str] = []
+    placed: list[_Line] = []  # in the details section while the units are walked
+    overflow: list[_Line] = []
     covered: set[str] = set()
     condensed: list[int] = []
     held: list[int] = []
     total: set[str] = set()
 
-    def place(lines: Sequence[str], *, overflow: bool) -> bool:
+    def place(lines: Sequence[_Line], *, spill_over: bool) -> bool:
         """Put ``lines`` in the details section if they all fit; else, with
-        ``overflow``, those that fit and the rest to memories; else nothing."""
+        ``spill_over``, those that fit and the rest to memories; else nothing."""
         nonlocal room
-        costs = [count("\n- " + line) for line in lines]
+        costs = [count("\n- " + line.text) for line in lines]
         if sum(costs) <= room:
-            details.extend(lines)
+            placed.extend(lines)
             room -= sum(costs)
             return True
-        if not overflow:
+        if not spill_over:
             return False
         for line, cost in zip(lines, costs, strict=True):
             if cost <= room:
-                details.append(line)
+                placed.append(line)
                 room -= cost
             else:
-                memories.append(line)
+                overflow.append(line)
         return True
 
     # What the batch says that ``kept`` lacks, looked up once for every unit.
     gone = absent(frozenset().union(*need.values()), kept)
     for i, unit in enumerate(units):
         found = frozenset().union(*(need[m] for m in unit))
-        lost = sorted((found - covered) & gone)
-        lines = entries_for(lost, [by_id[m] for m in unit], [need[m] for m in unit])
-        if not place(lines, overflow=i == 0 or spill or bool(held_before & set(unit))):
+        lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
+        texts = [by_id[m] for m in unit]
+        lines = _entries(lost, texts, [need[m] for m in unit], sal)
+        if not place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
         covered.update(lost)
@@ -269,26 +347,83 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     total |= before
     lost_before = set(absent(before - covered, kept))
     settled = covered | lost_before  # what the details and memories now carry
-    # A line the previous details section holds is carried as it is: rebuilding it
-    # from the summary would read Recap's own line and stack its prefix again.
-    carried: list[str] = []
-    for line in details_lines(previous or ""):
+    # A line the previous details section holds is carried as it is, under its
+    # origin: rebuilding it from the summary would read Recap's own line and stack
+    # its prefix again.
+    carried: list[_Line] = []
+    for origin, line in details_sections(previous or ""):
         line = tidy(line)
-        if any(contains(line, s) for s in lost_before):
-            carried.append(line)
-            lost_before -= {s for s in lost_before if contains(line, s)}
+        holds = {s for s in lost_before if contains(line, s)}
+        if holds:
+            carried.append(_Line(min(sal.rank(s) for s in holds), origin, line))
+            lost_before -= holds
     body = strip_details(previous or "")
     order = _appearance(body, frozenset(lost_before))
-    place(carried + [entry(body, s) for s in order], overflow=True)
+    place(carried + [_Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order],
+          spill_over=True)
+    details, memories = _by_rank([*placed, *overflow], cap=details_cap, count=count)
     text = summary
     if details:
-        text = f"{summary}\n\n{DETAILS_HEADER}\n" + "\n".join(f"- {d}" for d in details)
-    in_details = sum(any(contains(d, x) for d in details) for x in settled)
+        text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
+    in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
+    ranks = [0, 0, 0, 0]
+    archived = 0
+    for x in frozenset().union(*(everything[m] for m in condensed)) - before:
+        if sal.archivable(x):
+            archived += 1
+        else:
+            ranks[sal.rank(x)] += 1
     return Settlement(
         summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
-        memories=tuple(Fact(m, "fact", MEMORY_IMPORTANCE) for m in memories),
+        memories=tuple(Fact(m.text, "fact", IMPORTANCE[m.rank], source=MEMORY_SOURCE[m.origin])
+                       for m in memories),
         specifics_total=len(total),
-        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details)
+        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details,
+        by_rank=(ranks[0], ranks[1], ranks[2], ranks[3]), archived=archived)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """A line the guard keeps: its rank (the best of the specifics it was made
+    for), who first said them, and the entry."""
+
+    rank: Rank
+    origin: Origin
+    text: str
+
+
+def _entries(lost: Sequence[str], texts: Sequence[str], found: Sequence[frozenset[str]],
+             sal: Salience) -> list[_Line]:
+    """:func:`entries_for` ``lost`` (best-ranked first), each line with the rank and
+    origin of the specific it was made for."""
+    lines = entries_for(lost, texts, found)
+    out: list[_Line] = []
+    for x in lost:
+        at = next((i for i, line in enumerate(lines) if contains(line, x)), None)
+        if at is not None and all(line.text != lines[at] for line in out):
+            out.append(_Line(sal.rank(x), sal.origin(x), lines[at]))
+    return out
+
+
+def _by_rank(lines: Sequence[_Line], *, cap: int,
+             count: Callable[[str], int]) -> tuple[list[_Line], list[_Line]]:
+    """(the details section's lines, the memories'): the best-ranked ``lines`` (in
+    the order given among equals) that fit ``cap`` tokens with their origins'
+    headers; the rest."""
+    details: list[_Line] = []
+    rest: list[_Line] = []
+    room = cap
+    headed: set[Origin] = set()
+    for line in sorted(lines, key=lambda x: x.rank):  # stable: oldest first among equals
+        cost = count("\n- " + line.text) + (
+            0 if line.origin in headed else count("\n\n" + DETAILS_HEADERS[line.origin]))
+        if cost <= room:
+            details.append(line)
+            headed.add(line.origin)
+            room -= cost
+        else:
+            rest.append(line)
+    return details, rest
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:
