@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from recap.core import adaptive
+from recap.core.adaptive import RECALL_COVER
 
 
 class Mode(StrEnum):
@@ -75,6 +76,9 @@ class Thresholds:
     adaptive: bool = False
     memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
     fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
+    # Share of what a fold condenses later replies still reach (archive and recall on:
+    # adaptive.RECALL_COVER; off: 0): the adaptive policy prices a fold's loss by it.
+    recall_cover: float = RECALL_COVER
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,8 @@ def adapt(t: Thresholds, *, message_count: int, active_tokens: int,
         return t, None
     s = adaptive.sizing(message_count=message_count, active_tokens=active_tokens,
                         summary_tokens=summary_tokens, budget=t.context_budget_tokens,
-                        keep_recent=t.keep_recent, memory_limit=t.memory_limit)
+                        keep_recent=t.keep_recent, memory_limit=t.memory_limit,
+                        recall_cover=t.recall_cover)
     return replace(t, trigger_messages=NEVER, trigger_tokens=NEVER, keep_recent=s.keep_recent,
                    condense_to=s.low_water / t.context_budget_tokens, adaptive=False,
                    fold_at=s.high_water), s
