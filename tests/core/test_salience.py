@@ -4,6 +4,9 @@ archive."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from recap.core import guard
 from recap.core.entries import entry
 from recap.core.prompt import Turn
@@ -132,3 +135,34 @@ def test_ranking_is_linear_in_the_text() -> None:
     sal = rank([Voice(1, "assistant", CALL), Voice(2, "user", big, tool=True),
                 Voice(3, "assistant", "Only 99999 matters.")])
     assert sal.rank("99999") is Rank.USED and sal.archivable("5")
+
+
+IDS = [f"ID-{i}" for i in range(8)]
+KINDS = ["user", "assistant", "tool", "pasted"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(KINDS), st.lists(st.sampled_from(IDS), max_size=4)),
+                min_size=1, max_size=12), st.integers(0, 12))
+def test_what_the_user_stated_is_always_required(script: list[tuple[str, list[str]]],
+                                                 cut: int) -> None:
+    """Whatever the tools returned and whoever used it, every specific the user
+    stated in their own words in a condensed message is required by the guard."""
+    voices = []
+    for i, (kind, ids) in enumerate(script):
+        said = " ".join(ids) or "nothing"
+        if kind == "tool":
+            voices.append(Voice(i, "user", f"[tool result for t{i}: {said}]", tool=True))
+        elif kind == "pasted":
+            voices.append(Voice(i, "user", f"Look.\n> {said}"))
+        else:
+            voices.append(Voice(i, kind, f"About {said}."))
+    condensed, later = voices[:cut] or voices[:1], voices[cut:] if cut else voices[1:]
+    sal = rank(condensed, later)
+    turns = [Turn(v.id, v.role, v.content) for v in condensed]
+    needed = guard.required(turns, None, sal)
+    stated = {s for (kind, ids), _ in zip(script, condensed, strict=False) if kind == "user"
+              for s in ids}
+    assert stated <= needed
+    for s in stated:
+        assert sal.rank(s) is Rank.STATED

@@ -111,6 +111,18 @@ def _with_neighbours(words: list[str], index: int) -> list[str]:
     name stated next to it: "LGR-3621 shows up at tests/load.py:88"), as far as
     MAX_CONTEXT_CHARS allows, then plain words on both sides up to CONTEXT_WORDS.
     Whole words only: a window never cuts a path or a hash in two."""
+    # Only words within MAX_CONTEXT_CHARS of the specific can join it: a line of a
+    # hundred thousand numbers is read near the specific, not whole.
+    first = last = index
+    reach = 0
+    while first > 0 and reach + len(words[first - 1]) < MAX_CONTEXT_CHARS:
+        first -= 1
+        reach += len(words[first]) + 1
+    reach = 0
+    while last < len(words) - 1 and reach + len(words[last + 1]) < MAX_CONTEXT_CHARS:
+        last += 1
+        reach += len(words[last]) + 1
+    words, index = words[first:last + 1], index - first
     named = names(" ".join(words))
 
     def holds(w: str) -> bool:
@@ -121,12 +133,20 @@ def _with_neighbours(words: list[str], index: int) -> list[str]:
     size = len(words[index])
     neighbours = sorted((j for j, w in enumerate(words) if j != index and holds(w)),
                         key=lambda j: (abs(j - index), j < index))
+    blocked: set[bool] = set()  # the sides (left: True) where the next one did not fit
     for j in neighbours:
+        left = j < index
+        if left in blocked:
+            continue  # a farther one on a side where a nearer one did not fit
         lo2, hi2 = min(lo, j), max(hi, j)
         grown = size + sum(len(w) + 1 for w in words[lo2:lo]) \
             + sum(len(w) + 1 for w in words[hi + 1:hi2 + 1])
         if grown <= MAX_CONTEXT_CHARS:
             lo, hi, size = lo2, hi2, grown
+        else:
+            blocked.add(left)
+            if len(blocked) == 2:
+                break
     left = True
     while hi - lo + 1 < CONTEXT_WORDS and (lo > 0 or hi < len(words) - 1):
         left = not left  # the right side first, then alternate

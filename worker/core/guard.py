@@ -50,6 +50,7 @@ prompt, the tool schema) are cut from the summary and are never specifics
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -247,10 +248,11 @@ def kept_of(turn: Turn, salience: Salience | None) -> frozenset[str]:
 
 def default_salience(turns: Sequence[Turn]) -> Salience:
     """The salience of ``turns`` read from their text alone (no later messages, a
-    turn rendered as tool results is a tool result): what :func:`settle` uses when
-    the job gives none."""
-    return rank([Voice(t.id, t.role, t.content,
-                       tool=t.content.startswith(TOOL_RESULT_RENDERING)) for t in turns])
+    turn rendered as tool results is a tool result), leaving nothing to an archive
+    it does not know of: what :func:`settle` uses when the job gives none."""
+    return dataclasses.replace(
+        rank([Voice(t.id, t.role, t.content, tool=t.content.startswith(TOOL_RESULT_RENDERING))
+              for t in turns]), archive=False)
 
 
 def missing(specifics: frozenset[str], *, summary: str,

@@ -55,9 +55,9 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     kept_lines = guard.details_lines(previous or "")
     facts = [f for f in result.facts
              if not echo.is_echo(f.fact, corpus) and not entries.restates(f.fact, kept_lines)]
-    sal = (salience.rank(claim.voices.batch, claim.voices.later) if claim.voices.batch
-           else guard.default_salience(turns))
-    sal = dataclasses.replace(sal, archive=settings.archive_summarized)
+    sal = dataclasses.replace(
+        salience.rank(claim.voices.batch, claim.voices.later) if claim.voices.batch
+        else guard.default_salience(turns), archive=settings.archive_summarized)
     needed = guard.required(turns, previous, sal)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
