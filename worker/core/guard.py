@@ -10,7 +10,14 @@ across random fold sequences with a weak model (copies, echoes, junk replaces).
 A fold must keep every specific (recap.core.specifics) of the messages it
 condenses and of the previous summary, and every name (a person, a place, an
 organisation: recap.core.provenance.names) the user wrote in their own words
-or the previous summary holds (:func:`of_turn`, :func:`of_summary`). *Kept*
+or the previous summary holds (:func:`of_turn`, :func:`of_summary`), except a
+specific only a tool returned that nothing used: its message stays in the
+archive, and it is neither required nor counted as lost (recap.core.salience;
+:func:`required`, :func:`kept_of`). The rest are ranked by salience (stated by
+the user, referred to again, used right after a tool, the rest): the details
+section holds the best-ranked lines that fit, under a header per origin
+(:data:`DETAILS_HEADERS`), and the others become memories labelled by the kind
+of text they were read from (:data:`MEMORY_SOURCE`). *Kept*
 means present in the new summary or in the facts mined from this batch. The job
 asks the model once to repair a summary that omits some (:func:`repair_prompt`);
 what is still missing is then settled by :func:`settle`, in this order:
@@ -55,6 +62,14 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from recap.core.details import (
+    DETAILS_HEADER,
+    DETAILS_HEADERS,
+    details_lines,
+    details_sections,
+    render_details,
+    strip_details,
+)
 from recap.core.echo import strip_echo
 from recap.core.entries import (
     CONTEXT_WORDS,
@@ -77,17 +92,6 @@ __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHAR
            "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
            "required", "settle", "strip_details", "tidy"]
 
-DETAILS_HEADER = "Details (kept verbatim by Recap):"
-# The details section is grouped by where its lines came from, in this order; a
-# line read from the previous summary's prose goes under the plain header.
-DETAILS_HEADERS: dict[Origin, str] = {
-    Origin.USER: f"{DETAILS_HEADER} stated by the user",
-    Origin.DOCUMENT: f"{DETAILS_HEADER} from text the user pasted or quoted",
-    Origin.ASSISTANT: f"{DETAILS_HEADER} from the assistant's replies",
-    Origin.TOOL: f"{DETAILS_HEADER} from tool results",
-    Origin.SUMMARY: DETAILS_HEADER,
-}
-_ORIGIN_OF_HEADER = {h: o for o, h in DETAILS_HEADERS.items()}
 # A guard-made memory's importance by the rank of what it keeps: the memories
 # block shows the best-ranked first (recap.core.recall.rank_key).
 IMPORTANCE = {Rank.STATED: 4, Rank.REFERRED: 3, Rank.USED: 3, Rank.REST: 2}
@@ -153,58 +157,6 @@ class GuardCounts:
     specifics_used: int = 0
     specifics_rest: int = 0
     specifics_archived: int = 0
-
-
-def _header(line: str) -> Origin | None:
-    return _ORIGIN_OF_HEADER.get(line.strip())
-
-
-def strip_details(summary: str) -> str:
-    """``summary`` without its details section (Recap's, copied back by the model):
-    each header line and the ``- `` lines right after it; any text after them stays."""
-    out: list[str] = []
-    inside = False
-    for line in summary.split("\n"):
-        if _header(line) is not None:
-            inside = True
-            continue
-        if inside and line.startswith("- "):
-            continue
-        inside = False
-        out.append(line)
-    return "\n".join(out).strip()
-
-
-def details_sections(summary: str) -> list[tuple[Origin, str]]:
-    """The lines of ``summary``'s details section, without their ``- ``, each with
-    the origin its header names."""
-    out: list[tuple[Origin, str]] = []
-    inside: Origin | None = None
-    for line in summary.split("\n"):
-        origin = _header(line)
-        if origin is not None:
-            inside = origin
-        elif inside is not None and line.startswith("- "):
-            out.append((inside, line[2:]))
-        else:
-            inside = None
-    return out
-
-
-def details_lines(summary: str) -> list[str]:
-    """The lines of ``summary``'s details section, without their ``- ``."""
-    return [line for _, line in details_sections(summary)]
-
-
-def render_details(lines: Sequence[tuple[Origin, str]]) -> str:
-    """The details section for ``lines`` (origin, entry): a header per origin, in
-    :data:`DETAILS_HEADERS` order, each group's lines in the order given."""
-    parts = []
-    for origin, header in DETAILS_HEADERS.items():
-        group = [f"- {line}" for o, line in lines if o is origin]
-        if group:
-            parts.append("\n".join([header, *group]))
-    return "\n\n".join(parts)
 
 
 def of_turn(turn: Turn) -> frozenset[str]:
