@@ -11,13 +11,11 @@ A fold must keep every specific (recap.core.specifics) of the messages it
 condenses and of the previous summary, and every name (a person, a place, an
 organisation: recap.core.provenance.names) the user wrote in their own words
 or the previous summary holds (:func:`of_turn`, :func:`of_summary`), except a
-specific only a tool returned that nothing used: its message stays in the
-archive, and it is neither required nor counted as lost (recap.core.salience;
-:func:`required`, :func:`kept_of`). The rest are ranked by salience (stated by
-the user, referred to again, used right after a tool, the rest): the details
-section holds the best-ranked lines that fit, under a header per origin
-(:data:`DETAILS_HEADERS`), and the others become memories labelled by the kind
-of text they were read from (:data:`MEMORY_SOURCE`). *Kept*
+specific only a tool returned that nothing used: its message stays in the archive,
+so it is neither required nor lost (recap.core.salience, :func:`kept_of`). The
+details section holds the best-ranked lines that fit under a header per origin
+(recap.core.details); the others become memories labelled by the text they were
+read from (recap.core.kept). *Kept*
 means present in the new summary or in the facts mined from this batch. The job
 asks the model once to repair a summary that omits some (:func:`repair_prompt`);
 what is still missing is then settled by :func:`settle`, in this order:
@@ -75,49 +73,25 @@ from recap.core.entries import (
     CONTEXT_WORDS,
     MAX_ENTRY_CHARS,
     context,
-    entries_for,
     entry,
     peel,
     tidy,
 )
+from recap.core.kept import IMPORTANCE, MEMORY_SOURCE, Line, by_rank, lines_for, rank_counts
 from recap.core.memories import Fact
-from recap.core.prompt import Turn, escape
+from recap.core.prompt import Turn
 from recap.core.provenance import names, stated_names
-from recap.core.salience import Origin, Rank, Salience, Voice, rank
+from recap.core.repair_prompt import REPAIR_PROMPT as REPAIR_PROMPT
+from recap.core.repair_prompt import repair_prompt as repair_prompt
+from recap.core.salience import Origin, Salience, Voice, rank
 from recap.core.specifics import absent, contains, extract_specifics
-from recap.core.text import defuse, tag_opener
 
 __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
            "context", "default_salience", "details_sections", "kept_of", "render_details",
            "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
            "required", "settle", "strip_details", "tidy"]
 
-# A guard-made memory's importance by the rank of what it keeps: the memories
-# block shows the best-ranked first (recap.core.recall.rank_key).
-IMPORTANCE = {Rank.STATED: 4, Rank.REFERRED: 3, Rank.USED: 3, Rank.REST: 2}
-# Whose line a guard-made memory is (recap.models.SOURCE_KINDS): a tool result's,
-# the assistant's, a pasted document's; ``guard`` for a line of the user's own
-# words or of the previous summary (a verbatim window, kept in the session's scope).
-MEMORY_SOURCE = {Origin.TOOL: "tool", Origin.ASSISTANT: "assistant",
-                 Origin.DOCUMENT: "document", Origin.USER: "guard", Origin.SUMMARY: "guard"}
-# A repair prompt names at most this many specifics; the rest are settled by Recap.
-MAX_REPAIR_ITEMS = 200
-MEMORY_IMPORTANCE = 3
-
-REPAIR_PROMPT = """The summary below omits these specifics from the conversation (each with a
-few words of its context):
-{items}
-
-Revise the summary to include each of them, concisely, saying what it refers to. Keep
-everything else it says. Answer with the revised summary only.
-
-<summary>
-{summary}
-</summary>"""
-
-_SUMMARY_TAG = tag_opener(["summary"])
-# How recap.core.render writes a message of tool results.
-TOOL_RESULT_RENDERING = "[tool result for "
+TOOL_RESULT_RENDERING = "[tool result for "  # how recap.core.render writes one
 
 
 @dataclass(frozen=True)
@@ -132,8 +106,7 @@ class Settlement:
     specifics_total: int
     specifics_in_details: int
     specifics_to_memories: int
-    # The condensed messages' specifics by rank (recap.core.salience.Rank order) and
-    # those left in the archive only (a tool returned them, nothing used them).
+    # The condensed messages' specifics by Rank, and those left in the archive only.
     by_rank: tuple[int, int, int, int] = (0, 0, 0, 0)
     archived: int = 0
 
@@ -213,16 +186,6 @@ def missing(specifics: frozenset[str], *, summary: str,
     return absent(specifics, [summary, *(f.fact for f in facts)])
 
 
-def repair_prompt(summary: str, items: Sequence[str]) -> str:
-    """The prompt of the one repair call; ``items`` are :func:`entry` lines."""
-    shown = list(items)[:MAX_REPAIR_ITEMS]
-    def safe(text: str) -> str:
-        return defuse(_SUMMARY_TAG, escape(" ".join(text.split()) if "\n" in text else text))
-
-    return REPAIR_PROMPT.format(items="\n".join(f"- {safe(i)}" for i in shown),
-                                summary=defuse(_SUMMARY_TAG, escape(summary)))
-
-
 def repair_items(turns: Sequence[Turn], previous: str | None,
                  lost: frozenset[str]) -> list[str]:
     """Entry lines for the ``lost`` specifics, from the text each first appears in."""
@@ -257,14 +220,14 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     everything = {t.id: of_turn(t) for t in turns}
     need = {t.id: kept_of(t, sal) for t in turns}
     room = details_cap - count(DETAILS_HEADER)
-    placed: list[_Line] = []  # in the details section while the units are walked
-    overflow: list[_Line] = []
+    placed: list[Line] = []  # in the details section while the units are walked
+    overflow: list[Line] = []
     covered: set[str] = set()
     condensed: list[int] = []
     held: list[int] = []
     total: set[str] = set()
 
-    def place(lines: Sequence[_Line], *, spill_over: bool) -> bool:
+    def place(lines: Sequence[Line], *, spill_over: bool) -> bool:
         """Put ``lines`` in the details section if they all fit; else, with
         ``spill_over``, those that fit and the rest to memories; else nothing."""
         nonlocal room
@@ -289,7 +252,7 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
         found = frozenset().union(*(need[m] for m in unit))
         lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
         texts = [by_id[m] for m in unit]
-        lines = _entries(lost, texts, [need[m] for m in unit], sal)
+        lines = lines_for(lost, texts, [need[m] for m in unit], sal)
         if not place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
@@ -304,80 +267,31 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     # A line the previous details section holds is carried as it is, under its
     # origin: rebuilding it from the summary would read Recap's own line and stack
     # its prefix again.
-    carried: list[_Line] = []
+    carried: list[Line] = []
     for origin, line in details_sections(previous or ""):
         line = tidy(line)
         holds = {s for s in lost_before if contains(line, s)}
         if holds:
-            carried.append(_Line(min(sal.rank(s) for s in holds), origin, line))
+            carried.append(Line(min(sal.rank(s) for s in holds), origin, line))
             lost_before -= holds
     body = strip_details(previous or "")
     order = _appearance(body, frozenset(lost_before))
-    place(carried + [_Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order],
+    place(carried + [Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order],
           spill_over=True)
-    details, memories = _by_rank([*placed, *overflow], cap=details_cap, count=count)
+    details, memories = by_rank([*placed, *overflow], cap=details_cap, count=count)
     text = summary
     if details:
         text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
     in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
-    ranks = [0, 0, 0, 0]
-    archived = 0
-    for x in frozenset().union(*(everything[m] for m in condensed)) - before:
-        if sal.archivable(x):
-            archived += 1
-        else:
-            ranks[sal.rank(x)] += 1
+    ranks, archived = rank_counts(frozenset().union(*(everything[m] for m in condensed))
+                                  - before, sal)
     return Settlement(
         summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
         memories=tuple(Fact(m.text, "fact", IMPORTANCE[m.rank], source=MEMORY_SOURCE[m.origin])
                        for m in memories),
         specifics_total=len(total),
         specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details,
-        by_rank=(ranks[0], ranks[1], ranks[2], ranks[3]), archived=archived)
-
-
-@dataclass(frozen=True)
-class _Line:
-    """A line the guard keeps: its rank (the best of the specifics it was made
-    for), who first said them, and the entry."""
-
-    rank: Rank
-    origin: Origin
-    text: str
-
-
-def _entries(lost: Sequence[str], texts: Sequence[str], found: Sequence[frozenset[str]],
-             sal: Salience) -> list[_Line]:
-    """:func:`entries_for` ``lost`` (best-ranked first), each line with the rank and
-    origin of the specific it was made for."""
-    lines = entries_for(lost, texts, found)
-    out: list[_Line] = []
-    for x in lost:
-        at = next((i for i, line in enumerate(lines) if contains(line, x)), None)
-        if at is not None and all(line.text != lines[at] for line in out):
-            out.append(_Line(sal.rank(x), sal.origin(x), lines[at]))
-    return out
-
-
-def _by_rank(lines: Sequence[_Line], *, cap: int,
-             count: Callable[[str], int]) -> tuple[list[_Line], list[_Line]]:
-    """(the details section's lines, the memories'): the best-ranked ``lines`` (in
-    the order given among equals) that fit ``cap`` tokens with their origins'
-    headers; the rest."""
-    details: list[_Line] = []
-    rest: list[_Line] = []
-    room = cap
-    headed: set[Origin] = set()
-    for line in sorted(lines, key=lambda x: x.rank):  # stable: oldest first among equals
-        cost = count("\n- " + line.text) + (
-            0 if line.origin in headed else count("\n\n" + DETAILS_HEADERS[line.origin]))
-        if cost <= room:
-            details.append(line)
-            headed.add(line.origin)
-            room -= cost
-        else:
-            rest.append(line)
-    return details, rest
+        by_rank=ranks, archived=archived)
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:

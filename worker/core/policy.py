@@ -69,16 +69,13 @@ class Thresholds:
     # Most tokens one job may condense, so a job's calls fit its time limit; the
     # rest waits for the follow-up job. None: no cap.
     max_batch_tokens: int | None = None
-    # Share of the budget a fold condenses down to (the low-water mark); 0: the
-    # candidate batch only.
+    # Share of the budget a fold condenses down to (low-water mark); 0: the batch only.
     condense_to: float = 0.0
     # RECAP_POLICY=adaptive: :func:`adapt` derives the session's own thresholds.
     adaptive: bool = False
     memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
     fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
-    # Share of what a fold condenses later replies still reach (archive and recall on:
-    # adaptive.RECALL_COVER; off: 0): the adaptive policy prices a fold's loss by it.
-    recall_cover: float = RECALL_COVER
+    recall_cover: float = RECALL_COVER  # what later replies still reach (adaptive.sizing)
 
 
 @dataclass(frozen=True)

@@ -179,10 +179,3 @@ def rank(condensed: Sequence[Voice], later: Sequence[Voice] = ()) -> Salience:
         returned = set()
     return Salience(ranks, origins)
 
-
-def counts(specifics: Iterable[str], salience: Salience) -> dict[Rank, int]:
-    """How many of ``specifics`` have each rank."""
-    out = dict.fromkeys(Rank, 0)
-    for s in specifics:
-        out[salience.rank(s)] += 1
-    return out
