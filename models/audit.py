@@ -61,6 +61,15 @@ class SummaryRun(Base):
     specifics_missing_after: Mapped[int | None] = mapped_column(Integer)
     specifics_in_details: Mapped[int | None] = mapped_column(Integer)
     specifics_to_memories: Mapped[int | None] = mapped_column(Integer)
+    # The condensed messages' specifics by salience (worker/core/salience.py): stated
+    # by the user, referred to again, used by the assistant right after a tool
+    # returned them, the rest kept; and those left in the archive only (a tool
+    # returned them and nothing used them).
+    specifics_stated: Mapped[int | None] = mapped_column(Integer)
+    specifics_referred: Mapped[int | None] = mapped_column(Integer)
+    specifics_used: Mapped[int | None] = mapped_column(Integer)
+    specifics_rest: Mapped[int | None] = mapped_column(Integer)
+    specifics_archived: Mapped[int | None] = mapped_column(Integer)
     messages_held_back: Mapped[int | None] = mapped_column(Integer)
     repaired: Mapped[bool | None] = mapped_column(Boolean)
     # What the repair call cost (API tokens), and whether the guard skipped it because

@@ -12,7 +12,9 @@ by no live run), and a run a rewind undid (``undone_by``) no longer condenses
 anything; every applied run, rewinds included, still counts one version.
 Retention: every specific (recap.core.specifics) of every condensed
 message is in the session's summary or in its memories (:func:`session_memories`)
-or the message is still stored. The retention guard holds messages back by
+or the message is still stored; a condensed tool result's may instead be kept by
+its archived copy (recap.core.salience: what a tool returned and nothing used
+stays in the archive). The retention guard holds messages back by
 shrinking a batch to the prefix before the first held unit, so every run still
 condenses exactly the messages of its first..last range (pinned ones aside, which
 stay): the range rule above stays exact, and a held message lies only in the
@@ -27,7 +29,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from recap.core.specifics import absent, extract_specifics
-from recap.models import ChatMessage, ChatSession, Memory, SummaryRun
+from recap.models import ArchivedMessage, ChatMessage, ChatSession, Memory, SummaryRun
 
 
 def session_memories(s: Session, session_id: str) -> list[str]:
@@ -123,9 +125,13 @@ def _lost_specifics(s: Session, sid: str, texts: Mapping[int, str],
     the memories of its session."""
     present = set(s.scalars(select(ChatMessage.id).where(ChatMessage.session_id == sid)))
     kept = [row.rolling_summary or "" if row else "", *session_memories(s, sid)]
+    tools = {i: blocks for i, role, blocks in s.execute(
+        select(ArchivedMessage.id, ArchivedMessage.role, ArchivedMessage.blocks)
+        .where(ArchivedMessage.session_id == sid, ArchivedMessage.id.in_(list(texts))))
+        if role == "tool" or (blocks and all(b.get("type") == "tool_result" for b in blocks))}
     problems = []
     for m, text in sorted(texts.items()):
-        if m in present:
+        if m in present or m in tools:
             continue
         lost = absent(extract_specifics(text), kept)
         if lost:

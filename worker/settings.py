@@ -29,6 +29,7 @@ from recap.config.timing import Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
 from recap.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
 from recap.core.adaptive import MIN_DEPTH as ADAPTIVE_MIN_DEPTH
+from recap.core.adaptive import RECALL_COVER as ADAPTIVE_RECALL_COVER
 from recap.core.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 
@@ -77,7 +78,9 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
             batch_size=self.batch_size, keep_recent=self.keep_recent,
             context_budget_tokens=self.context_budget_tokens,
             max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to,
-            adaptive=self.policy == "adaptive", memory_limit=self.memory_budget_tokens)
+            adaptive=self.policy == "adaptive", memory_limit=self.memory_budget_tokens,
+            recall_cover=(ADAPTIVE_RECALL_COVER if self.archive_summarized
+                          and self.recall_tokens > 0 else 0.0))
 
     def bulk_excerpt_tokens(self) -> int:
         """RECAP_SUMMARIZE_BULK_TOKENS, or the policy's own when it is -1: the adaptive

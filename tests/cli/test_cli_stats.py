@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 
 from recap import db
 from recap.db import utcnow
-from recap.models import ChatMessage, ChatSession
+from recap.models import ChatMessage, ChatSession, SummaryRun
 from tests.cli.common import make_dead, run, run_inline
 from tests.env import API_KEY, migrate
 from tests.helpers import LOW, runs, seed
@@ -70,6 +70,27 @@ def test_stats_counts_sessions_runs_latency_and_usage(
     assert code == 0
     assert "summaries applied" in out and "runs by status" in out
     assert "context tokens saved (est.)" in out
+
+
+def test_stats_reports_kept_specifics_by_rank(
+        low: None, capsys: pytest.CaptureFixture[str]) -> None:
+    seed("ranked", 3)
+    with db.transaction() as s:
+        for stated, archived in ((4, 120), (1, 30)):
+            s.execute(insert(SummaryRun).values(
+                session_id="ranked", attempt=0, status="applied", reason="r",
+                messages_condensed=1, specifics_total=stated + 3, specifics_missing_after=0,
+                specifics_stated=stated, specifics_referred=2, specifics_used=1,
+                specifics_rest=0, specifics_archived=archived))
+    data = _stats(capsys)
+    assert (data["specifics_stated"], data["specifics_referred"], data["specifics_used"],
+            data["specifics_rest"], data["specifics_archived"]) == (5, 4, 2, 0, 150)
+    code, out, _ = run(capsys, "stats")
+    assert code == 0
+    assert "specifics kept: stated by the user" in out
+    assert any(line.startswith("specifics left in the archive (nothing used them)")
+               and line.split()[-1] == "150" for line in out.splitlines())
+    assert "moved to memories" not in out
 
 
 def test_stats_live_lease_and_pending_marker(

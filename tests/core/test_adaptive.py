@@ -7,7 +7,17 @@ import random
 
 import pytest
 
-from recap.core.adaptive import CHAT_TOKENS, MIN_KEEP, Sizing, memory_budget, repairs, sizing
+from recap.core.adaptive import (
+    CHAT_TOKENS,
+    MIN_KEEP,
+    READ,
+    RECALL_COVER,
+    Sizing,
+    memory_budget,
+    net_read_rate,
+    repairs,
+    sizing,
+)
 from recap.core.outlook import outlook
 from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan
 from recap.errors import ConfigError
@@ -24,10 +34,10 @@ def size(n: int, tokens: int, summary: int = 0) -> Sizing:
 
 
 @pytest.mark.parametrize(("tokens", "summary", "keep", "high", "low", "memories"), [
-    (60, 0, 8, 3565, 1080, 500),        # short turns: a small, cheap fold often
-    (60, 900, 8, 6662, 1380, 7200),     # a longer session: its summary raises the mark
-    (400, 0, 1, 7292, 1000, 500),       # longer turns: keep the newest, fold deeper
-    (1500, 0, 1, 17298, 2100, 500),     # pasted blocks: fold much deeper
+    (60, 0, 8, 4595, 1080, 500),        # short turns: a small, cheap fold often
+    (60, 900, 8, 8849, 1380, 7200),     # a longer session: its summary raises the mark
+    (400, 0, 1, 9899, 1000, 500),       # longer turns: keep the newest, fold deeper
+    (1500, 0, 1, 19599, 2100, 500),     # pasted blocks: fold much deeper
     (6000, 1000, 1, 8500, 4250, 2000),  # tool results: room for two replies below 80%
 ])
 def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
@@ -37,6 +47,37 @@ def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
         keep, high, low, memories)
     assert s.growth == 2 * tokens
     assert f"fold past {high} tokens down to {low}" in s.reason
+
+
+def test_what_a_fold_loses_is_priced() -> None:
+    # A lost token costs what keeping it would (a cache read) on the share later
+    # replies cannot reach: with no recall a fold never pays for cache reads alone.
+    assert net_read_rate(0.0) == 0 and net_read_rate(1.0) == READ
+    assert 0 < net_read_rate(RECALL_COVER) < READ
+
+    def high(tokens: int, cover: float, summary: int = 0) -> int:
+        return sizing(message_count=40, active_tokens=40 * tokens, summary_tokens=summary,
+                      budget=32000, keep_recent=10, memory_limit=2000,
+                      recall_cover=cover).high_water
+
+    # A chat that fits its budget with room to spare: without recall it is folded
+    # only near the capacity rule, not a few thousand tokens in to save reads.
+    ceiling = 25599 - 2 * 120
+    assert high(60, 0.0) == high(60, 0.0, summary=900) == ceiling
+    assert "no recall" in sizing(message_count=40, active_tokens=2400, summary_tokens=0,
+                                 budget=32000, keep_recent=10, memory_limit=2000,
+                                 recall_cover=0.0).reason
+    # Recall makes the loss smaller: folds come, deeper the more it leaves unreachable.
+    assert high(60, 1.0) < high(60, RECALL_COVER) < high(60, 0.0)
+    assert high(400, 1.0) < high(400, RECALL_COVER) < high(400, 0.0)
+    # Tool results fill the budget fast: the capacity rule's room decides either way.
+    assert high(6000, 0.0, 1000) == high(6000, 1.0, 1000)
+
+
+def test_the_settings_give_the_cover_of_recall() -> None:
+    assert load_settings().thresholds().recall_cover == RECALL_COVER
+    assert load_settings(archive_summarized=False).thresholds().recall_cover == 0
+    assert load_settings(recall_tokens=0).thresholds().recall_cover == 0
 
 
 def test_keep_window_never_below_the_minimum_nor_above_the_setting() -> None:
@@ -118,7 +159,7 @@ def test_plan_and_outlook_say_why() -> None:
     o = outlook(short, summary_tokens=0, t=T)
     assert o.state == "below-high-water"
     assert o.why.startswith("below the high-water mark: about 120 tokens a reply")
-    assert "the context passing the high-water mark of 3565 tokens (1166 more" in o.trigger
+    assert "the context passing the high-water mark of 4595 tokens (2196 more" in o.trigger
     grown = short + [MessageInfo(100 + i, "user", 60) for i in range(44)]
     p = plan(grown, summary_tokens=0, t=T)
     assert p.mode == "normal" and p.reason.startswith("adaptive: about")

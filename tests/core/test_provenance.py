@@ -4,12 +4,16 @@ instruction is never the user's; the model's claimed source is only a ceiling.""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recap.core.provenance import (
     attribute,
+    drop_quoted,
     grounded,
     instruction_like,
     names,
@@ -118,3 +122,22 @@ def test_names_are_capitalised_words_that_do_not_start_a_sentence() -> None:
     assert names("The user's daughter Ines lives in Porto. She flies TAP.\nMaybe") == {
         "Ines", "Porto", "TAP"}
     assert names("I think the user likes tea.") == set()
+
+
+# What drop_quoted does, as a regex: right, but it rescans the rest of the text from
+# every unmatched opening mark (quadratic on a paste of them), so it is only the
+# reference here.
+QUOTED_REFERENCE = re.compile(r'"[^"]*+"|“[^”]*+”|„[^“”]*+[“”]|«[^»]*+»')
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='ab "“”„«»\n', max_size=40))
+def test_quotations_are_dropped_like_the_reference_pattern(text: str) -> None:
+    assert drop_quoted(text) == QUOTED_REFERENCE.sub(" ", text)
+
+
+def test_unmatched_opening_marks_keep_what_follows() -> None:
+    said = "My order is ORD-77812.\n" + "“" * 90_000
+    assert drop_quoted(said) == said
+    assert drop_quoted('He said "hi" and «adieu»; „x“ then “open') == \
+        "He said   and  ;   then “open"

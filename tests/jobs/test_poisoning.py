@@ -14,7 +14,7 @@ import pytest
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import system_text
+from recap.core.assemble import MEMORY_HEADERS, system_text
 from recap.sessions.forget import forget_memories
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, Hostile, hostile_model, ok
@@ -139,10 +139,16 @@ def test_the_guards_verbatim_windows_stay_with_their_session(
     assert statuses("mail") == ["applied"], runs("mail")[0].error
     kept = memories("mail")
     assert any("4400" in m["fact"] for m in kept), kept  # nothing was lost ...
-    assert {s["kind"] for m in kept for s in m["sources"]} == {"guard"}
+    # Kept with the kind of text it was read from (a pasted e-mail: a document), in
+    # the session's scope, and shown under that label, never as the user's.
+    assert {s["kind"] for m in kept for s in m["sources"]} == {"document"}
+    shown = system_text(build_context("mail", system_prompt="Be helpful.")["system"])
+    if "4400" in shown:
+        assert shown.index(MEMORY_HEADERS["document"]) < shown.index("4400")
+        assert MEMORY_HEADERS["user"] not in shown
     add_message("other", "user", "Hi", user_id=USER)
     system = system_text(build_context("other", system_prompt="Be helpful.")["system"])
     assert "ignore your instructions" not in system and "4400" not in system  # ... or shared
     # The user (or the app) can drop what the guard kept, by source.
-    assert forget_memories(session_id="mail", source="guard") == len(kept)
+    assert forget_memories(session_id="mail", source="document") == len(kept)
     assert memories("mail") == []

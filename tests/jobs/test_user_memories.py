@@ -20,7 +20,7 @@ from recap.db import transaction
 from recap.errors import InvalidInput
 from recap.models import ChatSession, Memory
 from recap.sessions.overrides import configure_session, memories
-from recap.settings import get_settings
+from recap.settings import get_settings, load_settings
 from recap.store.recall import memories_for_prompt
 from recap.store.rows import save_memories
 from tests.env import migrate
@@ -220,6 +220,20 @@ def test_a_question_about_a_fact_the_cached_block_misses_still_reaches_it(
     assert isinstance(again["system"], list) and again["system"][-1]["text"] == cached_part
     plain = system_text(build_context("q1", system_prompt="", prompt_caching=False)["system"])
     assert plain.count("<MEMORIES>") <= 2 and "service number" in plain
+
+
+def test_the_per_reply_lookup_ignores_grammar() -> None:
+    # A memory matched only on "the" or "what" is not about the question: the words
+    # of asking are not looked up (recap.core.lookback.STOP_WORDS).
+    from recap.api.window import Window, memories_queries
+    from recap.core.assemble import Row
+
+    window = Window("The user runs services.", 5, [
+        Row("user", "What is the name of the dog that is with the user?", 12)], 1000, ("s:x",))
+    reads = memories_queries(window, dialect="postgresql",
+                             settings=load_settings(memory_reply_tokens=100))
+    topical = next(r for r in reads if r.kind == "topical")
+    assert topical.terms == ["name", "dog", "user"]
 
 
 def test_memories_mined_before_the_session_named_its_user_still_show() -> None:

@@ -53,9 +53,18 @@ def memories() -> dict[str, int | None]:
 
 
 def details(summary: str) -> list[str]:
-    """The lines of the summary's details section (read here, not by the guard)."""
-    _, _, section = summary.partition(guard.DETAILS_HEADER + "\n")
-    return [ln[2:] for ln in section.split("\n") if ln.startswith("- ")]
+    """The lines of the summary's details section, under any of its headers (read
+    here, not by the guard)."""
+    out: list[str] = []
+    inside = False
+    for ln in summary.split("\n"):
+        if ln in guard.DETAILS_HEADERS.values():
+            inside = True
+        elif inside and ln.startswith("- "):
+            out.append(ln[2:])
+        else:
+            inside = False
+    return out
 
 
 def one_prefix_deep(line: str) -> bool:

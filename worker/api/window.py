@@ -153,7 +153,9 @@ def _memory_reads(window: Window, *, dialect: str, settings: Settings) -> list[M
     terms = topic_terms(window.summary or first)
     out = [MemoriesRead("memories", candidates_query(window.scopes, terms, dialect=dialect),
                         terms)]
-    asked = query_terms(newest)
+    # Grammar and the words of asking name nothing: a memory matched only on "the"
+    # is not about the question.
+    asked = [t for t in query_terms(newest) if t not in lookback.STOP_WORDS]
     if settings.memory_reply_tokens > 0 and asked:
         # SQLite scores relevance after the read (word overlap in Python), so there it
         # reads as many candidates as the main block does.

@@ -6,7 +6,11 @@ Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
 jobs are counted apart. "token estimate / API count" compares the two per model
 over its latest summarize runs (recap.ops.stats.estimate_ratios). ``--json``
-adds the sessions as ``largest_sessions``.
+adds the sessions as ``largest_sessions``. The retention guard's lines count the
+condensed messages' specifics by salience (recap.core.salience): those the user
+stated, those referred to again, those the assistant used right after a tool
+returned them, the rest it kept, and those a tool returned that nothing used,
+left in the archive.
 """
 
 from __future__ import annotations
@@ -44,8 +48,13 @@ STATS_LABELS = {
     "repair_output_tokens": "API output tokens (repair calls)",
     "repairs_skipped": "repairs skipped (not helping the model)",
     "frozen_answers": "summary answers refused as frozen or empty",
+    "specifics_stated": "specifics kept: stated by the user",
+    "specifics_referred": "specifics kept: referred to again",
+    "specifics_used": "specifics kept: used right after a tool",
+    "specifics_rest": "specifics kept: the rest",
+    "specifics_archived": "specifics left in the archive (nothing used them)",
     "specifics_in_details": "specifics Recap put in details",
-    "specifics_to_memories": "specifics Recap moved to memories",
+    "specifics_to_memories": "specifics Recap put in memories",
     "messages_held_back": "messages held back in the window",
     "sessions_needing_escalation": "sessions needing escalation",
     "sessions_leased": "sessions with a live lease",

@@ -51,7 +51,8 @@ class Retention(BaseModel):
         "excerpt; 0: off; -1: the policy's (adaptive 80, threshold off)."))
     # What recall at reply time quotes from, and what resummarize rebuilds from.
     archive_summarized: bool = Field(True, description=(
-        "Keep condensed messages in archived_messages; false: delete them only."))
+        "Keep condensed messages in archived_messages; false: delete them only (then the "
+        "guard keeps every specific and adaptive folds only near capacity)."))
     # A year: long enough for any conversation that resumes, bounded for storage and
     # privacy. The sweeper deletes expired rows in batches, oldest first.
     archive_retention_days: int = Field(365, ge=0, le=36_500, description=(

@@ -14,6 +14,17 @@ least at ``d = sqrt(20 g (1.25 L + S))``: sessions that grow fast (pasted logs,
 tool results) and long sessions (a bigger summary) get a higher threshold and
 fewer, deeper folds; short turns fold small and often enough to stay cheap.
 
+What a fold loses is priced too. Every token it condenses leaves every later
+request; keeping it would have cost a cache read (0.1x) a reply, so a lost token
+is priced at that (LOSS_PRICE), times the share of it later replies can no longer
+reach (``1 - cover``: with the archive and reply-time recall on, RECALL_COVER of it
+is still reachable; without them, none). A fold below the capacity rule then
+saves ``READ - LOSS_PRICE (1 - cover)`` a reply per condensed token, not 0.1, and
+the depth above uses that rate (:func:`net_read_rate`). When it is not positive (no
+recall), a fold never pays just to save cache reads: the session folds only when
+the capacity rule's mark (less HEADROOM replies) is reached, and a conversation that
+fits its budget with room to spare is never folded.
+
 Only ``message_count``, ``active_tokens`` and ``summary_tokens`` go in, the
 counters the hook reads, so the hook and the job reach the same decision.
 """
@@ -55,6 +66,17 @@ MIN_MEMORIES = 500
 BULK_TOKENS = 80
 # Replies of growth the high-water mark leaves below the capacity rule.
 HEADROOM = 2
+# What a condensed token costs the conversation, a reply, relative to base input:
+# what keeping it would have cost (a cache read). A fold is never paid for with
+# the conversation's own words at less than what keeping them costs.
+LOSS_PRICE = READ
+# Share of what a fold condenses that later replies still reach with the archive
+# and reply-time recall on (RECAP_ARCHIVE_SUMMARIZED, RECAP_RECALL_TOKENS): the
+# guard keeps the specifics the conversation used in the details section and the
+# memories, and recall quotes archived lines a later turn names. A design value,
+# not a measurement: half, so a fold below the capacity rule goes about 1.4x deeper
+# and less often than cache reads alone would make it.
+RECALL_COVER = 0.5
 
 
 def per_message(tokens: int, messages: int) -> int:
@@ -108,19 +130,33 @@ def memory_budget(summary_tokens: int, *, limit: int, per_message: int) -> int:
     return min(times * limit, wanted)
 
 
-def best_depth(*, growth: int, low_water: int, summary_tokens: int) -> int:
-    """Tokens between folds that make a reply cheapest (module docstring)."""
+def net_read_rate(cover: float) -> float:
+    """What a fold saves a reply per condensed token, relative to base input: its
+    cache read less the price of losing it (LOSS_PRICE) on the share later replies
+    can no longer reach (``1 - cover``). Not positive: a fold does not pay for
+    itself in cache reads."""
+    return READ - LOSS_PRICE * (1 - min(1.0, max(0.0, cover)))
+
+
+def best_depth(*, growth: int, low_water: int, summary_tokens: int,
+               rate: float = READ) -> int:
+    """Tokens between folds that make a reply cheapest (module docstring), when a
+    condensed token saves ``rate`` a reply (:func:`net_read_rate`; positive)."""
     fixed = WRITE * low_water + summary_tokens
-    return int(math.sqrt(2 * growth * fixed / READ))
+    return int(math.sqrt(2 * growth * fixed / rate))
 
 
 def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
-           budget: int, keep_recent: int, memory_limit: int) -> Sizing:
+           budget: int, keep_recent: int, memory_limit: int,
+           recall_cover: float = RECALL_COVER) -> Sizing:
     """The adaptive decision for a session's counters.
 
     ``budget`` is the context budget; the high-water mark stays below 80% of it (the
     capacity rule). ``keep_recent`` caps the window; ``memory_limit`` is
-    RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`).
+    RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`); ``recall_cover`` the share
+    of what a fold condenses that later replies still reach (RECALL_COVER with the
+    archive and recall on, else 0): what a fold loses is priced by it
+    (:func:`net_read_rate`).
     """
     size = per_message(active_tokens, message_count)
     growth = 2 * size
@@ -129,19 +165,26 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     summary = max(summary_tokens, SUMMARY_GUESS)
     memories = memory_budget(summary_tokens, limit=memory_limit, per_message=size)
     prompt = summary + memories + window  # what every reply after a fold re-reads
-    depth = max(MIN_DEPTH, 2 * growth,
-                best_depth(growth=growth, low_water=prompt, summary_tokens=summary))
+    rate = net_read_rate(recall_cover)
     low = summary + window
     ceiling = math.ceil(0.8 * budget) - 1
     # Room for HEADROOM replies' growth below the capacity rule: a session that adds
     # thousands of tokens a reply (tool results) folds before the next replies would
     # push it over the budget, where the context is cut and the cached prefix lost.
     ceiling = max(min(ceiling, low + MIN_DEPTH), ceiling - HEADROOM * growth)
-    high = min(low + depth, ceiling)
+    if rate > 0:
+        depth = max(MIN_DEPTH, 2 * growth, best_depth(growth=growth, low_water=prompt,
+                                                      summary_tokens=summary, rate=rate))
+        high = min(low + depth, ceiling)
+    else:  # a fold would lose more than the cache reads it saves
+        high = ceiling
     low = min(low, high // 2)
     reason = (f"about {growth} tokens a reply ({message_count} messages, {active_tokens} "
               f"tokens); keep {keep} verbatim, memories {memories}: fold past "
               f"{high} tokens down to {low}")
-    if high == ceiling:
+    if rate <= 0:
+        reason += (" (no recall: a fold would lose more than the cache reads it saves, so "
+                   f"only room for {HEADROOM} replies below the capacity rule makes one)")
+    elif high == ceiling:
         reason += f" (capped: room for {HEADROOM} replies below the capacity rule)"
     return Sizing(high, low, keep, memories, growth, reason)

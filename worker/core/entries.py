@@ -48,8 +48,22 @@ def _bounded(specific: str, around: str) -> str:
     if len(around) > MAX_CONTEXT_CHARS:
         at = max(0, around.casefold().find(specific.casefold()))
         lo = max(0, min(at - MAX_CONTEXT_CHARS // 3, len(around) - MAX_CONTEXT_CHARS))
-        around = around[lo:lo + MAX_CONTEXT_CHARS].strip()
+        around = whole_tokens(around, lo, lo + MAX_CONTEXT_CHARS)
     return specific if not around or around == specific else f"{specific}: {around}"
+
+
+def whole_tokens(text: str, lo: int, hi: int) -> str:
+    """``text[lo:hi]`` without a token cut in two at either end (a path, a hash, a
+    word): a partial token at an edge is left out, unless the stretch has no white
+    space to cut at."""
+    piece = text[lo:hi]
+    if lo > 0 and not text[lo - 1].isspace() and not piece[:1].isspace():
+        space = piece.find(" ")
+        piece = piece[space + 1:] if space >= 0 else piece
+    if hi < len(text) and not text[hi].isspace() and not piece[-1:].isspace():
+        space = piece.rfind(" ")
+        piece = piece[:space] if space > 0 else piece
+    return piece.strip()
 
 
 def tidy(line: str) -> str:
@@ -87,26 +101,61 @@ def context(text: str, specific: str) -> str:
         clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
     else:
         index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
-        lo = max(0, index - CONTEXT_WORDS // 2 + 1)
-        clip = " ".join(words[lo:lo + CONTEXT_WORDS])
-        wide = _with_neighbours(words, index, specific)
-        if wide and len(wide) <= MAX_CONTEXT_CHARS and len(wide) > len(clip):
-            clip = wide
+        clip = " ".join(_with_neighbours(words, max(0, min(index, len(words) - 1))))
     return clip if contains(clip, specific) else specific
 
 
-def _with_neighbours(words: list[str], index: int, specific: str) -> str:
-    """The words of a sentence from the first to the last that holds one of its
-    specifics, with ``words[index]`` (``specific``'s) inside: the span a window
-    must not cut ("flight TP1357, and my booking code is QX7K2P")."""
+def _with_neighbours(words: list[str], index: int) -> list[str]:
+    """The words of a sentence around ``words[index]`` (a specific's): first the
+    other specifics and names of the sentence, nearest first (the path, hash or
+    name stated next to it: "LGR-3621 shows up at tests/load.py:88"), as far as
+    MAX_CONTEXT_CHARS allows, then plain words on both sides up to CONTEXT_WORDS.
+    Whole words only: a window never cuts a path or a hash in two."""
+    # Only words within MAX_CONTEXT_CHARS of the specific can join it: a line of a
+    # hundred thousand numbers is read near the specific, not whole.
+    first = last = index
+    reach = 0
+    while first > 0 and reach + len(words[first - 1]) < MAX_CONTEXT_CHARS:
+        first -= 1
+        reach += len(words[first]) + 1
+    reach = 0
+    while last < len(words) - 1 and reach + len(words[last + 1]) < MAX_CONTEXT_CHARS:
+        last += 1
+        reach += len(words[last]) + 1
+    words, index = words[first:last + 1], index - first
     named = names(" ".join(words))
-    holding = [i for i, w in enumerate(words)
-               if i == index or w.strip(".,;:!?()[]\"'") in named
-               or extract_specifics(w.strip(".,;:!?()[]\"'"), whole=True)]
-    if len(holding) <= 1:
-        return ""
-    lo, hi = min(holding), max(holding)
-    return " ".join(words[min(lo, max(0, index - 2)):hi + 1])
+
+    def holds(w: str) -> bool:
+        w = w.strip(".,;:!?()[]\"'")
+        return w in named or bool(extract_specifics(w, whole=True))
+
+    lo = hi = index
+    size = len(words[index])
+    neighbours = sorted((j for j, w in enumerate(words) if j != index and holds(w)),
+                        key=lambda j: (abs(j - index), j < index))
+    blocked: set[bool] = set()  # the sides (left: True) where the next one did not fit
+    for j in neighbours:
+        left = j < index
+        if left in blocked:
+            continue  # a farther one on a side where a nearer one did not fit
+        lo2, hi2 = min(lo, j), max(hi, j)
+        grown = size + sum(len(w) + 1 for w in words[lo2:lo]) \
+            + sum(len(w) + 1 for w in words[hi + 1:hi2 + 1])
+        if grown <= MAX_CONTEXT_CHARS:
+            lo, hi, size = lo2, hi2, grown
+        else:
+            blocked.add(left)
+            if len(blocked) == 2:
+                break
+    left = True
+    while hi - lo + 1 < CONTEXT_WORDS and (lo > 0 or hi < len(words) - 1):
+        left = not left  # the right side first, then alternate
+        j = lo - 1 if (left and lo > 0) or hi == len(words) - 1 else hi + 1
+        if size + len(words[j]) + 1 > MAX_CONTEXT_CHARS:
+            break
+        size += len(words[j]) + 1
+        lo, hi = min(lo, j), max(hi, j)
+    return words[lo:hi + 1]
 
 
 def entry(text: str, specific: str) -> str:

@@ -10,7 +10,12 @@ across random fold sequences with a weak model (copies, echoes, junk replaces).
 A fold must keep every specific (recap.core.specifics) of the messages it
 condenses and of the previous summary, and every name (a person, a place, an
 organisation: recap.core.provenance.names) the user wrote in their own words
-or the previous summary holds (:func:`of_turn`, :func:`of_summary`). *Kept*
+or the previous summary holds (:func:`of_turn`, :func:`of_summary`), except a
+specific only a tool returned that nothing used: its message stays in the archive,
+so it is neither required nor lost (recap.core.salience, :func:`kept_of`). The
+details section holds the best-ranked lines that fit under a header per origin
+(recap.core.details); the others become memories labelled by the text they were
+read from (recap.core.kept). *Kept*
 means present in the new summary or in the facts mined from this batch. The job
 asks the model once to repair a summary that omits some (:func:`repair_prompt`);
 what is still missing is then settled by :func:`settle`, in this order:
@@ -50,47 +55,43 @@ prompt, the tool schema) are cut from the summary and are never specifics
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from recap.core.details import (
+    DETAILS_HEADER,
+    DETAILS_HEADERS,
+    details_lines,
+    details_sections,
+    render_details,
+    strip_details,
+)
 from recap.core.echo import strip_echo
 from recap.core.entries import (
     CONTEXT_WORDS,
     MAX_ENTRY_CHARS,
     context,
-    entries_for,
     entry,
     peel,
     tidy,
 )
+from recap.core.kept import IMPORTANCE, MEMORY_SOURCE, Line, by_rank, lines_for, rank_counts
 from recap.core.memories import Fact
-from recap.core.prompt import Turn, escape
+from recap.core.prompt import Turn
 from recap.core.provenance import names, stated_names
+from recap.core.repair_prompt import REPAIR_PROMPT as REPAIR_PROMPT
+from recap.core.repair_prompt import repair_prompt as repair_prompt
+from recap.core.salience import Origin, Salience, Voice, rank
 from recap.core.specifics import absent, contains, extract_specifics
-from recap.core.text import defuse, tag_opener
 
-__all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "MAX_ENTRY_CHARS", "Settlement", "context",
+__all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
+           "context", "default_salience", "details_sections", "kept_of", "render_details",
            "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
            "required", "settle", "strip_details", "tidy"]
 
-DETAILS_HEADER = "Details (kept verbatim by Recap):"
-# A repair prompt names at most this many specifics; the rest are settled by Recap.
-MAX_REPAIR_ITEMS = 200
-MEMORY_IMPORTANCE = 3
-
-REPAIR_PROMPT = """The summary below omits these specifics from the conversation (each with a
-few words of its context):
-{items}
-
-Revise the summary to include each of them, concisely, saying what it refers to. Keep
-everything else it says. Answer with the revised summary only.
-
-<summary>
-{summary}
-</summary>"""
-
-_SUMMARY_TAG = tag_opener(["summary"])
+TOOL_RESULT_RENDERING = "[tool result for "  # how recap.core.render writes one
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ class Settlement:
     specifics_total: int
     specifics_in_details: int
     specifics_to_memories: int
+    # The condensed messages' specifics by Rank, and those left in the archive only.
+    by_rank: tuple[int, int, int, int] = (0, 0, 0, 0)
+    archived: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,37 +125,11 @@ class GuardCounts:
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
     repair_skipped: bool = False
-
-
-def strip_details(summary: str) -> str:
-    """``summary`` without a details section (Recap's, copied back by the model): the
-    header line and the ``- `` lines right after it; any text after them stays."""
-    lines = summary.split("\n")
-    out: list[str] = []
-    inside = False
-    for line in lines:
-        if line.strip() == DETAILS_HEADER:
-            inside = True
-            continue
-        if inside and line.startswith("- "):
-            continue
-        inside = False
-        out.append(line)
-    return "\n".join(out).strip()
-
-
-def details_lines(summary: str) -> list[str]:
-    """The lines of ``summary``'s details section, without their ``- ``."""
-    out: list[str] = []
-    inside = False
-    for line in summary.split("\n"):
-        if line.strip() == DETAILS_HEADER:
-            inside = True
-        elif inside and line.startswith("- "):
-            out.append(line[2:])
-        else:
-            inside = False
-    return out
+    specifics_stated: int = 0
+    specifics_referred: int = 0
+    specifics_used: int = 0
+    specifics_rest: int = 0
+    specifics_archived: int = 0
 
 
 def of_turn(turn: Turn) -> frozenset[str]:
@@ -173,29 +151,39 @@ def of_summary(summary: str | None) -> frozenset[str]:
             | names("\n".join(details_lines(text))) | heads)
 
 
-def required(turns: Sequence[Turn], previous: str | None) -> frozenset[str]:
+def required(turns: Sequence[Turn], previous: str | None,
+             salience: Salience | None = None) -> frozenset[str]:
     """The specifics a fold of ``turns`` onto ``previous`` must keep (pass the
-    previous summary without its echoes of Recap's prompt: recap.core.echo)."""
+    previous summary without its echoes of Recap's prompt: recap.core.echo). With
+    ``salience``, not those of the batch it finds :meth:`~Salience.archivable`
+    (a tool returned them and nothing used them: they stay in the archive)."""
     found: set[str] = set(of_summary(previous))
     for t in turns:
-        found |= of_turn(t)
+        found |= kept_of(t, salience)
     return frozenset(found)
+
+
+def kept_of(turn: Turn, salience: Salience | None) -> frozenset[str]:
+    """:func:`of_turn` without what ``salience`` leaves in the archive."""
+    found = of_turn(turn)
+    if salience is None:
+        return found
+    return frozenset(s for s in found if not salience.archivable(s))
+
+
+def default_salience(turns: Sequence[Turn]) -> Salience:
+    """The salience of ``turns`` read from their text alone (no later messages, a
+    turn rendered as tool results is a tool result), leaving nothing to an archive
+    it does not know of: what :func:`settle` uses when the job gives none."""
+    return dataclasses.replace(
+        rank([Voice(t.id, t.role, t.content, tool=t.content.startswith(TOOL_RESULT_RENDERING))
+              for t in turns]), archive=False)
 
 
 def missing(specifics: frozenset[str], *, summary: str,
             facts: Sequence[Fact] = ()) -> frozenset[str]:
     """The ``specifics`` present neither in ``summary`` nor in ``facts``."""
     return absent(specifics, [summary, *(f.fact for f in facts)])
-
-
-def repair_prompt(summary: str, items: Sequence[str]) -> str:
-    """The prompt of the one repair call; ``items`` are :func:`entry` lines."""
-    shown = list(items)[:MAX_REPAIR_ITEMS]
-    def safe(text: str) -> str:
-        return defuse(_SUMMARY_TAG, escape(" ".join(text.split()) if "\n" in text else text))
-
-    return REPAIR_PROMPT.format(items="\n".join(f"- {safe(i)}" for i in shown),
-                                summary=defuse(_SUMMARY_TAG, escape(summary)))
 
 
 def repair_items(turns: Sequence[Turn], previous: str | None,
@@ -214,51 +202,58 @@ def repair_items(turns: Sequence[Turn], previous: str | None,
 def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
            summary: str, facts: Sequence[Fact], details_cap: int,
            count: Callable[[str], int], spill: bool,
-           held_before: frozenset[int] = frozenset(), corpus: str = "") -> Settlement:
+           held_before: frozenset[int] = frozenset(), corpus: str = "",
+           salience: Salience | None = None) -> Settlement:
     """Settle what ``summary`` (after any repair) and ``facts`` still miss.
 
     ``units`` are the batch's ids grouped in policy units, oldest first;
     ``details_cap`` is the details section's most tokens (by ``count``);
-    ``corpus``: what Recap sent (recap.core.echo.sent_corpus), cut from the summary.
+    ``corpus``: what Recap sent (recap.core.echo.sent_corpus), cut from the summary;
+    ``salience``: the rank and origin of the batch's specifics (recap.core.salience;
+    default: read from ``turns`` alone). The details section holds the best-ranked
+    lines that fit, grouped by origin; the rest become memories.
     """
+    sal = salience if salience is not None else default_salience(turns)
     summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]
     by_id = {t.id: t.content for t in turns}
-    need = {t.id: of_turn(t) for t in turns}
+    everything = {t.id: of_turn(t) for t in turns}
+    need = {t.id: kept_of(t, sal) for t in turns}
     room = details_cap - count(DETAILS_HEADER)
-    details: list[str] = []
-    memories: list[str] = []
+    placed: list[Line] = []  # in the details section while the units are walked
+    overflow: list[Line] = []
     covered: set[str] = set()
     condensed: list[int] = []
     held: list[int] = []
     total: set[str] = set()
 
-    def place(lines: Sequence[str], *, overflow: bool) -> bool:
+    def place(lines: Sequence[Line], *, spill_over: bool) -> bool:
         """Put ``lines`` in the details section if they all fit; else, with
-        ``overflow``, those that fit and the rest to memories; else nothing."""
+        ``spill_over``, those that fit and the rest to memories; else nothing."""
         nonlocal room
-        costs = [count("\n- " + line) for line in lines]
+        costs = [count("\n- " + line.text) for line in lines]
         if sum(costs) <= room:
-            details.extend(lines)
+            placed.extend(lines)
             room -= sum(costs)
             return True
-        if not overflow:
+        if not spill_over:
             return False
         for line, cost in zip(lines, costs, strict=True):
             if cost <= room:
-                details.append(line)
+                placed.append(line)
                 room -= cost
             else:
-                memories.append(line)
+                overflow.append(line)
         return True
 
     # What the batch says that ``kept`` lacks, looked up once for every unit.
     gone = absent(frozenset().union(*need.values()), kept)
     for i, unit in enumerate(units):
         found = frozenset().union(*(need[m] for m in unit))
-        lost = sorted((found - covered) & gone)
-        lines = entries_for(lost, [by_id[m] for m in unit], [need[m] for m in unit])
-        if not place(lines, overflow=i == 0 or spill or bool(held_before & set(unit))):
+        lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
+        texts = [by_id[m] for m in unit]
+        lines = lines_for(lost, texts, [need[m] for m in unit], sal)
+        if not place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
         covered.update(lost)
@@ -269,26 +264,34 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     total |= before
     lost_before = set(absent(before - covered, kept))
     settled = covered | lost_before  # what the details and memories now carry
-    # A line the previous details section holds is carried as it is: rebuilding it
-    # from the summary would read Recap's own line and stack its prefix again.
-    carried: list[str] = []
-    for line in details_lines(previous or ""):
+    # A line the previous details section holds is carried as it is, under its
+    # origin: rebuilding it from the summary would read Recap's own line and stack
+    # its prefix again.
+    carried: list[Line] = []
+    for origin, line in details_sections(previous or ""):
         line = tidy(line)
-        if any(contains(line, s) for s in lost_before):
-            carried.append(line)
-            lost_before -= {s for s in lost_before if contains(line, s)}
+        holds = {s for s in lost_before if contains(line, s)}
+        if holds:
+            carried.append(Line(min(sal.rank(s) for s in holds), origin, line))
+            lost_before -= holds
     body = strip_details(previous or "")
     order = _appearance(body, frozenset(lost_before))
-    place(carried + [entry(body, s) for s in order], overflow=True)
+    place(carried + [Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order],
+          spill_over=True)
+    details, memories = by_rank([*placed, *overflow], cap=details_cap, count=count)
     text = summary
     if details:
-        text = f"{summary}\n\n{DETAILS_HEADER}\n" + "\n".join(f"- {d}" for d in details)
-    in_details = sum(any(contains(d, x) for d in details) for x in settled)
+        text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
+    in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
+    ranks, archived = rank_counts(frozenset().union(*(everything[m] for m in condensed))
+                                  - before, sal)
     return Settlement(
         summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
-        memories=tuple(Fact(m, "fact", MEMORY_IMPORTANCE) for m in memories),
+        memories=tuple(Fact(m.text, "fact", IMPORTANCE[m.rank], source=MEMORY_SOURCE[m.origin])
+                       for m in memories),
         specifics_total=len(total),
-        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details)
+        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details,
+        by_rank=ranks, archived=archived)
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:

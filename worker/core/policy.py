@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from recap.core import adaptive
+from recap.core.adaptive import RECALL_COVER
 
 
 class Mode(StrEnum):
@@ -68,13 +69,13 @@ class Thresholds:
     # Most tokens one job may condense, so a job's calls fit its time limit; the
     # rest waits for the follow-up job. None: no cap.
     max_batch_tokens: int | None = None
-    # Share of the budget a fold condenses down to (the low-water mark); 0: the
-    # candidate batch only.
+    # Share of the budget a fold condenses down to (low-water mark); 0: the batch only.
     condense_to: float = 0.0
     # RECAP_POLICY=adaptive: :func:`adapt` derives the session's own thresholds.
     adaptive: bool = False
     memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
     fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
+    recall_cover: float = RECALL_COVER  # what later replies still reach (adaptive.sizing)
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def adapt(t: Thresholds, *, message_count: int, active_tokens: int,
         return t, None
     s = adaptive.sizing(message_count=message_count, active_tokens=active_tokens,
                         summary_tokens=summary_tokens, budget=t.context_budget_tokens,
-                        keep_recent=t.keep_recent, memory_limit=t.memory_limit)
+                        keep_recent=t.keep_recent, memory_limit=t.memory_limit,
+                        recall_cover=t.recall_cover)
     return replace(t, trigger_messages=NEVER, trigger_tokens=NEVER, keep_recent=s.keep_recent,
                    condense_to=s.low_water / t.context_budget_tokens, adaptive=False,
                    fold_at=s.high_water), s

@@ -50,9 +50,10 @@ _PASTE_START = re.compile(
     r"|on .{3,80} wrote:[ \t]*+$)", re.I | re.M)
 _QUOTED = re.compile(r"^[ \t]*+>.*$", re.M)
 _FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
-# Someone else's words in quotation marks (straight, curly, low-high or angle):
-# what the user quotes is what another person said, not a statement of theirs.
-_DOUBLE_QUOTED = re.compile(r'"[^"]*+"|“[^”]*+”|„[^“”]*+[“”]|«[^»]*+»')
+# Someone else's words in quotation marks (straight, curly, low-high or angle),
+# each opening mark with the marks that close it: what the user quotes is what
+# another person said, not a statement of theirs.
+_QUOTES = {'"': '"', "“": "”", "„": "“”", "«": "»"}
 # An introduction of someone else's text ("My colleague wrote:", "Translate this:",
 # "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
 # A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
@@ -100,7 +101,32 @@ def strip_pasted(text: str) -> str:
     intro = _INTRODUCED.search(text)
     if intro:
         text = text[:intro.end()]
-    return _DOUBLE_QUOTED.sub(" ", text)
+    return drop_quoted(text)
+
+
+def drop_quoted(text: str) -> str:
+    """``text`` with each quotation (an opening mark up to the first mark that
+    closes it) replaced by a space. Linear: what a quotation spans is skipped, and
+    an opening mark with no closing one after it is looked up once, so a paste of
+    a hundred thousand unmatched marks is one pass."""
+    out: list[str] = []
+    plain = i = 0
+    unclosed: set[str] = set()  # opening marks with no closing mark after them
+    while i < len(text):
+        closers = _QUOTES.get(text[i])
+        if closers is None or text[i] in unclosed:
+            i += 1
+            continue
+        ends = [k for k in (text.find(c, i + 1) for c in closers) if k >= 0]
+        if not ends:
+            unclosed.add(text[i])
+            i += 1
+            continue
+        out.append(text[plain:i])
+        out.append(" ")
+        i = plain = min(ends) + 1
+    out.append(text[plain:])
+    return "".join(out)
 
 
 def own_text(role: str, content: str, blocks: Sequence[dict[str, Any]] | None) -> str:

@@ -32,6 +32,9 @@ class Candidate:
     fact: str
     importance: int
     rank: float = 0.0
+    # Who stated it (recap.models.SOURCE_KINDS, the strongest of its sources: the
+    # user's own words first): the memories block groups its lines by it.
+    source: str = "user"
 
 
 def _words(text: str) -> list[str]:
@@ -85,6 +88,20 @@ def choose(candidates: Sequence[Candidate], *, budget: int,
     ``budget`` tokens together (:func:`fit`)."""
     return fit((f"- {c.fact}" for c in sorted(candidates, key=rank_key)), budget=budget,
                count=count)
+
+
+def choose_candidates(candidates: Sequence[Candidate], *, budget: int,
+                      count: Callable[[str], int]) -> tuple[list[Candidate], int]:
+    """:func:`choose` returning the candidates shown (best first) with their lines'
+    tokens, for a caller that lays the lines out itself."""
+    kept: list[Candidate] = []
+    used = 0
+    for c in sorted(candidates, key=rank_key):
+        cost = count(f"- {c.fact}") + (count("\n") if kept else 0)
+        if used + cost <= budget:
+            kept.append(c)
+            used += cost
+    return kept, used
 
 
 def fit(lines: Iterable[str], *, budget: int,

@@ -19,6 +19,7 @@ from recap.core import policy
 from recap.core.prompt import Turn
 from recap.core.provenance import own_text
 from recap.core.render import full_text, parse_links
+from recap.core.salience import Voice, Voices
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.jobs.outcome import Job, Outcome, Status
@@ -54,6 +55,9 @@ class Claim:
     # What the user typed in the batch (recap.core.provenance.own_text, one entry
     # per user turn): a fact is the user's only if their own words back it.
     own_words: tuple[str, ...] = ()
+    # The batch and the messages after it as salience reads them (recap.core.salience):
+    # read when the retention guard is on, which ranks what it keeps by them.
+    voices: Voices = Voices()
 
 
 def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
@@ -139,13 +143,14 @@ def claim_session(session_id: str, *, job: Job, settings: Settings,
                    mode=plan.mode)
             return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
         # Only mined facts are checked against the user's own words (recap.jobs.fold).
-        turns, own = _load_turns(session_id, plan.batch_ids, db=s,
-                                 own_words=settings.extract_memories)
+        turns, own, voices = _load_turns(session_id, plan.batch_ids, db=s,
+                                         own_words=settings.extract_memories,
+                                         voices=settings.retention_guard)
         known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
                                      query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
                  if settings.extract_memories else [])
         return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages), tuple(known), own)
+                     settings, tuple(messages), tuple(known), own, voices)
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an
@@ -228,6 +233,11 @@ _TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.
           .where(MESSAGES.c.session_id == bindparam("sid"),
                  MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
           .order_by(MESSAGES.c.id))
+# The batch's range and every message after it (the window the fold leaves).
+_TURNS_FROM = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
+               .where(MESSAGES.c.session_id == bindparam("sid"),
+                      MESSAGES.c.id >= bindparam("lo"))
+               .order_by(MESSAGES.c.id))
 
 
 def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
@@ -238,21 +248,36 @@ def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
                                                              {"sid": session_id})]
 
 
-def _load_turns(session_id: str, ids: Sequence[int], *, db: Db,
-                own_words: bool) -> tuple[list[Turn], tuple[str, ...]]:
+def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
+                voices: bool = False) -> tuple[list[Turn], tuple[str, ...], Voices]:
     """The batch as the summarizer and the retention guard read it: a block
     message in full (:func:`recap.core.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
     guard must require the specifics of every line that the apply deletes. With
-    ``own_words``, what the user typed in each user turn (:func:`own_text`)."""
+    ``own_words``, what the user typed in each user turn (:func:`own_text`). With
+    ``voices``, the batch and every message after it as salience reads them."""
     wanted = set(ids)
-    rows = db.execute(_TURNS, {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
+    rows = db.execute(_TURNS_FROM if voices else _TURNS,
+                      {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
                       ).yield_per(500)
     turns: list[Turn] = []
     own: list[str] = []
+    batch: list[Voice] = []
+    later: list[Voice] = []
     for i, role, content, blocks in rows:
+        text = full_text(blocks) if blocks else content
         if i in wanted:
-            turns.append(Turn(i, role, full_text(blocks) if blocks else content))
+            turns.append(Turn(i, role, text))
             if own_words and role == "user":
                 own.append(own_text(role, content, blocks))
-    return turns, tuple(own)
+        if voices and (i in wanted or i > max(wanted)):
+            (batch if i in wanted else later).append(voice(i, role, content, blocks, text))
+    return turns, tuple(own), Voices(tuple(batch), tuple(later))
+
+
+def voice(i: int, role: str, content: str, blocks: list[dict[str, Any]] | None,
+          text: str) -> Voice:
+    """A stored message as salience reads it (``text``: its full rendering)."""
+    tool = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks or ())
+    return Voice(i, role, text, own_text(role, content, blocks) if role == "user" else None,
+                 tool)

@@ -20,6 +20,9 @@ from recap.jobs.claim import Claim
 from recap.llm.summarizer import SummaryResult
 from recap.llm.tokens import count_tokens
 
+# The kinds a guard-made memory may carry (recap.core.guard.MEMORY_SOURCE).
+GUARD_SOURCES = ("tool", "assistant", "document", "guard")
+
 
 @dataclass(frozen=True)
 class Fold:
@@ -52,10 +55,13 @@ def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = N
     left = [m for m in claim.messages if m.id not in taken]
     after = policy.plan(left, summary_tokens=tokens, t=claim.settings.thresholds())
     # Who stated each fact is decided from the batch, not taken from the model; the
-    # guard's lines are verbatim windows of any text, never the user's.
+    # guard's lines are verbatim windows of any text, never the user's: each keeps
+    # the kind of text it was read from (a tool result, the assistant, a document),
+    # else ``guard``.
     facts = (*(dataclasses.replace(f, source=attribute(f.fact, f.source, claim.own_words))
                for f in result.facts),
-             *(dataclasses.replace(m, source="guard") for m in memories))
+             *(dataclasses.replace(m, source=m.source if m.source in GUARD_SOURCES else "guard")
+               for m in memories))
     return Fold(result.text, tokens, plan, facts, result.model,
                 result.input_tokens, result.output_tokens, result.estimated_input_tokens,
                 after, len(left), guard, result.frozen)

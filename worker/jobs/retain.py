@@ -3,7 +3,8 @@
 The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
-summary (the rules: recap.core.guard), makes at most ONE repair call when some
+summary (the rules: recap.core.guard; what a tool returned and nothing used stays in
+the archive: recap.core.salience), makes at most ONE repair call when some
 are missing (under the adaptive policy only in a chat: recap.core.adaptive.repairs;
 none when repairs have stopped helping this model lately: recap.core.repairs),
 and settles the rest: the details section, messages held back in the window (the
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from recap.core import adaptive, echo, entries, guard, policy, repairs
+from recap.core import adaptive, echo, entries, guard, policy, repairs, salience
 from recap.core.prompt import Turn
 from recap.db import core_transaction
 from recap.errors import UnusableSummary
@@ -54,7 +55,10 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     kept_lines = guard.details_lines(previous or "")
     facts = [f for f in result.facts
              if not echo.is_echo(f.fact, corpus) and not entries.restates(f.fact, kept_lines)]
-    needed = guard.required(turns, previous)
+    sal = dataclasses.replace(
+        salience.rank(claim.voices.batch, claim.voices.later) if claim.voices.batch
+        else guard.default_salience(turns), archive=settings.archive_summarized)
+    needed = guard.required(turns, previous, sal)
     before = guard.missing(needed, summary=summary, facts=facts)
     after, repaired = before, False
     skipped = bool(before) and (
@@ -79,7 +83,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     settled = guard.settle(
         turns=turns, units=units, previous=previous, summary=summary, corpus=corpus,
         facts=facts, details_cap=int(settings.details_share * settings.max_summary_tokens),
-        count=count_tokens,
+        count=count_tokens, salience=sal,
         spill=claim.plan.mode is policy.Mode.AGGRESSIVE or settings.policy == "adaptive",
         # Only a fold with something still missing can hold a message back: the
         # others skip this read (a transaction of its own).
@@ -98,7 +102,10 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
         specifics_to_memories=settled.specifics_to_memories,
         messages_held_back=len(settled.held_ids), repaired=repaired,
         repair_input_tokens=usage.input_tokens - spent_in,
-        repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped)
+        repair_output_tokens=usage.output_tokens - spent_out, repair_skipped=skipped,
+        specifics_stated=settled.by_rank[0], specifics_referred=settled.by_rank[1],
+        specifics_used=settled.by_rank[2], specifics_rest=settled.by_rank[3],
+        specifics_archived=settled.archived)
     return fold_of(claim, SummaryResult.of(settled.summary, usage, facts), plan=plan,
                    memories=settled.memories, guard=counts)
 

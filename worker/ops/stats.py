@@ -56,6 +56,14 @@ class Stats:
     specifics_missing_after: int = 0
     specifics_in_details: int = 0
     specifics_to_memories: int = 0
+    # The condensed messages' specifics by salience (recap.core.salience): stated by
+    # the user, referred to again, used right after a tool returned them, the rest
+    # kept; and those left in the archive only (a tool returned them, nothing used them).
+    specifics_stated: int = 0
+    specifics_referred: int = 0
+    specifics_used: int = 0
+    specifics_rest: int = 0
+    specifics_archived: int = 0
     messages_held_back: int = 0
     repair_calls: int = 0
     # Share of specifics the model's summaries kept (after any repair); Recap kept the
@@ -192,7 +200,8 @@ def title_counts(stats: Stats, *, db: Session) -> None:
 
 GUARD_SUMS = ("specifics_total", "specifics_missing_after", "specifics_in_details",
               "specifics_to_memories", "messages_held_back", "repair_input_tokens",
-              "repair_output_tokens")
+              "repair_output_tokens", "specifics_stated", "specifics_referred",
+              "specifics_used", "specifics_rest", "specifics_archived")
 # A blocked session's reason in `recap stats`: the start of its dead run's error.
 REASON_CHARS = 160
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Float, Select, func, literal, select
+from sqlalchemy import Float, Select, case, func, literal, select
 
 from recap.core.recall import Candidate, overlap, query_terms, rank_key
 from recap.db import Db, dialect_name
-from recap.models import ChatSession, Memory
+from recap.models import ChatSession, Memory, MemorySource
 
 # Most live memories read per context: far more than a memory budget shows, and
 # on SQLite all of them are scored in Python.
@@ -44,16 +44,37 @@ def session_scopes(session_id: str, *, db: Db) -> tuple[str, ...]:
     return scopes(session_id, user_id)
 
 
+# The kind a memory is shown as, strongest first: the user's own words, then what
+# is known to come from a tool, a document, the assistant; any other kind (the
+# guard's lines, unverified claims, rows older than provenance) after them.
+SHOWN_KINDS = ("user", "tool", "document", "assistant")
+
+
+def _shown_kind() -> Any:
+    """The index in SHOWN_KINDS of a memory's strongest source (correlated)."""
+    order = case(*((MemorySource.kind == k, i) for i, k in enumerate(SHOWN_KINDS)),
+                 else_=len(SHOWN_KINDS))
+    return (select(func.min(order)).where(MemorySource.memory_id == Memory.id)
+            .scalar_subquery())
+
+
+def shown_kind(index: int | None) -> str:
+    """The source a candidate is shown with, from :func:`_shown_kind`'s index."""
+    return SHOWN_KINDS[index] if index is not None and index < len(SHOWN_KINDS) else "guard"
+
+
 def candidates_query(scope: Sequence[str], terms: list[str], *, dialect: str,
                      limit: int = MAX_CANDIDATES) -> Select[Any]:
-    """Live memories of the ``scope`` list as (id, fact, importance, rank), best first; rank
-    is ts_rank on PostgreSQL and 0 elsewhere (see :func:`candidates`)."""
+    """Live memories of the ``scope`` list as (id, fact, importance, rank, shown), best
+    first; rank is ts_rank on PostgreSQL and 0 elsewhere (see :func:`candidates`),
+    shown the strongest kind of its sources (:func:`shown_kind`)."""
     if dialect == "postgresql" and terms:
         rank: Any = func.ts_rank(func.to_tsvector("simple", Memory.fact),
                                  func.to_tsquery("simple", " | ".join(terms)))
     else:
         rank = literal(0.0, Float())
-    return (select(Memory.id, Memory.fact, Memory.importance, rank.label("rank"))
+    return (select(Memory.id, Memory.fact, Memory.importance, rank.label("rank"),
+                   _shown_kind().label("shown"))
             .where(Memory.scope.in_(scope), Memory.superseded_by.is_(None))
             .order_by(rank.desc(), Memory.importance.desc(), Memory.id.desc())
             .limit(limit))
@@ -62,10 +83,11 @@ def candidates_query(scope: Sequence[str], terms: list[str], *, dialect: str,
 def to_candidates(rows: Any, terms: list[str], *, dialect: str) -> list[Candidate]:
     """The rows of :func:`candidates_query` as candidates, scored by word overlap
     where the database did not rank them."""
-    found = [Candidate(int(r.id), r.fact, int(r.importance), float(r.rank or 0.0))
-             for r in rows]
+    found = [Candidate(int(r.id), r.fact, int(r.importance), float(r.rank or 0.0),
+                       shown_kind(r.shown)) for r in rows]
     if dialect != "postgresql" and terms:
-        found = [Candidate(c.id, c.fact, c.importance, overlap(terms, c.fact)) for c in found]
+        found = [Candidate(c.id, c.fact, c.importance, overlap(terms, c.fact), c.source)
+                 for c in found]
     return sorted(found, key=rank_key)
 
 
