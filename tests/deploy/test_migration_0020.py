@@ -1,4 +1,4 @@
-"""0019 adds the retention guard's counts by salience to summary_runs and takes them
+"""0020 adds the retention guard's counts by salience to summary_runs and takes them
 away again, keeping the runs recorded before it."""
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ def _columns(url: str) -> set[str]:
     return names
 
 
-def test_0019_adds_and_drops_the_rank_counts(tmp_path: Path) -> None:
+def test_0020_adds_and_drops_the_rank_counts(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.sqlite3'}"
-    migrate(url, "0018_frozen_answers")
+    migrate(url, "0019_archive_search_direct")
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO summary_runs (session_id, attempt, status, reason, "
                           "messages_condensed) VALUES ('s', 0, 'applied', 'r', 3)"))
     engine.dispose()
     assert not COLUMNS & _columns(url)
-    migrate(url, "0019_salience_counts")
+    migrate(url, "0020_salience_counts")
     assert COLUMNS <= _columns(url)
-    migrate(url, "0018_frozen_answers", down=True)
+    migrate(url, "0019_archive_search_direct", down=True)
     assert not COLUMNS & _columns(url)
     engine = create_engine(url)
     with engine.connect() as conn:

@@ -1,15 +1,15 @@
 """summary_runs: the retention guard's specifics by rank, and those left in the archive
 
-Revision ID: 0019_salience_counts
-Revises: 0018_frozen_answers
+Revision ID: 0020_salience_counts
+Revises: 0019_archive_search_direct
 Create Date: 2026-11-28 11:00:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0019_salience_counts'
-down_revision = '0018_frozen_answers'
+revision = '0020_salience_counts'
+down_revision = '0019_archive_search_direct'
 branch_labels = None
 depends_on = None
 
