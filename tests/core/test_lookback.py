@@ -135,3 +135,19 @@ def test_a_line_after_a_character_that_lower_case_lengthens_is_quoted_whole() ->
     # still point at the same place in the original.
     excerpt = "İ" * 20 + "\nLGR-3621\nsrc/ledger/loader.py:212"
     assert snippet(excerpt, "lgr-3621") == "LGR-3621\nsrc/ledger/loader.py:212"
+
+
+def test_snippet_quotes_the_later_lines_that_name_the_cue_again() -> None:
+    log = ("10:01 INFO start\n10:02 ERROR LGR-3621 raised at src/ledger/loader.py:212: drift "
+           "4.20 in batch 7 of the nightly settlement run for the eu-west ledgers\n"
+           "10:02 DEBUG resolved six==1.16 sha 0c0ffee\n"
+           "10:02 ERROR LGR-3621 context: lockfile pins ledgerkit at 9f8e7d6c5b4a\n"
+           "10:03 INFO XLGR-3621X is not the code\n"
+           "10:04 WARN LGR-3621 retry 1/5\n10:05 WARN LGR-3621 retry 2/5")
+    got = snippet(log, "lgr-3621")
+    assert got is not None
+    assert got.splitlines() == [
+        "10:02 ERROR LGR-3621 raised at src/ledger/loader.py:212: drift 4.20 in batch 7 of "
+        "the nightly settlement run for the eu-west ledgers",
+        "10:02 ERROR LGR-3621 context: lockfile pins ledgerkit at 9f8e7d6c5b4a",
+        "10:04 WARN LGR-3621 retry 1/5"]

@@ -49,6 +49,8 @@ MAX_SCAN_CHARS = 20_000
 # A line this short (or ending with ':') is quoted with the line after it: the
 # path, hash or name stated next to a specific is often on the next line.
 SHORT_LINE = 80
+# Later lines of the same excerpt that name the cue again, quoted after the first.
+MORE_LINES = 2
 
 _TOKEN = re.compile(r"[\w\-./:#@]+")
 _EDGE = "-./:#@_"
@@ -180,7 +182,9 @@ def _boundary_find(text: str, term: str) -> int:
 def snippet(excerpt: str, term: str) -> str | None:
     """The line of ``excerpt`` that holds ``term``, with the line after it when the
     line is short or ends with ':', cut at whitespace around the term when longer
-    than :data:`MAX_LINE_CHARS`; None if the term is not there."""
+    than :data:`MAX_LINE_CHARS`, then up to :data:`MORE_LINES` later lines of the
+    excerpt that name ``term`` as a whole word (a log states the code it raised and
+    then what went with it); None if the term is not there."""
     at = _boundary_find(lower_by_index(excerpt), term)
     if at < 0:
         return None
@@ -193,6 +197,33 @@ def snippet(excerpt: str, term: str) -> str | None:
         following = excerpt[end + 1:len(excerpt) if nxt < 0 else nxt].strip()
         if following:
             line = f"{line}\n{following}"
+            end = len(excerpt) if nxt < 0 else nxt
+    first = _cut(line, term)
+    more = [_cut(ln.strip(), term) for ln in _naming(excerpt[end:], term)]
+    return "\n".join([first, *more])
+
+
+def _naming(text: str, term: str) -> list[str]:
+    """Up to :data:`MORE_LINES` lines of ``text`` naming ``term`` as a whole word
+    (one pass over the bounded excerpt)."""
+    found: list[str] = []
+    for ln in text.split("\n"):
+        at = _boundary_find(lower_by_index(ln), term)
+        if at < 0:
+            continue
+        before = ln[at - 1] if at else " "
+        after = ln[at + len(term)] if at + len(term) < len(ln) else " "
+        if before.isalnum() or after.isalnum():
+            continue
+        found.append(ln)
+        if len(found) == MORE_LINES:
+            break
+    return found
+
+
+def _cut(line: str, term: str) -> str:
+    """``line`` as is, or cut at whitespace around ``term`` when longer than
+    :data:`MAX_LINE_CHARS`."""
     if len(line) <= MAX_LINE_CHARS:
         return line
     at = _boundary_find(lower_by_index(line), term)
