@@ -18,6 +18,7 @@ from recap.core.provenance import (
     instruction_like,
     names,
     own_text,
+    stated_names,
     strip_pasted,
 )
 
@@ -122,6 +123,16 @@ def test_names_are_capitalised_words_that_do_not_start_a_sentence() -> None:
     assert names("The user's daughter Ines lives in Porto. She flies TAP.\nMaybe") == {
         "Ines", "Porto", "TAP"}
     assert names("I think the user likes tea.") == set()
+    assert names("Daily check-in for Thursday 11 April 2024, due in May.") == set()
+
+
+def test_a_dated_english_turn_keeps_the_names_it_states() -> None:
+    # Weekdays and months are no names: counted as such they made this turn look
+    # like German, where only acronyms count, and the landlord's name was lost.
+    said = ("Daily check-in for Thursday 11 April 2024: billing-api metrics below, "
+            "INC-2291 follow-ups 7/7 done.\n\n```\nhour | req/s\n00:00 | 460\n```\n\n"
+            "By the way, my landlord is called Yusuf Tanabe.")
+    assert stated_names(said) == {"INC-2291", "Yusuf", "Tanabe"}
 
 
 # What drop_quoted does, as a regex: right, but it rescans the rest of the text from

@@ -64,7 +64,14 @@ _INTRODUCED = re.compile(
 # A fact about the assistant (a summary sentence with the roles swapped) is not the user's.
 _ABOUT_ASSISTANT = re.compile(r"\s*+(?:the\s++)?(?:assistant|ai|model|bot|chatbot)\b", re.I)
 # Capitalised words that name no one: the pronoun, and the word facts use for the user.
-_NOT_NAMES = frozenset({"i", "i'm", "i've", "i'll", "i'd", "user", "user's", "ok", "okay"})
+# Weekdays and months start with a capital but name no one (a date's specifics
+# keep them): counted as names, they would make a dated English turn look like
+# German, where only acronyms count (stated_names).
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march "
+    "april may june july august september october november december".split())
+_NOT_NAMES = frozenset({"i", "i'm", "i've", "i'll", "i'd", "user", "user's", "ok", "okay",
+                        *_CALENDAR})
 _NAME_LEAD = "([{<\"'“‘«¿¡*_"
 _NAME_TRAIL = ".,;:!?)]}>\"'”’»…*_"
 _SENTENCE_ENDS = tuple(".!?:;")
