@@ -8,7 +8,6 @@ from typing import Any, NamedTuple
 
 from recap.core.lookback import (
     MAX_CUES,
-    MAX_LINE_CHARS,
     PER_CUE,
     RECALL_CLOSE,
     RECALL_OPEN,
@@ -18,10 +17,10 @@ from recap.core.lookback import (
     cues,
     rarity,
     recall_block,
-    snippet,
     split_asked,
     weight,
 )
+from recap.core.quote import MAX_LINE_CHARS, snippet
 
 
 class R(NamedTuple):
