@@ -119,10 +119,10 @@ def test_delete_only_mode_archives_nothing_and_recalls_nothing(
     assert RECALL_TAG not in json.dumps(api.build_context(sid, system_prompt=PROMPT))
 
 
+# Retention and forget are not part of the reply path: the sync API only.
+@pytest.mark.parametrize("api", ["sync"], indirect=True)
 def test_retention_and_forget_delete_the_archive(
         api: Api, settings_env: Callable[..., None]) -> None:
-    if api.name != "sync":
-        pytest.skip("retention and forget are not part of the reply path")
     settings_env(**QUIET, RECAP_ARCHIVE_RETENTION_DAYS=30)
     folded_session(api, "kept")
     folded_session(api, "old")
