@@ -160,7 +160,8 @@ def run(quick: bool = False) -> str:
                             progress=lambda line: print(line, flush=True))
                         print(f"{name} {policy} {mode} run {i + 1}: stored {s.stored}, "
                               f"folds {s.folds}, where {s.where}, audit {s.audit}, "
-                              f"error {s.error}, {time.monotonic() - started:.0f}s", flush=True)
+                              f"s per fold {s.fold_seconds}, error {s.error}, "
+                              f"{time.monotonic() - started:.0f}s", flush=True)
                         series.append(s)
                     rows.append(row(name, policy.strip(), mode.strip(), series))
     body = (f"{n} messages of the demo's chat, {k} planted specifics (seed 7); medians of "

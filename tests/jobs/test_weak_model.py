@@ -185,6 +185,39 @@ def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(
                                 written_texts={sid: texts}) == []
 
 
+def test_a_fallback_summary_cut_off_too_is_asked_again_as_the_new_messages_own(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    # A small model that runs away on the summary-and-facts call and again on the
+    # plain summary it is then asked for: the same job asks a third way (the new
+    # messages alone) instead of giving the session up.
+    settings_env(**GUARDED)
+    plain_asked: list[Request] = []
+
+    def runaway_plain_once(request: Request) -> Reply | None:
+        if request.tool is None and recap_kind(request.body) == "summary":
+            plain_asked.append(request)
+            if len(plain_asked) == 1:
+                return ok("The user and the assistant talked about " * 40,
+                          stop_reason="max_tokens")
+        return None
+
+    fake_api.route(runaway_plain_once)
+    fake_api.route(weak_model(Weak(loop_facts=True)))
+    sid = "runaway-twice"
+    texts = {add_message(sid, role, text): text for role, text in conversation(12)}
+    run_and_wait(sid, final={"applied", "dead"})
+    [run] = runs(sid)
+    assert run.status == "applied", run.error
+    reason = run.reason or ""
+    assert "summary-only fallback" in reason
+    assert "unusable plain answer, asked again as fresh" in reason
+    assert run.frozen_answers >= 1
+    assert len(plain_asked) >= 2
+    with transaction() as s:
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+
+
 def test_the_same_unusable_answer_twice_is_not_retried_again(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})

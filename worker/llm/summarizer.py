@@ -219,9 +219,11 @@ class ClaudeSummarizer:
     def _fallback(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                   mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
         """A runaway summary-and-facts answer on a chunk too small to split: the summary
-        alone (UnusableSummary if that is cut off too), then the facts with a smaller
-        room; facts cut off again are dropped. Noted in ``usage.notes``."""
-        text = self._call(previous, chunk, usage, None)
+        alone, asked the remaining ways (plain, then fresh) like any other answer, so a
+        frozen, empty or cut-off plain summary is asked again as the new messages'
+        own; then the facts with a smaller room; facts cut off again are dropped.
+        Noted in ``usage.notes``."""
+        text = self._update(previous, chunk, usage, None, known)
         if mined is None:
             usage.notes.append("answer cut off: summary-only fallback")
             return text
