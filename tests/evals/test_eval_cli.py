@@ -89,6 +89,26 @@ def test_base_url_evaluates_the_model_behind_any_messages_api_server(tmp_path: P
         server.stop()
 
 
+def test_a_weak_model_behind_the_base_url_still_gets_every_fold_applied(
+        tmp_path: Path) -> None:
+    # The stand-in misbehaving like a small model (docs/EVALUATION.md): looping facts,
+    # an echoed schema, junk replacements. The run ends without an error, folds, and
+    # counts the answers it refused.
+    from recap.testing import FakeAnthropic, Weak, weak_model
+
+    server = FakeAnthropic().start()
+    server.route(weak_model(Weak(echo_schema=True, loop_facts=True, junk_replaces=True)))
+    try:
+        done = run("--base-url", server.url, "--model", "weak-stand-in", "--messages", "80",
+                   "--facts", "4", "--no-peers", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        cells = row(done.stdout, "Recap (weak-stand-in)")
+        assert cells[2].isdigit() and int(cells[2]) > 0, cells  # folds applied
+        assert "summary answers refused as frozen or empty" in done.stdout
+    finally:
+        server.stop()
+
+
 def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:
     done = run("--base-url", "http://127.0.0.1:9", cwd=tmp_path)
     assert done.returncode != 0 and "--base-url and --model go together" in done.stderr
