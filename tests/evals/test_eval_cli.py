@@ -109,6 +109,34 @@ def test_a_weak_model_behind_the_base_url_still_gets_every_fold_applied(
         server.stop()
 
 
+def test_a_failure_a_worker_would_retry_is_asked_again_not_the_end_of_the_run(
+        tmp_path: Path) -> None:
+    # The first summary call fails as an overloaded server's does: the job fails,
+    # and recap eval runs it again as a worker would instead of reporting the run
+    # as failed.
+    from recap.testing import FakeAnthropic, Reply, Request, error, recap_kind
+
+    server = FakeAnthropic().start()
+    failed: list[str] = []
+
+    def once(request: Request) -> Reply | None:
+        if recap_kind(request.body) == "summary" and not failed:
+            failed.append(request.prompt)
+            return error(529)
+        return None
+
+    server.route(once)
+    try:
+        done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
+                   "--facts", "4", "--no-peers", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert failed
+        cells = row(done.stdout, "Recap (local-model)")
+        assert cells[2].isdigit() and int(cells[2]) > 0, done.stdout[-2000:]
+    finally:
+        server.stop()
+
+
 def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:
     done = run("--base-url", "http://127.0.0.1:9", cwd=tmp_path)
     assert done.returncode != 0 and "--base-url and --model go together" in done.stderr

@@ -77,6 +77,23 @@ def context_text(ctx: Any) -> str:
     return "\n".join(parts)
 
 
+def _as_a_worker(job: Callable[[Any], Any], *, task_id: str, retries: int) -> Any:
+    """``job(Job)``, asked again at once after a failure a worker would retry (a
+    transient one: a timeout, an overloaded server), up to ``retries`` more attempts
+    (RECAP_MAX_RETRIES): a slow local model's one late answer does not end the run."""
+    from recap.jobs.outcome import Job, is_transient
+
+    attempt = 1
+    while True:
+        final = attempt > retries
+        try:
+            return job(Job(task_id=task_id, attempt=attempt, final_attempt=final))
+        except Exception as exc:
+            if final or not is_transient(exc):
+                raise
+            attempt += 1
+
+
 Ask = Callable[[dict[str, Any]], str]  # a Messages API request (system, messages) -> answer
 
 
@@ -93,7 +110,6 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
     from recap.api.context import build_context
     from recap.api.ingest import add_message
     from recap.demo.run import file_paths, migrate, remove_files, use_files
-    from recap.jobs.outcome import Job
     from recap.jobs.resources import get_resources, reset_process_state
     from recap.jobs.summarize import summarize
 
@@ -111,7 +127,8 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
             if role != "assistant" and i != len(messages):
                 continue
             while True:
-                outcome = summarize(sid, job=Job(task_id=f"eval-{i}"), res=res)
+                outcome = _as_a_worker(lambda job: summarize(sid, job=job, res=res),
+                                       task_id=f"eval-{i}", retries=settings.max_retries)
                 if outcome.status in ("failed", "dead", "unrecorded"):
                     raise RuntimeError(f"summarize job {outcome.status}: {outcome.error}")
                 if outcome.status != "applied":
