@@ -16,11 +16,10 @@ SHORT_LINE = 80
 MORE_LINES = 2
 
 
-def _boundary_find(text: str, term: str) -> int:
-    """The first index of ``term`` in lower-cased ``text`` as a whole word, else as
-    a substring, else -1 (linear: str.find per occurrence, each one once)."""
+def _word_find(text: str, term: str) -> int:
+    """The first index of ``term`` in lower-cased ``text`` as a whole word, else -1
+    (linear: str.find per occurrence, each one once)."""
     start = text.find(term)
-    first = start
     while start >= 0:
         before = text[start - 1] if start else " "
         end = start + len(term)
@@ -28,7 +27,14 @@ def _boundary_find(text: str, term: str) -> int:
         if not (before.isalnum() or after.isalnum()):
             return start
         start = text.find(term, start + 1)
-    return first
+    return -1
+
+
+def _boundary_find(text: str, term: str) -> int:
+    """The first index of ``term`` in lower-cased ``text`` as a whole word, else as
+    a substring, else -1."""
+    at = _word_find(text, term)
+    return at if at >= 0 else text.find(term)
 
 
 def snippet(excerpt: str, term: str) -> str | None:
@@ -60,16 +66,10 @@ def _naming(text: str, term: str) -> list[str]:
     (one pass over the bounded excerpt)."""
     found: list[str] = []
     for ln in text.split("\n"):
-        at = _boundary_find(lower_by_index(ln), term)
-        if at < 0:
-            continue
-        before = ln[at - 1] if at else " "
-        after = ln[at + len(term)] if at + len(term) < len(ln) else " "
-        if before.isalnum() or after.isalnum():
-            continue
-        found.append(ln)
-        if len(found) == MORE_LINES:
-            break
+        if _word_find(lower_by_index(ln), term) >= 0:
+            found.append(ln)
+            if len(found) == MORE_LINES:
+                break
     return found
 
 
