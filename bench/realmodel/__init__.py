@@ -43,7 +43,8 @@ SLOW = {"task_time_limit_s": 7200, "task_soft_time_limit_s": 6000, "lease_s": 80
         "llm_timeout_s": 600, "visibility_timeout_s": 20000}
 HEADERS = ("model", "policy", "mode", "runs", "folds", "kept of total",
            "where: prose / details / memories / window", "frozen answers",
-           "repairs (helped)", "s per fold", "stored per run")
+           "repairs (helped)", "s per fold", "stored per run",
+           "jobs dead-lettered per run (after message)")
 
 
 def configured() -> tuple[list[tuple[str, Path]], str | None]:
@@ -117,7 +118,7 @@ def row(name: str, policy: str, mode: str, runs: Sequence[Any]) -> list[object]:
 
     ok = [r for r in runs if r.error is None]
     if not ok:
-        return [name, policy, mode, len(runs), "-", runs[0].error, "", "", "", "", ""]
+        return [name, policy, mode, len(runs), "-", runs[0].error, "", "", "", "", "", ""]
 
     def med(values: Sequence[float]) -> str:
         return f"{statistics.median(values):g}"
@@ -130,7 +131,9 @@ def row(name: str, policy: str, mode: str, runs: Sequence[Any]) -> list[object]:
             f"{med([r.audit.repairs_called for r in ok])} "
             f"({med([r.audit.repairs_helped for r in ok])})",
             f"{statistics.median(seconds):.0f}" if seconds else "-",
-            " ".join(str(r.stored) for r in ok)]
+            " ".join(str(r.stored) for r in ok),
+            " ".join(f"{len(r.dead_after)} ({', '.join(map(str, r.dead_after)) or '-'})"
+                     for r in ok)]
 
 
 def run(quick: bool = False) -> str:
@@ -160,7 +163,9 @@ def run(quick: bool = False) -> str:
                             progress=lambda line: print(line, flush=True))
                         print(f"{name} {policy} {mode} run {i + 1}: stored {s.stored}, "
                               f"folds {s.folds}, where {s.where}, audit {s.audit}, "
-                              f"s per fold {s.fold_seconds}, error {s.error}, "
+                              f"s per fold {s.fold_seconds}, dead-lettered after {s.dead_after}, "
+                              f"in context after each fold {s.after_fold}, "
+                              f"stored after each fold {s.stored_after_fold}, error {s.error}, "
                               f"{time.monotonic() - started:.0f}s", flush=True)
                         series.append(s)
                     rows.append(row(name, policy.strip(), mode.strip(), series))

@@ -137,6 +137,35 @@ def test_a_failure_a_worker_would_retry_is_asked_again_not_the_end_of_the_run(
         server.stop()
 
 
+def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
+        tmp_path: Path) -> None:
+    # Every summary answer runs to max_tokens: the job fails every way, twice, and is
+    # dead-lettered with nothing applied. The run reports it and goes on as a chat
+    # would (the hook leaves the session alone): every planted fact is still stored.
+    from recap.testing import FakeAnthropic, Reply, Request, ok, recap_kind
+
+    server = FakeAnthropic().start()
+    summaries: list[str] = []
+
+    def runaway(request: Request) -> Reply | None:
+        if recap_kind(request.body) == "summary":
+            summaries.append(request.prompt)
+            return ok("", stop_reason="max_tokens")
+        return None
+
+    server.route(runaway)
+    try:
+        done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
+                   "--facts", "4", "--no-peers", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert summaries
+        cells = row(done.stdout, "Recap (local-model)")
+        assert cells[2] == "0" and cells[5] == "4/4", done.stdout[-2000:]
+        assert "jobs dead-lettered (nothing of them applied) after message" in done.stdout
+    finally:
+        server.stop()
+
+
 def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:
     done = run("--base-url", "http://127.0.0.1:9", cwd=tmp_path)
     assert done.returncode != 0 and "--base-url and --model go together" in done.stderr

@@ -218,9 +218,11 @@ def recap_detail(r: Series) -> str:
     seconds = (f"{statistics.median(r.fold_seconds):.1f} s per fold (median)"
                if r.fold_seconds else "no fold")
     a = r.audit
+    dead = ("; jobs dead-lettered (nothing of them applied) after message "
+            + ", ".join(str(i) for i in r.dead_after) if r.dead_after else "")
     return (f"{r.name}: stored {_of(r.stored, r.total)}: {where}; summary answers refused "
             f"as frozen or empty: {a.frozen_answers}; repair calls {a.repairs_called} "
-            f"(helped {a.repairs_helped}, skipped {a.repairs_skipped}); {seconds}")
+            f"(helped {a.repairs_helped}, skipped {a.repairs_skipped}); {seconds}{dead}")
 
 
 def _of(n: int | None, total: int) -> str:

@@ -17,10 +17,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recap.evals.facts import Message, Planted, retained
 from recap.evals.where import Audit, audit, where_kept
+
+if TYPE_CHECKING:
+    from recap.settings import Settings
 
 QA_PREFIX = "Question about our conversation: "
 QA_SUFFIX = "\nAnswer with the specific detail only."
@@ -50,6 +53,9 @@ class Series:
     where: dict[str, int] = field(default_factory=dict)
     audit: Audit | None = None
     fold_seconds: list[float] = field(default_factory=list)
+    # Recap only: the messages after which a job was dead-lettered (nothing of it
+    # applied or deleted); the conversation goes on, as it would in a chat.
+    dead_after: list[int] = field(default_factory=list)
 
     @property
     def worst(self) -> int | None:
@@ -126,9 +132,19 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
             last_id = add_message(sid, role, content)
             if role != "assistant" and i != len(messages):
                 continue
+            if series.dead_after and not _hook_would_queue(sid, settings):
+                continue  # dead-lettered: left alone, as the hook leaves it
             while True:
-                outcome = _as_a_worker(lambda job: summarize(sid, job=job, res=res),
-                                       task_id=f"eval-{i}", retries=settings.max_retries)
+                try:
+                    outcome = _as_a_worker(lambda job: summarize(sid, job=job, res=res),
+                                           task_id=f"eval-{i}", retries=settings.max_retries)
+                except Exception as exc:
+                    if _last_run_status(sid) != "dead":
+                        raise
+                    series.dead_after.append(i)
+                    progress(f"  Recap job after message {i} dead-lettered, nothing of it "
+                             f"applied: {type(exc).__name__}: {exc}")
+                    break
                 if outcome.status in ("failed", "dead", "unrecorded"):
                     raise RuntimeError(f"summarize job {outcome.status}: {outcome.error}")
                 if outcome.status != "applied":
@@ -158,6 +174,22 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         remove_files(data.parent)
         reset_process_state()  # back to the environment's settings
     return series
+
+
+def _hook_would_queue(session_id: str, settings: Settings) -> bool:
+    """Whether the hook, after the reply just added, would queue a summarize job (a
+    dead-lettered session waits for its cool-down unless its context nears the
+    budget): the hook's own decision (recap.api.hook), without sending anything."""
+    from datetime import UTC, datetime
+
+    from recap.api.hook import counters_params, counters_statement, plan_counters
+    from recap.db import transaction
+
+    now = datetime.now(UTC)
+    with transaction() as s:
+        row = s.execute(counters_statement(server_clock=False),
+                        counters_params(session_id, settings=settings, now=now)).first()
+    return plan_counters(session_id, row, settings=settings, bound=now).summarize is not None
 
 
 def _ask_in_session(session_id: str, question: str, ask: Ask, *, after: int) -> str:
@@ -191,6 +223,18 @@ def stored_text(session_id: str) -> str:
         window = s.scalars(select(ChatMessage.content)
                            .where(ChatMessage.session_id == session_id))
         return "\n".join([summary, *facts, *window])
+
+
+def _last_run_status(session_id: str) -> str | None:
+    """The status of the session's latest summary run (recap.jobs.outcome.Status)."""
+    from sqlalchemy import select
+
+    from recap.db import transaction
+    from recap.models import SummaryRun
+
+    with transaction() as s:
+        return s.scalar(select(SummaryRun.status).where(SummaryRun.session_id == session_id)
+                        .order_by(SummaryRun.id.desc()).limit(1))
 
 
 def _repairs(session_id: str) -> int:
