@@ -161,6 +161,7 @@ def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
         assert summaries
         cells = row(done.stdout, "Recap (local-model)")
         assert cells[2] == "0" and cells[5] == "4/4", done.stdout[-2000:]
+        assert int(cells[7].replace(",", "")) > 0  # the failed calls' tokens are counted
         assert "jobs dead-lettered (nothing of them applied) after message" in done.stdout
     finally:
         server.stop()

@@ -53,8 +53,7 @@ class Series:
     where: dict[str, int] = field(default_factory=dict)
     audit: Audit | None = None
     fold_seconds: list[float] = field(default_factory=list)
-    # Recap only: the messages after which a job was dead-lettered (nothing of it
-    # applied or deleted); the conversation goes on, as it would in a chat.
+    # Recap only: messages after which a job was dead-lettered (nothing of it applied).
     dead_after: list[int] = field(default_factory=list)
 
     @property
@@ -165,6 +164,8 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         series.final = retained(facts, context_text(ctx))
         series.stored = retained(facts, stored_text(sid))
         series.where, series.audit = where_kept(facts, sid), audit(sid)
+        series.input_tokens += series.audit.unapplied_input_tokens
+        series.output_tokens += series.audit.unapplied_output_tokens
         if ask is not None:
             series.qa_correct, series.qa_asked = quiz(
                 facts, lambda q: _ask_in_session(sid, q, ask, after=last_id))

@@ -20,12 +20,16 @@ PLACES = ("summary prose", "details", "memories", "window")
 @dataclass(frozen=True)
 class Audit:
     """One session's summary runs, summed: answers refused as frozen or empty, repair
-    calls made, those that reduced what was missing, and repairs skipped."""
+    calls made, those that reduced what was missing, repairs skipped, and the tokens
+    of the runs that applied nothing."""
 
     frozen_answers: int = 0
     repairs_called: int = 0
     repairs_helped: int = 0
     repairs_skipped: int = 0
+    # Spent by the runs that applied nothing (failed, dead-lettered): real calls too.
+    unapplied_input_tokens: int = 0
+    unapplied_output_tokens: int = 0
 
 
 def where_kept(facts: Sequence[Planted], session_id: str) -> dict[str, int]:
@@ -67,12 +71,16 @@ def audit(session_id: str) -> Audit:
         runs = s.execute(select(SummaryRun.status, SummaryRun.frozen_answers,
                                 SummaryRun.repaired, SummaryRun.repair_skipped,
                                 SummaryRun.specifics_missing_before_repair,
-                                SummaryRun.specifics_missing_after)
+                                SummaryRun.specifics_missing_after,
+                                SummaryRun.input_tokens, SummaryRun.output_tokens)
                          .where(SummaryRun.session_id == session_id)).all()
     applied = [r for r in runs if r.status == "applied"]
+    unapplied = [r for r in runs if r.status != "applied"]
     return Audit(
         frozen_answers=sum(r.frozen_answers or 0 for r in runs),
         repairs_called=sum(bool(r.repaired) for r in applied),
         repairs_helped=sum(bool(r.repaired) and (r.specifics_missing_after or 0)
                            < (r.specifics_missing_before_repair or 0) for r in applied),
-        repairs_skipped=sum(bool(r.repair_skipped) for r in applied))
+        repairs_skipped=sum(bool(r.repair_skipped) for r in applied),
+        unapplied_input_tokens=sum(r.input_tokens or 0 for r in unapplied),
+        unapplied_output_tokens=sum(r.output_tokens or 0 for r in unapplied))
