@@ -195,8 +195,8 @@ def print_table(rows: Sequence[Series], out: Out, *, qa: bool, stand_in: bool = 
              "at the end); stored: anywhere the system keeps them (Recap: summary, all "
              "memories, window)")
     out.line("in/out tokens: what each system sent to and received from the model for its "
-             "own summaries and memories (not the chat replies), all systems on the same "
-             "conversation: lower in tokens is less to pay for the same work"
+             "own summaries and memories (not the chat replies; failed jobs included), all "
+             "systems on the same conversation: lower in tokens is less to pay for the same work"
              + ("; counted by the stand-in as the API would, so they compare the systems' "
                 "mechanisms, not a Claude bill" if stand_in else ""))
     for r in rows:
