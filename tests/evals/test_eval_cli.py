@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from recap.testing import Route
 from tests.env import TEST_ENV
 
 RECAP = str(Path(sys.executable).with_name("recap"))
@@ -22,6 +23,20 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
              "TIKTOKEN_CACHE_DIR": TEST_ENV["TIKTOKEN_CACHE_DIR"]}
     return subprocess.run([RECAP, "eval", *args], cwd=cwd, env=clean, capture_output=True,
                           text=True, timeout=240)
+
+
+def run_behind(route: Route, *, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`recap eval` (80 messages, 4 facts, Recap only) against the stand-in served on
+    a port, ``route`` answering first (recap.testing.FakeAnthropic.route)."""
+    from recap.testing import FakeAnthropic
+
+    server = FakeAnthropic().start()
+    server.route(route)
+    try:
+        return run("--base-url", server.url, "--model", "local-model", "--messages", "80",
+                   "--facts", "4", "--no-peers", cwd=cwd)
+    finally:
+        server.stop()
 
 
 def row(stdout: str, name: str) -> list[str]:
@@ -114,9 +129,8 @@ def test_a_failure_a_worker_would_retry_is_asked_again_not_the_end_of_the_run(
     # The first summary call fails as an overloaded server's does: the job fails,
     # and recap eval runs it again as a worker would instead of reporting the run
     # as failed.
-    from recap.testing import FakeAnthropic, Reply, Request, error, recap_kind
+    from recap.testing import Reply, Request, error, recap_kind
 
-    server = FakeAnthropic().start()
     failed: list[str] = []
 
     def once(request: Request) -> Reply | None:
@@ -125,16 +139,11 @@ def test_a_failure_a_worker_would_retry_is_asked_again_not_the_end_of_the_run(
             return error(529)
         return None
 
-    server.route(once)
-    try:
-        done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
-                   "--facts", "4", "--no-peers", cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert failed
-        cells = row(done.stdout, "Recap (local-model)")
-        assert cells[2].isdigit() and int(cells[2]) > 0, done.stdout[-2000:]
-    finally:
-        server.stop()
+    done = run_behind(once, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert failed
+    cells = row(done.stdout, "Recap (local-model)")
+    assert cells[2].isdigit() and int(cells[2]) > 0, done.stdout[-2000:]
 
 
 def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
@@ -142,9 +151,8 @@ def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
     # Every summary answer runs to max_tokens: the job fails every way, twice, and is
     # dead-lettered with nothing applied. The run reports it and goes on as a chat
     # would (the hook leaves the session alone): every planted fact is still stored.
-    from recap.testing import FakeAnthropic, Reply, Request, ok, recap_kind
+    from recap.testing import Reply, Request, ok, recap_kind
 
-    server = FakeAnthropic().start()
     summaries: list[str] = []
 
     def runaway(request: Request) -> Reply | None:
@@ -153,18 +161,13 @@ def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
             return ok("", stop_reason="max_tokens")
         return None
 
-    server.route(runaway)
-    try:
-        done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
-                   "--facts", "4", "--no-peers", cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert summaries
-        cells = row(done.stdout, "Recap (local-model)")
-        assert cells[2] == "0" and cells[5] == "4/4", done.stdout[-2000:]
-        assert int(cells[7].replace(",", "")) > 0  # the failed calls' tokens are counted
-        assert "jobs dead-lettered (nothing of them applied) after message" in done.stdout
-    finally:
-        server.stop()
+    done = run_behind(runaway, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert summaries
+    cells = row(done.stdout, "Recap (local-model)")
+    assert cells[2] == "0" and cells[5] == "4/4", done.stdout[-2000:]
+    assert int(cells[7].replace(",", "")) > 0  # the failed calls' tokens are counted
+    assert "jobs dead-lettered (nothing of them applied) after message" in done.stdout
 
 
 def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:
