@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from recap.testing import Route
+from recap.testing import FakeAnthropic, Route
 from tests.env import TEST_ENV
 
 RECAP = str(Path(sys.executable).with_name("recap"))
@@ -28,8 +28,6 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def run_behind(route: Route, *, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`recap eval` (80 messages, 4 facts, Recap only) against the stand-in served on
     a port, ``route`` answering first (recap.testing.FakeAnthropic.route)."""
-    from recap.testing import FakeAnthropic
-
     server = FakeAnthropic().start()
     server.route(route)
     try:
@@ -90,8 +88,6 @@ def test_bad_input_files_are_named(tmp_path: Path) -> None:
 def test_base_url_evaluates_the_model_behind_any_messages_api_server(tmp_path: Path) -> None:
     # A Messages API server started on its own (the stand-in, as a user would start
     # llama.cpp): recap eval reaches it by --base-url and --model only, with no key.
-    from recap.testing import FakeAnthropic
-
     server = FakeAnthropic().start()
     try:
         done = run("--base-url", server.url, "--model", "local-model", "--messages", "80",
@@ -109,7 +105,7 @@ def test_a_weak_model_behind_the_base_url_still_gets_every_fold_applied(
     # The stand-in misbehaving like a small model (docs/EVALUATION.md): looping facts,
     # an echoed schema, junk replacements. The run ends without an error, folds, and
     # counts the answers it refused.
-    from recap.testing import FakeAnthropic, Weak, weak_model
+    from recap.testing import Weak, weak_model
 
     server = FakeAnthropic().start()
     server.route(weak_model(Weak(echo_schema=True, loop_facts=True, junk_replaces=True)))
