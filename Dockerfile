@@ -16,9 +16,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 COPY pyproject.toml README.md ./
-COPY models ./models
-COPY worker ./worker
-COPY migrations ./migrations
+COPY recap ./recap
 RUN pip install .
 # Extras to add, e.g. `docker build --build-arg RECAP_EXTRAS=bench .` for all of
 # `recap bench` (plots, memory sampling, the LangMem/LangChain peers).

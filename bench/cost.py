@@ -17,7 +17,7 @@ Systems:
   the app's prompt, the summary part and the last turn);
 - Recap, no caching: the same requests without breakpoints;
 - LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
-  (worker/evals/peers.py), given the same placement (their summary in ``system`` with a
+  (recap/evals/peers.py), given the same placement (their summary in ``system`` with a
   breakpoint, one on the last turn), so the comparison is fair;
 - full history: every message so far, the oldest dropped once over the budget,
   with and without caching; "full history, no caching" is the 1.00 of cost.

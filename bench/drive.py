@@ -56,7 +56,7 @@ def answer(body: dict[str, Any], question: str) -> str:
 def settle(session_id: str) -> int:
     """Run the queued summarize job (and its follow-ups) here; how many ran."""
     from bench.workers import session_idle
-    from recap.tasks import summarize_session
+    from recap.worker.tasks import summarize_session
 
     for ran in range(SETTLE_MAX):
         if session_idle(session_id):

@@ -145,7 +145,7 @@ _CONFIGURED: set[str] = set()
 
 def configure(**values: object) -> None:
     """Override settings for the next step (``RECAP_BATCH_SIZE=5``); None unsets."""
-    from recap.jobs.resources import reset_process_state
+    from recap.worker.jobs.resources import reset_process_state
 
     for key, value in values.items():
         if value is None:

@@ -1,7 +1,7 @@
 """Benchmark 1: the chat app's reply path cost of Recap.
 
 - p50/p99 of ``add_message`` and ``after_reply`` on PostgreSQL over steady
-  conversations (the demo's, ``worker/demo/conversation.json``), with a real in-process Celery
+  conversations (the demo's, ``recap/demo/conversation.json``), with a real in-process Celery
   worker and the stand-in, so jobs run and coalescing is what production sees;
 - the hook's own decision (``policy.might_trigger`` on counters), target < 50 us;
 - where ``add_message``'s time goes (tokenizing, each SQL statement, commit);

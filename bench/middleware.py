@@ -187,9 +187,9 @@ def run_system(name: str, script: Sequence[tuple[str, str]], facts: Sequence[Any
 
 def _recap_jobs(sid: str, row: Row) -> None:
     """What a worker does after the turn: run the queued fold (untimed)."""
-    from recap.jobs.outcome import Job
-    from recap.jobs.resources import get_resources
-    from recap.jobs.summarize import summarize
+    from recap.worker.jobs.outcome import Job
+    from recap.worker.jobs.resources import get_resources
+    from recap.worker.jobs.summarize import summarize
 
     res = get_resources()
     while True:
@@ -229,7 +229,7 @@ def run_once(messages: int) -> list[Row]:
 def _stand_in_url(url: str) -> Iterator[None]:
     """Point Recap at ``url`` for a block (not a configure()d variable: reset_state
     must not drop the bench's own stand-in URL)."""
-    from recap.jobs.resources import reset_process_state
+    from recap.worker.jobs.resources import reset_process_state
 
     old = os.environ.get("ANTHROPIC_BASE_URL")
     os.environ["ANTHROPIC_BASE_URL"] = url

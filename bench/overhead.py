@@ -33,11 +33,11 @@ class StubSummarizer:
 
 def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
     """Run one job per session; seconds per phase."""
-    from recap.jobs.claim import Claim, claim_session
-    from recap.jobs.fold import fold_of
-    from recap.jobs.outcome import Job
-    from recap.jobs.summarize import apply_summary
     from recap.settings import get_settings
+    from recap.worker.jobs.claim import Claim, claim_session
+    from recap.worker.jobs.fold import fold_of
+    from recap.worker.jobs.outcome import Job
+    from recap.worker.jobs.summarize import apply_summary
 
     settings = get_settings()
     stub = StubSummarizer()

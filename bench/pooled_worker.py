@@ -1,6 +1,6 @@
 """``celery worker`` with a bigger SQLAlchemy pool, to measure a proposed core setting.
 
-worker/db.py builds engines with SQLAlchemy's default pool (5 + 10 overflow).
+recap/db.py builds engines with SQLAlchemy's default pool (5 + 10 overflow).
 With more worker threads than that, threads queue for a connection and
 overflow connections are opened and closed on every burst. This launcher
 passes ``pool_size`` (RECAP_BENCH_POOL_SIZE) to ``make_engine`` and then runs

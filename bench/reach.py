@@ -1,6 +1,6 @@
 """Reach: how many rooms one reply and one job pass through.
 
-Counts the files of ``worker/`` and ``models/`` whose code runs, and the
+Counts the files of ``recap/`` and ``models/`` whose code runs, and the
 functions called, while Recap serves
 
 - one reply: ``add_message`` (user), ``add_message`` (assistant), ``after_reply``
@@ -54,7 +54,7 @@ class Reach:
 
 @contextmanager
 def traced() -> Iterator[Reach]:
-    """Record every Python call into worker/ and models/ (all threads) while open."""
+    """Record every Python call into recap/ and models/ (all threads) while open."""
     reach = Reach()
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
@@ -90,7 +90,7 @@ def measure_reply() -> Reach:
 
 def measure_job() -> Reach:
     from recap.api.ingest import add_message
-    from recap.tasks import summarize_session
+    from recap.worker.tasks import summarize_session
 
     benv.reset_state()
     benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=10,

@@ -5,7 +5,7 @@ Same conversation (the first 500 demo messages), same stand-in latency:
   assistant message, then ``after_reply``); summaries run on a separate
   ``celery worker`` process, as deployed;
 - LangMem ``summarize_messages`` and LangChain's ``SummarizationMiddleware``
-  inline before each model call (worker/evals/peers.py): when they summarize, the
+  inline before each model call (recap/evals/peers.py): when they summarize, the
   reply waits for Claude.
 """
 

@@ -27,10 +27,10 @@ def measure(per_session: int) -> dict[str, Any]:
     from bench.overhead import time_jobs
     from bench.seed import bulk_load, filler
     from recap.db import transaction, utcnow
-    from recap.jobs.sweeper import due_query
     from recap.llm.tokens import count_tokens
     from recap.models import ChatMessage
     from recap.settings import get_settings
+    from recap.worker.jobs.sweeper import due_query
 
     benv.reset_state()
     benv.configure(RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES=120,

@@ -99,7 +99,7 @@ SoakRedis = PrivateRedis
 
 def forget_broker_connections() -> None:
     """Drop this process's cached broker connections and producers (after a restart)."""
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     app._pool = None
     app.amqp._producer_pool = None
@@ -108,7 +108,7 @@ def forget_broker_connections() -> None:
 def forget_queue(queue: str, nodes: list[str]) -> None:
     """Remove what kombu leaves in Redis after the run: the queue's list and binding
     keys, and the pidbox bindings of this run's workers (``nodes``)."""
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     with app.connection_for_write() as conn:
         client = conn.default_channel.client

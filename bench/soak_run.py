@@ -145,9 +145,9 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     from recap.api.ingest import add_message, after_reply
     from recap.checks import check_invariants
     from recap.db import transaction
-    from recap.jobs.sweeper import sweep
     from recap.models import SummaryRun
     from recap.settings import get_settings
+    from recap.worker.jobs.sweeper import sweep
 
     if cfg.redis_restart_every and redis_server is None:
         raise ValueError("redis_restart_every needs the soak's own redis_server")

@@ -34,8 +34,8 @@ def measure(concurrency: int, jobs: int, latency: float, pool_size: int | None =
     """Seed ``jobs`` sessions needing one job each, start a worker, publish, time to done."""
     from bench.seed import JOB_MESSAGES, bulk_load, job_thresholds
     from bench.workers import LOG_TAILS, count_runs, subprocess_worker
-    from recap.celery_app import app
     from recap.store.enqueue import SUMMARIZE_TASK
+    from recap.worker.celery_app import app
 
     benv.reset_state()
     # One Claude call per job, as the ideal N / latency assumes: no memory mining

@@ -3,7 +3,7 @@
 - Recap: every request its worker sent during the shared conversation run;
 - naive: at each point where Recap ran a job, re-summarize the whole history
   from scratch (Recap's own summarizer and prompt, previous summary None);
-- LangMem and LangChain's middleware over the same messages (worker/evals/peers.py);
+- LangMem and LangChain's middleware over the same messages (recap/evals/peers.py);
 - the floor: every condensed message sent once, plus the previous summary that
   each of Recap's calls must carry.
 
@@ -47,8 +47,8 @@ def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any)
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
     from recap.core.prompt import Turn
     from recap.evals.standin import request_tokens
-    from recap.jobs.resources import build_resources
     from recap.settings import get_settings
+    from recap.worker.jobs.resources import build_resources
 
     summarizer = build_resources(get_settings()).summarizer
     turns = [Turn(i, role, content) for i, (role, content) in enumerate(script)]

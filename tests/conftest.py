@@ -52,7 +52,7 @@ def clean(database: str) -> Iterator[None]:
     from sqlalchemy import text
 
     from recap.db import transaction
-    from recap.jobs.resources import reset_process_state
+    from recap.worker.jobs.resources import reset_process_state
 
     with transaction() as s:
         s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
@@ -68,7 +68,7 @@ def clean(database: str) -> Iterator[None]:
 @pytest.fixture
 def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     """Override settings for one test: ``settings_env(RECAP_BATCH_SIZE=5)``."""
-    from recap.jobs.resources import reset_process_state
+    from recap.worker.jobs.resources import reset_process_state
 
     def apply(**values: object) -> None:
         for k, v in values.items():

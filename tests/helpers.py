@@ -108,7 +108,7 @@ def as_dict(obj: Any) -> dict[str, Any]:
 def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
                  final: Collection[str] = FINAL) -> None:
     """Queue one summarize job and wait until ``sid`` has ``n`` runs in ``final``."""
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     app.send_task("recap.tasks.summarize_session", (sid,))
     wait_for_task(lambda: sum(1 for s in statuses(sid) if s in final) >= n, timeout=timeout,
@@ -180,7 +180,7 @@ def worker_idle(queue: str) -> bool:
     in this process's worker: what dramatiq's ``join`` waits for."""
     from celery.worker import state
 
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     if state.active_requests or state.reserved_requests:
         return False
@@ -202,7 +202,7 @@ def join_worker(queue: str, *, timeout: float = 60.0) -> None:
         # Polled: a task is still "active" when its end is signalled.
         wait_for(lambda: worker_idle(queue), timeout=timeout, what=f"queue {queue} to drain")
         return
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     with app.connection_for_write() as conn:
         conn.default_channel.queue_purge(queue)

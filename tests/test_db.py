@@ -1,4 +1,4 @@
-"""worker/db.py: engines never let statement parameters (chat text) into errors."""
+"""recap/db.py: engines never let statement parameters (chat text) into errors."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from sqlalchemy.exc import DBAPIError
 
 from recap.api.ingest import add_message
 from recap.db import make_engine, scrub, transaction
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.env import TEST_ENV
 from tests.helpers import runs, seed
 

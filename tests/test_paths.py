@@ -1,5 +1,5 @@
 """Where Recap keeps its own files by default: the user's data directory, never the
-current one (worker/paths.py), by each platform's convention."""
+current one (recap/paths.py), by each platform's convention."""
 
 from __future__ import annotations
 

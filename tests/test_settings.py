@@ -8,7 +8,6 @@ import pytest
 
 from recap.core.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
-from recap.jobs.resources import build_resources, reset_process_state
 from recap.llm.offline import OFFLINE_MODEL
 from recap.settings import (
     DEFAULT_MODEL,
@@ -18,6 +17,7 @@ from recap.settings import (
     load_settings,
     validate_overrides,
 )
+from recap.worker.jobs.resources import build_resources, reset_process_state
 
 
 def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,7 +39,7 @@ def test_every_setting_is_in_exactly_one_group_and_described() -> None:
             assert info.description and "\n" not in info.description, field
     assert {f: g for f, g in owners.items() if len(g) > 1} == {}
     missing = sorted(set(Settings.model_fields) - set(owners))
-    assert missing == [], f"give these settings a group in worker/config: {missing}"
+    assert missing == [], f"give these settings a group in recap/config: {missing}"
 
 
 @pytest.mark.usefixtures("no_timing_env")
@@ -105,7 +105,7 @@ def _writes_environ(node: ast.AST) -> bool:
 
 def test_library_code_never_writes_the_process_environment() -> None:
     # Settings are built at an edge and installed (recap.settings.use_settings); only
-    # a command's main (worker/cli) may set variables for the processes it starts.
+    # a command's main (recap/cli) may set variables for the processes it starts.
     writers = []
     for path in sorted((ROOT / "worker").rglob("*.py")):
         if path.relative_to(ROOT).parts[:2] == ("worker", "cli"):
@@ -117,8 +117,8 @@ def test_library_code_never_writes_the_process_environment() -> None:
 
 
 def test_an_edge_installs_its_settings_and_reset_forgets_them() -> None:
-    from recap.jobs.resources import reset_process_state
     from recap.settings import get_settings, use_settings
+    from recap.worker.jobs.resources import reset_process_state
 
     mine = load_settings(policy="threshold", batch_size=7)
     use_settings(mine)

@@ -14,9 +14,9 @@ import pytest
 
 from recap import tracing
 from recap.api.ingest import add_message
-from recap.celery_app import app
-from recap.jobs.resources import get_resources
-from recap.jobs.titles import title_session
+from recap.worker.celery_app import app
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.titles import title_session
 from tests.env import ROOT
 from tests.helpers import require_module, wait_for
 
@@ -165,7 +165,7 @@ def instrumented(spans: Any) -> Iterator[Any]:
 
 def test_publish_and_execution_share_one_trace(instrumented: Any,
                                                celery_worker_thread: object) -> None:
-    # Published by name, as every producer does (nothing imports recap.tasks).
+    # Published by name, as every producer does (nothing imports recap.worker.tasks).
     with tracing.span("chat.reply"):
         app.send_task("recap.tasks.summarize_session", ("otel-session",), retry=False)
 

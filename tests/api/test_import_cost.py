@@ -19,7 +19,8 @@ PUBLIC = ["add_message", "after_reply", "aio", "as_request", "build_context", "c
           "tenant"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",
-             "recap.llm.client", "recap.jobs.summarize", "recap.tasks", "celery.worker"]
+             "recap.llm.client", "recap.worker.jobs.summarize", "recap.worker.tasks",
+             "celery.worker"]
 
 
 def loaded_after(code: str) -> list[str]:

@@ -12,14 +12,14 @@ from recap import app
 from recap.api.ingest import add_message, after_reply
 from recap.db import session_factory, transaction, utcnow
 from recap.errors import InvalidInput
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
-from recap.jobs.sweeper import due_query, sweep
 from recap.models import ChatMessage, ChatSession
 from recap.settings import get_settings
 from recap.store.enqueue import BREAKER
 from recap.testing import FakeAnthropic
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from recap.worker.jobs.sweeper import due_query, sweep
 from tests.helpers import LOW, message_ids, runs, seed, session_row, statuses, wait_for
 
 

@@ -10,12 +10,12 @@ import pytest
 
 from recap.api.ingest import add_message, after_reply
 from recap.db import transaction, utcnow
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
-from recap.jobs.sweeper import find_due
 from recap.sessions.overrides import configure_session
 from recap.settings import get_settings
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from recap.worker.jobs.sweeper import find_due
 from tests.helpers import seed, session_row
 
 # A full batch of 5 small messages stays under 500 tokens while the session as a

@@ -15,10 +15,10 @@ from sqlalchemy import func, select, update
 from recap.core.assemble import EPHEMERAL, Context, system_text
 from recap.core.lookback import RECALL_OPEN, RECALL_TAG
 from recap.db import transaction, utcnow
-from recap.jobs.expire import purge_archive
 from recap.models import ArchivedMessage
 from recap.sessions.forget import forget
 from recap.settings import get_settings
+from recap.worker.jobs.expire import purge_archive
 from tests.api.common import Api, assert_valid
 from tests.helpers import LOW, run_and_wait, sentence
 

@@ -10,11 +10,11 @@ from sqlalchemy import delete, func, select
 from recap import db
 from recap.cli import main
 from recap.errors import PermanentLLMError
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.models import ChatSession, TitleRun
 from recap.testing import error
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.env import API_KEY, FAKE
 from tests.helpers import seed, statuses
 

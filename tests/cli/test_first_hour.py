@@ -19,10 +19,10 @@ from sqlalchemy import select, update
 
 from recap import db
 from recap.errors import PermanentLLMError
-from recap.jobs.resources import get_resources
-from recap.jobs.titles import title_session
 from recap.models import ChatSession, TitleRun
 from recap.testing import error, ok
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.titles import title_session
 from tests.cli.common import (
     no_title_runs,  # noqa: F401
     run,

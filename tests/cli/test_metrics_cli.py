@@ -25,9 +25,9 @@ from sqlalchemy import delete
 
 from recap.cli.metrics import serve
 from recap.db import transaction, utcnow
-from recap.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops.exporter import RecapCollector
+from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
 from tests.env import ROOT
 from tests.helpers import free_port, require, wait_for
 

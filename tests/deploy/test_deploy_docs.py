@@ -1,5 +1,5 @@
 """The documented settings (.env.example, README, operations guide, Procfile) agree
-with docker-compose.yml and worker/settings.py, and ``docker compose config``
+with docker-compose.yml and recap/settings.py, and ``docker compose config``
 accepts the file when a client is installed."""
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ def _validate_in_clean_process(env: dict[str, str]) -> dict[str, Any]:
     script = (
         "import json\n"
         "from recap.settings import get_settings\n"
-        "from recap.celery_app import app\n"
+        "from recap.worker.celery_app import app\n"
         "s = get_settings()\n"
         "out = {'env': s.env, 'db': s.database_url, 'broker': s.celery_broker_url,\n"
         "       'queue': app.conf.task_default_queue, 'kind': s.summarizer_kind}\n"
         "if s.anthropic_api_key:\n"
-        "    from recap.jobs.resources import build_resources\n"
+        "    from recap.worker.jobs.resources import build_resources\n"
         "    out['model'] = build_resources(s).summarizer.model\n"
         "print(json.dumps(out))\n")
     base = {k: os.environ[k] for k in ("PATH", "TIKTOKEN_CACHE_DIR") if k in os.environ}

@@ -1,5 +1,5 @@
 """docker-compose.yml, Procfile, Dockerfile and .env.example agree with each other
-and with worker/settings.py.
+and with recap/settings.py.
 
 No Docker engine is needed: the compose file is parsed with PyYAML and its
 ``${VAR...}`` references are interpolated here with compose's rules. When a

@@ -98,7 +98,7 @@ def flower(tmp_path: Path) -> Iterator[Flower]:
            "FLOWER_BASIC_AUTH": f"{FLOWER_USER}:{FLOWER_PASSWORD}"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}",
+            [sys.executable, "-m", "celery", "-A", "recap", "flower", f"--port={port}",
              "--address=127.0.0.1"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     instance = Flower(f"http://127.0.0.1:{port}", proc, log)
     try:
@@ -189,7 +189,7 @@ def test_flower_shows_the_job_and_our_event_without_leaking_the_key(
     (event,) = _completions(seen, sid)
     row = session_row(sid)
     assert row is not None
-    # The task's result, which Flower shows (repr of recap.tasks' one-line outcome).
+    # The task's result, which Flower shows (repr of recap.worker.tasks' one-line outcome).
     assert task["result"] == repr(f"applied 5 msgs v{row.summary_version} (normal)")
     assert event["turns_condensed"] == 5
     assert event["summary_tokens"] == row.summary_tokens > 0

@@ -24,18 +24,15 @@ from tests.env import PG_ADMIN, REDIS_URL, ROOT, RUN_ID, TEST_DB, _admin_execute
 from tests.helpers import free_port, wait_for
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-FOLDERS = {"recap": "worker", "recap.models": "models", "recap._migrations": "migrations"}
 
 
-def test_the_wheel_lists_every_package_of_the_tree() -> None:
-    # The package list is explicit (three folders are mapped under `recap`), so a new
-    # subpackage must be added there or the wheel would ship without it.
-    tree = sorted(
-        ".".join(("recap", *p.parent.relative_to(ROOT / "worker").parts))
-        for p in (ROOT / "worker").rglob("__init__.py")) + ["recap.models"]
-    listed = PYPROJECT["tool"]["setuptools"]["packages"]
-    assert sorted(p for p in listed if p != "recap._migrations") == sorted(tree)
-    assert PYPROJECT["tool"]["setuptools"]["package-dir"] == FOLDERS
+def test_the_folder_is_the_package() -> None:
+    # No package-dir mapping: the wheel finds every package under recap/ as the
+    # tree has it, so editors and static tools read the same names the code imports.
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert "package-dir" not in setuptools
+    assert setuptools["packages"] == {"find": {"include": ["recap", "recap.*"]}}
+    assert not any(p.is_symlink() for p in (ROOT / "recap").rglob("*"))
     assert PYPROJECT["project"]["name"] == "recap-worker"
 
 
@@ -156,7 +153,7 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in FOLDERS.values():
+    for name in ("recap",):
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     base = {k: v for k, v in os.environ.items()
@@ -170,7 +167,7 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     # One top-level name: an app's own worker, models, migrations (or anything else)
     # cannot collide with the wheel.
     assert {n.split("/")[0] for n in names} == {"recap", "recap_worker-0.1.0.dist-info"}
-    for name in ("recap/_migrations/env.py", "recap/_migrations/script.py.mako",
+    for name in ("recap/migrations/env.py", "recap/migrations/script.py.mako",
                  "recap/models/tables.py", "recap/testing/__main__.py",
                  "recap/llm/prompts/default.txt"):
         assert name in names, name
@@ -194,7 +191,7 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
            "RECAP_TRIGGER_TOKENS": "100", "RECAP_BATCH_SIZE": "5", "RECAP_KEEP_RECENT": "4",
            "RECAP_CHECK_AT_START": "false", "RECAP_TITLES_ENABLED": "false",
            "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", "")}
-    where = run([python, "-c", "import recap, recap.models as m, recap._migrations as g; "
+    where = run([python, "-c", "import recap, recap.models as m, recap.migrations as g; "
                  "print(recap.__file__, m.__file__, *g.__path__, sep='\\n')"], cwd=app, env=env)
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     assert all(Path(line).is_relative_to(site) for line in where.split()), where

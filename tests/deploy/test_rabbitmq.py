@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from recap.celery_app import celery_config
 from recap.settings import load_settings
+from recap.worker.celery_app import celery_config
 from tests.env import ROOT
 from tests.helpers import message_ids, require, runs, seed, session_row, wait_for
 

@@ -12,10 +12,10 @@ import pytest
 from recap.api.ingest import after_reply
 from recap.core.adaptive import lowest_high_water, sizing
 from recap.db import transaction, utcnow
-from recap.jobs.sweeper import find_due
 from recap.ops.outlook import session_outlook
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic
+from recap.worker.jobs.sweeper import find_due
 from tests.helpers import FINAL, assert_invariants, runs, seed, session_of, statuses, wait_for_task
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 
 from recap.api.context import as_request, build_context
 from recap.api.ingest import add_message
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.testing import FakeAnthropic, validate_messages_request
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.helpers import LOW, assert_invariants, session_row
 from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, png, scripted, transcripts

@@ -17,13 +17,13 @@ from recap.cli import main as recap
 from recap.core.prompt import validate_template
 from recap.db import transaction, utcnow
 from recap.errors import InvalidInput, SessionBusy, Superseded
-from recap.jobs.archive import resummarize
-from recap.jobs.resources import get_resources
 from recap.llm.templates import shipped_template
 from recap.models import ArchivedMessage, ChatSession, SummaryRun
 from recap.sessions.overrides import configure_session
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.archive import resummarize
+from recap.worker.jobs.resources import get_resources
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")

@@ -19,13 +19,13 @@ from recap.cli import main as recap
 from recap.core.memories import Fact
 from recap.db import transaction
 from recap.errors import InvalidInput, TransientLLMError
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
-from recap.jobs.titles import title_session
 from recap.models import Base, ChatSession, Memory
 from recap.store.rows import save_memories
 from recap.testing import FakeAnthropic, error, ok
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from recap.worker.jobs.titles import title_session
 from tests.helpers import LOW, assert_invariants, message_ids, sentence, statuses, wait_for
 
 PLANT = "zqx-plant-{}-9371"  # a string only the chat text of one user holds

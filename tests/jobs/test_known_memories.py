@@ -13,12 +13,12 @@ from recap.api.context import build_context
 from recap.api.ingest import add_message
 from recap.core.memories import Fact
 from recap.db import transaction
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.models import Memory
 from recap.store.rows import save_memories
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.helpers import LOW, sentence
 
 

@@ -12,11 +12,11 @@ import pytest
 
 import recap.db
 from recap.db import transaction
-from recap.jobs.claim import Claim, claim_session
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.sweeper import find_due
 from recap.settings import get_settings
 from recap.store.fence import release
+from recap.worker.jobs.claim import Claim, claim_session
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.sweeper import find_due
 from tests.helpers import LOW, seed, session_row
 
 DAY = timedelta(days=1)
@@ -30,7 +30,7 @@ def skew_clock(monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
         return real() + by
 
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] == "worker" and getattr(module, "utcnow", None) is real:
+        if name.split(".")[0] == "recap" and getattr(module, "utcnow", None) is real:
             monkeypatch.setattr(module, "utcnow", skewed)
 
 

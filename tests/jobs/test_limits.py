@@ -20,13 +20,13 @@ from sqlalchemy import text
 from recap.api.ingest import add_message
 from recap.db import transaction
 from recap.errors import InvalidInput, TransientLLMError
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.llm.summarizer import ClaudeSummarizer
 from recap.sessions.overrides import configure_session
 from recap.settings import MODEL_MAX_CHARS, get_settings
 from recap.testing import FakeAnthropic, error
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.env import FAKE
 from tests.helpers import LOW, message_ids, runs, seed, session_row
 
@@ -55,7 +55,7 @@ def failures_unrecordable() -> Iterator[None]:
 
 def _outcome_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, object]]:
     return [json.loads(r.getMessage()) for r in caplog.records
-            if r.name == "recap.jobs" and r.getMessage().startswith("{")]
+            if r.name == "recap.worker.jobs" and r.getMessage().startswith("{")]
 
 
 @pytest.mark.usefixtures("failures_unrecordable")
@@ -67,7 +67,7 @@ def test_a_failure_that_cannot_be_recorded_releases_the_lease_and_says_so(
     fake_api.always(error(500))
     for attempt, final in ((1, False), (2, True)):
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="recap.jobs"), \
+        with caplog.at_level(logging.INFO, logger="recap.worker.jobs"), \
                 pytest.raises(TransientLLMError):
             summarize("unrec", job=Job(task_id=f"t-{attempt}", attempt=attempt,
                                        final_attempt=final), res=get_resources())

@@ -20,12 +20,12 @@ from recap import db as dbmod
 from recap.core import policy
 from recap.core.policy import MessageInfo
 from recap.db import transaction, utcnow
-from recap.jobs.claim import Claim, claim_session, record_rejected
-from recap.jobs.outcome import Job
-from recap.jobs.sweeper import SWEEP_HEARTBEAT, sweep
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import metrics
 from recap.settings import get_settings
+from recap.worker.jobs.claim import Claim, claim_session, record_rejected
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, sweep
 from tests.env import migrate
 
 JOB = Job(task_id="t-metrics")

@@ -8,11 +8,11 @@ from collections.abc import Callable
 import pytest
 
 from recap.core.policy import Mode
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
-from recap.tasks import result_line
 from recap.testing import FakeAnthropic
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from recap.worker.tasks import result_line
 from tests.helpers import LOW, message_ids, runs, seed
 
 

@@ -12,11 +12,11 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import add_message
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.titles import title_session
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.titles import title_session
 from tests.helpers import (
     LOW,
     assert_invariants,
@@ -97,7 +97,7 @@ def test_a_json_error_in_our_own_code_is_not_an_api_failure(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONDecodeError raised by Recap itself (here: while storing the memories) is
     a bug to see, not a malformed API response to retry as transient."""
-    from recap.jobs import summarize as job
+    from recap.worker.jobs import summarize as job
 
     settings_env(**LOW)
     ids = seed("ours", 12)

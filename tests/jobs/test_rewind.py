@@ -18,11 +18,11 @@ from recap.api.ingest import add_message
 from recap.cli import main
 from recap.db import transaction, utcnow
 from recap.errors import InvalidInput, SessionBusy
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.models import ArchivedMessage, ChatMessage, ChatSession, Memory
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_of, session_row
 
 
@@ -52,7 +52,7 @@ def contents(sid: str) -> list[str]:
 
 def test_rewind_inside_the_active_window(caplog: pytest.LogCaptureFixture) -> None:
     ids = seed("active", 12)
-    with caplog.at_level(logging.INFO, logger="recap.jobs"):
+    with caplog.at_level(logging.INFO, logger="recap.worker.jobs"):
         done = rewind("active", ids[7])
     assert (done.deleted, done.restored, done.restored_version) == (4, 0, None)
     assert message_ids("active") == ids[:8]

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 def guarded(settings_env: Callable[..., None]) -> None:
     settings_env(RECAP_RETENTION_GUARD="true")
 
-CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+CONVERSATION = ROOT / "recap" / "demo" / "conversation.json"
 
 
 def conversation(n: int) -> list[tuple[str, str]]:

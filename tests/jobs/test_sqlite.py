@@ -18,13 +18,13 @@ from sqlalchemy import create_engine, func, inspect, select, update
 from recap import db
 from recap.api.ingest import add_message, after_reply
 from recap.errors import TransientLLMError
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
-from recap.jobs.sweeper import due_query
 from recap.models import ChatMessage, ChatSession
 from recap.settings import get_settings
 from recap.testing import error
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from recap.worker.jobs.sweeper import due_query
 from tests.env import FAKE, migrate
 from tests.helpers import as_dict, message_ids, runs, seed, session_row
 

@@ -12,10 +12,10 @@ from recap import db
 from recap.api.context import build_context
 from recap.api.ingest import add_message
 from recap.core.lookback import RECALL_TAG
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.sessions.forget import forget
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.api.test_recall_db import LOG
 from tests.helpers import sentence
 from tests.jobs.test_sqlite import sqlite_url

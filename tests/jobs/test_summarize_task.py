@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import add_message
-from recap.celery_app import app
 from recap.testing import FakeAnthropic, Reply, error, ok
+from recap.worker.celery_app import app
 from tests.helpers import (
     LOW,
     message_ids,
@@ -30,7 +30,7 @@ LEASE_HELD = "lease held by another job"
 
 
 def queue(sid: str) -> None:
-    """Publish one summarize job by name (nothing imports recap.tasks)."""
+    """Publish one summarize job by name (nothing imports recap.worker.tasks)."""
     app.send_task("recap.tasks.summarize_session", (sid,))
 
 

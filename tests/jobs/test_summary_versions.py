@@ -10,11 +10,11 @@ import pytest
 from recap import summary_at
 from recap.cli import main
 from recap.errors import InvalidInput, SessionNotFound
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.sessions.history import history
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.helpers import LOW, runs, seed
 
 # Words each update brings: a summary that repeats the previous one's words and adds

@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from recap.celery_app import celery_config
 from recap.db import transaction, utcnow
-from recap.jobs.sweeper import due_query, sweep
 from recap.models import ChatSession
 from recap.sessions.overrides import configure_session
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic
+from recap.worker.celery_app import celery_config
+from recap.worker.jobs.sweeper import due_query, sweep
 from tests.helpers import LOW, runs, seed, session_of, session_row, statuses, wait_for
 
 

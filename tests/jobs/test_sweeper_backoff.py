@@ -12,11 +12,11 @@ from sqlalchemy import update
 
 from recap.api.ingest import add_message
 from recap.db import transaction, utcnow
-from recap.jobs.claim import NOOP_BACKOFF_MAX_S, noop_backoff_s
-from recap.jobs.sweeper import sweep
 from recap.models import ChatSession
 from recap.ops.stats import collect_stats
 from recap.settings import get_settings
+from recap.worker.jobs.claim import NOOP_BACKOFF_MAX_S, noop_backoff_s
+from recap.worker.jobs.sweeper import sweep
 from tests.env import TEST_ENV
 from tests.helpers import LOW, join_worker, runs, seed, session_row, wait_for
 

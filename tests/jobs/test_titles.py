@@ -13,17 +13,17 @@ import pytest
 from sqlalchemy import select, update
 
 from recap.api.ingest import add_message, after_reply
-from recap.celery_app import app
 from recap.core.titles import TITLE_MAX_TOKENS
 from recap.db import session_factory, transaction, utcnow
 from recap.errors import PermanentLLMError, TransientLLMError, UnusableSummary
-from recap.jobs.resources import get_resources
-from recap.jobs.titles import sweep_titles, title_session
 from recap.llm.offline import OfflineSummarizer
 from recap.models import ChatSession
 from recap.settings import get_settings
 from recap.store.enqueue import TITLE_TASK, due_for_title, mark_title_requested, send_title
 from recap.testing import FakeAnthropic, error, ok
+from recap.worker.celery_app import app
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.titles import sweep_titles, title_session
 from tests.env import API_KEY
 from tests.helpers import session_of, session_row, wait_for
 

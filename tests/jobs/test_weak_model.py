@@ -20,13 +20,13 @@ from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
 from recap.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
 from recap.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from recap.db import transaction, utcnow
-from recap.jobs.claim import POISON_WAITS
 from recap.models import ChatSession, Memory, TitleRun
 from recap.ops.stats import collect_stats
 from recap.settings import get_settings
 from recap.store.enqueue import send_title
 from recap.store.rows import record_run
 from recap.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
+from recap.worker.jobs.claim import POISON_WAITS
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 

@@ -58,7 +58,7 @@ def test_a_worker_on_an_old_schema_exits_before_taking_a_job(
     before = snapshot(old_schema)
 
     env = worker_env(DATABASE_URL=old_schema)
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     app.send_task("recap.tasks.summarize_session", (sid,), queue=env["RECAP_QUEUE"])
     client = redis.Redis.from_url(REDIS_URL)  # kombu keeps a queue in a list of its name
@@ -86,7 +86,7 @@ def test_beat_keeps_its_schedule_in_the_data_directory_and_refuses_an_old_schema
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     cwd.chmod(0o555)  # as a read-only image directory: nothing may be written here
-    done = subprocess.run(["celery", "-A", "worker", "beat", "--loglevel", "INFO"], cwd=cwd,
+    done = subprocess.run(["celery", "-A", "recap", "beat", "--loglevel", "INFO"], cwd=cwd,
                           env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=START_TIMEOUT_S)
     output = done.stdout + done.stderr

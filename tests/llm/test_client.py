@@ -18,10 +18,10 @@ from recap.errors import (
     TransientLLMError,
     UnusableSummary,
 )
-from recap.jobs.resources import build_resources
 from recap.llm.client import ClientConfig, classify, complete, retry_after
 from recap.settings import load_settings
 from recap.testing import FakeAnthropic, Reply, error
+from recap.worker.jobs.resources import build_resources
 from tests.env import API_KEY
 
 

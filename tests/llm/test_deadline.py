@@ -10,11 +10,11 @@ import threading
 import pytest
 
 from recap.errors import TransientLLMError
-from recap.jobs.resources import build_resources
 from recap.llm.client import ClientConfig, complete
 from recap.llm.deadline import call_within
 from recap.settings import load_settings
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.resources import build_resources
 
 
 def config(timeout_s: float) -> ClientConfig:

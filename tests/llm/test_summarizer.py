@@ -15,13 +15,13 @@ from recap.errors import (
     TransientLLMError,
     UnusableSummary,
 )
-from recap.jobs.resources import build_resources
 from recap.llm.client import Usage
 from recap.llm.summarizer import ClaudeSummarizer
 from recap.llm.templates import default_template, load_template
 from recap.llm.tokens import count_tokens, split_by_tokens
 from recap.settings import load_settings
 from recap.testing import FakeAnthropic, Reply, error, ok, request_usage
+from recap.worker.jobs.resources import build_resources
 from tests.env import API_KEY
 
 

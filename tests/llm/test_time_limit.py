@@ -13,9 +13,9 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 from recap.errors import TransientLLMError
-from recap.jobs.resources import build_resources
 from recap.llm.client import ClientConfig, complete
 from recap.settings import load_settings
+from recap.worker.jobs.resources import build_resources
 from tests.env import FAKE
 
 

@@ -182,7 +182,7 @@ class WorkerProcess:
 @contextlib.contextmanager
 def publishing_to(queue: str) -> Iterator[None]:
     """Route this process's jobs (hook, sweeper, follow-ups, ``recap retry``) to ``queue``."""
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     before = (app.conf.task_routes, app.conf.task_default_queue)
     # conf.update refreshes the cached router (celery.app.amqp._handle_conf_update).
@@ -199,7 +199,7 @@ def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -
     With ``restore``, first requeue unacked messages older than the visibility
     timeout, as every starting consumer does (kombu's periodic scan is slower).
     """
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     with app.connection_for_write() as conn:
         channel: Any = conn.default_channel
@@ -214,15 +214,15 @@ def broker_backlog(queue: str, *, restore: bool = False, unacked: bool = True) -
 
 def publish(session_id: object, queue: str, **options: Any) -> str:
     """Send one summarize job for ``session_id`` to ``queue`` by name; returns its task id."""
-    from recap.celery_app import app
+    from recap.worker.celery_app import app
 
     return str(app.send_task(SUMMARIZE, (session_id,), queue=queue, **options).id)
 
 
 def sweep_into(queue: str) -> int:
     """Run the real sweeper once, publishing to ``queue``; returns how many it queued."""
-    from recap.jobs.sweeper import sweep
     from recap.settings import get_settings
+    from recap.worker.jobs.sweeper import sweep
 
     with publishing_to(queue):
         return sweep(get_settings())
@@ -234,9 +234,9 @@ def activity() -> dict[str, int]:
     from sqlalchemy import func, select
 
     from recap.db import transaction, utcnow
-    from recap.jobs.sweeper import due_query
     from recap.models import ChatSession
     from recap.settings import get_settings
+    from recap.worker.jobs.sweeper import due_query
 
     now = utcnow()
     due = due_query(get_settings(), now=now, limit=None).subquery()

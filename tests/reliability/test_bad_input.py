@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, select
 
 from recap.api.ingest import add_message
-from recap.celery_app import app
 from recap.db import transaction
 from recap.errors import InvalidInput
 from recap.models import ChatMessage, ChatSession
 from recap.testing import FakeAnthropic
+from recap.worker.celery_app import app
 from tests.helpers import (
     assert_invariants,
     message_ids,
@@ -32,7 +32,7 @@ from tests.reliability.common import (
 
 
 def send(session_id: object) -> None:
-    """Publish one summarize job by name, whatever the id (nothing imports recap.tasks)."""
+    """Publish one summarize job by name, whatever the id (nothing imports recap.worker.tasks)."""
     app.send_task("recap.tasks.summarize_session", (session_id,))
 
 

@@ -20,14 +20,14 @@ from recap.core.assemble import system_text
 from recap.core.prompt import SYSTEM_PROMPT, Turn, render
 from recap.db import transaction
 from recap.errors import ConfigError
-from recap.jobs.outcome import Job, Outcome
-from recap.jobs.resources import build_resources
-from recap.jobs.summarize import summarize
 from recap.llm.templates import default_template
 from recap.llm.tokens import count_tokens
 from recap.models import ChatMessage, ChatSession
 from recap.settings import get_settings, load_settings
 from recap.testing import FakeAnthropic, ok
+from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import build_resources
+from recap.worker.jobs.summarize import summarize
 from tests.helpers import (
     LOW,
     WORDS,

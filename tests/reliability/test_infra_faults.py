@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import text
 
 from recap.api.ingest import add_message, after_reply
-from recap.celery_app import app
 from recap.db import session_factory, transaction
 from recap.testing import error
+from recap.worker.celery_app import app
 from tests.helpers import (
     assert_invariants,
     message_ids,

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from recap.celery_app import app
 from recap.db import transaction
 from recap.errors import ConfigError, PermanentLLMError
-from recap.jobs.outcome import Job
-from recap.jobs.resources import get_resources
-from recap.jobs.summarize import summarize
 from recap.models import SummaryRun
 from recap.settings import load_settings
 from recap.testing import FakeAnthropic, error, ok
+from recap.worker.celery_app import app
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
 from tests.env import API_KEY
 from tests.helpers import as_dict, assert_invariants, run_and_wait, seed, statuses, wait_for
 from tests.reliability.common import (
@@ -118,7 +118,7 @@ def test_api_key_never_leaves_the_sdk(fake_api: FakeAnthropic, captured: Any,
     # Logs, at DEBUG, from Recap, Celery, the SDK and its HTTP stack (non-vacuous:
     # the job lines and the SDK's request lines are there).
     names = {r.name for r in caplog.records}
-    assert "recap.jobs" in names and any(n.startswith(("anthropic", "httpx")) for n in names)
+    assert "recap.worker.jobs" in names and any(n.startswith(("anthropic", "httpx")) for n in names)
     assert API_KEY not in caplog.text
     assert leaks([r.getMessage() for r in caplog.records]) == []
     # Audit rows, every column.
@@ -129,7 +129,7 @@ def test_api_key_never_leaves_the_sdk(fake_api: FakeAnthropic, captured: Any,
         args, kwargs, _ = m["body"]
         assert len(args) == 1 and args[0] in ("key-fail", "key-ok") and kwargs == {}
     assert leaks(published.messages) == []
-    task = app.tasks["recap.tasks.summarize_session"]  # the worker loaded recap.tasks
+    task = app.tasks["recap.tasks.summarize_session"]  # the worker loaded recap.worker.tasks
     assert app.conf.task_ignore_result is True and task.ignore_result is True
     assert not app.conf.result_backend
     # Events, as Flower receives them: task and Recap's own events, every field.

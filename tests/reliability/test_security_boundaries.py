@@ -19,15 +19,15 @@ from recap.api.ingest import add_message, after_reply
 from recap.core.assemble import system_text
 from recap.db import get_engine, transaction
 from recap.errors import Superseded
-from recap.jobs.claim import Claim, claim_session
-from recap.jobs.fold import fold_of
-from recap.jobs.outcome import Job
-from recap.jobs.resources import build_resources
-from recap.jobs.summarize import apply_summary, record_failure, summarize
 from recap.llm.summarizer import SummaryResult
 from recap.models import ChatMessage, ChatSession
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic
+from recap.worker.jobs.claim import Claim, claim_session
+from recap.worker.jobs.fold import fold_of
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import build_resources
+from recap.worker.jobs.summarize import apply_summary, record_failure, summarize
 from tests.env import ROOT
 from tests.helpers import (
     as_dict,
@@ -160,8 +160,7 @@ session.execute(text(q))
 
 
 def test_no_formatted_sql_in_the_code() -> None:
-    files = sorted([*(ROOT / "worker").rglob("*.py"), *(ROOT / "models").rglob("*.py"),
-                    *(ROOT / "migrations").rglob("*.py")])
+    files = sorted((ROOT / "recap").rglob("*.py"))
     assert len(files) > 10
     problems = [p for f in files
                 for p in formatted_sql(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]

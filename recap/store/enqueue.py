@@ -1,0 +1,148 @@
+"""Queueing jobs with coalescing: at most one pending job per session and kind.
+
+``chat_sessions.enqueued_at`` marks a queued summarize job that has not started
+yet (``title_requested_at`` does the same for title jobs); the job clears it
+when it claims the session. A marker older than RECAP_ENQUEUE_STALE_S is
+treated as lost, and the sweeper queues again. Jobs are sent by task name, so
+producers (the chat app, beat, the CLI) never import the tasks module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Update, and_, or_, update
+from sqlalchemy.orm import Session
+
+from recap.core.titles import MIN_MESSAGES
+from recap.db import rowcount, transaction
+from recap.models import ChatSession
+from recap.settings import Settings
+
+log = logging.getLogger("recap.enqueue")
+
+SUMMARIZE_TASK = "recap.tasks.summarize_session"
+TITLE_TASK = "recap.tasks.generate_title"
+SWEEP_TASK = "recap.tasks.sweep"
+
+
+def stale_before(now: datetime, settings: Settings) -> datetime:
+    """Pending markers set before this are treated as lost (RECAP_ENQUEUE_STALE_S)."""
+    return now - timedelta(seconds=settings.enqueue_stale_s)
+
+
+def pending_update(session_id: str, *, now: datetime, settings: Settings) -> Update:
+    """Set the pending marker unless a live one exists: the caller sends a job only
+    if this changed a row."""
+    return (update(ChatSession)
+            .where(ChatSession.id == session_id,
+                   ChatSession.enqueued_at.is_(None)
+                   | (ChatSession.enqueued_at <= stale_before(now, settings)))
+            .values(enqueued_at=now))
+
+
+def mark_pending(session_id: str, *, db: Session | Connection, now: datetime,
+                 settings: Settings) -> bool:
+    """Set the pending marker unless a live one exists; True if the caller should send."""
+    return rowcount(db.execute(pending_update(session_id, now=now, settings=settings))) == 1
+
+
+def send(session_id: str, *, task_id: str | None = None) -> bool:
+    """Publish one summarize job; see :func:`publish`."""
+    return publish(SUMMARIZE_TASK, session_id, marker=ChatSession.enqueued_at, task_id=task_id)
+
+
+# After a failed publish this process publishes nothing for this long: the chat
+# app's replies stay fast while the broker is down, and the sweeper queues the
+# sessions that were skipped once it is back.
+BROKER_PAUSE_S = 5.0
+
+
+class Breaker:
+    """A circuit breaker for publishing: open for ``pause_s`` after a failure."""
+
+    def __init__(self, pause_s: float = BROKER_PAUSE_S) -> None:
+        self.pause_s = pause_s
+        self._open_until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def trip(self) -> None:
+        self._open_until = time.monotonic() + self.pause_s
+
+    def reset(self) -> None:
+        self._open_until = 0.0
+
+
+BREAKER = Breaker()
+
+
+def publish(task_name: str, session_id: str, *, marker: Any,
+            task_id: str | None = None) -> bool:
+    """Publish one job of ``task_name`` for a session. Never raises: when the broker
+    fails (or failed in the last BROKER_PAUSE_S), it clears the session's pending
+    ``marker`` column so the sweeper retries, logs, and returns False."""
+    if BREAKER.is_open():
+        log.debug("broker paused after a failure: not publishing %s for session %r",
+                  task_name, session_id)
+    else:
+        try:
+            _send(task_name, session_id, task_id=task_id)
+            BREAKER.reset()
+            return True
+        except Exception as exc:
+            BREAKER.trip()
+            log.warning("could not enqueue %s for session %r (%s: %s); publishing paused "
+                        "for %.0fs, the sweeper will retry", task_name, session_id,
+                        type(exc).__name__, exc, BREAKER.pause_s)
+    try:
+        with transaction() as s:
+            s.execute(update(ChatSession).where(ChatSession.id == session_id)
+                      .values({marker: None}))
+    except Exception as exc:
+        log.warning("could not clear the pending marker of session %r (%s)", session_id,
+                    type(exc).__name__)
+    return False
+
+
+def _send(task_name: str, session_id: str, *, task_id: str | None) -> None:
+    from recap.worker.celery_app import app
+
+    # No retries at any level: this runs on the chat app's reply path. retry=False
+    # covers the publish; kombu would still retry the *connection* for up to
+    # broker_connection_timeout (4 s by default) unless told max_retries=0.
+    with app.connection_for_write(transport_options={"max_retries": 0}) as conn:
+        app.send_task(task_name, (session_id,), retry=False, task_id=task_id,
+                      connection=conn)
+
+
+def due_for_title(stale_before: datetime) -> ColumnElement[bool]:
+    """The sweeper's where-clause: untitled sessions past the first exchange whose
+    title job is not pending (never requested, or requested before ``stale_before``)."""
+    return and_(ChatSession.title.is_(None), ChatSession.message_count >= MIN_MESSAGES,
+                or_(ChatSession.title_requested_at.is_(None),
+                    ChatSession.title_requested_at <= stale_before))
+
+
+def title_due_update(session_id: str, *, now: datetime, stale_before: datetime) -> Update:
+    """Set title_requested_at if the session is due: send a title job only if this
+    changed a row."""
+    return (update(ChatSession)
+            .where(ChatSession.id == session_id, due_for_title(stale_before))
+            .values(title_requested_at=now))
+
+
+def mark_title_requested(session_id: str, *, db: Session | Connection, now: datetime,
+                         stale_before: datetime) -> bool:
+    """Set title_requested_at if the session is due (caller's transaction); True to send."""
+    return rowcount(db.execute(title_due_update(session_id, now=now,
+                                                stale_before=stale_before))) == 1
+
+
+def send_title(session_id: str) -> bool:
+    """Publish one title job (never raises; see recap.store.enqueue.publish)."""
+    return publish(TITLE_TASK, session_id, marker=ChatSession.title_requested_at)

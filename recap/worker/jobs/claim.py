@@ -1,0 +1,283 @@
+"""The first transaction of a summarize job: take the lease and read the batch.
+
+``claim_session`` owns exactly one transaction. It returns a :class:`Claim`
+(the lease is held) or an :class:`Outcome` saying why not (skipped or dead),
+already recorded in ``summary_runs``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import Interval, Update, bindparam, func, select, update
+
+from recap.core import policy
+from recap.core.prompt import Turn
+from recap.core.provenance import own_text
+from recap.core.render import full_text, parse_links
+from recap.core.salience import Voice, Voices
+from recap.db import Db, core_transaction, db_now, on_server_clock
+from recap.errors import InvalidInput
+from recap.models import messages_table as MESSAGES
+from recap.models import runs_table as RUNS
+from recap.models import sessions_table as SESSIONS
+from recap.settings import Settings, effective
+from recap.store.fence import lease_expiry, release, take_lease
+from recap.store.recall import memories_for_prompt
+from recap.store.rows import record_run
+from recap.worker.jobs.outcome import Job, Outcome, Status
+
+# Memories offered to the mining call: enough for the facts a batch can update,
+# few enough to cost little next to the batch. Ranked against its newest turns.
+KNOWN_MEMORIES = 10
+KNOWN_QUERY_TURNS = 8
+
+
+@dataclass(frozen=True)
+class Claim:
+    session_id: str
+    token: str
+    version: int
+    previous_summary: str | None
+    turns: list[Turn]
+    plan: policy.Plan
+    settings: Settings  # with this session's overrides applied
+    # The active messages the plan saw; what is left after the apply is these
+    # minus the batch, unless more arrived during the call.
+    messages: tuple[policy.MessageInfo, ...] = ()
+    # (id, fact) of the live memories most relevant to the batch, offered to the
+    # mining call so it can say a new fact replaces one (recap.llm.structured).
+    known: tuple[tuple[int, str], ...] = ()
+    # What the user typed in the batch (recap.core.provenance.own_text, one entry
+    # per user turn): a fact is the user's only if their own words back it.
+    own_words: tuple[str, ...] = ()
+    # The batch and the messages after it as salience reads them (recap.core.salience):
+    # read when the retention guard is on, which ranks what it keeps by them.
+    voices: Voices = Voices()
+
+
+def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
+           mode: policy.Mode | None = None) -> int:
+    """The summary_runs row of a job that condensed nothing (skipped or dead)."""
+    return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
+                      status=status, reason=reason, mode=mode)
+
+
+def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
+    """Record a ``skipped`` run for a job given an id that cannot name a session."""
+    shown = session_id if isinstance(session_id, str) else repr(session_id)
+    shown = shown.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")[:255]
+    reason = f"rejected session id: {reason}"
+    with core_transaction() as s:
+        record(shown, db=s, job=job, status="skipped", reason=reason)
+    return Outcome(shown, "skipped", reason)
+
+
+POISON_WAITS = ("dead-lettered by a lost worker or bad overrides: waits for its cool-down "
+                "or recap retry")
+
+
+def dead_lettered_by_claim(session_id: str, *, db: Db) -> bool:
+    """Whether the session's last dead run was recorded by the claim itself (a worker
+    lost while holding it, or bad overrides: no model error), not by a failed call."""
+    last = db.execute(select(RUNS.c.error).where(RUNS.c.session_id == session_id,
+                                                 RUNS.c.status == "dead")
+                      .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
+    return last is not None and last.error is None
+
+
+def claim_session(session_id: str, *, job: Job, settings: Settings,
+                  now: datetime | None = None, force: bool = False) -> Claim | Outcome:
+    """Take the lease and read the batch, or record why not (skipped/dead).
+
+    ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
+    """
+    token = str(uuid.uuid4())
+    with core_transaction() as s:
+        taken = _take_lease(session_id, db=s, token=token, lease_s=settings.lease_s, now=now)
+        if taken is None:
+            exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
+            reason = ("lease held by another job" if exists
+                      else f"session {session_id!r} not found")
+            record(session_id, db=s, job=job, status="skipped", reason=reason)
+            return Outcome(session_id, "skipped", reason)
+        row, now = taken
+        if row.blocked and dead_lettered_by_claim(session_id, db=s):
+            # Only a model's failure may be folded past during a cool-down (the
+            # aggressive path, over budget): a worker lost on this session, or bad
+            # overrides, waits for the cool-down or `recap retry`.
+            release(session_id, db=s, token=token)
+            reason = POISON_WAITS
+            record(session_id, db=s, job=job, status="skipped", reason=reason)
+            return Outcome(session_id, "skipped", reason)
+        dead_reason = None
+        if row.lost_leases > settings.max_lost_leases:
+            dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
+                           "session's lease; dead-lettered (recap retry after fixing the cause)")
+        try:
+            settings = effective(settings, row.overrides)
+        except InvalidInput as exc:
+            dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
+        if dead_reason:
+            release(session_id, db=s, token=token,
+                    blocked_until=now + timedelta(seconds=settings.dead_cooldown_s))
+            record(session_id, db=s, job=job, status="dead", reason=dead_reason)
+            return Outcome(session_id, "dead", dead_reason)
+
+        messages = message_infos(session_id, db=s)
+        plan = policy.plan(messages, summary_tokens=row.summary_tokens,
+                           t=settings.thresholds(), force=force)
+        flags = blocked_flags(plan, settings)
+        if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
+                plan.needs_escalation, *flags):
+            s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
+                      .values(needs_escalation=plan.needs_escalation, **flags._asdict()))
+        if not plan.should_summarize:
+            release(session_id, db=s, token=token)
+            back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
+            record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
+                   mode=plan.mode)
+            return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
+        # Only mined facts are checked against the user's own words (recap.worker.jobs.fold).
+        turns, own, voices = _load_turns(session_id, plan.batch_ids, db=s,
+                                         own_words=settings.extract_memories,
+                                         voices=settings.retention_guard)
+        known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
+                                     query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
+                 if settings.extract_memories else [])
+        return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
+                     settings, tuple(messages), tuple(known), own, voices)
+
+
+# The longest the sweeper leaves a session alone after no-op runs: once a day an
+# unchanged, uncondensable session is looked at again (and audited once).
+NOOP_BACKOFF_MAX_S = 86_400.0
+
+
+def noop_backoff_s(runs: int, *, base_s: float, cap_s: float = NOOP_BACKOFF_MAX_S) -> float:
+    """Seconds the sweeper leaves a session alone after ``runs`` no-op runs in a row
+    on an unchanged context: ``base_s`` (one sweep interval), doubling, capped."""
+    return min(cap_s, base_s * 2 ** min(max(0, runs - 1), 32))
+
+
+def back_off_noops(session_id: str, *, db: Db, row: Any, now: datetime,
+                   base_s: float) -> None:
+    """After a run that found nothing to do: the sweeper leaves the session alone
+    for :func:`noop_backoff_s`, unless its context changes (a new message, an
+    apply, a rewind), so a session at capacity that cannot be condensed costs one
+    job and one audit row per back-off period, not one per sweep."""
+    context = row.summary_tokens + row.active_tokens
+    runs = row.noop_runs + 1 if row.noop_context_tokens == context else 1
+    db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
+        noop_runs=runs, noop_context_tokens=context,
+        noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
+
+
+class BlockedFlags(NamedTuple):
+    """The normal_blocked columns of a plan: the flag and the thresholds it holds under."""
+
+    normal_blocked: bool
+    normal_blocked_under: str | None
+
+
+def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
+    """The normal_blocked columns for ``plan``."""
+    return BlockedFlags(plan.normal_blocked,
+                        settings.thresholds_key() if plan.normal_blocked else None)
+
+
+def _take_lease(session_id: str, *, db: Db, token: str, lease_s: int,
+                now: datetime | None) -> tuple[Any, datetime] | None:
+    """Run the lease UPDATE: its row and the clock it ran on (``now``, else the
+    database's: one clock for every worker's lease), or None when it is held.
+    On PostgreSQL the UPDATE reads now() itself (the transaction's start, what
+    :func:`db_now` reads) and returns it: no round trip of its own."""
+    if on_server_clock(db, now):
+        row = db.execute(_LEASE_ON_SERVER_CLOCK, {
+            "l_sid": session_id, "l_token": token,
+            "l_lease": timedelta(seconds=lease_s)}).one_or_none()
+        return None if row is None else (row, row.now.astimezone(UTC))
+    now = now or db_now(db)
+    row = db.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
+                              "l_expires": lease_expiry(now, lease_s)}).one_or_none()
+    return None if row is None else (row, now)
+
+
+def _lease_update(clock: Any, expires: Any) -> Update:
+    return (take_lease(bindparam("l_sid"), token=bindparam("l_token"), now=clock,
+                       expires=expires, clear_pending=True, count_lost=True)
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.rolling_summary,
+                       SESSIONS.c.summary_tokens, SESSIONS.c.lost_leases,
+                       SESSIONS.c.overrides, SESSIONS.c.needs_escalation,
+                       SESSIONS.c.normal_blocked, SESSIONS.c.normal_blocked_under,
+                       SESSIONS.c.active_tokens, SESSIONS.c.noop_runs,
+                       SESSIONS.c.noop_context_tokens,
+                       (SESSIONS.c.blocked_until > clock).label("blocked")))
+
+
+# Built once, with bound parameters: building a statement and its cache key on
+# every job cost more CPU than running it.
+_LEASE = _lease_update(bindparam("l_now", type_=SESSIONS.c.lease_expires_at.type),
+                       bindparam("l_expires"))
+_LEASE_ON_SERVER_CLOCK = _lease_update(
+    func.now(), func.now() + bindparam("l_lease", type_=Interval())).returning(
+        func.now().label("now"))
+_MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
+                         MESSAGES.c.pinned, MESSAGES.c.tool_links)
+                  .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
+_TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
+          .where(MESSAGES.c.session_id == bindparam("sid"),
+                 MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
+          .order_by(MESSAGES.c.id))
+# The batch's range and every message after it (the window the fold leaves).
+_TURNS_FROM = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
+               .where(MESSAGES.c.session_id == bindparam("sid"),
+                      MESSAGES.c.id >= bindparam("lo"))
+               .order_by(MESSAGES.c.id))
+
+
+def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
+    """What the policy needs of the active messages, oldest first (no content, no
+    blocks: the tool ids come from the small ``tool_links`` column)."""
+    return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
+            for i, role, tokens, pinned, links in db.execute(_MESSAGE_INFOS,
+                                                             {"sid": session_id})]
+
+
+def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
+                voices: bool = False) -> tuple[list[Turn], tuple[str, ...], Voices]:
+    """The batch as the summarizer and the retention guard read it: a block
+    message in full (:func:`recap.core.render.full_text`), not its stored
+    rendering, which cuts long tool results and documents to their ends; the
+    guard must require the specifics of every line that the apply deletes. With
+    ``own_words``, what the user typed in each user turn (:func:`own_text`). With
+    ``voices``, the batch and every message after it as salience reads them."""
+    wanted = set(ids)
+    rows = db.execute(_TURNS_FROM if voices else _TURNS,
+                      {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
+                      ).yield_per(500)
+    turns: list[Turn] = []
+    own: list[str] = []
+    batch: list[Voice] = []
+    later: list[Voice] = []
+    for i, role, content, blocks in rows:
+        text = full_text(blocks) if blocks else content
+        if i in wanted:
+            turns.append(Turn(i, role, text))
+            if own_words and role == "user":
+                own.append(own_text(role, content, blocks))
+        if voices and (i in wanted or i > max(wanted)):
+            (batch if i in wanted else later).append(voice(i, role, content, blocks, text))
+    return turns, tuple(own), Voices(tuple(batch), tuple(later))
+
+
+def voice(i: int, role: str, content: str, blocks: list[dict[str, Any]] | None,
+          text: str) -> Voice:
+    """A stored message as salience reads it (``text``: its full rendering)."""
+    tool = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks or ())
+    return Voice(i, role, text, own_text(role, content, blocks) if role == "user" else None,
+                 tool)
