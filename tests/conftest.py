@@ -1,33 +1,152 @@
-"""Test environment: a fresh PostgreSQL database, a private Redis db/queue, the
-local Messages API server, and an in-process Celery worker.
+"""The tiers and their services.
 
-Settings are read from the environment, so it is set here before ``worker`` is
-imported anywhere.
+Every test module says its tier in ``pytestmark``:
+
+- ``pytest.mark.unit``: pure code and the in-process stand-in; no PostgreSQL, no
+  Redis, no worker, no subprocess. Recap's URLs point at closed ports while one
+  runs, so a unit test that reached for a service fails at once.
+- no mark (the integration tier, marked ``integration`` here): PostgreSQL, Redis
+  and the in-process Celery worker, each test starting from empty tables.
+- ``pytest.mark.system``: subprocess workers and servers, soaks, deploy files,
+  virtualenvs, the browser; the same clean tables.
+
+A run claims its Redis database and creates its PostgreSQL database only when it
+collected a test that needs them (docs/TESTING.md). Under pytest-xdist the
+controller claims the Redis database once and its workers share it, each with a
+queue and a PostgreSQL database of its own.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from recap.testing import FakeAnthropic
 from tests.env import (
+    CLAIMED,
+    CLOSED_BROKER,
+    CLOSED_DATABASE,
     FAKE,
-    REDIS_DB,
     TEST_DB,
     TEST_ENV,
     _admin_execute,
+    claim_services,
     migrate,
-    release_redis_db,
+    release_services,
 )
 from tests.helpers import WORKER_RUNNING, join_worker
 
+TIERS = ("unit", "integration", "system")
+# Set by the controller of an xdist run (and inherited by its workers and by any
+# child pytest a test starts): the Redis database the run claimed.
+SHARED_DB_ENV = "RECAP_TEST_CLAIMED_REDIS_DB"
 
-@pytest.fixture(scope="session", autouse=True)
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier, what in (("unit", "no services: pure code and the in-process stand-in"),
+                       ("integration", "PostgreSQL, Redis and the in-process worker"),
+                       ("system", "subprocess workers and servers, soaks, deploy, browser")):
+        config.addinivalue_line("markers", f"{tier}: {what}")
+    if _is_xdist_controller(config) and _needs_services_by_args(config):
+        _claim_shared()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    # Most tests wait on PostgreSQL, Redis, a worker or a subprocess, not on a core:
+    # two processes per core keep the cores busy. RECAP_TEST_WORKERS overrides.
+    given = os.environ.get("RECAP_TEST_WORKERS", "").strip()
+    if given:
+        return int(given)
+    return 2 * (os.cpu_count() or 1)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    release_services()
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return (not hasattr(config, "workerinput")
+            and bool(getattr(config.option, "numprocesses", None)))
+
+
+def _needs_services_by_args(config: pytest.Config) -> bool:
+    # The controller collects nothing itself: a run limited to the unit tier (by
+    # folder or by -m unit) needs no services.
+    return (config.getoption("markexpr", "") or "").strip() != "unit"
+
+
+def _claim_shared() -> None:
+    import redis
+
+    try:
+        claim_services()
+    except redis.ConnectionError:
+        return  # no Redis: each worker that needs it says so when it claims
+    os.environ[SHARED_DB_ENV] = str(CLAIMED["db"])
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The test's own tier mark, else its module's (or class's), else integration."""
+    own = [t for t in TIERS if any(m.name == t for m in item.own_markers)]
+    found = own or [t for t in TIERS if item.get_closest_marker(t) is not None]
+    if len(found) > 1:
+        raise pytest.UsageError(f"{item.nodeid} is marked {found}: one tier per test")
+    return found[0] if found else "integration"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    needs_services = False
+    for item in items:
+        tier = tier_of(item)
+        if tier == "unit":
+            item.add_marker(pytest.mark.usefixtures("no_services"))
+            continue
+        needs_services = True
+        if item.get_closest_marker("integration") is None and tier == "integration":
+            item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.usefixtures("clean"))
+    if needs_services:
+        # Before the first test runs, so Celery's app and the settings are built
+        # on the claimed broker.
+        shared = os.environ.get(SHARED_DB_ENV)
+        if shared and "db" not in CLAIMED:
+            _adopt(int(shared))
+        claim_services()
+        # A child pytest a test starts uses this run's database, never claims one.
+        os.environ[SHARED_DB_ENV] = str(CLAIMED["db"])
+
+
+def _adopt(db: int) -> None:
+    """Use the database the xdist controller (or a parent run) claimed; this
+    process does not own it, so it never releases it."""
+    from tests.env import REDIS_SERVER
+
+    url = f"{REDIS_SERVER}/{db}"
+    TEST_ENV["CELERY_BROKER_URL"] = os.environ["CELERY_BROKER_URL"] = url
+    CLAIMED["db"] = db
+
+
+@pytest.fixture
+def no_services(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A unit test's environment: Recap's database and broker at closed ports."""
+    from recap.worker.jobs.resources import reset_process_state
+
+    monkeypatch.setenv("DATABASE_URL", CLOSED_DATABASE)
+    monkeypatch.setenv("CELERY_BROKER_URL", CLOSED_BROKER)
+    FAKE.reset()
+    reset_process_state()
+    yield
+    monkeypatch.undo()
+    FAKE.reset()
+    reset_process_state()
+
+
+@pytest.fixture(scope="session")
 def database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this run, migrated to head; dropped after
-    (with the run's own Redis database)."""
+    """A fresh PostgreSQL database for this process, migrated to head; dropped after."""
     _admin_execute(f'DROP DATABASE IF EXISTS "{TEST_DB}"')
     _admin_execute(f'CREATE DATABASE "{TEST_DB}"')
     url = TEST_ENV["DATABASE_URL"]
@@ -37,7 +156,6 @@ def database() -> Iterator[str]:
 
     reset_engines()
     _admin_execute(f'DROP DATABASE IF EXISTS "{TEST_DB}" WITH (FORCE)')
-    release_redis_db(REDIS_DB)
 
 
 @pytest.fixture(scope="session")
@@ -45,10 +163,10 @@ def fake_api() -> Iterator[FakeAnthropic]:
     yield FAKE
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def clean(database: str) -> Iterator[None]:
-    """Empty tables, default settings and a fresh script before every test; after
-    it, wait for every job the test queued (a test never inherits running work)."""
+    """Empty tables, default settings and a fresh script before the test; after it,
+    wait for every job the test queued (a test never inherits running work)."""
     from sqlalchemy import text
 
     from recap.db import transaction
@@ -87,8 +205,8 @@ def celery_worker_thread(database: str) -> Iterator[object]:
 
     from recap import app
 
-    # The queue name is unique to this run, so nothing is flushed: parallel runs
-    # on the same Redis do not disturb each other.
+    # The queue name is unique to this process, so nothing is flushed: parallel
+    # runs (and xdist workers) on the same Redis do not disturb each other.
     with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
                       loglevel="WARNING", shutdown_timeout=30,
                       hostname=f"{TEST_ENV['RECAP_QUEUE']}@localhost") as w:

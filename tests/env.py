@@ -1,9 +1,15 @@
-"""The test environment, set before ``worker`` is imported anywhere: a fresh
-PostgreSQL database name, a private Redis db and queue, the local Messages API
-server. RECAP_TEST_PG (an admin URL of the PostgreSQL server), RECAP_TEST_REDIS (a
-Redis server) and RECAP_TEST_REDIS_DB (one database of it) point the run at other
-services (docs/TESTING.md). Imported first by conftest.py; tests import constants from here, never
-from conftest.
+"""The test environment, set before Recap reads its settings: a fresh PostgreSQL
+database name, a private Redis db and queue, the local Messages API server.
+RECAP_TEST_PG (an admin URL of the PostgreSQL server), RECAP_TEST_REDIS (a Redis
+server), RECAP_TEST_REDIS_DB (one database of it) and RECAP_TEST_DB_PREFIX (the
+names of the databases a run creates) point the run at other services
+(docs/TESTING.md). Imported first by conftest.py; tests import constants from here,
+never from conftest.
+
+Importing this module touches no service: the Redis database is claimed by
+:func:`claim_services` (conftest calls it once the run has collected a test that
+needs services), and until then Recap's URLs point at closed ports, so a unit test
+that reached for a service would fail at once instead of writing anywhere.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ from recap.testing import FakeAnthropic  # noqa: E402
 FAKE = FakeAnthropic().start()
 RUN_ID = uuid.uuid4().hex[:8]
 PG_ADMIN = os.environ.get("RECAP_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-TEST_DB = f"recap_test_{RUN_ID}"
+DB_PREFIX = os.environ.get("RECAP_TEST_DB_PREFIX", "recap_test_")
+if not DB_PREFIX or not all(c.isalnum() or c == "_" for c in DB_PREFIX):
+    raise RuntimeError(f"RECAP_TEST_DB_PREFIX must be letters, digits and _, got {DB_PREFIX!r}")
+TEST_DB = f"{DB_PREFIX}{RUN_ID}"
 REDIS_SERVER = os.environ.get("RECAP_TEST_REDIS", "redis://127.0.0.1:6379")
 OWNER_KEY = "recap-test-owner"
 OWNER = f"{RUN_ID}:{os.getpid()}"
@@ -76,8 +85,9 @@ def claim_redis_db(server: str = REDIS_SERVER, *, pin: str = REDIS_DB_PIN,
                    owner: str = OWNER) -> int:
     """A Redis database of this run's own: an empty one (15 down to 1, or the one
     RECAP_TEST_REDIS_DB names), claimed with a key only one run can set. A database
-    a killed run left is emptied first only when it holds nothing but a test run's
-    keys (RUN_KEYS); one with any other key is never touched. Everything the run's
+    a killed run left (its claim's process is gone, or its claim was released while a
+    child process of the run still wrote to it) is emptied first only when it holds
+    nothing but a test run's keys (RUN_KEYS); one with any other key is never touched. Everything the run's
     brokers write stays there; :func:`release_redis_db` deletes it at the end."""
     import redis
 
@@ -87,8 +97,7 @@ def claim_redis_db(server: str = REDIS_SERVER, *, pin: str = REDIS_DB_PIN,
             claimed = client.get(OWNER_KEY)
             holder: str | None = claimed.decode("utf-8", "replace") \
                 if isinstance(claimed, bytes) else claimed
-            if (holder is not None and not _alive(holder)
-                    and _run_keys_only(client)):
+            if (holder is None or not _alive(holder)) and _run_keys_only(client):
                 client.flushdb()  # a killed test run's keys, and nothing else
             if client.dbsize() == 0 and client.set(OWNER_KEY, owner, nx=True):
                 return db
@@ -118,15 +127,16 @@ def release_redis_db(db: int, server: str = REDIS_SERVER, *, owner: str = OWNER)
         client.close()
 
 
-REDIS_DB = claim_redis_db()
-REDIS_URL = f"{REDIS_SERVER}/{REDIS_DB}"
+# Nothing listens on port 1: what a unit test would reach if it touched a service.
+CLOSED_BROKER = "redis://127.0.0.1:1/0"
+CLOSED_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:1/recap_unit_tests_use_no_database"
 API_KEY = f"sk-ant-test-{uuid.uuid4().hex}"
 
 TEST_ENV = {
     "TIKTOKEN_CACHE_DIR": _tiktoken_cache(),
     "RECAP_ENV": "test",
     "DATABASE_URL": PG_ADMIN.rsplit("/", 1)[0] + "/" + TEST_DB,
-    "CELERY_BROKER_URL": REDIS_URL,
+    "CELERY_BROKER_URL": CLOSED_BROKER,
     "ANTHROPIC_API_KEY": API_KEY,
     "ANTHROPIC_BASE_URL": FAKE.url,
     "RECAP_QUEUE": f"recap-test-{RUN_ID}",
@@ -150,6 +160,23 @@ TEST_ENV = {
     "RECAP_CHECK_AT_START": "false",
 }
 os.environ.update(TEST_ENV)
+CLAIMED: dict[str, int] = {}
+
+
+def claim_services() -> str:
+    """Claim this run's Redis database (once) and point Recap's broker at it; returns
+    its URL. Called before the first test of a run that needs services."""
+    if "db" not in CLAIMED:
+        CLAIMED["db"] = claim_redis_db()
+        url = f"{REDIS_SERVER}/{CLAIMED['db']}"
+        TEST_ENV["CELERY_BROKER_URL"] = os.environ["CELERY_BROKER_URL"] = url
+    return f"{REDIS_SERVER}/{CLAIMED['db']}"
+
+
+def release_services() -> None:
+    """Delete this run's keys from its Redis database, if it claimed one."""
+    if "db" in CLAIMED:
+        release_redis_db(CLAIMED.pop("db"))
 
 
 def _admin_execute(sql: str) -> None:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.env import ROOT
+
+pytestmark = pytest.mark.unit
 
 PACKAGES = ("recap",)
 MAX_LINES = 300

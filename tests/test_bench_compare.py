@@ -13,6 +13,8 @@ import pytest
 
 from bench.compare import json_figures, ratio_rows, table_figures
 
+pytestmark = pytest.mark.system
+
 ROOT = Path(__file__).resolve().parent.parent
 
 OLD_TABLE = """

@@ -3,6 +3,8 @@ the real pipeline; here only the arithmetic of the cache model and the kept axis
 
 from __future__ import annotations
 
+import pytest
+
 from bench.cost import (
     PRICE_READ,
     PRICE_WRITE,
@@ -15,6 +17,8 @@ from bench.cost import (
     shaped,
     without_breakpoints,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def words(text: str) -> int:

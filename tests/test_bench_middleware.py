@@ -4,10 +4,13 @@ asserted: no timing assertions)."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.middleware import Row, _recap_jobs, run_system, table, transcript
 from recap.integrations.langchain_middleware import RecapMiddleware
 
 
+@pytest.mark.unit
 def test_the_table_gives_medians_and_lists_each_run() -> None:
     runs = [[Row("no memory middleware", waits=[0.010]), Row("Recap", waits=[0.030])],
             [Row("no memory middleware", waits=[0.020]), Row("Recap", waits=[0.050])],

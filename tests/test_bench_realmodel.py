@@ -16,6 +16,8 @@ import pytest
 from bench.realmodel import configured
 from bench.realmodel.server import BadRequest, parse_request, serve
 
+pytestmark = pytest.mark.system
+
 TOOL = {"name": "record_summary", "description": "Record the summary.",
         "input_schema": {"type": "object", "properties": {"summary": {"type": "string"}},
                          "required": ["summary"]}}

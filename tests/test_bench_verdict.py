@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.judge import answerable
 from bench.workloads import NAMES, USER_ID, Probe, build, flat, scripts
+
+pytestmark = pytest.mark.system
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,8 @@ from tests.helpers import runs, seed
 SECRET = "card PIN 4921-7730"
 
 
-@pytest.mark.parametrize("url", [TEST_ENV["DATABASE_URL"], "sqlite://"])
+@pytest.mark.parametrize("url", [TEST_ENV["DATABASE_URL"], "sqlite://"],
+                         ids=["postgresql", "sqlite"])
 def test_a_database_error_does_not_carry_its_parameters(url: str) -> None:
     engine = make_engine(url)
     try:

@@ -6,12 +6,23 @@ there too; at the end it deletes only its own keys. One variable pins it."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 
-from tests.env import OWNER_KEY, REDIS_SERVER, claim_redis_db, release_redis_db
+from tests.env import (
+    CLAIMED,
+    OWNER_KEY,
+    REDIS_SERVER,
+    ROOT,
+    claim_redis_db,
+    claim_services,
+    release_redis_db,
+)
 
 DEAD = "deadbeef:999999999"  # no such process
 ME = f"scratch:{os.getpid()}"  # a live claim: no other run takes the database
@@ -75,6 +86,53 @@ def test_release_of_a_database_no_longer_ours_deletes_nothing(scratch: redis.Red
     assert set(scratch.keys()) == {OWNER_KEY.encode(), b"recap-test-other"}
 
 
+@pytest.mark.unit
 def test_a_pin_that_is_not_a_database_number_is_refused() -> None:
     with pytest.raises(RuntimeError, match="RECAP_TEST_REDIS_DB must be"):
         claim_redis_db(pin="sixteen")
+
+
+def test_a_killed_runs_leftovers_without_a_claim_are_reclaimed(scratch: redis.Redis) -> None:
+    # A worker process of a killed run wrote after the run's claim was released.
+    scratch.hset("unacked", "tag", "msg")
+    scratch.lpush("recap-test-deadbeef", "job")
+    scratch.delete(OWNER_KEY)
+    assert claim_redis_db(pin=db_of(scratch), owner=ME) == int(db_of(scratch))
+    assert scratch.keys() == [OWNER_KEY.encode()]
+
+
+def test_a_child_pytest_uses_its_parents_pinned_database(tmp_path: Path) -> None:
+    # The run's pin, inherited by a child pytest a test starts: the child uses the
+    # database its parent claimed (it does not claim it again), and leaves the
+    # parent's claim and keys in place.
+    claim_services()
+    db = str(CLAIMED["db"])
+    client = redis.Redis.from_url(f"{REDIS_SERVER}/{db}")
+    claim = client.get(OWNER_KEY)
+    assert claim is not None
+    test = tmp_path / "test_child.py"
+    test.write_text("def test_child(clean):\n    pass\n")
+    env = {**os.environ, "RECAP_TEST_REDIS_DB": db}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p",
+                           "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                           str(ROOT / "pyproject.toml"), str(test)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    try:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert client.get(OWNER_KEY) == claim
+    finally:
+        client.close()
+
+
+@pytest.mark.unit
+def test_the_database_prefix_is_checked_and_names_the_databases(tmp_path: Path) -> None:
+    code = "import tests.env as e; print(e.TEST_DB)"
+    env = {**os.environ, "RECAP_TEST_DB_PREFIX": "ci_7_recap_"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("ci_7_recap_"), done.stderr
+    env["RECAP_TEST_DB_PREFIX"] = 'x"; DROP'
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "RECAP_TEST_DB_PREFIX must be" in done.stderr

@@ -16,6 +16,8 @@ import pytest
 
 from recap.testing import FakeAnthropic, error, ok, tool_call
 
+pytestmark = pytest.mark.unit
+
 WEATHER = {"name": "weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
                             "required": ["city"]}}

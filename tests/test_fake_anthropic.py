@@ -9,6 +9,8 @@ import pytest
 
 from recap.testing import fake_tokens, request_usage, validate_messages_request
 
+pytestmark = pytest.mark.unit
+
 CC = {"type": "ephemeral"}
 
 

@@ -15,6 +15,8 @@ from recap.llm.templates import default_template
 from recap.testing import FakeAnthropic, Neutral, ok
 from recap.testing.neutral import elements, fill, first_sentence
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeAnthropic]:

@@ -14,6 +14,8 @@ from recap.core.prompt import SYSTEM_PROMPT
 from recap.core.titles import TITLE_SYSTEM
 from recap.testing import FakeAnthropic, Reply, Request, error, ok, recap_kind
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeAnthropic]:

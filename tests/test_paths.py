@@ -10,6 +10,8 @@ import pytest
 
 from recap import paths
 
+pytestmark = pytest.mark.unit
+
 
 def test_linux_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sys, "platform", "linux")

@@ -14,6 +14,7 @@ from recap.sessions.overrides import configure_session
 from recap.settings import load_settings
 
 
+@pytest.mark.unit
 def test_an_ignored_setting_at_start_up_names_the_policy_and_the_way_out() -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(trigger_messages=40)
@@ -42,6 +43,7 @@ def test_recap_configure_refuses_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ignored under the adaptive policy" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_stats_names_the_rule_that_decides_the_next_fold() -> None:
     adaptive = fold_rule("adaptive", trigger_messages=30, trigger_tokens=15000, batch_size=20,
                          keep_recent=10)

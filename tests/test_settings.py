@@ -19,6 +19,8 @@ from recap.settings import (
 )
 from recap.worker.jobs.resources import build_resources, reset_process_state
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     from recap.core.adaptive import BULK_TOKENS

@@ -15,6 +15,8 @@ from recap.errors import ConfigError
 from recap.settings import Settings, load_settings
 from tests.env import ROOT
 
+pytestmark = pytest.mark.unit
+
 TIMINGS = ("RECAP_TASK_TIME_LIMIT_S", "RECAP_RETRY_BACKOFF_MAX_S", *(
     "RECAP_" + f.upper() for f in DERIVED))
 

@@ -58,6 +58,7 @@ def spans(settings_env: Callable[..., None]) -> Iterator[Any]:
     exporter.clear()
 
 
+@pytest.mark.unit
 def test_span_records_name_attributes_and_nesting(spans: Any) -> None:
     with tracing.span("recap.summarize_session", session_id="s1", attempt=2,
                       task_id=None) as outer:
@@ -72,6 +73,7 @@ def test_span_records_name_attributes_and_nesting(spans: Any) -> None:
     assert inner.attributes["path"] == str(ROOT)  # non-OTel types recorded as text
 
 
+@pytest.mark.unit
 def test_span_records_an_exception_and_reraises(spans: Any) -> None:
     from opentelemetry.trace import StatusCode
 
@@ -83,6 +85,7 @@ def test_span_records_an_exception_and_reraises(spans: Any) -> None:
     assert [e.name for e in span.events] == ["exception"]
 
 
+@pytest.mark.unit
 def test_llm_span_has_the_genai_attributes(spans: Any) -> None:
     with tracing.llm_span("generate_title", "claude-haiku-5-5") as s:
         s.record_usage(812, 9)
@@ -96,12 +99,14 @@ def test_llm_span_has_the_genai_attributes(spans: Any) -> None:
     assert attrs["gen_ai.usage.output_tokens"] == 9
 
 
+@pytest.mark.unit
 def test_unknown_llm_operations_are_refused_even_when_off() -> None:
     with pytest.raises(ValueError, match="unknown LLM operation 'summarise'"), \
             tracing.llm_span("summarise", "m"):
         pass
 
 
+@pytest.mark.unit
 def test_off_is_a_no_op_that_records_nothing(settings_env: Callable[..., None]) -> None:
     exporter = _in_memory_exporter()
     settings_env(RECAP_OTEL_ENABLED="false")
@@ -122,6 +127,7 @@ def _run(code: str, **env: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.unit
 def test_off_never_imports_opentelemetry() -> None:
     out = _run("""
         import sys
@@ -136,6 +142,7 @@ def test_off_never_imports_opentelemetry() -> None:
     assert out == "[]"
 
 
+@pytest.mark.unit
 def test_configure_provider_installs_one_unless_set() -> None:
     require_module("opentelemetry.exporter.otlp.proto.http.trace_exporter", OTEL)
     out = _run("""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import tokenize
 
+import pytest
+
 from tests.env import ROOT
 
 MAX_IGNORES = 40
@@ -25,6 +27,7 @@ def ignores() -> list[str]:
     return found
 
 
+@pytest.mark.unit
 def test_type_ignores_stay_within_the_limit() -> None:
     found = ignores()
     assert len(found) <= MAX_IGNORES, (

@@ -97,6 +97,7 @@ def test_each_event_loop_gets_its_own_engine() -> None:
     assert not [loop for loop in loops.STATES if loop.is_closed()]
 
 
+@pytest.mark.unit
 def test_a_non_postgresql_database_is_a_clear_config_error(
         settings_env: Callable[..., None], tmp_path: Any) -> None:
     settings_env(DATABASE_URL=f"sqlite:///{tmp_path}/recap.sqlite3")
@@ -112,6 +113,7 @@ def test_a_non_postgresql_database_is_a_clear_config_error(
     assert url.drivername == "postgresql+psycopg" and url.database == "chat"
 
 
+@pytest.mark.unit
 def test_the_async_api_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("from recap.api import aio")
     assert "recap.api.aio" in modules and "sqlalchemy.ext.asyncio" in modules

@@ -25,6 +25,8 @@ from recap.core.request import as_request
 from recap.errors import InvalidInput
 from tests.api.common import PROMPT, assert_valid
 
+pytestmark = pytest.mark.unit
+
 
 def rows(*pairs: tuple[str, str]) -> list[Row]:
     return [Row(role, content, len(content)) for role, content in pairs]

@@ -28,6 +28,8 @@ from recap.errors import InvalidInput
 from recap.settings import Settings, get_settings
 from tests.helpers import LOW
 
+pytestmark = pytest.mark.unit
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 STALE = NOW - timedelta(seconds=300)
 

@@ -11,8 +11,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import recap
 from tests.env import ROOT
+
+pytestmark = pytest.mark.unit
 
 PUBLIC = ["add_message", "after_reply", "aio", "as_request", "build_context", "configure_session",
           "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at",

@@ -243,6 +243,7 @@ def test_a_batch_with_a_message_recap_cannot_store_writes_nothing(
     assert stored("bad") == [] and session_row("bad") is None and published == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("args", "kwargs", "problem"), [
     (("",), {}, "session_id is empty"),
     ((42,), {}, "session_id must be a str, got int"),
@@ -305,6 +306,7 @@ def test_async_chain_uses_the_same_history() -> None:
                               ("ai", REPLIES[0]), ("human", QUESTIONS[1])]
 
 
+@pytest.mark.unit
 def test_the_adapter_loads_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("import recap.integrations.langchain")
     assert "langchain_core.chat_history" in modules

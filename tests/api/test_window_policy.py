@@ -8,6 +8,8 @@ import pytest
 from recap.api.window import Window, memories_budget
 from recap.settings import load_settings
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("deployment", "session", "expected"), [
     ("threshold", None, 2000),       # the fixed block, whatever the summary

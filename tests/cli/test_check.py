@@ -21,6 +21,7 @@ def check(capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.unit
 def test_a_working_model_and_key_pass_with_one_small_call(
         fake_api: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = check(capsys)
@@ -31,6 +32,7 @@ def test_a_working_model_and_key_pass_with_one_small_call(
     assert len(fake_api.requests) == 1 and fake_api.requests[0]["max_tokens"] == 1
 
 
+@pytest.mark.unit
 def test_an_unknown_model_is_named_as_the_problem(
         fake_api: FakeAnthropic, capsys: pytest.CaptureFixture[str],
         settings_env: Callable[..., None]) -> None:
@@ -43,6 +45,7 @@ def test_an_unknown_model_is_named_as_the_problem(
     assert "the key was accepted" in err and "RECAP_MODEL" in err
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_key_is_named_as_the_problem(
         fake_api: FakeAnthropic, capsys: pytest.CaptureFixture[str], status: int) -> None:
@@ -52,6 +55,7 @@ def test_a_refused_key_is_named_as_the_problem(
     assert "model" not in err.split("(")[0]
 
 
+@pytest.mark.unit
 def test_an_outage_proves_nothing_and_says_so(
         fake_api: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
     fake_api.script(error(529, "Overloaded"))
@@ -60,6 +64,7 @@ def test_an_outage_proves_nothing_and_says_so(
                                         f"at {fake_api.url}: ")
 
 
+@pytest.mark.unit
 def test_offline_it_names_the_server_it_could_not_reach(
         capsys: pytest.CaptureFixture[str], settings_env: Callable[..., None]) -> None:
     settings_env(ANTHROPIC_BASE_URL="http://127.0.0.1:1")  # nothing listens on port 1
@@ -68,6 +73,7 @@ def test_offline_it_names_the_server_it_could_not_reach(
     assert err.startswith("recap: error: unreachable: could not reach http://127.0.0.1:1: ")
 
 
+@pytest.mark.unit
 def test_the_server_is_named_without_credentials() -> None:
     import anthropic
 

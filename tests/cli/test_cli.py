@@ -37,6 +37,7 @@ def recap_script() -> str:
     return found
 
 
+@pytest.mark.unit
 def test_help_runs_as_a_real_command_without_touching_the_database() -> None:
     # An unreachable database proves --help neither connects nor migrates.
     env = {**os.environ, "DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/none"}
@@ -48,6 +49,7 @@ def test_help_runs_as_a_real_command_without_touching_the_database() -> None:
     assert "retry" in done.stdout or "--all" in done.stdout
 
 
+@pytest.mark.unit
 def test_building_the_parser_imports_no_command_dependencies() -> None:
     # What `recap --help` costs: the command modules, none of what they run.
     script = ("import sys, recap.cli; recap.cli.build_parser(); "
@@ -60,6 +62,7 @@ def test_building_the_parser_imports_no_command_dependencies() -> None:
     assert loaded == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("argv", [[], ["nope"], ["retry"], ["retry", "s", "--all-dead"],
                                   ["failures", "--limit", "0"], ["sweep", "--batch", "x"]])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,6 +71,7 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert "usage: recap" in err
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("line, problem", [
     ("{not json", "invalid JSON"),
     ("[1, 2]", "expected a JSON object, got list"),
@@ -80,11 +84,13 @@ def test_parse_line_names_the_problem(line: str, problem: str) -> None:
         parse_line(line)
 
 
+@pytest.mark.unit
 def test_parse_line_defaults_pinned_to_false() -> None:
     assert parse_line('{"session_id": "s", "role": "user", "content": "hi"}') == \
         ("s", "user", "hi", False)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("p, n, index", [(50, 1, 0), (50, 2, 0), (50, 4, 1), (95, 20, 18),
                                          (95, 21, 19), (100, 7, 6), (1, 100, 0)])
 def test_nearest_rank(p: float, n: int, index: int) -> None:

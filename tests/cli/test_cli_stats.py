@@ -110,6 +110,7 @@ def test_stats_live_lease_and_pending_marker(
                                              enqueued_at=None))
 
 
+@pytest.mark.unit
 def test_stats_on_sqlite_matches(tmp_path: Path, settings_env: Callable[..., None],
                                  capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
@@ -123,6 +124,7 @@ def test_stats_on_sqlite_matches(tmp_path: Path, settings_env: Callable[..., Non
         db.reset_engines()
 
 
+@pytest.mark.unit
 def test_stats_with_a_bad_setting_exits_1_naming_it(
         settings_env: Callable[..., None], capsys: pytest.CaptureFixture[str]) -> None:
     settings_env(RECAP_BATCH_SIZE="abc")

@@ -18,6 +18,8 @@ from recap.cli import main
 from recap.migrate import head_revisions
 from tests.env import PG_ADMIN, TEST_DB, _admin_execute, migrate
 
+pytestmark = pytest.mark.system
+
 HEAD = ", ".join(head_revisions())
 RECAP = str(Path(sys.executable).parent / "recap")
 

@@ -24,6 +24,8 @@ from tests.cli.common import (
 from tests.env import TEST_ENV
 from tests.helpers import seed
 
+pytestmark = pytest.mark.system
+
 RECAP = str(Path(sys.executable).with_name("recap"))
 
 

@@ -31,6 +31,8 @@ from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, record_heartbeat
 from tests.env import ROOT
 from tests.helpers import free_port, require, wait_for
 
+pytestmark = pytest.mark.system
+
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 NORMAL = "normal: 31 messages > 30 and batch 15200 tokens > 15000"

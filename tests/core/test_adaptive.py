@@ -24,6 +24,8 @@ from recap.errors import ConfigError
 from recap.settings import load_settings
 from tests.core.test_policy_replay import Fold, replay
 
+pytestmark = pytest.mark.unit
+
 T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
                context_budget_tokens=32000, adaptive=True, memory_limit=2000)
 

@@ -17,6 +17,8 @@ from recap.errors import InvalidInput
 from tests.sdk_request import sdk_problem
 from tests.transcripts import call, image, pdf, png, result, scripted, thinking
 
+pytestmark = pytest.mark.unit
+
 CAP = 10_000
 
 

@@ -104,6 +104,7 @@ CASES: list[tuple[str, str, int, str, int, int]] = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("text", "cap", "expected", "left_out", "blocks"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_excerpt_bulk(text: str, cap: int, expected: str, left_out: int, blocks: int) -> None:
@@ -114,6 +115,7 @@ def test_excerpt_bulk(text: str, cap: int, expected: str, left_out: int, blocks:
     assert excerpt_bulk(text, max_tokens=cap, count=words) == got  # deterministic
 
 
+@pytest.mark.unit
 def test_the_marker_inside_an_unfenced_run_is_read_as_bulk_not_prose() -> None:
     text = join("Logs:", LOG, "Then it recovered.")
     got = excerpt_bulk(text, max_tokens=20, count=words)
@@ -122,6 +124,7 @@ def test_the_marker_inside_an_unfenced_run_is_read_as_bulk_not_prose() -> None:
     assert "26" not in extract_specifics(got.text)
 
 
+@pytest.mark.unit
 def test_excerpt_turns_notes_what_was_left_out() -> None:
     turns = [Turn(1, "user", join("Logs:", LOG)), Turn(2, "assistant", "Looks fine."),
              Turn(3, "user", join("```", LOG, "```"))]
@@ -142,6 +145,7 @@ LINES = st.sampled_from([
 ])
 
 
+@pytest.mark.unit
 @settings(max_examples=400, deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=40), st.integers(min_value=-1, max_value=40),
        st.sampled_from([words, len]))

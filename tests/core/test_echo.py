@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from recap.core.echo import is_echo, sent_corpus, strip_echo
 from recap.llm.structured import summary_tool, tool_texts
+
+pytestmark = pytest.mark.unit
 
 CORPUS = sent_corpus(tool_texts(summary_tool(1024)))
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from recap.core.frozen import MIN_NOVEL, frozen
+
+pytestmark = pytest.mark.unit
 
 PREVIOUS = "The user is planning a launch in Lisbon with the assistant."
 BATCH = ["I booked flight TP1357 with TAP, booking code QX7K2P, for March 14th.",

@@ -3,10 +3,14 @@ the rest is settled (details section, held-back units, memories)."""
 
 from __future__ import annotations
 
+import pytest
+
 from recap.core import guard
 from recap.core.memories import Fact
 from recap.core.prompt import Turn
 from recap.core.specifics import absent
+
+pytestmark = pytest.mark.unit
 
 TURNS = [Turn(1, "user", "Our budget is $2,400 for release v2.14.0."),
          Turn(2, "assistant", "Noted: $2,400 and v2.14.0."),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,6 +137,7 @@ def test_entries_stay_one_prefix_deep_and_bounded(steps) -> None:
         assert "1024" not in extract_specifics(world.summary or "", whole=True)
 
 
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(folds)
 def test_a_specific_kept_once_stays_kept(steps) -> None:
@@ -150,6 +152,7 @@ def test_a_specific_kept_once_stays_kept(steps) -> None:
         assert absent(ever, [world.kept()]) == frozenset()
 
 
+@pytest.mark.unit
 def test_a_details_line_is_carried_as_it_is_and_never_stacks() -> None:
     line = "TP1357: I'm flying with TAP, flight TP1357, on the early train"
     previous = f"The user travels.\n\n{guard.DETAILS_HEADER}\n- {line}"
@@ -163,6 +166,7 @@ def test_a_details_line_is_carried_as_it_is_and_never_stacks() -> None:
         "$89.99: Also, I was charged $89.99 for it"
 
 
+@pytest.mark.unit
 def test_a_replacement_that_drops_a_specific_does_not_supersede() -> None:
     assert not may_replace("Tracking number 1Z999AA10123456784 for the parcel",
                            "The user said something.")
@@ -182,6 +186,7 @@ crowded = st.builds(
     ]), person_place_or_org, codes, st.one_of(codes, amounts), st.one_of(dates, amounts))
 
 
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.lists(crowded, min_size=1, max_size=4), st.integers(1, 5),
                           st.integers(8, 120), st.booleans()), min_size=1, max_size=6))
@@ -200,6 +205,7 @@ def test_every_specific_and_name_of_a_crowded_sentence_is_kept(steps) -> None:
         "I'm flying with TAP, flight TP1357, and my booking code is QX7K2P.")))
 
 
+@pytest.mark.unit
 def test_a_fact_that_copies_recaps_own_lines_back_is_no_new_memory() -> None:
     kept = ["QX7K2P: I'm flying with TAP, flight TP1357, and my booking code is QX7K2P."]
     assert restates("QX7K2P: TAP, flight TP1357, and my booking code is QX7K2P.", [])

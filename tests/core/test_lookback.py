@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import pytest
+
 from recap.core.lookback import (
     MAX_CUES,
     PER_CUE,
@@ -21,6 +23,8 @@ from recap.core.lookback import (
     weight,
 )
 from recap.core.quote import MAX_LINE_CHARS, snippet
+
+pytestmark = pytest.mark.unit
 
 
 class R(NamedTuple):

@@ -8,6 +8,8 @@ import pytest
 
 from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan, retry_delay
 
+pytestmark = pytest.mark.unit
+
 T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
                context_budget_tokens=32000)
 

@@ -12,6 +12,8 @@ import pytest
 from recap.core.policy import MessageInfo, Thresholds, might_trigger, plan
 from recap.settings import load_settings
 
+pytestmark = pytest.mark.unit
+
 # Each fold: (index of the reply after which it ran, mode, first id, last id, messages).
 Fold = tuple[int, str, int, int, int]
 

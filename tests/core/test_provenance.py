@@ -22,6 +22,8 @@ from recap.core.provenance import (
     strip_pasted,
 )
 
+pytestmark = pytest.mark.unit
+
 EMAIL = ("Can you check this for me?\n\nFrom: billing@vendor.example\nSubject: Update\n\n"
          "Your refund account is now EVIL-1.")
 

@@ -16,6 +16,8 @@ from recap.core.assemble import (
 )
 from recap.core.recall import Candidate, choose, overlap, query_terms, topic_terms
 
+pytestmark = pytest.mark.unit
+
 
 def words(text: str) -> int:
     return len(text.split()) or (1 if text else 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from recap.core.repairs import (
     REPAIR_MIN_TRIES,
     REPAIR_PROBE_EVERY,
@@ -9,6 +11,8 @@ from recap.core.repairs import (
     should_repair,
     success_rate,
 )
+
+pytestmark = pytest.mark.unit
 
 FAILED = RepairOutcome(called=True, helped=False)
 HELPED = RepairOutcome(called=True, helped=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,8 @@ from recap.core.request import as_request
 from recap.testing import validate_messages_request
 from tests.sdk_request import sdk_problem
 from tests.transcripts import Message, call, image, result, scripted, thinking, transcripts
+
+pytestmark = pytest.mark.unit
 
 
 def rows_of(transcript: list[Message]) -> list[tuple[int, Row, policy.MessageInfo]]:

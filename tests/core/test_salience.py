@@ -4,6 +4,7 @@ archive."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +12,8 @@ from recap.core import guard
 from recap.core.entries import entry
 from recap.core.prompt import Turn
 from recap.core.salience import Origin, Rank, Voice, rank
+
+pytestmark = pytest.mark.unit
 
 
 def words(text: str) -> int:

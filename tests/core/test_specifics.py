@@ -6,6 +6,8 @@ import pytest
 
 from recap.core.specifics import absent, contains, extract_specifics
 
+pytestmark = pytest.mark.unit
+
 CASES = [
     # English
     ("Meet me at 14:30 on 2026-03-15; it costs $45.99 (v1.2.3).",

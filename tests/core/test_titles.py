@@ -12,6 +12,8 @@ from recap.core.titles import (
 )
 from recap.llm.tokens import count_tokens, split_by_tokens
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("raw", "expected"), [
     ('"Debugging the Nginx 502s."', "Debugging the Nginx 502s"),

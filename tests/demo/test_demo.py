@@ -22,6 +22,8 @@ from recap.llm.offline import OFFLINE_MODEL
 from recap.settings import DEFAULT_MODEL
 from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
 
+pytestmark = pytest.mark.system
+
 # The installed console script next to this interpreter, as a user runs it, and the module.
 RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
 MODULE_DEMO = [sys.executable, "-m", "recap.demo"]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from recap.settings import Settings, env_name
@@ -30,6 +31,8 @@ from tests.deploy.common import (
 )
 from tests.env import ROOT
 from tests.helpers import require
+
+pytestmark = pytest.mark.system
 
 # Settings nothing reads (Flower takes FLOWER_BASIC_AUTH), so nothing to document.
 UNUSED_SETTINGS: set[str] = set()

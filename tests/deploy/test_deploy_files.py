@@ -31,6 +31,8 @@ from tests.deploy.common import (
     services,
 )
 
+pytestmark = pytest.mark.system
+
 
 def test_required_services_exist() -> None:
     assert set(services()) >= {"postgres", "redis", *APP_SERVICES}

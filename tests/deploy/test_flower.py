@@ -33,6 +33,8 @@ from recap.testing import FakeAnthropic, error
 from tests.env import API_KEY, ROOT
 from tests.helpers import free_port, message_ids, runs, seed, session_row, statuses, wait_for
 
+pytestmark = pytest.mark.system
+
 FLOWER_USER = "recap-ops"
 FLOWER_PASSWORD = f"pw-{uuid.uuid4().hex}"
 LOW_THRESHOLDS = {"RECAP_POLICY": "threshold",

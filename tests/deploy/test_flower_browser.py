@@ -35,6 +35,8 @@ from tests.deploy.test_flower import (
 )
 from tests.helpers import require, runs, seed, session_row, statuses, wait_for
 
+pytestmark = pytest.mark.system
+
 flower = test_flower.flower  # the fixture: Flower as compose configures it
 SUMMARIZE = "recap.tasks.summarize_session"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from recap.migrate import head_revisions
-from tests.env import PG_ADMIN, REDIS_URL, ROOT, RUN_ID, TEST_DB, _admin_execute
+from tests.env import PG_ADMIN, ROOT, RUN_ID, TEST_DB, _admin_execute, claim_services
 from tests.helpers import free_port, wait_for
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -183,7 +183,7 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
 
     app = app_folder(tmp_path / "app")
     stand_in_port, api_port = free_port(), free_port()
-    env = {**base, "DATABASE_URL": fresh_postgres, "CELERY_BROKER_URL": REDIS_URL,
+    env = {**base, "DATABASE_URL": fresh_postgres, "CELERY_BROKER_URL": claim_services(),
            "RECAP_QUEUE": f"recap-deploy-{RUN_ID}", "RECAP_ENV": "test",
            "ANTHROPIC_API_KEY": "sk-ant-deploy-test",
            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{stand_in_port}",

@@ -11,6 +11,8 @@ from sqlalchemy import create_engine, text
 from tests.deploy.test_migrations import empty_pg  # noqa: F401  (fixture)
 from tests.env import migrate
 
+pytestmark = pytest.mark.system
+
 INSERT_SESSION = "INSERT INTO chat_sessions (id) VALUES ('s1')"
 INSERT_MESSAGE = ("INSERT INTO chat_messages (session_id, role, content, token_count) "
                   "VALUES ('s1', 'user', 'hi', 1)")

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from tests.env import migrate
+
+pytestmark = pytest.mark.system
 
 COLUMNS = {"specifics_stated", "specifics_referred", "specifics_used", "specifics_rest",
            "specifics_archived"}

@@ -14,6 +14,8 @@ from sqlalchemy import create_engine, inspect, text
 from recap.models import Base, modelled
 from tests.env import PG_ADMIN, _admin_execute, migrate
 
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def empty_pg() -> Iterator[str]:

@@ -29,6 +29,8 @@ from recap.worker.celery_app import celery_config
 from tests.env import ROOT
 from tests.helpers import message_ids, require, runs, seed, session_row, wait_for
 
+pytestmark = pytest.mark.system
+
 AMQP_SERVER = os.environ.get("RECAP_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672")
 LOW_THRESHOLDS = {"RECAP_POLICY": "threshold",
                   "RECAP_TRIGGER_MESSAGES": "10", "RECAP_TRIGGER_TOKENS": "100",

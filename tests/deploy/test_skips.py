@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.env import ROOT
 from tests.helpers import NO_SKIP_ENV
+
+pytestmark = pytest.mark.system
 
 BROWSER_TEST = "tests/deploy/test_flower_browser.py"
 
@@ -21,8 +25,8 @@ def pytest_without_chromium(**env: str) -> subprocess.CompletedProcess[str]:
              if k not in (NO_SKIP_ENV, "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST")}
     # Only the virtualenv's own scripts: no chromium anywhere on this PATH.
     clean["PATH"] = str(Path(sys.executable).parent)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                           BROWSER_TEST], cwd=ROOT, env={**clean, **env},
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-n", "0", "-p",
+                           "no:cacheprovider", BROWSER_TEST], cwd=ROOT, env={**clean, **env},
                           capture_output=True, text=True, timeout=300)
 
 

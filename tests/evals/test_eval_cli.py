@@ -11,8 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from recap.testing import FakeAnthropic, Route
 from tests.env import TEST_ENV
+
+pytestmark = pytest.mark.system
 
 RECAP = str(Path(sys.executable).with_name("recap"))
 

@@ -14,6 +14,8 @@ from recap.evals.facts import (
     weave,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_planting_is_deterministic_and_covers_every_kind() -> None:
     facts = plant(8, seed=3)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from recap.evals.facts import plant
 from recap.evals.run import context_text, run_peer
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_peer_that_is_not_installed_is_reported_not_raised() -> None:

@@ -24,6 +24,8 @@ from recap.settings import load_settings
 from tests.helpers import message_ids
 from tests.http.server import RECAP, Server
 
+pytestmark = pytest.mark.system
+
 T = TypeVar("T")
 
 

@@ -4,11 +4,14 @@ condensed by the worker, the context built from it, history and rewind."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from recap.db import transaction
 from recap.models import ChatMessage
 from tests.helpers import assert_invariants, sentence, wait_for
+
+pytestmark = pytest.mark.system
 
 
 def _session(api: httpx.Client, sid: str) -> dict[str, object]:

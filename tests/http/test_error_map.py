@@ -21,6 +21,8 @@ from recap.http.guard import ApiKey, matching_key, parse_keys
 from recap.http.hosts import LOOPBACK_NAMES, allowed, host_name, origin_allowed, parse_hosts
 from recap.http.ids import IdConvertor, routed_path
 
+pytestmark = pytest.mark.unit
+
 
 class _Orig(Exception):
     pass

@@ -16,6 +16,8 @@ from tests.helpers import LOW, message_ids, sentence, wait_for
 from tests.http.conftest import MAX_BODY, SERVER_ENV
 from tests.http.server import Server
 
+pytestmark = pytest.mark.system
+
 SID = "http-errors"
 
 

@@ -8,9 +8,12 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.helpers import message_ids
 from tests.http.server import Server
+
+pytestmark = pytest.mark.system
 
 SID = "http-idem"
 BODY: dict[str, object] = {"role": "user", "content": "Book the Lisbon hotel for March 14th"}

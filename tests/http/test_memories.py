@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from recap.api.ingest import add_message
 from recap.testing import FakeAnthropic
 from tests.helpers import run_and_wait, sentence, statuses
+
+pytestmark = pytest.mark.system
 
 FACT = "The user is allergic to peanuts."
 WHOLE = {"RECAP_POLICY": "threshold",

@@ -6,9 +6,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import pytest
+
 from tests.env import API_KEY, FAKE, ROOT
 from tests.helpers import assert_invariants, require, sentence, session_row, wait_for
 from tests.http.server import Server
+
+pytestmark = pytest.mark.system
 
 SID = "http-node"
 TURNS = 12

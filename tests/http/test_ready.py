@@ -3,11 +3,14 @@ carries (recap.migrate, the same check every entry point makes) and the broker."
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import create_engine
 
 from recap.db import get_engine
 from recap.http import ready
 from tests.env import PG_ADMIN
+
+pytestmark = pytest.mark.system
 
 
 def test_a_migrated_database_is_ready() -> None:

@@ -5,11 +5,14 @@ context with the same code as the library)."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from sqlalchemy import update
 
 from recap.core.lookback import RECALL_OPEN
 from recap.db import transaction, utcnow
 from recap.models import ArchivedMessage, ChatSession
+
+pytestmark = pytest.mark.system
 
 
 def test_the_context_endpoint_recalls_an_archived_identifier(api: httpx.Client) -> None:

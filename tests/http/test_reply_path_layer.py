@@ -14,6 +14,8 @@ import pytest
 from recap.http.app import build_api
 from recap.http.fast import ReplyPath
 
+pytestmark = pytest.mark.system
+
 JSON = {"Content-Type": "application/json"}
 SAID = b'{"role": "user", "content": "Book the Lisbon hotel for March 14th"}'
 

@@ -19,6 +19,8 @@ from tests.helpers import message_ids
 from tests.http.conftest import SERVER_ENV
 from tests.http.server import Server
 
+pytestmark = pytest.mark.system
+
 ADMIN, ACME, GLOBEX = "admin-key", "acme-key", "globex-key"
 KEYS = (ADMIN, f"{ACME}:acme", f"{GLOBEX}:globex")
 SAID = {"role": "user", "content": "My locker code is 4471"}

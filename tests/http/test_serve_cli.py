@@ -15,6 +15,8 @@ from recap.http.openapi import BEARER, SCHEME
 from tests.env import ROOT
 from tests.http.server import RECAP, Server
 
+pytestmark = pytest.mark.system
+
 
 def _serve(*args: str, keys: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RECAP_API_KEYS": keys}

@@ -4,6 +4,9 @@ policy and the way out), and stores it under the fixed rule."""
 from __future__ import annotations
 
 import httpx
+import pytest
+
+pytestmark = pytest.mark.system
 
 
 def test_an_ignored_setting_is_refused_over_http(api: httpx.Client) -> None:

@@ -19,7 +19,7 @@ from recap.testing import FakeAnthropic, ok, tool_call
 from tests.docs.blocks import ROOT, Block, blocks
 from tests.integrations.common import drain, stored_total
 
-pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("celery_worker_thread")]
 DOC = ROOT / "docs" / "INTEGRATIONS.md"
 # Heading -> (its extra, the session id the example uses).
 EXAMPLES = {"LangChain": ("langchain", "docs-lc"),

@@ -177,6 +177,7 @@ def test_an_apply_committing_during_the_forget_is_erased_with_the_rest() -> None
     assert traces("ivy-", PLANT.format("ivy-u4")) == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("kwargs", "problem"), [
     ({}, "exactly one of session_id or user_id"),
     ({"session_id": "s", "user_id": "u"}, "exactly one of session_id or user_id"),

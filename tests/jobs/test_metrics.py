@@ -234,6 +234,7 @@ def test_snapshot_on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -
         assert snap.last_sweep_at is not None and snap.last_sweep_at.tzinfo is not None
 
 
+@pytest.mark.unit
 def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
                                             settings_env: Callable[..., None]) -> None:
     with on_sqlite(tmp_path, settings_env) as now:

@@ -35,6 +35,7 @@ DIRTY_SUMMARY = "The user\x00 planned a trip to Lisbon \ud800 in March."
 CLEAN_SUMMARY = "The user planned a trip to Lisbon \ufffd in March."
 
 
+@pytest.mark.unit
 def test_the_sdk_hands_back_a_real_nul_and_a_lone_surrogate(fake_api: FakeAnthropic) -> None:
     # The premise of the tests below: what the fake sends is what a model can send.
     fake_api.script(ok(DIRTY_SUMMARY))

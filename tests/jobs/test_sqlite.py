@@ -58,6 +58,7 @@ def _run(session_id: str, *, final: bool = True) -> Outcome:
     return summarize(session_id, job=job, res=get_resources())
 
 
+@pytest.mark.unit
 def test_migrations_apply_and_downgrade_to_base(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.sqlite3'}"
     migrate(url)
@@ -72,6 +73,7 @@ def test_migrations_apply_and_downgrade_to_base(tmp_path: Path) -> None:
     migrate(url)  # and back up again on the same file
 
 
+@pytest.mark.unit
 def test_add_message_keeps_exact_counters(sqlite_url: str) -> None:
     ids = seed("s1", 7, words=12)
     assert ids == sorted(ids) and len(set(ids)) == 7
@@ -113,6 +115,7 @@ def test_summarize_applies_deletes_exactly_the_batch(sqlite_url: str) -> None:
     assert "(msg 0)" in prompt and "(msg 4)" in prompt and "(msg 5)" not in prompt
 
 
+@pytest.mark.unit
 def test_failed_call_changes_nothing(sqlite_url: str) -> None:
     ids = seed("s1", 14, words=30)
     before = as_dict(session_row("s1"))
@@ -164,6 +167,7 @@ def test_two_concurrent_jobs_apply_once(sqlite_url: str) -> None:
     assert len(FAKE.requests) == 1
 
 
+@pytest.mark.unit
 def test_expired_lease_is_reclaimed_and_live_one_is_not(sqlite_url: str) -> None:
     # Timestamp comparisons (tz-aware Python values against SQLite's text column).
     seed("s1", 14, words=30)
@@ -193,11 +197,13 @@ def after_reply_in_rolled_back_tx(session_id: str) -> bool:
     return queued
 
 
+@pytest.mark.unit
 def test_hook_stays_quiet_below_thresholds(sqlite_url: str) -> None:
     add_message("small", "user", "hello there")
     assert after_reply_in_rolled_back_tx("small") is False
 
 
+@pytest.mark.unit
 def test_hook_decides_from_counters(sqlite_url: str) -> None:
     seed("big", 14, words=30)
     assert after_reply_in_rolled_back_tx("big") is True
@@ -205,6 +211,7 @@ def test_hook_decides_from_counters(sqlite_url: str) -> None:
     assert row is not None and row.enqueued_at is None  # the marker rolled back too
 
 
+@pytest.mark.unit
 def test_sweeper_reads_counters_and_markers(sqlite_url: str) -> None:
     add_message("small", "user", "hello there")
     seed("big", 14, words=30)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import func, select, text
 
 from recap import db
@@ -19,6 +20,8 @@ from recap.worker.jobs.summarize import summarize
 from tests.api.test_recall_db import LOG
 from tests.helpers import sentence
 from tests.jobs.test_sqlite import sqlite_url
+
+pytestmark = pytest.mark.unit
 
 __all__ = ["sqlite_url"]  # the fixture, used by name below
 

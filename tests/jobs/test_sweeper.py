@@ -90,6 +90,7 @@ def test_a_session_that_keeps_killing_workers_is_dead_lettered(celery_worker_thr
     assert "killer" not in due_ids()  # the sweeper leaves it alone during the cool-down
 
 
+@pytest.mark.unit
 def test_beat_schedule_runs_the_sweeper() -> None:
     conf = celery_config(get_settings())
     entry = conf["beat_schedule"]["recap-sweep"]

@@ -41,6 +41,7 @@ def fact(text: str, importance: int = 3, replaces: int | None = None) -> Fact:
     return Fact(text, "personal", importance, replaces)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("raw", "replaces"), [
     ({"fact": "x", "replaces": 7}, 7), ({"fact": "x"}, None), ({"fact": "x", "replaces": "7"},
                                                                 None),
@@ -222,6 +223,7 @@ def test_a_question_about_a_fact_the_cached_block_misses_still_reaches_it(
     assert plain.count("<MEMORIES>") <= 2 and "service number" in plain
 
 
+@pytest.mark.unit
 def test_the_per_reply_lookup_ignores_grammar() -> None:
     # A memory matched only on "the" or "what" is not about the question: the words
     # of asking are not looked up (recap.core.lookback.STOP_WORDS).
@@ -262,6 +264,7 @@ def test_the_asyncio_api_shows_the_same_memories() -> None:
     assert "allergic to peanuts" in system_text(ctx["system"])
 
 
+@pytest.mark.unit
 def test_sqlite_ranks_by_word_overlap(tmp_path: Path, settings_env: Callable[..., None]) -> None:
     url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"
     migrate(url)
@@ -298,6 +301,7 @@ def test_the_langchain_history_passes_the_user_on() -> None:
         RecapChatMessageHistory("lc2", user_id=3)  # type: ignore[arg-type]
 
 
+@pytest.mark.unit
 def test_sqlite_finds_the_fact_a_question_asks_about_among_many(
         tmp_path: Path, settings_env: Callable[..., None]) -> None:
     url = f"sqlite:///{tmp_path / 'recap.sqlite3'}"

@@ -14,6 +14,8 @@ from recap.testing import FakeAnthropic, error
 from tests.env import API_KEY, ROOT
 from tests.jobs.test_worker_start import START_TIMEOUT_S, worker_cmd, worker_env
 
+pytestmark = pytest.mark.system
+
 WARNING = "recap check at worker start:"
 
 

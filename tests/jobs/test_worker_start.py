@@ -18,6 +18,8 @@ import pytest
 
 from tests.env import ROOT
 
+pytestmark = pytest.mark.system
+
 START_TIMEOUT_S = 120  # a bound for a broken build, never a synchronisation delay
 
 

@@ -13,7 +13,7 @@ import pytest
 import redis
 from sqlalchemy import create_engine, text
 
-from tests.env import PG_ADMIN, REDIS_URL, ROOT, TEST_DB, _admin_execute, migrate
+from tests.env import PG_ADMIN, ROOT, TEST_DB, _admin_execute, claim_services, migrate
 from tests.helpers import LOW, seed
 from tests.jobs.test_worker_start import START_TIMEOUT_S, worker_cmd, worker_env
 
@@ -61,7 +61,7 @@ def test_a_worker_on_an_old_schema_exits_before_taking_a_job(
     from recap.worker.celery_app import app
 
     app.send_task("recap.tasks.summarize_session", (sid,), queue=env["RECAP_QUEUE"])
-    client = redis.Redis.from_url(REDIS_URL)  # kombu keeps a queue in a list of its name
+    client = redis.Redis.from_url(claim_services())  # kombu keeps a queue in a list of its name
     try:
         assert client.llen(env["RECAP_QUEUE"]) == 1
 

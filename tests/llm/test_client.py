@@ -112,6 +112,7 @@ def http_date(offset_s: float, *, usegmt: bool = True) -> str:
     return format_datetime(when if usegmt else when.replace(tzinfo=None), usegmt=usegmt)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("headers", "expected"), [
     ({"retry-after": "7"}, 7.0),
     ({"retry-after": "2.5"}, 2.5),
@@ -129,6 +130,7 @@ def test_retry_after_values(headers: dict[str, str], expected: float | None) -> 
     assert retry_after(headers, now=NOW) == expected
 
 
+@pytest.mark.unit
 def test_retry_after_without_headers() -> None:
     assert retry_after(None) is None
 
@@ -143,6 +145,7 @@ def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+@pytest.mark.unit
 @pytest.mark.usefixtures("new_york")
 def test_an_http_date_is_gmt_even_without_a_zone() -> None:
     # "-0000" (no zone information) is still GMT, never the machine's local time.
@@ -153,16 +156,19 @@ def test_an_http_date_is_gmt_even_without_a_zone() -> None:
 
 # -- classify on plain values ------------------------------------------------------
 
+@pytest.mark.unit
 def test_an_llm_error_is_returned_as_is() -> None:
     exc = UnusableSummary("empty")
     assert classify(exc) is exc
 
 
+@pytest.mark.unit
 def test_other_exceptions_are_not_classified() -> None:
     assert classify(KeyError("x")) is None
     assert classify(RuntimeError("boom")) is None
 
 
+@pytest.mark.unit
 def test_a_json_decode_error_of_our_own_is_not_an_api_failure() -> None:
     # Only complete() maps the SDK's JSON errors (a malformed body) to
     # TransientLLMError; one raised by Recap's own code must stay what it is.

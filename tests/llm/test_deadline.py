@@ -28,6 +28,7 @@ def call(timeout_s: float) -> str:
                     operation="summarize").text
 
 
+@pytest.mark.unit
 def test_call_within_hands_back_the_result_or_the_error_of_the_call() -> None:
     assert call_within(lambda: 42, 5) == 42
 
@@ -38,6 +39,7 @@ def test_call_within_hands_back_the_result_or_the_error_of_the_call() -> None:
         call_within(boom, 5)
 
 
+@pytest.mark.unit
 def test_call_within_runs_the_call_with_the_callers_context_variables() -> None:
     import contextvars
 
@@ -46,6 +48,7 @@ def test_call_within_runs_the_call_with_the_callers_context_variables() -> None:
     assert call_within(var.get, 5) == "the caller's"
 
 
+@pytest.mark.unit
 def test_call_within_gives_up_at_the_deadline_and_says_so() -> None:
     never = threading.Event()
     try:
@@ -66,6 +69,7 @@ def test_a_trickling_server_is_cut_off_at_the_total_deadline(fake_api: FakeAnthr
     assert fake_api.trickles_finished == 0  # the server was still sending
 
 
+@pytest.mark.unit
 def test_a_scripted_reply_can_trickle_and_a_patient_call_gets_all_of_it(
         fake_api: FakeAnthropic) -> None:
     # The stand-in's trickle is a real HTTP answer, only slow: with time enough

@@ -18,6 +18,8 @@ from recap.settings import load_settings
 from recap.worker.jobs.resources import build_resources
 from tests.env import FAKE
 
+pytestmark = pytest.mark.unit
+
 
 def config_with(client: Any) -> ClientConfig:
     config = build_resources(load_settings()).client

@@ -30,7 +30,7 @@ from tests.helpers import (
 FIRST = "FIRST-SUMMARY: the user planned a launch for March 14th."
 SECOND = "SECOND-SUMMARY: the launch moved to Friday with a $2,400 budget."
 
-pytestmark = pytest.mark.usefixtures("celery_worker_thread")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("celery_worker_thread")]
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,8 @@ from tests.reliability.common import (
     worker_thread,
 )
 
+pytestmark = pytest.mark.system
+
 
 def send(session_id: object) -> None:
     """Publish one summarize job by name, whatever the id (nothing imports recap.worker.tasks)."""

@@ -38,7 +38,7 @@ from tests.reliability.procs import (
 
 LEASE_HELD = "lease held by another job"
 
-pytestmark = pytest.mark.usefixtures("low_settings")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("low_settings")]
 
 
 @pytest.mark.parametrize("pool", ["threads", "prefork"])

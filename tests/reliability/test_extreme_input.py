@@ -47,6 +47,8 @@ from tests.reliability.common import (
 )
 from tests.reliability.procs import start, stop, tail
 
+pytestmark = pytest.mark.system
+
 # -- size ----------------------------------------------------------------------------
 
 def request_tokens(body: dict[str, object]) -> int:

@@ -35,7 +35,7 @@ from tests.reliability.procs import (
     wait_for_runs,
 )
 
-pytestmark = pytest.mark.usefixtures("low_settings")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("low_settings")]
 
 
 def _drop_broker_connections() -> None:

@@ -12,7 +12,7 @@ from tests.helpers import assert_invariants, message_ids, runs, seed
 from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import WorkerProcess, publish, wait_for_runs
 
-pytestmark = pytest.mark.usefixtures("low_settings")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("low_settings")]
 
 
 @pytest.mark.parametrize("pool", ["prefork", "threads", "solo"])

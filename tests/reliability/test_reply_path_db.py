@@ -12,6 +12,8 @@ from recap.db import get_engine, transaction
 from recap.engines import closed_by_server
 from tests.helpers import message_ids, session_row, wait_for
 
+pytestmark = pytest.mark.system
+
 
 def _kill_all_pooled() -> None:
     """End every backend of this database from outside the pool, then wait until the

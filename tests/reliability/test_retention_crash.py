@@ -17,7 +17,7 @@ from tests.jobs.test_scenarios import conversation
 from tests.reliability.conftest import RoutingFake
 from tests.reliability.procs import WorkerProcess, publish, settle, sweep_until
 
-pytestmark = pytest.mark.usefixtures("low_settings")
+pytestmark = [pytest.mark.system, pytest.mark.usefixtures("low_settings")]
 
 
 def test_sigkill_during_the_repair_call_loses_nothing(

@@ -28,6 +28,8 @@ from tests.reliability.common import (
     worker_thread,
 )
 
+pytestmark = pytest.mark.system
+
 LOGGERS = ("recap", "celery", "anthropic", "httpx2", "httpx", "httpcore", "kombu")
 
 

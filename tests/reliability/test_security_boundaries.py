@@ -45,6 +45,8 @@ from tests.reliability.common import (
     worker_thread,
 )
 
+pytestmark = pytest.mark.system
+
 # -- Flower is never shipped open --------------------------------------------------------
 
 NO_DEFAULT_PASSWORD = re.compile(r"\$\{FLOWER_PASSWORD:\?[^}]+\}")

@@ -11,6 +11,8 @@ import pytest
 
 from bench.soak import SOAK_SETTINGS, SoakConfig, SoakRedis, forget_broker_connections, run_soak
 
+pytestmark = pytest.mark.system
+
 
 def _queue() -> str:
     return f"recap-soak-ci-{uuid.uuid4().hex[:8]}"

@@ -8,6 +8,8 @@ import pytest
 from recap.core.lookback import Cue
 from recap.store.lookback import lookup_query
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("dialect", ["postgresql", "sqlite"])
 def test_one_statement_per_number_of_cues_the_cues_bound_by_name(dialect: str) -> None:
