@@ -102,12 +102,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         tier = tier_of(item)
         if tier == "unit":
-            item.add_marker(pytest.mark.usefixtures("no_services"))
             continue
         needs_services = True
         if item.get_closest_marker("integration") is None and tier == "integration":
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.usefixtures("clean"))
     if needs_services:
         # Before the first test runs, so Celery's app and the settings are built
         # on the claimed broker.
@@ -127,6 +125,29 @@ def _adopt(db: int) -> None:
     url = f"{REDIS_SERVER}/{db}"
     TEST_ENV["CELERY_BROKER_URL"] = os.environ["CELERY_BROKER_URL"] = url
     CLAIMED["db"] = db
+
+
+@pytest.fixture(autouse=True)
+def tier_services(request: pytest.FixtureRequest) -> None:
+    """What the test's tier needs, set up before anything else the test asks for:
+    nothing but closed ports for a unit test, clean tables otherwise."""
+    fixture = "no_services" if tier_of(request.node) == "unit" else "clean"
+    request.getfixturevalue(fixture)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    # A report crosses to the xdist controller as UTF-8: a failure that prints a
+    # lone surrogate (tests of bad model output do) must not end the whole run.
+    report = yield
+    if report.failed and report.longrepr is not None:
+        text = str(report.longrepr)
+        safe = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        if safe != text:
+            report.longrepr = safe
+    report.sections = [(name, body.encode("utf-8", "backslashreplace").decode("utf-8"))
+                       for name, body in report.sections]
+    return report
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from tests.env import ROOT
 
 MAX_IGNORES = 40
-TREES = ("worker", "models", "tests", "bench")
+TREES = ("recap", "tests", "bench")
 
 
 def ignores() -> list[str]:

@@ -189,5 +189,5 @@ def test_the_image_holds_what_recap_bench_imports() -> None:
     assert {"bench", "tests"} <= needed and "recap" in imported
     assert needed <= copied, needed - copied
     install = text.index("RUN pip install .")
-    for folder in ("worker", "models", "migrations"):
+    for folder in ("recap",):
         assert text.index(f"COPY {folder} ./{folder}") < install, folder

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.system
 # The installed console script next to this interpreter, as a user runs it, and the module.
 RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
 MODULE_DEMO = [sys.executable, "-m", "recap.demo"]
-CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+CONVERSATION = ROOT / "recap" / "demo" / "conversation.json"
 
 
 def script(n: int) -> list[tuple[str, str]]:

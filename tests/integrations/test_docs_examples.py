@@ -66,7 +66,7 @@ def build_wheel(tmp: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in ("worker", "models", "migrations"):
+    for name in ("recap",):
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = tmp / "dist"
