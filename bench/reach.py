@@ -28,9 +28,9 @@ from bench import env as benv
 from bench.stats import report, table
 
 ROOT = Path(__file__).resolve().parent.parent
-ROOMS = (str(ROOT / "worker") + "/", str(ROOT / "models") + "/")
+ROOMS = (str(ROOT / "recap") + "/",)
 # The Messages API stand-in runs in this process too; it is not part of the path.
-NOT_ROOMS = (str(ROOT / "worker" / "testing") + "/", str(ROOT / "worker" / "evals") + "/")
+NOT_ROOMS = (str(ROOT / "recap" / "testing") + "/", str(ROOT / "recap" / "evals") + "/")
 # Code objects that are not functions a reader follows on their own.
 NOT_FUNCTIONS = ("<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
 TARGET_REPLY_FILES = 18

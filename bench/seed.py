@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from bench.env import ROOT
 
-CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+CONVERSATION = ROOT / "recap" / "demo" / "conversation.json"
 
 
 def demo_script(n: int) -> list[tuple[str, str]]:

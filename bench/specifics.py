@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.stats import report, table
 
-CONVERSATION = Path(__file__).resolve().parent.parent / "worker" / "demo" / "conversation.json"
+CONVERSATION = Path(__file__).resolve().parent.parent / "recap" / "demo" / "conversation.json"
 
 
 def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:

@@ -107,8 +107,8 @@ def test_library_code_never_writes_the_process_environment() -> None:
     # Settings are built at an edge and installed (recap.settings.use_settings); only
     # a command's main (recap/cli) may set variables for the processes it starts.
     writers = []
-    for path in sorted((ROOT / "worker").rglob("*.py")):
-        if path.relative_to(ROOT).parts[:2] == ("worker", "cli"):
+    for path in sorted((ROOT / "recap").rglob("*.py")):
+        if path.relative_to(ROOT).parts[:2] == ("recap", "cli"):
             continue
         tree = ast.parse(path.read_text())
         writers += [f"{path.relative_to(ROOT)}:{getattr(n, 'lineno', 0)}"

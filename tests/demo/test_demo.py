@@ -25,7 +25,7 @@ from tests.env import API_KEY, FAKE, ROOT, TEST_ENV
 # The installed console script next to this interpreter, as a user runs it, and the module.
 RECAP_DEMO = [str(Path(sys.executable).with_name("recap")), "demo"]
 MODULE_DEMO = [sys.executable, "-m", "recap.demo"]
-CONVERSATION = ROOT / "worker" / "demo" / "conversation.json"
+CONVERSATION = ROOT / "recap" / "demo" / "conversation.json"
 
 
 def script(n: int) -> list[tuple[str, str]]:
