@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import update
 
-from recap.core.lookback import RECALL_OPEN
+from recap.core.context.lookback import RECALL_OPEN
 from recap.db import transaction, utcnow
 from recap.models import ArchivedMessage, ChatSession
 
