@@ -11,7 +11,7 @@ import pytest
 
 from recap.core.prompts.summarize import SYSTEM_PROMPT
 from recap.core.prompts.titles import TITLE_SYSTEM
-from recap.core.retention.guard import repair_prompt
+from recap.core.retention.repairs import repair_prompt
 from recap.testing import FakeAnthropic, Reply, Request, error, ok, recap_kind
 
 

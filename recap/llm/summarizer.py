@@ -13,7 +13,7 @@ from typing import Protocol
 from recap.core.memories.facts import Fact
 from recap.core.prompts.frozen import frozen as frozen_reason
 from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
-from recap.core.retention import guard
+from recap.core.retention import guard, repairs
 from recap.errors import PromptTooLong, UnusableSummary
 from recap.llm.client import ClientConfig, Usage, answer_digest, complete, estimate_turns
 from recap.llm.structured import (
@@ -123,7 +123,7 @@ class ClaudeSummarizer:
         specifics of ``items`` (guard.entry lines); None when the answer is unusable
         (empty, or cut off at max_tokens), so the caller settles with ``summary``."""
         answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
-                          prompt=guard.repair_prompt(summary, items),
+                          prompt=repairs.repair_prompt(summary, items),
                           operation="repair_summary")
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens" or not answer.text:
@@ -287,5 +287,5 @@ def _sent_texts(template: str, max_tokens: int) -> tuple[str, ...]:
     # The same few texts on every job of a process: walking the tool schema each
     # time, and flattening the result again (recap.core.prompts.echo), cost CPU for nothing.
     return (SYSTEM_PROMPT, template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
-            guard.REPAIR_PROMPT, FACTS_SYSTEM, FACTS_PROMPT,
+            repairs.REPAIR_PROMPT, FACTS_SYSTEM, FACTS_PROMPT,
             *tool_texts(summary_tool(max_tokens)), *tool_texts(facts_tool()))

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from recap.core.prompts.summarize import SYSTEM_PROMPT
 from recap.core.prompts.titles import TITLE_SYSTEM
-from recap.core.retention.guard import REPAIR_PROMPT
+from recap.core.retention.repairs import REPAIR_PROMPT
 from recap.testing.answers import (
     default_repair,
     default_summary,

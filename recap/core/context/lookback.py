@@ -11,7 +11,10 @@ returns, per cue, a few archived messages that hold it (an index lookup, see
 :func:`choose_lines` ranks them by rarity (a cue found in few messages counts
 more) and quotes, for each, the whole line that holds the cue with its
 neighbours (the line after a short or colon-ended line), never a window that
-cuts a word or path off. Every scan here is linear in its input.
+cuts a word or path off (:func:`snippet`: the line that names a cue, the line
+after it when that one is short, and the later lines of the same excerpt that
+name the cue again; long lines cut at whitespace around the cue). Every scan
+here is linear in its input.
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from recap.core.context.quote import snippet
 from recap.core.memories.recall import fit
-from recap.core.text import defuse_all
+from recap.core.text import defuse_all, lower_by_index
 
 RECALL_TAG = "ARCHIVE_RECALL"
 RECALL_OPEN = (f"<{RECALL_TAG}>\nLines quoted verbatim from earlier in this conversation, "
@@ -45,6 +47,13 @@ EXCERPT_BEFORE = 700
 EXCERPT_CHARS = 1600
 # Characters of the newest turn scanned for cues (a pasted log is not a question).
 MAX_SCAN_CHARS = 20_000
+# A quoted line longer than this is cut around the cue, at whitespace.
+MAX_LINE_CHARS = 400
+# A line this short (or ending with ':') is quoted with the line after it: the
+# path, hash or name stated next to a specific is often on the next line.
+SHORT_LINE = 80
+# Later lines of the same excerpt that name the cue again, quoted after the first.
+MORE_LINES = 2
 
 _TOKEN = re.compile(r"[\w\-./:#@]+")
 _EDGE = "-./:#@_"
@@ -248,3 +257,75 @@ def split_asked(rows: Sequence[Any]) -> tuple[str, set[int]]:
             used.add(i)
             break
     return "\n".join(reversed(parts)), used
+
+
+def _word_find(text: str, term: str) -> int:
+    """The first index of ``term`` in lower-cased ``text`` as a whole word, else -1
+    (linear: str.find per occurrence, each one once)."""
+    start = text.find(term)
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        end = start + len(term)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or after.isalnum()):
+            return start
+        start = text.find(term, start + 1)
+    return -1
+
+
+def _boundary_find(text: str, term: str) -> int:
+    """The first index of ``term`` in lower-cased ``text`` as a whole word, else as
+    a substring, else -1."""
+    at = _word_find(text, term)
+    return at if at >= 0 else text.find(term)
+
+
+def snippet(excerpt: str, term: str) -> str | None:
+    """The line of ``excerpt`` that holds ``term``, with the line after it when the
+    line is short or ends with ':', cut at whitespace around the term when longer
+    than :data:`MAX_LINE_CHARS`, then up to :data:`MORE_LINES` later lines of the
+    excerpt that name ``term`` as a whole word (a log states the code it raised and
+    then what went with it); None if the term is not there."""
+    at = _boundary_find(lower_by_index(excerpt), term)
+    if at < 0:
+        return None
+    start = excerpt.rfind("\n", 0, at) + 1
+    end = excerpt.find("\n", at)
+    end = len(excerpt) if end < 0 else end
+    line = excerpt[start:end].strip()
+    if (len(line) < SHORT_LINE or line.endswith(":")) and end < len(excerpt):
+        nxt = excerpt.find("\n", end + 1)
+        following = excerpt[end + 1:len(excerpt) if nxt < 0 else nxt].strip()
+        if following:
+            line = f"{line}\n{following}"
+            end = len(excerpt) if nxt < 0 else nxt
+    first = _cut(line, term)
+    more = [_cut(ln.strip(), term) for ln in _naming(excerpt[end:], term)]
+    return "\n".join([first, *more])
+
+
+def _naming(text: str, term: str) -> list[str]:
+    """Up to :data:`MORE_LINES` lines of ``text`` naming ``term`` as a whole word
+    (one pass over the bounded excerpt)."""
+    found: list[str] = []
+    for ln in text.split("\n"):
+        if _word_find(lower_by_index(ln), term) >= 0:
+            found.append(ln)
+            if len(found) == MORE_LINES:
+                break
+    return found
+
+
+def _cut(line: str, term: str) -> str:
+    """``line`` as is, or cut at whitespace around ``term`` when longer than
+    :data:`MAX_LINE_CHARS`."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    at = _boundary_find(lower_by_index(line), term)
+    half = (MAX_LINE_CHARS - len(term)) // 2
+    lo, hi = max(0, at - half), min(len(line), at + len(term) + half)
+    while lo > 0 and not line[lo - 1].isspace() and at - lo < half + 60:
+        lo -= 1  # widen to whitespace: never cut a path or hash in two
+    while hi < len(line) and not line[hi].isspace() and hi - at < half + 60 + len(term):
+        hi += 1
+    return ("…" if lo > 0 else "") + line[lo:hi].strip() + ("…" if hi < len(line) else "")

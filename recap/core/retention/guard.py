@@ -9,16 +9,17 @@ across random fold sequences with a weak model (copies, echoes, junk replaces).
 
 A fold must keep every specific (recap.core.specifics) of the messages it
 condenses and of the previous summary, and every name (a person, a place, an
-organisation: recap.core.memories.provenance.names) the user wrote in their own words
-or the previous summary holds (:func:`of_turn`, :func:`of_summary`), except a
-specific only a tool returned that nothing used: its message stays in the archive,
-so it is neither required nor lost (recap.core.retention.salience, :func:`kept_of`). The
-details section holds the best-ranked lines that fit under a header per origin
-(recap.core.retention.details); the others become memories labelled by the text they were
-read from (recap.core.retention.kept). *Kept*
+organisation: recap.core.memories.provenance.names) the user wrote in their own
+words or the previous summary holds (:func:`of_turn`, :func:`of_summary`), except
+a specific only a tool returned that nothing used: its message stays in the
+archive, so it is neither required nor lost (recap.core.retention.salience,
+:func:`kept_of`). The details section holds the best-ranked lines that fit under
+a header per origin (recap.core.retention.details); the others become memories
+labelled by the text they were read from (recap.core.retention.kept). *Kept*
 means present in the new summary or in the facts mined from this batch. The job
-asks the model once to repair a summary that omits some (:func:`repair_prompt`);
-what is still missing is then settled by :func:`settle`, in this order:
+asks the model once to repair a summary that omits some
+(recap.core.retention.repairs.repair_prompt); what is still missing is then
+settled by :func:`settle`, in this order:
 
 1. Batch specifics, unit by unit (a unit is policy's: an assistant turn and its
    tool results, which leave a batch whole), oldest first: into Recap's own
@@ -88,14 +89,12 @@ from recap.core.retention.kept import (
     lines_for,
     rank_counts,
 )
-from recap.core.retention.repair_prompt import REPAIR_PROMPT as REPAIR_PROMPT
-from recap.core.retention.repair_prompt import repair_prompt as repair_prompt
 from recap.core.retention.salience import Origin, Salience, Voice, rank
 from recap.core.specifics import absent, contains, extract_specifics
 
 __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
            "context", "default_salience", "details_sections", "kept_of", "render_details",
-           "details_lines", "entry", "missing", "peel", "repair_items", "repair_prompt",
+           "details_lines", "entry", "missing", "peel", "repair_items",
            "required", "settle", "strip_details", "tidy"]
 
 TOOL_RESULT_RENDERING = "[tool result for "  # how recap.core.content.render writes one

@@ -1,4 +1,8 @@
-"""When the retention guard's repair call is worth making, for a model (pure).
+"""The retention guard's one repair call (pure): its prompt, and when the call is
+worth making for a model.
+
+The prompt names the specifics the summary missed, each with its context, and
+the summary to revise (:func:`repair_prompt`).
 
 A repair call asks the model to put the specifics its summary missed back in.
 A strong model usually does; a weak one may return the same summary every time,
@@ -13,6 +17,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import NamedTuple
+
+from recap.core.prompts.summarize import escape
+from recap.core.text import defuse, tag_opener
+
+# A repair prompt names at most this many specifics; the rest are settled by Recap.
+MAX_REPAIR_ITEMS = 200
+
+REPAIR_PROMPT = """The summary below omits these specifics from the conversation (each with a
+few words of its context):
+{items}
+
+Revise the summary to include each of them, concisely, saying what it refers to. Keep
+everything else it says. Answer with the revised summary only.
+
+<summary>
+{summary}
+</summary>"""
+
+_SUMMARY_TAG = tag_opener(["summary"])
 
 # The model's latest runs with something missing that the rate is taken over.
 REPAIR_WINDOW = 20
@@ -49,3 +72,14 @@ def should_repair(recent: Sequence[RepairOutcome]) -> bool:
         return True
     skipped = next((i for i, o in enumerate(recent) if o.called), len(recent))
     return skipped >= REPAIR_PROBE_EVERY
+
+
+def repair_prompt(summary: str, items: Sequence[str]) -> str:
+    """The prompt of the one repair call; ``items`` are
+    :func:`recap.core.retention.entries.entry` lines."""
+    shown = list(items)[:MAX_REPAIR_ITEMS]
+    def safe(text: str) -> str:
+        return defuse(_SUMMARY_TAG, escape(" ".join(text.split()) if "\n" in text else text))
+
+    return REPAIR_PROMPT.format(items="\n".join(f"- {safe(i)}" for i in shown),
+                                summary=defuse(_SUMMARY_TAG, escape(summary)))

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from recap.core.context.lookback import (
     MAX_CUES,
+    MAX_LINE_CHARS,
     PER_CUE,
     RECALL_CLOSE,
     RECALL_OPEN,
@@ -17,10 +18,10 @@ from recap.core.context.lookback import (
     cues,
     rarity,
     recall_block,
+    snippet,
     split_asked,
     weight,
 )
-from recap.core.context.quote import MAX_LINE_CHARS, snippet
 
 
 class R(NamedTuple):
