@@ -31,7 +31,6 @@ from recap.errors import InvalidInput
 # The API's pattern for tool ids and tool names.
 TOOL_ID = r"^[a-zA-Z0-9_-]+$"
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,128}$"
-IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 # Which blocks each stored role may hold. ``tool`` rows are user turns to the API.
 ALLOWED = {
     "user": ("text", "image", "document", "tool_result"),
@@ -132,12 +131,9 @@ class RedactedThinkingBlock(_Strict):  # RedactedThinkingBlockParam
     data: str
 
 
-MODELS: tuple[type[_Strict], ...] = (TextBlock, ImageBlock, DocumentBlock, ToolUseBlock,
-                                     ToolResultBlock, ThinkingBlock, RedactedThinkingBlock)
 _BLOCK: TypeAdapter[Any] = TypeAdapter(Annotated[
     TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock
     | RedactedThinkingBlock, Field(discriminator="type")])
-TYPES = tuple(m.model_fields["type"].annotation.__args__[0] for m in MODELS)  # type: ignore[union-attr]
 
 
 def _where(loc: tuple[int | str, ...], raw: Any) -> str:
