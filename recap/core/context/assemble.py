@@ -132,57 +132,22 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     must (after the last breakpoint with caching). Raises InvalidInput on an
     unknown role.
     """
-    tokens = 0
-    system_parts: list[str] = []
-    if system_prompt.strip():
-        system_parts.append(system_prompt)
-        tokens += count(system_prompt)
-
-    turn_rows: list[tuple[str, str, list[dict[str, Any]] | None]] = []
-    for row in rows:
-        if not row.content.strip():
-            continue  # ingest refuses blank text; a row written otherwise must not break the call
-        if row.role == "system":
-            system_parts.append(neutralize(row.content))
-            tokens += row.token_count
-            continue
-        if row.role not in ("user", "assistant", "tool"):
-            raise InvalidInput(f"message with unknown role {row.role!r}")
-        tokens += row.token_count
-        turn_rows.append((row.role, row.content, row.blocks))
+    system_parts, turn_rows, tokens = _split_rows(system_prompt, rows, count=count)
     messages, wrappers = replay(turn_rows, count=count)
     tokens += wrappers
-
-    has_summary = bool(summary and summary.strip())
-    summary_block = None
-    if has_summary:
-        assert summary is not None
-        summary_block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
-        tokens += summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
-
+    summary_block, used = _summary_block(summary, summary_tokens=summary_tokens, count=count)
+    tokens += used
     if messages and messages[0]["role"] == "assistant":
-        placeholder = PLACEHOLDER_SUMMARIZED if has_summary else PLACEHOLDER_START
+        placeholder = PLACEHOLDER_SUMMARIZED if summary_block else PLACEHOLDER_START
         messages.insert(0, {"role": "user", "content": placeholder})
         tokens += count(placeholder)
 
     others = len(system_parts) + (1 if summary_block else 0)
     tokens += count(SEPARATOR) * max(0, others - 1)
-    block = extra = None
-    # The reserve does not depend on what this reply's turn finds, so the cached
-    # block is the same on every reply until a fold.
-    reserve = min(topical_budget, memory_budget // 2) if memories_cached else 0
-    if memories and memory_budget > reserve:
-        gap = count(SEPARATOR) if others else 0
-        block, used = memories_block(memories, count=count,
-                                     room=min(memory_budget - reserve, budget - tokens - gap))
-        tokens += used + (gap if block else 0)
-    if reserve and topical:
-        shown = set(block.split("\n")) if block else set()
-        unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
-        gap = count(SEPARATOR)
-        extra, used = memories_block(unseen, count=count,
-                                     room=min(reserve, budget - tokens - gap))
-        tokens += used + (gap if extra else 0)
+    block, extra, used = _memory_blocks(
+        memories, topical, memory_budget=memory_budget, topical_budget=topical_budget,
+        cached=memories_cached, left=budget - tokens, others=others, count=count)
+    tokens += used
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None
@@ -203,6 +168,68 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
         system, messages = after_history(per_reply, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget)
+
+
+def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str], int]
+                ) -> tuple[list[str], list[tuple[str, str, list[dict[str, Any]] | None]], int]:
+    """The parts of ``system`` (the app's prompt, then the window's ``system`` rows),
+    the rows that become turns, and their tokens. Raises InvalidInput on an unknown role."""
+    tokens = 0
+    system_parts: list[str] = []
+    if system_prompt.strip():
+        system_parts.append(system_prompt)
+        tokens += count(system_prompt)
+    turn_rows: list[tuple[str, str, list[dict[str, Any]] | None]] = []
+    for row in rows:
+        if not row.content.strip():
+            continue  # ingest refuses blank text; a row written otherwise must not break the call
+        if row.role == "system":
+            system_parts.append(neutralize(row.content))
+            tokens += row.token_count
+            continue
+        if row.role not in ("user", "assistant", "tool"):
+            raise InvalidInput(f"message with unknown role {row.role!r}")
+        tokens += row.token_count
+        turn_rows.append((row.role, row.content, row.blocks))
+    return system_parts, turn_rows, tokens
+
+
+def _summary_block(summary: str | None, *, summary_tokens: int,
+                   count: Callable[[str], int]) -> tuple[str | None, int]:
+    """The ``<SUMMARY_OF_PRIOR_CONTEXT>`` block and its tokens (the summary's stored
+    count and the wrapper's); None and 0 without a summary."""
+    if not (summary and summary.strip()):
+        return None, 0
+    block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
+    return block, summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
+
+
+def _memory_blocks(memories: Sequence[Candidate], topical: Sequence[Candidate], *,
+                   memory_budget: int, topical_budget: int, cached: bool, left: int,
+                   others: int, count: Callable[[str], int]
+                   ) -> tuple[str | None, str | None, int]:
+    """The memories block, the topical block (only with ``cached``: the topical
+    memories it does not show) and the tokens both add with their separators,
+    within ``left`` tokens of the budget; ``others`` is the number of other
+    ``system`` parts (a block after one is separated from it)."""
+    block = extra = None
+    added = 0
+    # The reserve does not depend on what this reply's turn finds, so the cached
+    # block is the same on every reply until a fold.
+    reserve = min(topical_budget, memory_budget // 2) if cached else 0
+    if memories and memory_budget > reserve:
+        gap = count(SEPARATOR) if others else 0
+        block, used = memories_block(memories, count=count,
+                                     room=min(memory_budget - reserve, left - gap))
+        added += used + (gap if block else 0)
+    if reserve and topical:
+        shown = set(block.split("\n")) if block else set()
+        unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
+        gap = count(SEPARATOR)
+        extra, used = memories_block(unseen, count=count,
+                                     room=min(reserve, left - added - gap))
+        added += used + (gap if extra else 0)
+    return block, extra, added
 
 
 def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]

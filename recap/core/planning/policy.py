@@ -150,6 +150,17 @@ def units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
     """Consecutive messages that must be condensed together: each tool_use with the
     messages up to the last tool_result answering it (by id), and an assistant turn
     with the legacy ``tool`` rows (no ids) right after it."""
+    units: list[list[MessageInfo]] = []
+    for m, joined in zip(messages, _joins(messages), strict=True):
+        if joined and units:
+            units[-1].append(m)
+        else:
+            units.append([m])
+    return units
+
+
+def _joins(messages: Sequence[MessageInfo]) -> list[bool]:
+    """For each message, whether it belongs to the unit of the message before it."""
     joins = [False] * len(messages)  # joins[i]: message i belongs to the unit of i - 1
     called_at: dict[str, int] = {}
     for i, m in enumerate(messages):
@@ -165,13 +176,7 @@ def units(messages: Sequence[MessageInfo]) -> list[list[MessageInfo]]:
             joins[i] = messages[start].role == "assistant"
         for ident in m.calls:
             called_at[ident] = i
-    units: list[list[MessageInfo]] = []
-    for m, joined in zip(messages, joins, strict=True):
-        if joined and units:
-            units[-1].append(m)
-        else:
-            units.append([m])
-    return units
+    return joins
 
 
 def _select(messages: Sequence[MessageInfo], *, keep: int, limit: int | None,

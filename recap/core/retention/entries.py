@@ -113,6 +113,14 @@ def _with_neighbours(words: list[str], index: int) -> list[str]:
     Whole words only: a window never cuts a path or a hash in two."""
     # Only words within MAX_CONTEXT_CHARS of the specific can join it: a line of a
     # hundred thousand numbers is read near the specific, not whole.
+    first, last = _within_reach(words, index)
+    words, index = words[first:last + 1], index - first
+    lo, hi, size = _to_neighbours(words, index)
+    return _padded(words, lo, hi, size)
+
+
+def _within_reach(words: list[str], index: int) -> tuple[int, int]:
+    """The first and last index of the words within MAX_CONTEXT_CHARS of ``words[index]``."""
     first = last = index
     reach = 0
     while first > 0 and reach + len(words[first - 1]) < MAX_CONTEXT_CHARS:
@@ -122,7 +130,13 @@ def _with_neighbours(words: list[str], index: int) -> list[str]:
     while last < len(words) - 1 and reach + len(words[last + 1]) < MAX_CONTEXT_CHARS:
         last += 1
         reach += len(words[last]) + 1
-    words, index = words[first:last + 1], index - first
+    return first, last
+
+
+def _to_neighbours(words: list[str], index: int) -> tuple[int, int, int]:
+    """``lo``, ``hi`` and the characters of ``words[lo:hi + 1]``: ``words[index]``
+    widened to the other specifics and names of ``words``, nearest first, while
+    the span stays within MAX_CONTEXT_CHARS (a side stops at its first that does not fit)."""
     named = names(" ".join(words))
 
     def holds(w: str) -> bool:
@@ -147,6 +161,12 @@ def _with_neighbours(words: list[str], index: int) -> list[str]:
             blocked.add(left)
             if len(blocked) == 2:
                 break
+    return lo, hi, size
+
+
+def _padded(words: list[str], lo: int, hi: int, size: int) -> list[str]:
+    """``words[lo:hi + 1]`` (``size`` characters) padded with plain words on both
+    sides, the right one first, up to CONTEXT_WORDS words within MAX_CONTEXT_CHARS."""
     left = True
     while hi - lo + 1 < CONTEXT_WORDS and (lo > 0 or hi < len(words) - 1):
         left = not left  # the right side first, then alternate

@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from recap.core.memories.facts import Fact
 from recap.core.memories.provenance import names, stated_names
@@ -222,36 +222,84 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     sal = salience if salience is not None else default_salience(turns)
     summary = strip_echo(strip_details(summary), corpus)
     kept = [summary, *(f.fact for f in facts)]
-    by_id = {t.id: t.content for t in turns}
-    everything = {t.id: of_turn(t) for t in turns}
-    need = {t.id: kept_of(t, sal) for t in turns}
-    room = details_cap - count(DETAILS_HEADER)
-    placed: list[Line] = []  # in the details section while the units are walked
-    overflow: list[Line] = []
-    covered: set[str] = set()
-    condensed: list[int] = []
-    held: list[int] = []
-    total: set[str] = set()
+    section = _Section(room=details_cap - count(DETAILS_HEADER), count=count)
+    walk = _walk_units(turns, units, kept=kept, sal=sal, section=section, spill=spill,
+                       held_before=held_before)
+    before = of_summary(previous)
+    lost_before = absent(before - walk.covered, kept)
+    settled = walk.covered | lost_before  # what the details and memories now carry
+    section.place(_from_previous(previous, lost_before, sal), spill_over=True)
+    details, memories = by_rank([*section.placed, *section.overflow], cap=details_cap,
+                                count=count)
+    text = summary
+    if details:
+        text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
+    in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
+    by_id = {t.id: t for t in turns}
+    ranks, archived = rank_counts(
+        frozenset().union(*(of_turn(by_id[m]) for m in walk.condensed)) - before, sal)
+    return Settlement(
+        summary=text, condensed_ids=tuple(walk.condensed), held_ids=tuple(walk.held),
+        memories=tuple(Fact(m.text, "fact", IMPORTANCE[m.rank], source=MEMORY_SOURCE[m.origin])
+                       for m in memories),
+        specifics_total=len(walk.total | before),
+        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details,
+        by_rank=ranks, archived=archived)
 
-    def place(lines: Sequence[Line], *, spill_over: bool) -> bool:
-        """Put ``lines`` in the details section if they all fit; else, with
-        ``spill_over``, those that fit and the rest to memories; else nothing."""
-        nonlocal room
-        costs = [count("\n- " + line.text) for line in lines]
-        if sum(costs) <= room:
-            placed.extend(lines)
-            room -= sum(costs)
+
+@dataclass
+class _Section:
+    """The details section while a fold is settled: the lines placed in it, those
+    that did not fit (they become memories) and the room left, in ``count``'s tokens."""
+
+    room: int
+    count: Callable[[str], int]
+    placed: list[Line] = field(default_factory=list)
+    overflow: list[Line] = field(default_factory=list)
+
+    def place(self, lines: Sequence[Line], *, spill_over: bool) -> bool:
+        """Put ``lines`` in the section if they all fit; else, with ``spill_over``,
+        those that fit and the rest to memories; else nothing (False)."""
+        costs = [self.count("\n- " + line.text) for line in lines]
+        if sum(costs) <= self.room:
+            self.placed.extend(lines)
+            self.room -= sum(costs)
             return True
         if not spill_over:
             return False
         for line, cost in zip(lines, costs, strict=True):
-            if cost <= room:
-                placed.append(line)
-                room -= cost
+            if cost <= self.room:
+                self.placed.append(line)
+                self.room -= cost
             else:
-                overflow.append(line)
+                self.overflow.append(line)
         return True
 
+
+@dataclass(frozen=True)
+class _Walk:
+    """The batch's units walked: the ids condensed (a prefix of the batch), those
+    held back, the specifics now carried by the section and its overflow
+    (``covered``) and every specific the condensed units required (``total``)."""
+
+    condensed: list[int]
+    held: list[int]
+    covered: set[str]
+    total: set[str]
+
+
+def _walk_units(turns: Sequence[Turn], units: Sequence[Sequence[int]], *, kept: Sequence[str],
+                sal: Salience, section: _Section, spill: bool,
+                held_before: frozenset[int]) -> _Walk:
+    """Place each unit's lost specifics in ``section``, oldest unit first, until one
+    does not fit: it and every unit after it are held back, unless it is the first,
+    was held before or the fold ``spill``s (then its overflow goes to memories)."""
+    by_id = {t.id: t.content for t in turns}
+    need = {t.id: kept_of(t, sal) for t in turns}
+    covered: set[str] = set()
+    total: set[str] = set()
+    condensed: list[int] = []
+    held: list[int] = []
     # What the batch says that ``kept`` lacks, looked up once for every unit.
     gone = absent(frozenset().union(*need.values()), kept)
     for i, unit in enumerate(units):
@@ -259,45 +307,31 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
         lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
         texts = [by_id[m] for m in unit]
         lines = lines_for(lost, texts, [need[m] for m in unit], sal)
-        if not place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
+        if not section.place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
         covered.update(lost)
         total |= found
         condensed.extend(unit)
+    return _Walk(condensed=condensed, held=held, covered=covered, total=total)
 
-    before = of_summary(previous)
-    total |= before
-    lost_before = set(absent(before - covered, kept))
-    settled = covered | lost_before  # what the details and memories now carry
-    # A line the previous details section holds is carried as it is, under its
-    # origin: rebuilding it from the summary would read Recap's own line and stack
-    # its prefix again.
+
+def _from_previous(previous: str | None, lost: frozenset[str], sal: Salience) -> list[Line]:
+    """The lines for the previous summary's ``lost`` specifics. A line the previous
+    details section holds is carried as it is, under its origin: rebuilding it from
+    the summary would read Recap's own line and stack its prefix again. The rest
+    follow in order of appearance, each an entry of the summary's body."""
+    left = set(lost)
     carried: list[Line] = []
     for origin, line in details_sections(previous or ""):
         line = tidy(line)
-        holds = {s for s in lost_before if contains(line, s)}
+        holds = {s for s in left if contains(line, s)}
         if holds:
             carried.append(Line(min(sal.rank(s) for s in holds), origin, line))
-            lost_before -= holds
+            left -= holds
     body = strip_details(previous or "")
-    order = _appearance(body, frozenset(lost_before))
-    place(carried + [Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order],
-          spill_over=True)
-    details, memories = by_rank([*placed, *overflow], cap=details_cap, count=count)
-    text = summary
-    if details:
-        text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
-    in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
-    ranks, archived = rank_counts(frozenset().union(*(everything[m] for m in condensed))
-                                  - before, sal)
-    return Settlement(
-        summary=text, condensed_ids=tuple(condensed), held_ids=tuple(held),
-        memories=tuple(Fact(m.text, "fact", IMPORTANCE[m.rank], source=MEMORY_SOURCE[m.origin])
-                       for m in memories),
-        specifics_total=len(total),
-        specifics_in_details=in_details, specifics_to_memories=len(settled) - in_details,
-        by_rank=ranks, archived=archived)
+    order = _appearance(body, frozenset(left))
+    return carried + [Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order]
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:

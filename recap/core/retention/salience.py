@@ -142,8 +142,7 @@ def rank(condensed: Sequence[Voice], later: Sequence[Voice] = ()) -> Salience:
     """The :class:`Salience` of the specifics of ``condensed`` (the messages a fold
     condenses, oldest first), from the evidence in them and in ``later`` (the
     messages after them, oldest first)."""
-    ranks: dict[str, Rank] = {}
-    origins: dict[str, Origin] = {}
+    found = _Found()
     returned: set[str] = set()  # what the tool results since the last other turn held
 
     for i, voice in enumerate([*condensed, *later]):
@@ -152,30 +151,47 @@ def rank(condensed: Sequence[Voice], later: Sequence[Voice] = ()) -> Salience:
         if voice.is_tool_result:
             if inside:
                 for k in everything:
-                    if k not in origins:
-                        origins[k], ranks[k] = Origin.TOOL, Rank.REST
+                    found.first(k, Origin.TOOL)
             returned |= everything
             continue
         said = spoken(voice)
-        for k in said:
-            if k not in origins:
-                if inside:  # first said here
-                    user = voice.role == "user"
-                    origins[k] = Origin.USER if user else Origin.ASSISTANT
-                    ranks[k] = Rank.STATED if user else Rank.REST
-                continue
-            if voice.role == "user" and inside:
-                found = Rank.STATED  # the user states it, whoever said it first
-            elif voice.role == "assistant" and k in returned:
-                found = Rank.USED
-            else:
-                found = Rank.REFERRED
-            ranks[k] = min(ranks[k], found)
+        found.said(voice, said, inside=inside, returned=returned)
         if inside:
             for k in everything - said:
-                if k not in origins:
-                    origins[k] = Origin.DOCUMENT if voice.role == "user" else Origin.ASSISTANT
-                    ranks[k] = Rank.REST
+                found.first(k, Origin.DOCUMENT if voice.role == "user" else Origin.ASSISTANT)
         returned = set()
-    return Salience(ranks, origins)
+    return Salience(found.ranks, found.origins)
 
+
+@dataclass
+class _Found:
+    """The ranks and origins :func:`rank` has found so far."""
+
+    ranks: dict[str, Rank] = field(default_factory=dict)
+    origins: dict[str, Origin] = field(default_factory=dict)
+
+    def first(self, k: str, origin: Origin, start: Rank = Rank.REST) -> None:
+        """``k`` first said here, by ``origin``, ranked ``start``; nothing if it was
+        said before."""
+        if k not in self.origins:
+            self.origins[k], self.ranks[k] = origin, start
+
+    def said(self, voice: Voice, said: set[str], *, inside: bool,
+             returned: set[str]) -> None:
+        """What ``voice``'s author wrote (``said``): first said here if the fold
+        condenses ``voice``, else evidence of a specific said before; ``returned``:
+        what the tool results right before ``voice`` held."""
+        for k in said:
+            if k not in self.origins:
+                if inside:  # first said here
+                    user = voice.role == "user"
+                    self.first(k, Origin.USER if user else Origin.ASSISTANT,
+                               Rank.STATED if user else Rank.REST)
+                continue
+            if voice.role == "user" and inside:
+                now = Rank.STATED  # the user states it, whoever said it first
+            elif voice.role == "assistant" and k in returned:
+                now = Rank.USED
+            else:
+                now = Rank.REFERRED
+            self.ranks[k] = min(self.ranks[k], now)
