@@ -33,7 +33,7 @@ from bench.stats import ms, percentile, report, table
 
 def decision_time(n: int = 200_000) -> tuple[float, float]:
     """Seconds per call: might_trigger alone, and with building Thresholds from settings."""
-    from recap.core import policy
+    from recap.core.planning import policy
     from recap.settings import get_settings
 
     t = get_settings().thresholds()

@@ -42,7 +42,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 def scanners() -> dict[str, Callable[[str], object]]:
     """Every scanner of untrusted text, uncached (a benchmark must not time a cache)."""
-    from recap.core import bulk, echo, entries, provenance, specifics, text
+    from recap.core import specifics, text
+    from recap.core.memories import provenance
+    from recap.core.prompts import bulk, echo
+    from recap.core.retention import entries
     from recap.llm.offline import OfflineSummarizer
     from recap.llm.summarizer import sent_texts
 

@@ -22,8 +22,9 @@ CONVERSATION = Path(__file__).resolve().parent.parent / "recap" / "demo" / "conv
 
 def simulate(n: int) -> tuple[list[list[object]], dict[str, int]]:
     """(one row per fold, totals) for the first ``n`` demo messages."""
-    from recap.core import guard, policy
-    from recap.core.prompt import Turn
+    from recap.core.planning import policy
+    from recap.core.prompts.summarize import Turn
+    from recap.core.retention import guard
     from recap.llm.offline import OfflineSummarizer
     from recap.llm.tokens import count_tokens
     from recap.settings import get_settings

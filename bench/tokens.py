@@ -45,7 +45,7 @@ def floor_tokens(run: Any, count: Any) -> tuple[int, int]:
 
 def naive_tokens(run: Any, script: list[tuple[str, str]], fake: Any, count: Any) -> tuple[int, int]:
     """(input tokens, calls) re-summarizing the whole history at each of Recap's jobs."""
-    from recap.core.prompt import Turn
+    from recap.core.prompts.summarize import Turn
     from recap.evals.standin import request_tokens
     from recap.settings import get_settings
     from recap.worker.jobs.resources import build_resources

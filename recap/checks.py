@@ -13,7 +13,7 @@ anything; every applied run, rewinds included, still counts one version.
 Retention: every specific (recap.core.specifics) of every condensed
 message is in the session's summary or in its memories (:func:`session_memories`)
 or the message is still stored; a condensed tool result's may instead be kept by
-its archived copy (recap.core.salience: what a tool returned and nothing used
+its archived copy (recap.core.retention.salience: what a tool returned and nothing used
 stays in the archive). The retention guard holds messages back by
 shrinking a batch to the prefix before the first held unit, so every run still
 condenses exactly the messages of its first..last range (pinned ones aside, which

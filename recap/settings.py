@@ -27,10 +27,10 @@ from recap.config.policy_fit import ignored_by, refusal
 from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
-from recap.core.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
-from recap.core.adaptive import MIN_DEPTH as ADAPTIVE_MIN_DEPTH
-from recap.core.adaptive import RECALL_COVER as ADAPTIVE_RECALL_COVER
-from recap.core.policy import Thresholds
+from recap.core.planning.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
+from recap.core.planning.adaptive import MIN_DEPTH as ADAPTIVE_MIN_DEPTH
+from recap.core.planning.adaptive import RECALL_COVER as ADAPTIVE_RECALL_COVER
+from recap.core.planning.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",

@@ -58,9 +58,9 @@ def test_peer_digest_matches_recap_style() -> None:
 
 
 def test_stand_in_tells_recaps_requests_from_the_peers() -> None:
-    from recap.core.guard import repair_prompt
-    from recap.core.prompt import SYSTEM_PROMPT
-    from recap.core.titles import TITLE_SYSTEM
+    from recap.core.prompts.summarize import SYSTEM_PROMPT
+    from recap.core.prompts.titles import TITLE_SYSTEM
+    from recap.core.retention.repairs import repair_prompt
     from recap.testing import recap_kind
 
     user = [{"role": "user", "content": "one two three"}]

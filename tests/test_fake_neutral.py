@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from recap.core.prompt import SYSTEM_PROMPT, Turn, render
+from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, render
 from recap.llm.templates import default_template
 from recap.testing import FakeAnthropic, Neutral, ok
 from recap.testing.neutral import elements, fill, first_sentence

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import anthropic
 import pytest
 
-from recap.core.guard import repair_prompt
-from recap.core.prompt import SYSTEM_PROMPT
-from recap.core.titles import TITLE_SYSTEM
+from recap.core.prompts.summarize import SYSTEM_PROMPT
+from recap.core.prompts.titles import TITLE_SYSTEM
+from recap.core.retention.repairs import repair_prompt
 from recap.testing import FakeAnthropic, Reply, Request, error, ok, recap_kind
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recap.core.policy import Thresholds
+from recap.core.planning.policy import Thresholds
 from recap.errors import ConfigError, InvalidInput
 from recap.llm.offline import OFFLINE_MODEL
 from recap.settings import (
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from recap.core.adaptive import BULK_TOKENS
+    from recap.core.planning.adaptive import BULK_TOKENS
 
     for name in [n for n in os.environ if n.startswith("RECAP_")]:
         monkeypatch.delenv(name)  # the test environment's own values, too
@@ -42,7 +42,7 @@ def test_defaults_match_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bulk_excerpts_follow_the_policy_unless_set() -> None:
-    from recap.core.adaptive import BULK_TOKENS
+    from recap.core.planning.adaptive import BULK_TOKENS
     from recap.settings import Settings
 
     def of(**values: object) -> Settings:
@@ -292,7 +292,7 @@ def test_the_procfile_worker_line_requires_the_api_key(tmp_path: Path, key: str 
 
 def test_limits_under_which_a_job_condenses_less_than_the_smallest_adaptive_fold_are_refused(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from recap.core.adaptive import MIN_DEPTH
+    from recap.core.planning.adaptive import MIN_DEPTH
 
     monkeypatch.setenv("RECAP_POLICY", "adaptive")
     monkeypatch.setenv("RECAP_MAX_SUMMARY_TOKENS", "1024")

@@ -1,4 +1,4 @@
-"""At most MAX_IGNORES ``type: ignore`` comments across worker, models, tests and bench:
+"""At most MAX_IGNORES ``type: ignore`` comments across recap, tests and bench:
 type the code (annotate fixtures, check optional rows, use public hooks) instead of
 hiding it. What remains passes deliberately wrong types to check the error a user gets."""
 

@@ -68,8 +68,8 @@ from recap.api.hook import (
 from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
 from recap.api.loops import STATES, engine, in_publisher, require_postgresql
 from recap.api.window import check_system_prompt
-from recap.core.assemble import Context
-from recap.core.request import as_request
+from recap.core.context.assemble import Context
+from recap.core.context.request import as_request
 from recap.core.validate import check_session_id
 from recap.db import rowcount, utcnow
 from recap.llm.tokens import message_tokens

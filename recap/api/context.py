@@ -1,5 +1,5 @@
 """``build_context``: the context for the chat app's next Claude call, read in one
-snapshot and assembled by :func:`recap.core.assemble.assemble` (see there for
+snapshot and assembled by :func:`recap.core.context.assemble.assemble` (see there for
 how the stored window becomes a valid Messages API request). The sync driver of
 the reply core (:mod:`recap.api.core`)."""
 
@@ -16,8 +16,8 @@ from recap.api.window import (
     window_of,
     with_memories,
 )
-from recap.core.assemble import Context, system_text
-from recap.core.request import as_request
+from recap.core.context.assemble import Context, system_text
+from recap.core.context.request import as_request
 from recap.core.validate import check_session_id
 from recap.db import transaction
 from recap.llm.tokens import count_tokens
@@ -62,7 +62,7 @@ def build_context(session_id: str, *, system_prompt: str,
     ``budget`` are not API fields). ``prompt_caching`` (default
     RECAP_PROMPT_CACHING) returns ``system`` and the last turn as content blocks
     with ``cache_control`` breakpoints; False gives plain strings
-    (:func:`recap.core.assemble.mark_cache_breakpoints`). Raises InvalidInput
+    (:func:`recap.core.context.assemble.mark_cache_breakpoints`). Raises InvalidInput
     for a bad id or a non-str ``system_prompt``, SessionNotFound for an unknown
     session.
     """

@@ -43,7 +43,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from recap.core.message import MAX_CONTENT_CHARS, Message, prepare_content
+from recap.core.content.message import MAX_CONTENT_CHARS, Message, prepare_content
 from recap.core.tenant import user_in_scope
 from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from recap.errors import InvalidInput
@@ -65,7 +65,7 @@ def check_message(role: object, content: object, pinned: object) -> None:
 def prepare_message(role: object, content: object, pinned: object, *,
                     max_inline_chars: int) -> Message:
     """The message to store, from a string or a Messages API content array (see
-    :func:`recap.core.message.prepare_content`). Raises InvalidInput."""
+    :func:`recap.core.content.message.prepare_content`). Raises InvalidInput."""
     _check_role(role)
     _check_pinned(pinned)
     assert isinstance(role, str)

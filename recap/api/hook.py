@@ -26,8 +26,8 @@ from sqlalchemy import (
     select,
 )
 
-from recap.core import policy
-from recap.core.titles import needs_title
+from recap.core.planning import policy
+from recap.core.prompts.titles import needs_title
 from recap.errors import InvalidInput
 from recap.models import ChatSession
 from recap.settings import Settings, effective

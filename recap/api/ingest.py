@@ -35,7 +35,7 @@ from recap.api.hook import (
     plan_counters,
 )
 from recap.api.validate import check_session_id, prepare_message
-from recap.core.message import Message
+from recap.core.content.message import Message
 from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
@@ -100,7 +100,7 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
 
     ``content`` is a string or a Messages API content array (text, tool_use,
     tool_result, thinking, redacted_thinking, image, document: see
-    recap.core.blocks), stored as given and replayed by ``build_context``.
+    recap.core.content.blocks), stored as given and replayed by ``build_context``.
     ``user_id`` names the app's user the session belongs to (set once, on the
     first message that passes it; later messages may omit it): memories are then
     the user's, shared by all their sessions. Another ``user_id`` than the

@@ -7,7 +7,7 @@ for the callers outside the reply path.
 from __future__ import annotations
 
 from recap.api.core import check_message, check_user_id, prepare_message
-from recap.core.message import MAX_CONTENT_CHARS, Message
+from recap.core.content.message import MAX_CONTENT_CHARS, Message
 from recap.core.validate import check_session_id
 
 __all__ = ["MAX_CONTENT_CHARS", "Message", "check_message", "check_session_id",

@@ -4,7 +4,7 @@ with no I/O.
 
 :func:`snapshot_query` -> :func:`window_of` -> :func:`memories_queries` /
 :func:`with_memories` (the memories reads, then the archive lookup of recall,
-:mod:`recap.core.lookback`) -> :func:`assemble_window`; the sync driver is
+:mod:`recap.core.context.lookback`) -> :func:`assemble_window`; the sync driver is
 :mod:`recap.api.context`, the asyncio one :mod:`recap.api.aio`.
 """
 
@@ -17,9 +17,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
 
 from recap.api.core import load_blocks
-from recap.core import adaptive, lookback
-from recap.core.assemble import Context, Row, after_history, assemble
-from recap.core.recall import Candidate, query_terms, topic_terms
+from recap.core.context import lookback
+from recap.core.context.assemble import Context, Row, after_history, assemble
+from recap.core.memories.recall import Candidate, query_terms, topic_terms
+from recap.core.planning import adaptive
 from recap.core.validate import text_or_raise
 from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatMessage, ChatSession
@@ -42,7 +43,7 @@ class Window(NamedTuple):
     topical: tuple[Candidate, ...] = ()
     policy: str | None = None  # the session's own RECAP_POLICY override, if any
     session_id: str = ""
-    # Archived lines the newest turn names (recap.core.lookback), best first.
+    # Archived lines the newest turn names (recap.core.context.lookback), best first.
     recalled: tuple[str, ...] = ()
 
 
@@ -208,7 +209,7 @@ def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
                 count: Callable[[str], int]) -> Context:
     """``ctx`` with the ``<ARCHIVE_RECALL>`` block of ``lines`` (at most ``room``
     tokens, never past the budget). With caching it goes after the last cache
-    breakpoint (:func:`recap.core.assemble.after_history`), so the cached prefix is
+    breakpoint (:func:`recap.core.context.assemble.after_history`), so the cached prefix is
     the same bytes with and without it; without, at the end of ``system``."""
     room = min(room, ctx["budget"] - ctx["tokens"])
     block, used = lookback.recall_block(lines, room=room, count=count) if lines else (None, 0)

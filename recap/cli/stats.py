@@ -7,7 +7,7 @@ API billed): summarize jobs (the summary and memory-mining calls) and title
 jobs are counted apart. "token estimate / API count" compares the two per model
 over its latest summarize runs (recap.ops.stats.estimate_ratios). ``--json``
 adds the sessions as ``largest_sessions``. The retention guard's lines count the
-condensed messages' specifics by salience (recap.core.salience): those the user
+condensed messages' specifics by salience (recap.core.retention.salience): those the user
 stated, those referred to again, those the assistant used right after a tool
 returned them, the rest it kept, and those a tool returned that nothing used,
 left in the archive.

@@ -2,7 +2,7 @@
 
 Under the adaptive policy (RECAP_POLICY=adaptive, the default) each session's own
 high-water mark decides when it folds and its low-water mark how deep
-(recap.core.adaptive): the fixed rule's trigger, batch size and condense share are
+(recap.core.planning.adaptive): the fixed rule's trigger, batch size and condense share are
 not read. Setting one of them explicitly (a RECAP_* variable, or a session override
 over HTTP or ``recap configure``) under that policy is a mistake the user would not
 see: each entry point refuses it with the policy's name and the way out.

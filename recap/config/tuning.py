@@ -19,12 +19,12 @@ class Tuning(BaseModel):
 
     When a job is queued, how much it condenses and with which model. A deployment
     sets these with RECAP_* variables; one session may override them (`recap
-    configure`), validated with the same limits. recap/core/policy.py combines them.
+    configure`), validated with the same limits. recap/core/planning/policy.py combines them.
     """
 
     # "adaptive": each session's own high-water mark, fold depth, keep window and
     # memories block, from its counters and the prompt cache's prices
-    # (recap/core/adaptive.py); "threshold": the fixed rule of the four settings below.
+    # (recap/core/planning/adaptive.py); "threshold": the fixed rule of the four settings below.
     policy: Literal["adaptive", "threshold"] = Field("adaptive", description=(
         "When and how deep to fold: adaptive (per session) or threshold (fixed rule)."))
     trigger_messages: int = Field(30, ge=1, le=MAX_MESSAGES, description=(
@@ -42,7 +42,7 @@ class Tuning(BaseModel):
     context_budget_tokens: int = Field(32000, ge=1000, le=MAX_TOKENS, description=(
         "The chat app's context budget: above 80% a job runs regardless of the trigger."))
     # Cache-aware folding: a fold condenses until summary + the rest fit this share
-    # of the budget (recap/core/policy.py), so the summary (the start of every
+    # of the budget (recap/core/planning/policy.py), so the summary (the start of every
     # prompt, hence Claude's prompt cache) changes less often. Below the 80% at
     # which the capacity rule fires.
     condense_to: float = Field(0.0, ge=0.0, le=0.75, description=(

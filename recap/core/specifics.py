@@ -144,7 +144,7 @@ def segments(lines: Sequence[str]) -> Iterator[Segment]:
     """``lines`` (a text split at each newline) as prose lines and bulk blocks, in order,
     together covering every line once: the one reading of what is bulk (see the
     module docstring) that :func:`prose` and the excerpt sent to the summarizer
-    (recap.core.bulk) share."""
+    (recap.core.prompts.bulk) share."""
     run = 0  # the bulk lines just before line i
     i = 0
     while i < len(lines):

@@ -49,7 +49,7 @@ _INVISIBLE = "".join(ch for ch in map(chr, [*range(0x10000), *range(0xE0000, 0xE
 _GAP = "[\\s" + re.escape(_INVISIBLE) + "]*+"
 
 # Every tag Recap emits or parses in text that reaches a model: the reply's blocks
-# (recap.core.assemble), the summarizer's delimiters (recap.core.prompt), the
+# (recap.core.context.assemble), the summarizer's delimiters (recap.core.prompts.summarize), the
 # repair call's and the mining call's. Content is defused against all of them.
 RECAP_TAGS = ("SUMMARY_OF_PRIOR_CONTEXT", "MEMORIES", "ARCHIVE_RECALL", "message",
               "conversation", "previous_summary", "summary", "known_facts")

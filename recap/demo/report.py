@@ -114,9 +114,9 @@ class Comparison:
 
 
 def compare(messages: Sequence[tuple[str, str]], ctx: Any, row: Any) -> Comparison:
-    """Both contexts counted the same way: :func:`recap.core.assemble.assemble` over
+    """Both contexts counted the same way: :func:`recap.core.context.assemble.assemble` over
     every fed message (no summary) against the context Recap assembled."""
-    from recap.core.assemble import Row, assemble
+    from recap.core.context.assemble import Row, assemble
     from recap.llm.tokens import count_tokens
 
     every = [Row(role, content, count_tokens(content)) for role, content in messages]
@@ -153,7 +153,7 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
     """Before/after, the summary, the runs and the assembled context; True if a
     summary was applied."""
     from recap.api.context import build_context
-    from recap.core.assemble import SUMMARY_OPEN, content_text, system_text
+    from recap.core.context.assemble import SUMMARY_OPEN, content_text, system_text
     from recap.db import transaction
     from recap.models import ChatSession
 

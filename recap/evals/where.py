@@ -3,7 +3,7 @@
 A real-model evaluation asks more than "how many": whether the model's own prose
 kept a specific or Recap did (the retention guard's details section, a memory, a
 message held in the window), how many of the model's answers were refused as
-frozen, and what the repair calls achieved (recap.core.repairs).
+frozen, and what the repair calls achieved (recap.core.retention.repairs).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def where_kept(facts: Sequence[Planted], session_id: str) -> dict[str, int]:
     first place that has it)."""
     from sqlalchemy import select
 
-    from recap.core.guard import details_lines, strip_details
+    from recap.core.retention.guard import details_lines, strip_details
     from recap.db import transaction
     from recap.models import ChatMessage, ChatSession, Memory
     from recap.store.recall import session_scopes

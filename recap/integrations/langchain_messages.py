@@ -16,7 +16,7 @@ from typing import Any
 
 from recap.api.ingest import prepare
 from recap.api.turns import Turn
-from recap.core.assemble import system_text
+from recap.core.context.assemble import system_text
 from recap.errors import InvalidInput
 
 try:

@@ -48,7 +48,7 @@ from recap.api import context as sync_context
 from recap.api.ingest import after_reply
 from recap.api.turns import Turn, astore_turns, store_turns
 from recap.api.validate import check_session_id, check_user_id
-from recap.core.assemble import Context, system_text
+from recap.core.context.assemble import Context, system_text
 from recap.errors import InvalidInput, SessionNotFound
 from recap.llm.tokens import count_tokens
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from recap.api.turns import Turn, astore_turns, drop_keys_after, newest_messages
 from recap.api.validate import check_session_id, check_user_id
-from recap.core.assemble import Context, system_text
+from recap.core.context.assemble import Context, system_text
 from recap.errors import InvalidInput, SessionNotFound
 from recap.sessions.forget import forget
 from recap.sessions.rewind import rewind

@@ -55,7 +55,7 @@ class Usage:
     estimated_input_tokens: int = 0
     # What the calls did besides the plain path (a fallback taken), for the run's reason.
     notes: list[str] = field(default_factory=list)
-    # Answers refused as frozen or empty and asked again (recap.core.frozen).
+    # Answers refused as frozen or empty and asked again (recap.core.prompts.frozen).
     frozen: int = 0
 
 

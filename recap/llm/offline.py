@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from recap.core.prompt import Turn
+from recap.core.prompts.summarize import Turn
 from recap.errors import UnusableSummary
 from recap.llm.client import Usage
 from recap.llm.summarizer import SummaryResult

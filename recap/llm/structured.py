@@ -4,7 +4,7 @@ With memories on, each summary call also asks for the durable facts of its
 chunk, as the input of a tool with a JSON schema that the call must use
 (``tool_choice``). Each message then goes to the model once, not twice (a
 separate mining call used to resend the whole batch). Parsing trusts nothing:
-facts go through recap.core.memories.normalize, text through sanitize.
+facts go through recap.core.memories.facts.normalize, text through sanitize.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from recap.core.memories import CATEGORIES, MAX_FACTS, Fact, normalize
-from recap.core.prompt import Turn, escape, render_conversation
+from recap.core.memories.facts import CATEGORIES, MAX_FACTS, Fact, normalize
+from recap.core.prompts.summarize import Turn, escape, render_conversation
 from recap.core.text import sanitize
 from recap.errors import InvalidExtraction, UnusableSummary
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from recap.core import guard
-from recap.core.frozen import frozen as frozen_reason
-from recap.core.memories import Fact
-from recap.core.prompt import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
+from recap.core.memories.facts import Fact
+from recap.core.prompts.frozen import frozen as frozen_reason
+from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
+from recap.core.retention import guard, repairs
 from recap.errors import PromptTooLong, UnusableSummary
 from recap.llm.client import ClientConfig, Usage, answer_digest, complete, estimate_turns
 from recap.llm.structured import (
@@ -123,7 +123,7 @@ class ClaudeSummarizer:
         specifics of ``items`` (guard.entry lines); None when the answer is unusable
         (empty, or cut off at max_tokens), so the caller settles with ``summary``."""
         answer = complete(self.config, max_tokens=self.max_tokens, system=SYSTEM_PROMPT,
-                          prompt=guard.repair_prompt(summary, items),
+                          prompt=repairs.repair_prompt(summary, items),
                           operation="repair_summary")
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens" or not answer.text:
@@ -131,7 +131,7 @@ class ClaudeSummarizer:
         return self._capped(answer.text)
 
     def _capped(self, text: str) -> str:
-        """``text`` within the summary's cap (recap.core.prompt.cap_summary)."""
+        """``text`` within the summary's cap (recap.core.prompts.summarize.cap_summary)."""
         return cap_summary(text, max_tokens=self.max_tokens, count=self.config.count,
                            split=self.config.split)
 
@@ -156,7 +156,7 @@ class ClaudeSummarizer:
     def _update(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                 mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
         """``chunk`` folded into ``previous``: the configured way first; an answer that
-        is empty, unusable (a plain one cut off too) or frozen (recap.core.frozen) is
+        is empty, unusable (a plain one cut off too) or frozen (recap.core.prompts.frozen) is
         asked again the next way (WAYS); the last way's unusable answer raises. Each
         counts in ``usage.frozen``, with a note in ``usage.notes``."""
         ways = WAYS[1:] if self.plain or mined is None else WAYS
@@ -276,7 +276,7 @@ class ClaudeSummarizer:
 def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
     """What ``summarizer`` itself sends besides the conversation (system prompt,
     template, instructions, the tool schema's descriptions, the repair prompt): a
-    model that echoes any of it is not telling Recap a specific (recap.core.echo)."""
+    model that echoes any of it is not telling Recap a specific (recap.core.prompts.echo)."""
     if not isinstance(summarizer, ClaudeSummarizer):
         return ()
     return _sent_texts(summarizer.template, summarizer.max_tokens)
@@ -285,7 +285,7 @@ def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=16)
 def _sent_texts(template: str, max_tokens: int) -> tuple[str, ...]:
     # The same few texts on every job of a process: walking the tool schema each
-    # time, and flattening the result again (recap.core.echo), cost CPU for nothing.
+    # time, and flattening the result again (recap.core.prompts.echo), cost CPU for nothing.
     return (SYSTEM_PROMPT, template, FACTS_INSTRUCTION, KNOWN_INSTRUCTION,
-            guard.REPAIR_PROMPT, FACTS_SYSTEM, FACTS_PROMPT,
+            repairs.REPAIR_PROMPT, FACTS_SYSTEM, FACTS_PROMPT,
             *tool_texts(summary_tool(max_tokens)), *tool_texts(facts_tool()))

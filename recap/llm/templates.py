@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from recap.core.prompt import validate_template
+from recap.core.prompts.summarize import validate_template
 from recap.errors import ConfigError
 
 

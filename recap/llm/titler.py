@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recap.core.titles import (
+from recap.core.prompts.titles import (
     TITLE_MAX_TOKENS,
     TITLE_RETRY_MAX_TOKENS,
     TITLE_SYSTEM,

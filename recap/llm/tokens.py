@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 
-from recap.core.message import Message
+from recap.core.content.message import Message
 from recap.errors import ConfigError
 
 ENCODING = "cl100k_base"

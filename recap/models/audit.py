@@ -49,10 +49,10 @@ class SummaryRun(Base):
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     model: Mapped[str | None] = mapped_column(String(100))
     error: Mapped[str | None] = mapped_column(Text)
-    # Which policy rule made the run's plan (recap.core.policy.Mode) on a job's
+    # Which policy rule made the run's plan (recap.core.planning.policy.Mode) on a job's
     # run; NULL on a rewind's, a resummarize's and runs recorded before it existed.
     mode: Mapped[str | None] = mapped_column(String(16))
-    # The retention guard (recap/core/guard.py) on an applied run: specifics of the
+    # The retention guard (recap/core/retention/guard.py) on an applied run: specifics of the
     # batch as claimed and of the previous summary; missing before and after the one
     # repair call; settled in the details section or as memories; batch messages
     # left in the window (they follow the condensed prefix, outside first..last).
@@ -61,7 +61,7 @@ class SummaryRun(Base):
     specifics_missing_after: Mapped[int | None] = mapped_column(Integer)
     specifics_in_details: Mapped[int | None] = mapped_column(Integer)
     specifics_to_memories: Mapped[int | None] = mapped_column(Integer)
-    # The condensed messages' specifics by salience (recap/core/salience.py): stated
+    # The condensed messages' specifics by salience (recap/core/retention/salience.py): stated
     # by the user, referred to again, used by the assistant right after a tool
     # returned them, the rest kept; and those left in the archive only (a tool
     # returned them and nothing used them).
@@ -73,12 +73,12 @@ class SummaryRun(Base):
     messages_held_back: Mapped[int | None] = mapped_column(Integer)
     repaired: Mapped[bool | None] = mapped_column(Boolean)
     # What the repair call cost (API tokens), and whether the guard skipped it because
-    # repairs had stopped helping this model (recap.core.repairs).
+    # repairs had stopped helping this model (recap.core.retention.repairs).
     repair_input_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_output_tokens: Mapped[int | None] = mapped_column(Integer)
     repair_skipped: Mapped[bool | None] = mapped_column(Boolean)
     # Summary answers the job refused as frozen (the previous summary back, the new
-    # messages ignored: recap.core.frozen) or empty, each asked again another way.
+    # messages ignored: recap.core.prompts.frozen) or empty, each asked again another way.
     frozen_answers: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # A rewind's run (recap.sessions.rewind): it deleted the messages after this id,

@@ -29,7 +29,7 @@ ROLES = ("user", "assistant", "system", "tool")
 MEMORY_CATEGORIES = ("preference", "personal", "work", "plan", "fact", "other")
 
 Timestamp = DateTime(timezone=True)
-# A message's Messages API content array (recap.core.blocks), NULL for a plain
+# A message's Messages API content array (recap.core.content.blocks), NULL for a plain
 # string message (``content`` is then the message). JSONB on PostgreSQL.
 Blocks = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
@@ -118,10 +118,10 @@ class ChatMessage(Base):
     pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # The content array as the app gave it; ``content`` is then its rendering
-    # (recap.core.render), used for token counts, summaries and search.
+    # (recap.core.content.render), used for token counts, summaries and search.
     blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Blocks)
     # "call:ID result:ID ...": the tool ids of ``blocks``, so the policy's unit
-    # rule reads them without loading the blocks (recap.core.render.links_text).
+    # rule reads them without loading the blocks (recap.core.content.render.links_text).
     tool_links: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (

@@ -1,7 +1,7 @@
 """Why a session is not summarized yet and what will trigger it (``recap context``,
 ``recap stats``, ``recap sessions``).
 
-The answer is :func:`recap.core.outlook.outlook` on the session's active
+The answer is :func:`recap.core.planning.outlook.outlook` on the session's active
 messages under its own settings (overrides applied), plus what the session's
 markers say: a job queued, a job running, or a dead-letter cool-down. Helpers
 take the database session as ``db=`` and never commit; every query runs on
@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from recap.core import policy
-from recap.core.outlook import outlook
+from recap.core.planning import policy
+from recap.core.planning.outlook import outlook
 from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatSession
 from recap.settings import Settings, effective
@@ -35,7 +35,7 @@ class SessionOutlook:
     summary_tokens: int
     summary_version: int
     budget: int  # the session's context budget
-    state: str  # a recap.core.outlook.State, or "invalid-overrides"
+    state: str  # a recap.core.planning.outlook.State, or "invalid-overrides"
     why: str  # why no summary now (for "due": the rule that fires)
     trigger: str  # what will trigger the next summary ("" when due)
     forced_messages: int  # what `recap summarize ID --force` condenses now (0: nothing)

@@ -56,7 +56,7 @@ class Stats:
     specifics_missing_after: int = 0
     specifics_in_details: int = 0
     specifics_to_memories: int = 0
-    # The condensed messages' specifics by salience (recap.core.salience): stated by
+    # The condensed messages' specifics by salience (recap.core.retention.salience): stated by
     # the user, referred to again, used right after a tool returned them, the rest
     # kept; and those left in the archive only (a tool returned them, nothing used them).
     specifics_stated: int = 0

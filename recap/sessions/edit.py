@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from recap.core.message import prepare_content
+from recap.core.content.message import prepare_content
 from recap.core.validate import MAX_ROW_ID, check_session_id, check_whole
 from recap.db import db_now, transaction
 from recap.errors import InvalidInput

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Update, and_, or_, update
 from sqlalchemy.orm import Session
 
-from recap.core.titles import MIN_MESSAGES
+from recap.core.prompts.titles import MIN_MESSAGES
 from recap.db import rowcount, transaction
 from recap.models import ChatSession
 from recap.settings import Settings

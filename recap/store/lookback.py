@@ -1,4 +1,4 @@
-"""The archive lookup behind recall at reply time (:mod:`recap.core.lookback`):
+"""The archive lookup behind recall at reply time (:mod:`recap.core.context.lookback`):
 one statement, a few indexed reads per cue, no model call.
 
 PostgreSQL: the GIN index ``ix_archived_messages_search`` over
@@ -33,7 +33,7 @@ from sqlalchemy import (
     union_all,
 )
 
-from recap.core.lookback import EXCERPT_BEFORE, EXCERPT_CHARS, PER_CUE, Cue, Hit
+from recap.core.context.lookback import EXCERPT_BEFORE, EXCERPT_CHARS, PER_CUE, Cue, Hit
 from recap.models import ArchivedMessage
 
 A = ArchivedMessage

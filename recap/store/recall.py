@@ -7,7 +7,7 @@ A memory's scope is ``u:<user_id>`` when its session names a user, else
 Relevance is PostgreSQL's ``ts_rank`` over ``to_tsvector('simple', fact)``
 against an OR of the query's words; SQLite (the demo) has no full-text ranking
 here, so its candidates are scored by word overlap in Python
-(:func:`recap.core.recall.overlap`). No full-text index: a scope holds tens to
+(:func:`recap.core.memories.recall.overlap`). No full-text index: a scope holds tens to
 hundreds of memories, read through the (scope, fact_hash) unique index.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Float, Select, case, func, literal, select
 
-from recap.core.recall import Candidate, overlap, query_terms, rank_key
+from recap.core.memories.recall import Candidate, overlap, query_terms, rank_key
 from recap.db import Db, dialect_name
 from recap.models import ChatSession, Memory, MemorySource
 

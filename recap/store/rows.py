@@ -23,9 +23,9 @@ from sqlalchemy import (
     update,
 )
 
-from recap.core.guard import GuardCounts
-from recap.core.memories import Fact, may_replace
-from recap.core.render import full_text
+from recap.core.content.render import full_text
+from recap.core.memories.facts import Fact, may_replace
+from recap.core.retention.guard import GuardCounts
 from recap.db import Db, insert_or_update, rowcount
 from recap.models import SOURCE_KINDS, ArchivedMessage, Memory, MemorySource
 from recap.models import messages_table as MESSAGES
@@ -55,8 +55,8 @@ def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
                guard: GuardCounts | None = None, row_locked: bool = False,
                frozen_answers: int | None = None) -> int:
     """Insert one summary_runs row; returns its id. ``mode`` is the plan's
-    (recap.core.policy.Mode), ``guard`` the retention guard's counts,
-    ``frozen_answers`` the answers refused as frozen or empty (recap.core.frozen).
+    (recap.core.planning.policy.Mode), ``guard`` the retention guard's counts,
+    ``frozen_answers`` the answers refused as frozen or empty (recap.core.prompts.frozen).
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
@@ -110,7 +110,7 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
     the session's; any other: the session's only, and never one the user stated)
     marks that memory
     ``superseded_by`` the fact's row (kept for audit, never shown) if the fact keeps
-    every specific of that memory (recap.core.memories.may_replace), else both
+    every specific of that memory (recap.core.memories.facts.may_replace), else both
     stay live; an id of another scope, or of the fact itself, is ignored: the
     model is not trusted.
     """

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from recap.core.guard import REPAIR_PROMPT
-from recap.core.prompt import SYSTEM_PROMPT
-from recap.core.titles import TITLE_SYSTEM
+from recap.core.prompts.summarize import SYSTEM_PROMPT
+from recap.core.prompts.titles import TITLE_SYSTEM
+from recap.core.retention.repairs import REPAIR_PROMPT
 from recap.testing.answers import (
     default_repair,
     default_summary,

@@ -11,7 +11,7 @@ from typing import Any
 from celery.signals import worker_init, worker_process_init
 
 from recap import tracing
-from recap.core.policy import retry_delay
+from recap.core.planning.policy import retry_delay
 from recap.core.validate import check_session_id
 from recap.db import get_engine, scrub
 from recap.errors import ConfigError, InvalidInput, TransientLLMError

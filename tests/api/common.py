@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from recap.api import aio, context, ingest
-from recap.core.assemble import Context, content_text
-from recap.core.request import as_request
+from recap.core.context.assemble import Context, content_text
+from recap.core.context.request import as_request
 from recap.testing import validate_messages_request
 
 PROMPT = "You are a helpful travel assistant."

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import update
 
 from recap.api import aio, context
-from recap.core.assemble import content_text, system_text
+from recap.core.context.assemble import content_text, system_text
 from recap.db import transaction
 from recap.errors import InvalidInput, SessionNotFound
 from recap.llm.tokens import count_tokens

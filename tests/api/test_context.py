@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from recap.core.assemble import (
+from recap.core.context.assemble import (
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
     SUMMARY_CLOSE,
@@ -21,7 +21,7 @@ from recap.core.assemble import (
     neutralize,
     system_text,
 )
-from recap.core.request import as_request
+from recap.core.context.request import as_request
 from recap.errors import InvalidInput
 from tests.api.common import PROMPT, assert_valid
 

@@ -13,7 +13,7 @@ from sqlalchemy import delete, event, text, update
 
 from recap.api.context import build_context, read_window, render_json
 from recap.api.ingest import add_message
-from recap.core.assemble import (
+from recap.core.context.assemble import (
     PLACEHOLDER_START,
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
@@ -21,7 +21,7 @@ from recap.core.assemble import (
     content_text,
     system_text,
 )
-from recap.core.request import as_request
+from recap.core.context.request import as_request
 from recap.db import get_engine, transaction
 from recap.errors import InvalidInput, SessionNotFound
 from recap.llm.tokens import count_tokens

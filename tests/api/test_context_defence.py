@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
+from recap.core.context.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
 from recap.db import transaction
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens

@@ -88,7 +88,7 @@ def test_the_public_api_is_exactly_these_names() -> None:
     assert errors.__name__ == "recap.errors"
     assert add_message.__module__ == after_reply.__module__ == "recap.api.ingest"
     assert build_context.__module__ == "recap.api.context"
-    assert as_request.__module__ == "recap.core.request"  # re-exported by recap.api.context
+    assert as_request.__module__ == "recap.core.context.request"  # re-exported by recap.api.context
     assert configure_session.__module__ == "recap.sessions.overrides"
     assert forget.__module__ == "recap.sessions.forget"
     assert recap.rewind.__module__ == "recap.sessions.rewind"

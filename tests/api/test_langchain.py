@@ -31,7 +31,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from sqlalchemy import select
 
 from recap.api.context import build_context
-from recap.core.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
+from recap.core.context.assemble import SUMMARY_CLOSE, SUMMARY_OPEN, system_text
 from recap.db import transaction
 from recap.errors import InvalidInput
 from recap.integrations.langchain import RecapChatMessageHistory

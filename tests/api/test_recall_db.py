@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from recap.core.assemble import EPHEMERAL, Context, system_text
-from recap.core.lookback import RECALL_OPEN, RECALL_TAG
+from recap.core.context.assemble import EPHEMERAL, Context, system_text
+from recap.core.context.lookback import RECALL_OPEN, RECALL_TAG
 from recap.db import transaction, utcnow
 from recap.models import ArchivedMessage
 from recap.sessions.forget import forget

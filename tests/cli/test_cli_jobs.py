@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select, update
 
 from recap import db
-from recap.core.assemble import system_text
+from recap.core.context.assemble import system_text
 from recap.db import utcnow
 from recap.models import ChatSession
 from recap.ops import requeue as ops

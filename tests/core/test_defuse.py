@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from recap.core.assemble import MEMORIES_OPEN, SUMMARY_OPEN, neutralize
-from recap.core.prompt import escape
+from recap.core.context.assemble import MEMORIES_OPEN, SUMMARY_OPEN, neutralize
+from recap.core.prompts.summarize import escape
 from recap.core.text import CONFUSABLES, OPENERS, RECAP_TAGS, defuse_all, skeleton
 from recap.llm.structured import known_block
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from examples import fastapi_chat
-from recap.core.assemble import SUMMARY_OPEN, content_text, system_text
+from recap.core.context.assemble import SUMMARY_OPEN, content_text, system_text
 from recap.testing import FakeAnthropic, error
 from tests.helpers import LOW, message_ids, statuses, wait_for
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from recap import add_message
-from recap.core.outlook import tokens_to_capacity
+from recap.core.planning.outlook import tokens_to_capacity
 from recap.errors import ConfigError, InvalidInput
 from recap.sessions.edit import edit_message
 from recap.settings import load_settings

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from recap.core.lookback import RECALL_OPEN
+from recap.core.context.lookback import RECALL_OPEN
 from recap.db import transaction, utcnow
 from recap.models import ArchivedMessage, ChatSession
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import after_reply
-from recap.core.adaptive import lowest_high_water, sizing
+from recap.core.planning.adaptive import lowest_high_water, sizing
 from recap.db import transaction, utcnow
 from recap.ops.outlook import session_outlook
 from recap.settings import get_settings

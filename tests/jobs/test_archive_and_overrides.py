@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from recap.api.ingest import after_reply
 from recap.checks import check_invariants
 from recap.cli import main as recap
-from recap.core.prompt import validate_template
+from recap.core.prompts.summarize import validate_template
 from recap.db import transaction, utcnow
 from recap.errors import InvalidInput, SessionBusy, Superseded
 from recap.llm.templates import shipped_template

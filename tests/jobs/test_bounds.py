@@ -14,8 +14,8 @@ import pytest
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.memories import MAX_FACT_CHARS, MAX_FACTS
-from recap.core.message import MAX_NESTING
+from recap.core.content.message import MAX_NESTING
+from recap.core.memories.facts import MAX_FACT_CHARS, MAX_FACTS
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens
 from recap.sessions.overrides import memories

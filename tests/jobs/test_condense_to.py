@@ -1,5 +1,5 @@
 """RECAP_CONDENSE_TO through a real job: one fold condenses down to the low-water mark
-(recap/core/policy.py), not just one batch. A real in-process worker, Redis,
+(recap/core/planning/policy.py), not just one batch. A real in-process worker, Redis,
 PostgreSQL and the local Messages API server."""
 
 from __future__ import annotations

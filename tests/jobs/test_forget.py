@@ -16,7 +16,7 @@ from recap import forget
 from recap.api.context import build_context
 from recap.api.ingest import add_message
 from recap.cli import main as recap
-from recap.core.memories import Fact
+from recap.core.memories.facts import Fact
 from recap.db import transaction
 from recap.errors import InvalidInput, TransientLLMError
 from recap.models import Base, ChatSession, Memory

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.memories import Fact
+from recap.core.memories.facts import Fact
 from recap.db import transaction
 from recap.models import Memory
 from recap.store.rows import save_memories

@@ -11,7 +11,7 @@ import pytest
 from recap.api.ingest import add_message
 from recap.checks import check_invariants
 from recap.cli import main as recap
-from recap.core.memories import parse_facts
+from recap.core.memories.facts import parse_facts
 from recap.db import transaction
 from recap.errors import InvalidExtraction
 from recap.sessions.overrides import memories

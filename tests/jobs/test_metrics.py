@@ -1,6 +1,6 @@
 """recap.ops.metrics: the figures ``recap metrics`` exposes, against seeded rows.
 
-Reason texts come from the code that writes them (recap.core.policy's plans,
+Reason texts come from the code that writes them (recap.core.planning.policy's plans,
 claim_session's skips and dead-letters), so a reworded reason that falls out of
 its class fails here.
 """
@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from recap import db as dbmod
-from recap.core import policy
-from recap.core.policy import MessageInfo
+from recap.core.planning import policy
+from recap.core.planning.policy import MessageInfo
 from recap.db import transaction, utcnow
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import metrics

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from recap.core.policy import Mode
+from recap.core.planning.policy import Mode
 from recap.testing import FakeAnthropic
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources

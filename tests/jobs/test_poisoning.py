@@ -14,7 +14,7 @@ import pytest
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import MEMORY_HEADERS, system_text
+from recap.core.context.assemble import MEMORY_HEADERS, system_text
 from recap.sessions.forget import forget_memories
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, Hostile, hostile_model, ok

@@ -22,7 +22,7 @@ import pytest
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import system_text
+from recap.core.context.assemble import system_text
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, ok
 from recap.testing.answers import tool_input

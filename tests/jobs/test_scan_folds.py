@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from recap.api.context import build_context
 from recap.api.ingest import add_message
 from recap.checks import check_invariants
-from recap.core.assemble import system_text
+from recap.core.context.assemble import system_text
 from recap.db import transaction
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok

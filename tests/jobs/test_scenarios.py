@@ -11,8 +11,8 @@ import pytest
 from recap.api.context import as_request, build_context
 from recap.api.ingest import add_message, after_reply
 from recap.checks import check_invariants
-from recap.core.adaptive import MEMORIES_TIMES
-from recap.core.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
+from recap.core.context.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
+from recap.core.planning.adaptive import MEMORIES_TIMES
 from recap.db import transaction
 from recap.llm.tokens import count_tokens, split_by_tokens
 from recap.sessions.overrides import memories

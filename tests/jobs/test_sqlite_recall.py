@@ -12,7 +12,7 @@ from sqlalchemy import func, select, text
 from recap import db
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.lookback import RECALL_TAG
+from recap.core.context.lookback import RECALL_TAG
 from recap.sessions.forget import forget
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources

@@ -18,7 +18,7 @@ from recap.worker.jobs.summarize import summarize
 from tests.helpers import LOW, runs, seed
 
 # Words each update brings: a summary that repeats the previous one's words and adds
-# none is refused as frozen (recap.core.frozen).
+# none is refused as frozen (recap.core.prompts.frozen).
 NEW = ("alpha bravo charlie", "delta echo foxtrot", "golf hotel india")
 
 

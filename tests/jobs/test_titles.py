@@ -1,5 +1,5 @@
 """Title jobs: title_session against the local API server, and the hook and sweeper
-paths through a real worker (the title text itself: tests/core/test_titles.py)."""
+paths through a real worker (the title text itself: tests/core/prompts/test_titles.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 
 from recap.api.ingest import add_message, after_reply
-from recap.core.titles import TITLE_MAX_TOKENS
+from recap.core.prompts.titles import TITLE_MAX_TOKENS
 from recap.db import session_factory, transaction, utcnow
 from recap.errors import PermanentLLMError, TransientLLMError, UnusableSummary
 from recap.llm.offline import OfflineSummarizer

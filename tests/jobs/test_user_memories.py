@@ -14,8 +14,8 @@ from recap import db as dbm
 from recap.api import aio
 from recap.api.context import Context, build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import system_text
-from recap.core.memories import Fact, normalize
+from recap.core.context.assemble import system_text
+from recap.core.memories.facts import Fact, normalize
 from recap.db import transaction
 from recap.errors import InvalidInput
 from recap.models import ChatSession, Memory
@@ -226,9 +226,9 @@ def test_a_question_about_a_fact_the_cached_block_misses_still_reaches_it(
 @pytest.mark.unit
 def test_the_per_reply_lookup_ignores_grammar() -> None:
     # A memory matched only on "the" or "what" is not about the question: the words
-    # of asking are not looked up (recap.core.lookback.STOP_WORDS).
+    # of asking are not looked up (recap.core.context.lookback.STOP_WORDS).
     from recap.api.window import Window, memories_queries
-    from recap.core.assemble import Row
+    from recap.core.context.assemble import Row
 
     window = Window("The user runs services.", 5, [
         Row("user", "What is the name of the dog that is with the user?", 12)], 1000, ("s:x",))

@@ -15,10 +15,10 @@ from sqlalchemy import select, update
 from recap.api.ingest import add_message, after_reply
 from recap.checks import check_invariants
 from recap.cli.stats import format_stats
-from recap.core import guard
-from recap.core.entries import MAX_ENTRY_CHARS, is_prefix, peel
-from recap.core.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
-from recap.core.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
+from recap.core.prompts.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
+from recap.core.retention import guard
+from recap.core.retention.entries import MAX_ENTRY_CHARS, is_prefix, peel
+from recap.core.retention.repairs import REPAIR_MIN_TRIES, RepairOutcome, should_repair
 from recap.db import transaction, utcnow
 from recap.models import ChatSession, Memory, TitleRun
 from recap.ops.stats import collect_stats

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recap.core.prompt import Turn, chunk_turns, render, validate_template
+from recap.core.prompts.summarize import Turn, chunk_turns, render, validate_template
 from recap.errors import (
     ConfigError,
     PermanentLLMError,

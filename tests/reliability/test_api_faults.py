@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from recap import cli
-from recap.core.prompt import SYSTEM_PROMPT
+from recap.core.prompts.summarize import SYSTEM_PROMPT
 from recap.llm.templates import default_template
 from recap.llm.tokens import count_tokens
 from recap.settings import get_settings

@@ -16,8 +16,8 @@ from sqlalchemy import insert
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import system_text
-from recap.core.prompt import SYSTEM_PROMPT, Turn, render
+from recap.core.context.assemble import system_text
+from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, render
 from recap.db import transaction
 from recap.errors import ConfigError
 from recap.llm.templates import default_template

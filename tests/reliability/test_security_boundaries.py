@@ -16,7 +16,7 @@ from sqlalchemy import inspect, select
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message, after_reply
-from recap.core.assemble import system_text
+from recap.core.context.assemble import system_text
 from recap.db import get_engine, transaction
 from recap.errors import Superseded
 from recap.llm.summarizer import SummaryResult

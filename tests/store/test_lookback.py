@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from recap.core.lookback import Cue
+from recap.core.context.lookback import Cue
 from recap.store.lookback import lookup_query
 
 pytestmark = pytest.mark.unit

@@ -12,9 +12,9 @@ import uuid
 
 from sqlalchemy import func, select
 
-from recap.core import policy
-from recap.core.bulk import excerpt_turns
-from recap.core.prompt import Turn
+from recap.core.planning import policy
+from recap.core.prompts.bulk import excerpt_turns
+from recap.core.prompts.summarize import Turn
 from recap.db import db_now, rowcount, transaction
 from recap.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
 from recap.llm.tokens import count_tokens

@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Interval, Update, bindparam, func, select, update
 
-from recap.core import policy
-from recap.core.prompt import Turn
-from recap.core.provenance import own_text
-from recap.core.render import full_text, parse_links
-from recap.core.salience import Voice, Voices
+from recap.core.content.render import full_text, parse_links
+from recap.core.memories.provenance import own_text
+from recap.core.planning import policy
+from recap.core.prompts.summarize import Turn
+from recap.core.retention.salience import Voice, Voices
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.models import messages_table as MESSAGES
@@ -52,10 +52,10 @@ class Claim:
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (recap.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
-    # What the user typed in the batch (recap.core.provenance.own_text, one entry
+    # What the user typed in the batch (recap.core.memories.provenance.own_text, one entry
     # per user turn): a fact is the user's only if their own words back it.
     own_words: tuple[str, ...] = ()
-    # The batch and the messages after it as salience reads them (recap.core.salience):
+    # The batch and the messages after it as salience reads them (recap.core.retention.salience):
     # read when the retention guard is on, which ranks what it keeps by them.
     voices: Voices = Voices()
 
@@ -251,7 +251,7 @@ def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
                 voices: bool = False) -> tuple[list[Turn], tuple[str, ...], Voices]:
     """The batch as the summarizer and the retention guard read it: a block
-    message in full (:func:`recap.core.render.full_text`), not its stored
+    message in full (:func:`recap.core.content.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
     guard must require the specifics of every line that the apply deletes. With
     ``own_words``, what the user typed in each user turn (:func:`own_text`). With

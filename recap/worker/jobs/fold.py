@@ -12,15 +12,15 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from recap.core import policy
-from recap.core.guard import GuardCounts
-from recap.core.memories import Fact
-from recap.core.provenance import attribute
+from recap.core.memories.facts import Fact
+from recap.core.memories.provenance import attribute
+from recap.core.planning import policy
+from recap.core.retention.guard import GuardCounts
 from recap.llm.summarizer import SummaryResult
 from recap.llm.tokens import count_tokens
 from recap.worker.jobs.claim import Claim
 
-# The kinds a guard-made memory may carry (recap.core.guard.MEMORY_SOURCE).
+# The kinds a guard-made memory may carry (recap.core.retention.guard.MEMORY_SOURCE).
 GUARD_SOURCES = ("tool", "assistant", "document", "guard")
 
 
@@ -42,7 +42,7 @@ class Fold:
     after: policy.Plan
     left: int
     guard: GuardCounts | None = None
-    frozen: int = 0  # answers refused as frozen or empty (recap.core.frozen)
+    frozen: int = 0  # answers refused as frozen or empty (recap.core.prompts.frozen)
 
 
 def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = None,

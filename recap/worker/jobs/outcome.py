@@ -9,7 +9,7 @@ from typing import Literal
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from recap.core.policy import Mode
+from recap.core.planning.policy import Mode
 from recap.core.text import redact
 from recap.db import first_line
 from recap.errors import LLMError, TransientLLMError

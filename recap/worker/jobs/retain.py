@@ -3,10 +3,10 @@
 The job calls it between the summary call and the apply, whether the guard is
 on or off (RECAP_RETENTION_GUARD), and hands what it returns to the apply. It
 checks the new summary against the specifics of the batch and of the previous
-summary (the rules: recap.core.guard; what a tool returned and nothing used stays in
-the archive: recap.core.salience), makes at most ONE repair call when some
-are missing (under the adaptive policy only in a chat: recap.core.adaptive.repairs;
-none when repairs have stopped helping this model lately: recap.core.repairs),
+summary (the rules: recap.core.retention.guard; what a tool returned and nothing used stays in
+the archive: recap.core.retention.salience), makes at most ONE repair call when some
+are missing (under the adaptive policy only in a chat: recap.core.planning.adaptive.repairs;
+none when repairs have stopped helping this model lately: recap.core.retention.repairs),
 and settles the rest: the details section, messages held back in the window (the
 batch shrinks to the condensed prefix, so the apply's counters stay exact),
 memories. Runs outside any transaction, like every call.
@@ -19,8 +19,10 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from recap.core import adaptive, echo, entries, guard, policy, repairs, salience
-from recap.core.prompt import Turn
+from recap.core.planning import adaptive, policy
+from recap.core.prompts import echo
+from recap.core.prompts.summarize import Turn
+from recap.core.retention import entries, guard, repairs, salience
 from recap.db import core_transaction
 from recap.errors import UnusableSummary
 from recap.llm.client import Usage
@@ -39,7 +41,7 @@ def retain(claim: Claim, result: SummaryResult, *, turns: Sequence[Turn],
     ``turns`` are the batch as stored (not clipped for the call); the repair
     call's usage is added to ``usage``; its answer replaces the summary only if
     it misses fewer specifics. A failed repair call raises (the job fails and is
-    retried; nothing was written). What echoes Recap's own prompt (recap.core.echo)
+    retried; nothing was written). What echoes Recap's own prompt (recap.core.prompts.echo)
     is cut from the summary and the facts first, and is never a specific;
     UnusableSummary when nothing else is left of the summary.
     """

@@ -15,9 +15,9 @@ from datetime import timedelta
 from sqlalchemy import bindparam, delete, select, update
 
 from recap import tracing
-from recap.core import policy
-from recap.core.bulk import excerpt_turns
-from recap.core.prompt import clip_turns
+from recap.core.planning import policy
+from recap.core.prompts.bulk import excerpt_turns
+from recap.core.prompts.summarize import clip_turns
 from recap.db import core_transaction, db_now
 from recap.errors import PermanentLLMError, Superseded, UnusableSummary
 from recap.llm.client import Usage, classify

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
-from recap.core import adaptive, policy
+from recap.core.planning import adaptive, policy
 from recap.db import db_now, insert_or_update, transaction, utcnow
 from recap.errors import InvalidInput
 from recap.models import ChatSession, Heartbeat

@@ -19,7 +19,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from recap import tracing
-from recap.core.titles import MESSAGE_MAX_TOKENS
+from recap.core.prompts.titles import MESSAGE_MAX_TOKENS
 from recap.db import transaction
 from recap.llm.client import classify
 from recap.llm.titler import generate_title

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Update, bindparam, case, func, null, update
 
-from recap.core import policy
+from recap.core.planning import policy
 from recap.db import Db, db_now, on_server_clock
 from recap.models import sessions_table as SESSIONS
 from recap.settings import Settings
