@@ -72,11 +72,11 @@ def record_run(record: RunRecord, *, db: Db, row_locked: bool = False) -> int:
     (the fenced write), so it is stored and locked until the commit, and the
     check is skipped.
     """
+    row = record.columns()
+    keys = tuple(sorted(row))
     if (record.status != "skipped" and not row_locked
             and not session_exists(record.session_id, db=db)):
         return 0
-    row = record.columns()
-    keys = tuple(sorted(row))
     return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
 
 

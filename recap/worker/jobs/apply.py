@@ -51,6 +51,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
     plan, after = fold.plan, fold.after
     ids = plan.batch_ids
     session_id, settings = claim.session_id, claim.settings
+    run = applied_run(claim, fold, job=job, latency_ms=latency_ms)
     with core_transaction() as s:
         # The follow-up's marker on the clock the sweeper reads (the database's).
         row = write_summary(session_id, db=s, token=claim.token, version=claim.version,
@@ -59,8 +60,7 @@ def apply_summary(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> Out
                             settings=settings)
         if row is None:
             raise Superseded("the lease or summary version changed during the call")
-        run_id = record_run(applied_run(claim, fold, job=job, latency_ms=latency_ms), db=s,
-                            row_locked=True)
+        run_id = record_run(run, db=s, row_locked=True)
         save_summary_version(session_id, db=s, version=row.summary_version,
                              text=fold.summary, tokens=fold.summary_tokens,
                              covers_through=ids[-1], run_id=run_id,

@@ -1,7 +1,7 @@
 """Step 3 of a summarize job: the model calls, the job's only network I/O.
 
-No transaction is open here. :func:`summarize` makes the summary call (memories
-mined in the same calls); :func:`repair` makes the retention guard's one repair
+No transaction is open here. :func:`call_summary` makes the summary call (memories
+mined in the same calls); :func:`call_repair` makes the retention guard's one repair
 call when its review asks for one. What the calls spend is added to the job's
 ``usage`` as they go, so a failed job still records what it spent.
 """
@@ -63,7 +63,7 @@ class Repair:
     spent: Spent
 
 
-def summarize(prompt: Prompt, *, summarizer: Summarizer, usage: Usage) -> Answer:
+def call_summary(prompt: Prompt, *, summarizer: Summarizer, usage: Usage) -> Answer:
     """The summary call for ``prompt``; its errors propagate (classified by the job)."""
     result = summarizer.summarize(prompt.previous_summary, prompt.turns, usage=usage,
                                   facts=prompt.facts, known=prompt.known)
@@ -72,7 +72,7 @@ def summarize(prompt: Prompt, *, summarizer: Summarizer, usage: Usage) -> Answer
     return Answer(result, prompt.reason + notes, sent_texts(summarizer), Spent.of(usage))
 
 
-def repair(ask: RepairAsk | None, *, summarizer: Summarizer, usage: Usage) -> Repair | None:
+def call_repair(ask: RepairAsk | None, *, summarizer: Summarizer, usage: Usage) -> Repair | None:
     """The retention guard's repair call, when it asks one (None: nothing is missing,
     or repairs are skipped). A failed call raises: the job fails and is retried,
     nothing was written."""

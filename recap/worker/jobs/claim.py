@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Interval, Update, bindparam, func, select, update
 
@@ -119,17 +119,13 @@ def claim_session(session_id: str, *, job: Job, res: Resources,
                           reason=("lease held by another job" if exists
                                   else f"session {session_id!r} not found"))
         row, now = taken
-        if row.blocked and dead_lettered_by_claim(session_id, db=s):
-            # Only a model's failure may be folded past during a cool-down (the
-            # aggressive path, over budget): a worker lost on this session, or bad
-            # overrides, waits for the cool-down or `recap retry`.
-            release(session_id, db=s, token=token)
-            return record(session_id, db=s, job=job, status="skipped", reason=POISON_WAITS)
-        settings, dead_reason = _tuned(row, res.settings)
-        if dead_reason:
-            release(session_id, db=s, token=token,
-                    blocked_until=now + timedelta(seconds=settings.dead_cooldown_s))
-            return record(session_id, db=s, job=job, status="dead", reason=dead_reason)
+        settings, refused = _judge(session_id, row, db=s, settings=res.settings)
+        if refused is not None:
+            release(session_id, db=s, token=token, blocked_until=(
+                now + timedelta(seconds=settings.dead_cooldown_s) if refused.status == "dead"
+                else None))
+            return record(session_id, db=s, job=job, status=refused.status,
+                          reason=refused.reason)
         messages = tuple(message_infos(session_id, db=s))
         plan = policy.plan(messages, summary_tokens=row.summary_tokens,
                            t=settings.thresholds(), force=force)
@@ -147,9 +143,23 @@ def claim_session(session_id: str, *, job: Job, res: Resources,
                            db=s, model=res.model_for(settings))
 
 
-def _tuned(row: Any, settings: Settings) -> tuple[Settings, str | None]:
-    """The session's effective settings, and why the claim dead-letters it (None: it
-    does not): a worker lost too often holding its lease, or bad overrides."""
+class Refusal(NamedTuple):
+    """Why the claim gives the lease back at once: a skipped or a dead run."""
+
+    status: Status
+    reason: str
+
+
+def _judge(session_id: str, row: Any, *, db: Db,
+           settings: Settings) -> tuple[Settings, Refusal | None]:
+    """The session's effective settings, and why the claim refuses it (None: it
+    does not): it waits out a dead-letter, a worker was lost too often holding
+    its lease, or its overrides are bad."""
+    if row.blocked and dead_lettered_by_claim(session_id, db=db):
+        # Only a model's failure may be folded past during a cool-down (the
+        # aggressive path, over budget): a worker lost on this session, or bad
+        # overrides, waits for the cool-down or `recap retry`.
+        return settings, Refusal("skipped", POISON_WAITS)
     dead_reason = None
     if row.lost_leases > settings.max_lost_leases:
         dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
@@ -158,7 +168,7 @@ def _tuned(row: Any, settings: Settings) -> tuple[Settings, str | None]:
         settings = effective(settings, row.overrides)
     except InvalidInput as exc:
         dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
-    return settings, dead_reason
+    return settings, Refusal("dead", dead_reason) if dead_reason else None
 
 
 def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:

@@ -81,6 +81,7 @@ def review(claim: Claim, answer: Answer) -> Review | None:
     settings = claim.settings
     if not settings.retention_guard:
         return None
+    may_repair = _may_repair(claim)
     corpus = echo.sent_corpus(answer.sent)
     summary = echo.strip_echo(answer.result.text, corpus)
     if not guard.strip_details(summary).strip():
@@ -96,19 +97,19 @@ def review(claim: Claim, answer: Answer) -> Review | None:
         else guard.default_salience(turns), archive=settings.archive_summarized)
     needed = guard.required(turns, previous, sal)
     missing = guard.missing(needed, summary=summary, facts=facts)
-    skipped = bool(missing) and _skips_repair(claim)
+    skipped = bool(missing) and not may_repair
     ask = (RepairAsk(guard.strip_details(summary),
                      tuple(guard.repair_items(turns, previous, missing)))
            if missing and not skipped else None)
     return Review(corpus, summary, previous, facts, sal, needed, missing, skipped, ask)
 
 
-def _skips_repair(claim: Claim) -> bool:
-    """Whether the guard settles without a repair call: under the adaptive policy
-    outside a chat, or when repairs have stopped helping this model lately."""
+def _may_repair(claim: Claim) -> bool:
+    """Whether the guard may ask a repair call: not under the adaptive policy outside
+    a chat, nor when repairs have stopped helping this model lately."""
     messages = claim.messages
-    return ((claim.settings.policy == "adaptive" and not adaptive.repairs(adaptive.per_message(
-        sum(m.token_count for m in messages), len(messages))))
+    return not ((claim.settings.policy == "adaptive" and not adaptive.repairs(
+        adaptive.per_message(sum(m.token_count for m in messages), len(messages))))
         or not repairs.should_repair(claim.recent_repairs))
 
 

@@ -18,8 +18,9 @@ import time
 from recap import tracing
 from recap.errors import Superseded
 from recap.llm.client import Usage
-from recap.worker.jobs import call, retain
+from recap.worker.jobs import retain
 from recap.worker.jobs.apply import apply_summary
+from recap.worker.jobs.call import Answer, call_repair, call_summary
 from recap.worker.jobs.claim import claim_session
 from recap.worker.jobs.failure import record_failed, record_failure
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
@@ -39,30 +40,32 @@ def summarize(session_id: str, *, job: Job, res: Resources, force: bool = False)
     """
     with tracing.span("recap.summarize_session", session_id=session_id, task_id=job.task_id,
                       attempt=job.attempt) as span:
-        outcome = _summarize(session_id, job=job, res=res, force=force)
+        outcome = log_outcome(_summarize(session_id, job=job, res=res, force=force), job)
         span.set_attribute("recap.outcome", outcome.status)
         return outcome
 
 
 def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Outcome:
+    """The steps of one job; the outcome is logged by the caller (a raised error's
+    failed or dead run is logged where it is recorded)."""
     claimed = claim_session(session_id, job=job, res=res, force=force)
     if isinstance(claimed, Outcome):
-        return log_outcome(claimed, job)
+        return claimed
     prompt = render(claimed)
     summarizer = res.summarizer_for(claimed.settings)
     usage = Usage(summarizer.model)
-    answer: call.Answer | None = None
+    answer: Answer | None = None
     started = time.monotonic()
     try:
-        answer = call.summarize(prompt, summarizer=summarizer, usage=usage)
+        answer = call_summary(prompt, summarizer=summarizer, usage=usage)
         review = retain.review(claimed, answer)  # None: the guard is off
-        repair = call.repair(review.ask, summarizer=summarizer, usage=usage) if review else None
+        repair = call_repair(review.ask, summarizer=summarizer, usage=usage) if review else None
         fold = retain.decide(claimed, answer, review, repair)
-        return log_outcome(apply_summary(claimed, fold, job=job, latency_ms=_ms(started)), job)
+        return apply_summary(claimed, fold, job=job, latency_ms=_ms(started))
     except Superseded as exc:
-        return log_outcome(record_failure(claimed, exc, job=job, status="superseded",
-                                          model=summarizer.model, latency_ms=None), job)
-    except Exception as exc:
+        return record_failure(claimed, exc, job=job, status="superseded",
+                              model=summarizer.model, latency_ms=None)
+    except Exception as exc:  # recorded and logged there, then raised for a retry
         raised = record_failed(claimed, exc, job=job, reason=(answer or prompt).reason,
                                model=summarizer.model, latency_ms=_ms(started),
                                secret=res.secret, spent=usage)
