@@ -30,22 +30,26 @@ class StubSummarizer:
                              input_tokens=sum(len(t.content) for t in turns) // 4,
                              output_tokens=len(text) // 4, calls=1)
 
+    def repair(self, summary: str, items: Sequence[str], *, usage: Any) -> str | None:
+        return None  # never asked: the benchmark folds with fold_of, no guard
+
 
 def time_jobs(session_ids: Sequence[str]) -> dict[str, list[float]]:
     """Run one job per session; seconds per phase."""
     from recap.settings import get_settings
+    from recap.worker.jobs.apply import apply_summary
     from recap.worker.jobs.claim import Claim, claim_session
-    from recap.worker.jobs.fold import fold_of
     from recap.worker.jobs.outcome import Job
-    from recap.worker.jobs.summarize import apply_summary
+    from recap.worker.jobs.resources import Resources
+    from recap.worker.jobs.retain import fold_of
 
-    settings = get_settings()
     stub = StubSummarizer()
+    res = Resources(get_settings(), stub)
     times: dict[str, list[float]] = {"claim": [], "llm (stub)": [], "apply": [], "total": []}
     for sid in session_ids:
         job = Job(task_id=f"bench-{sid}")
         t0 = time.perf_counter()
-        claim = claim_session(sid, job=job, settings=settings)
+        claim = claim_session(sid, job=job, res=res)
         t1 = time.perf_counter()
         if not isinstance(claim, Claim):
             raise RuntimeError(f"session {sid} did not need a job: {claim.reason}")

@@ -85,10 +85,11 @@ def claim_redis_db(server: str = REDIS_SERVER, *, pin: str = REDIS_DB_PIN,
                    owner: str = OWNER) -> int:
     """A Redis database of this run's own: an empty one (15 down to 1, or the one
     RECAP_TEST_REDIS_DB names), claimed with a key only one run can set. A database
-    a killed run left (its claim's process is gone, or its claim was released while a
-    child process of the run still wrote to it) is emptied first only when it holds
-    nothing but a test run's keys (RUN_KEYS); one with any other key is never touched. Everything the run's
-    brokers write stays there; :func:`release_redis_db` deletes it at the end."""
+    a killed run left (its claim's process is gone, or its claim was released
+    while a child process of the run still wrote to it) is emptied first only when
+    it holds nothing but a test run's keys (RUN_KEYS); one with any other key is
+    never touched. Everything the run's brokers write stays there;
+    :func:`release_redis_db` deletes it at the end."""
     import redis
 
     for db in _candidates(pin):

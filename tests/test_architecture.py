@@ -56,9 +56,7 @@ OVER_LIMITS: dict[str, Size] = {
     "recap.testing.recap:answer": Size(38, 14, 2),
     "recap.testing.validate:validate_messages_request": Size(39, 23, 1),
     "recap.worker.jobs.archive:resummarize": Size(68, 12, 2),
-    "recap.worker.jobs.retain:retain": Size(62, 15, 5),
-    "recap.worker.jobs.summarize:_summarize": Size(47, 14, 3),
-    "recap.worker.jobs.write:write_summary": Size(14, 3, 10),
+    "recap.worker.jobs.apply:write_summary": Size(14, 3, 10),
 }
 
 

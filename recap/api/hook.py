@@ -3,8 +3,8 @@
 
 :func:`counters_statement` with :func:`counters_params` -> :func:`plan_counters`
 (:func:`plan_hook`: the marker updates to run) -> a job is sent for each update
-that changed a row. The sync driver is :mod:`recap.api.ingest`, the asyncio one
-:mod:`recap.api.aio`.
+that changed a row (recap.store.enqueue publishes it). The sync driver is
+:mod:`recap.api.ingest`, the asyncio one :mod:`recap.api.aio`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import (
     DateTime,
@@ -31,37 +30,18 @@ from recap.core.prompts.titles import needs_title
 from recap.errors import InvalidInput
 from recap.models import ChatSession
 from recap.settings import Settings, effective
-from recap.store.enqueue import pending_update, stale_before, title_due_update
+from recap.store.enqueue import (
+    JobToSend,
+    ReplyJobs,
+    pending_update,
+    stale_before,
+    title_due_update,
+)
 
-
-class JobKind(StrEnum):
-    """The jobs the hook queues."""
-
-    SUMMARIZE = "summarize"
-    TITLE = "title"
-
-
-class JobToSend(NamedTuple):
-    """One job the hook decided to send (after the caller's commit, with ``db``)."""
-
-    kind: JobKind
-    session_id: str
-
-
-@dataclass(frozen=True)
-class ReplyJobs:
-    """What one ``after_reply`` sent (or, with ``db``, will send on commit)."""
-
-    summarize: bool = False
-    title: bool = False
-    # The hook's read found no such session (False when it did not read: the breaker
-    # was open or the database failed).
-    missing: bool = False
-
-    def to_send(self, session_id: str) -> list[JobToSend]:
-        """These jobs as :class:`JobToSend`, the title job first."""
-        return [*([JobToSend(JobKind.TITLE, session_id)] if self.title else []),
-                *([JobToSend(JobKind.SUMMARIZE, session_id)] if self.summarize else [])]
+# What the decision leads to, as the publisher (recap.store.enqueue) sends it, is
+# named here too for the asyncio driver (recap.api.aio), which takes it from here.
+__all__ = ["HookPlan", "JobToSend", "ReplyJobs", "counters_params", "counters_statement",
+           "plan_counters", "plan_hook"]
 
 
 @functools.cache

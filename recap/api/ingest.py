@@ -10,11 +10,12 @@ trigger marks the session pending and queues one job.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, event, func, insert
+from sqlalchemy import Connection, func, insert
 from sqlalchemy.orm import Session
 
 from recap.api.core import (
@@ -26,23 +27,25 @@ from recap.api.core import (
     owner_query,
     validate_message,
 )
-from recap.api.hook import (
-    JobKind,
-    JobToSend,
-    ReplyJobs,
-    counters_params,
-    counters_statement,
-    plan_counters,
-)
+from recap.api.hook import counters_params, counters_statement, plan_counters
 from recap.api.validate import check_session_id, prepare_message
 from recap.core.content.message import Message
 from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
-from recap.store.enqueue import BREAKER, send, send_title
+from recap.store.enqueue import (
+    BREAKER,
+    ReplyJobs,
+    send_after_commit,
+    send_both,
+    send_jobs,
+)
 
-__all__ = ["ReplyJobs", "add_message", "after_reply", "insert_message", "prepare",
-           "raise_other_user", "reply_jobs"]
+# The asyncio driver (recap.api.aio) shares the publishing half of the hook: it
+# takes send_both, send_jobs and send_after_commit (recap.store.enqueue) from here.
+__all__ = ["ReplyJobs", "add_message", "after_reply", "hook_failed", "insert_message",
+           "prepare", "raise_other_user", "reply_jobs", "send_after_commit", "send_both",
+           "send_jobs"]
 
 log = logging.getLogger("recap.ingest")
 
@@ -118,24 +121,6 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
         return insert_message(conn, new)
 
 
-def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
-    """The jobs to send, from one read of the session's counters; each has already
-    set its pending marker (on ``s``: committed at once on an autocommit connection)."""
-    settings = get_settings()
-    # The lease and the marker on the clock the jobs and the sweeper use: on
-    # PostgreSQL the read compares with now() itself and hands it back.
-    server_clock = _dialect(s) == "postgresql"
-    bound = None if server_clock else utcnow()
-    row = s.execute(counters_statement(server_clock=server_clock),
-                    counters_params(session_id, settings=settings, now=bound)).one_or_none()
-    hook = plan_counters(session_id, row, settings=settings, bound=bound)
-    if hook.missing:
-        return ReplyJobs(missing=True)
-    title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
-    queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
-    return ReplyJobs(queue, title)
-
-
 def after_reply(session_id: str, *, db: Session | None = None) -> bool:
     """The hook: maybe queue one summarize job (and, after the first exchange, one
     title job). Returns True if a summarize job was (or will be) sent; see
@@ -153,77 +138,58 @@ def after_reply(session_id: str, *, db: Session | None = None) -> bool:
 
 def reply_jobs(session_id: str, *, db: Session | None = None) -> ReplyJobs:
     """:func:`after_reply`, saying which jobs it sent: a summarize job, a title job
-    (``recap ingest`` counts both). Same contract otherwise."""
+    (``recap ingest`` counts both). Same contract otherwise.
+
+    Two steps: :func:`decide` (the hook's read and its pending markers), then
+    publish (recap.store.enqueue): at once, or after ``db``'s commit."""
     check_session_id(session_id)
     if BREAKER.is_open():
         return ReplyJobs()
     try:
-        if db is None:
-            # No transaction: the read is one statement, and each marker update is
-            # one statement whose WHERE settles coalescing by itself.
-            with autocommit_connection() as conn:
-                jobs = decide(conn, session_id)
-            return send_both(session_id, jobs)
-        with db.begin_nested():  # a failure leaves the caller's transaction usable
-            jobs = decide(db, session_id)
+        with _deciding_on(db) as s:
+            jobs = decide(s, session_id)
     except Exception as exc:
         return ReplyJobs(summarize=hook_failed(session_id, exc))
+    if db is None:
+        return send_both(session_id, jobs)
     return ReplyJobs(send_after_commit(db, session_id, jobs), jobs.title, jobs.missing)
 
 
-# The sending below is shared with the asyncio API (recap.api.aio), which runs it
-# off its loop.
+@contextlib.contextmanager
+def _deciding_on(db: Session | None) -> Iterator[Session | Connection]:
+    """Where the hook decides: with no ``db``, a connection of its own and no
+    transaction (the read is one statement, and each marker update is one statement
+    whose WHERE settles coalescing by itself); else a savepoint of ``db``'s
+    transaction (a failure leaves it usable)."""
+    if db is None:
+        with autocommit_connection() as conn:
+            yield conn
+    else:
+        with db.begin_nested():
+            yield db
+
+
+def decide(s: Session | Connection, session_id: str) -> ReplyJobs:
+    """The jobs to send, from one read of the session's counters (the plan:
+    recap.api.hook); each has already set its pending marker (on ``s``: committed
+    at once on an autocommit connection)."""
+    settings = get_settings()
+    # The lease and the marker on the clock the jobs and the sweeper use: on
+    # PostgreSQL the read compares with now() itself and hands it back.
+    server_clock = _dialect(s) == "postgresql"
+    bound = None if server_clock else utcnow()
+    row = s.execute(counters_statement(server_clock=server_clock),
+                    counters_params(session_id, settings=settings, now=bound)).one_or_none()
+    hook = plan_counters(session_id, row, settings=settings, bound=bound)
+    if hook.missing:
+        return ReplyJobs(missing=True)
+    title = hook.title is not None and rowcount(s.execute(hook.title)) == 1
+    queue = hook.summarize is not None and rowcount(s.execute(hook.summarize)) == 1
+    return ReplyJobs(queue, title)
+
 
 def hook_failed(session_id: str, exc: Exception) -> bool:
     """Log a failed hook (the sweeper catches up) and return its result, False."""
     log.warning("after_reply for session %r failed (%s: %s); the sweeper will catch up",
                 session_id, type(exc).__name__, exc)
     return False
-
-
-def send_both(session_id: str, jobs: ReplyJobs) -> ReplyJobs:
-    """Publish what the hook decided; which jobs were sent."""
-    titled = send_title(session_id) if jobs.title else False
-    return ReplyJobs(send(session_id) if jobs.summarize else False, titled, jobs.missing)
-
-
-def send_jobs(jobs: list[JobToSend]) -> None:
-    """Publish ``jobs``."""
-    for job in jobs:
-        send_title(job.session_id) if job.kind is JobKind.TITLE else send(job.session_id)
-
-
-def send_after_commit(db: Session, session_id: str, jobs: ReplyJobs, *,
-                      dispatch: Callable[[list[JobToSend]], None] = send_jobs) -> bool:
-    """Have ``dispatch`` publish ``jobs`` once ``db``'s outermost transaction commits
-    (never if it rolls back); returns whether a summarize job is among them."""
-    for job in jobs.to_send(session_id):
-        _send_after_commit(db, job, dispatch)
-    return jobs.summarize
-
-
-def _send_after_commit(db: Session, job: JobToSend,
-                       dispatch: Callable[[list[JobToSend]], None]) -> None:
-    db.info.setdefault("recap_pending_sends", set()).add(job)
-    db.info["recap_dispatch"] = dispatch
-    if not db.info.get("recap_listening"):
-        db.info["recap_listening"] = True
-        event.listen(db, "after_commit", _on_commit)
-        event.listen(db, "after_transaction_end", _on_transaction_end)
-
-
-def _on_commit(session: Session) -> None:
-    # after_commit also fires when a SAVEPOINT is released; only the outermost
-    # commit counts. No SQL may run here, so just take note.
-    if not session.in_nested_transaction():
-        session.info["recap_committed"] = True
-
-
-def _on_transaction_end(session: Session, trans: Any) -> None:
-    if trans.parent is not None or trans.nested:
-        return  # a savepoint or subtransaction: the outcome is not decided yet
-    committed = session.info.pop("recap_committed", False)
-    pending = session.info.pop("recap_pending_sends", set())
-    dispatch = session.info.pop("recap_dispatch", send_jobs)
-    if committed and pending:
-        dispatch(sorted(pending))

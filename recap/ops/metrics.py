@@ -42,7 +42,7 @@ from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
 log = logging.getLogger("recap.metrics")
 
 # The reason class of a run, from the start of summary_runs.reason (recap.core.planning.policy
-# and recap.worker.jobs.claim/summarize/archive write these texts). First match wins;
+# and recap.worker.jobs.claim/apply/failure/archive write these texts). First match wins;
 # anything else (including no reason) is "other".
 REASON_CLASSES: tuple[tuple[str, str], ...] = (
     # A plan with a mode but no batch: recorded as skipped.

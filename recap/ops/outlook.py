@@ -23,7 +23,7 @@ from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatSession
 from recap.settings import Settings, effective
 from recap.store.enqueue import stale_before
-from recap.worker.jobs.claim import message_infos
+from recap.store.plans import message_infos
 
 
 @dataclass(frozen=True)

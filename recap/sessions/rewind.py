@@ -38,7 +38,8 @@ from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from recap.settings import Settings, effective, get_settings
-from recap.store.rows import record_run, save_summary_version
+from recap.store.rows import save_summary_version
+from recap.store.runs import RunRecord, record_run
 from recap.store.sources import drop_sources, drop_unsourced
 
 log = logging.getLogger("recap.worker.jobs")
@@ -104,11 +105,11 @@ def _rewind(session_id: str, after: int, settings: Settings) -> Rewound:
             ArchivedMessage.session_id == session_id, ArchivedMessage.id > after)
             .returning(ArchivedMessage.id))]
         version = head.summary_version + 1
-        run_id = record_run(session_id, db=s, task_id=f"rewind-{uuid.uuid4()}", attempt=1,
-                            status="applied", reason=_reason(after, len(gone), restored,
-                                                             restored_version),
-                            messages_condensed=0, last_message_id=max(gone, default=None),
-                            rewound_after=after, summary_tokens=tokens)
+        run_id = record_run(RunRecord(
+            session_id=session_id, task_id=f"rewind-{uuid.uuid4()}", attempt=1,
+            status="applied", reason=_reason(after, len(gone), restored, restored_version),
+            messages_condensed=0, last_message_id=max(gone, default=None),
+            rewound_after=after, summary_tokens=tokens), db=s)
         if undone:
             s.execute(update(SummaryRun).where(SummaryRun.id.in_([r.id for r in undone]))
                       .values(undone_by=run_id))

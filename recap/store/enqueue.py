@@ -5,16 +5,22 @@ yet (``title_requested_at`` does the same for title jobs); the job clears it
 when it claims the session. A marker older than RECAP_ENQUEUE_STALE_S is
 treated as lost, and the sweeper queues again. Jobs are sent by task name, so
 producers (the chat app, beat, the CLI) never import the tasks module.
+
+The reply path publishes what its hook decided (:class:`ReplyJobs`) at once
+(:func:`send_both`) or after the caller's commit (:func:`send_after_commit`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Update, and_, or_, update
+from sqlalchemy import ColumnElement, Connection, Update, and_, event, or_, update
 from sqlalchemy.orm import Session
 
 from recap.core.prompts.titles import MIN_MESSAGES
@@ -146,3 +152,81 @@ def mark_title_requested(session_id: str, *, db: Session | Connection, now: date
 def send_title(session_id: str) -> bool:
     """Publish one title job (never raises; see recap.store.enqueue.publish)."""
     return publish(TITLE_TASK, session_id, marker=ChatSession.title_requested_at)
+
+
+class JobKind(StrEnum):
+    """The jobs the hook queues."""
+
+    SUMMARIZE = "summarize"
+    TITLE = "title"
+
+
+class JobToSend(NamedTuple):
+    """One job the hook decided to send (after the caller's commit, with ``db``)."""
+
+    kind: JobKind
+    session_id: str
+
+
+@dataclass(frozen=True)
+class ReplyJobs:
+    """What one ``after_reply`` sent (or, with ``db``, will send on commit)."""
+
+    summarize: bool = False
+    title: bool = False
+    # The hook's read found no such session (False when it did not read: the breaker
+    # was open or the database failed).
+    missing: bool = False
+
+    def to_send(self, session_id: str) -> list[JobToSend]:
+        """These jobs as :class:`JobToSend`, the title job first."""
+        return [*([JobToSend(JobKind.TITLE, session_id)] if self.title else []),
+                *([JobToSend(JobKind.SUMMARIZE, session_id)] if self.summarize else [])]
+
+
+def send_both(session_id: str, jobs: ReplyJobs) -> ReplyJobs:
+    """Publish what the hook decided; which jobs were sent."""
+    titled = send_title(session_id) if jobs.title else False
+    return ReplyJobs(send(session_id) if jobs.summarize else False, titled, jobs.missing)
+
+
+def send_jobs(jobs: list[JobToSend]) -> None:
+    """Publish ``jobs``."""
+    for job in jobs:
+        send_title(job.session_id) if job.kind is JobKind.TITLE else send(job.session_id)
+
+
+def send_after_commit(db: Session, session_id: str, jobs: ReplyJobs, *,
+                      dispatch: Callable[[list[JobToSend]], None] = send_jobs) -> bool:
+    """Have ``dispatch`` publish ``jobs`` once ``db``'s outermost transaction commits
+    (never if it rolls back); returns whether a summarize job is among them."""
+    for job in jobs.to_send(session_id):
+        _send_after_commit(db, job, dispatch)
+    return jobs.summarize
+
+
+def _send_after_commit(db: Session, job: JobToSend,
+                       dispatch: Callable[[list[JobToSend]], None]) -> None:
+    db.info.setdefault("recap_pending_sends", set()).add(job)
+    db.info["recap_dispatch"] = dispatch
+    if not db.info.get("recap_listening"):
+        db.info["recap_listening"] = True
+        event.listen(db, "after_commit", _on_commit)
+        event.listen(db, "after_transaction_end", _on_transaction_end)
+
+
+def _on_commit(session: Session) -> None:
+    # after_commit also fires when a SAVEPOINT is released; only the outermost
+    # commit counts. No SQL may run here, so just take note.
+    if not session.in_nested_transaction():
+        session.info["recap_committed"] = True
+
+
+def _on_transaction_end(session: Session, trans: Any) -> None:
+    if trans.parent is not None or trans.nested:
+        return  # a savepoint or subtransaction: the outcome is not decided yet
+    committed = session.info.pop("recap_committed", False)
+    pending = session.info.pop("recap_pending_sends", set())
+    dispatch = session.info.pop("recap_dispatch", send_jobs)
+    if committed and pending:
+        dispatch(sorted(pending))

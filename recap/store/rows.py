@@ -6,14 +6,11 @@ Each takes the chat session's id first and the database session as ``db=``
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Sequence
 
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
-    Executable,
     bindparam,
     delete,
     exists,
@@ -25,11 +22,9 @@ from sqlalchemy import (
 
 from recap.core.content.render import full_text
 from recap.core.memories.facts import Fact, may_replace
-from recap.core.retention.guard import GuardCounts
 from recap.db import Db, insert_or_update, rowcount
 from recap.models import SOURCE_KINDS, ArchivedMessage, Memory, MemorySource
 from recap.models import messages_table as MESSAGES
-from recap.models import runs_table as RUNS
 from recap.models import sessions_table as SESSIONS
 from recap.models import versions_table as VERSIONS
 from recap.store.recall import session_scopes
@@ -42,57 +37,6 @@ def session_exists(session_id: str, *, db: Db) -> bool:
     cannot erase the session between this check and what the caller writes."""
     return db.execute(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id)
                       .with_for_update(key_share=True)).first() is not None
-
-
-def record_run(session_id: str, *, db: Db, task_id: str | None, attempt: int,
-               status: str, reason: str, mode: str | None = None,
-               messages_condensed: int = 0, condensed_tokens: int | None = None,
-               first_message_id: int | None = None, last_message_id: int | None = None,
-               input_tokens: int | None = None, output_tokens: int | None = None,
-               estimated_input_tokens: int | None = None, summary_tokens: int | None = None,
-               latency_ms: int | None = None, model: str | None = None,
-               error: str | None = None, rewound_after: int | None = None,
-               guard: GuardCounts | None = None, row_locked: bool = False,
-               frozen_answers: int | None = None) -> int:
-    """Insert one summary_runs row; returns its id. ``mode`` is the plan's
-    (recap.core.planning.policy.Mode), ``guard`` the retention guard's counts,
-    ``frozen_answers`` the answers refused as frozen or empty (recap.core.prompts.frozen).
-
-    Only ``skipped`` runs are recorded for a session that is not stored (an unknown
-    id); any other outcome is of a job that held the session, and if the session
-    is gone it was forgotten (recap.forget) meanwhile: nothing is recorded and 0
-    is returned, so the audit cannot bring back its id or its text.
-    ``row_locked``: the caller's transaction has already updated the session row
-    (the fenced write), so it is stored and locked until the commit, and the
-    check is skipped.
-    """
-    if status != "skipped" and not row_locked and not session_exists(session_id, db=db):
-        return 0
-    row: dict[str, object] = {
-        "session_id": session_id[:255], "task_id": task_id, "attempt": attempt,
-        "status": status, "reason": reason, "mode": None if mode is None else str(mode),
-        "messages_condensed": messages_condensed, "condensed_tokens": condensed_tokens,
-        "first_message_id": first_message_id, "last_message_id": last_message_id,
-        "input_tokens": input_tokens, "output_tokens": output_tokens,
-        "estimated_input_tokens": estimated_input_tokens, "summary_tokens": summary_tokens,
-        "latency_ms": latency_ms, "model": model, "error": error,
-        "rewound_after": rewound_after, "frozen_answers": frozen_answers or None,
-        **(_counts(guard) if guard else {})}
-    keys = tuple(sorted(k for k, v in row.items() if v is not None))
-    return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
-
-
-def _counts(guard: GuardCounts) -> dict[str, object]:
-    # dataclasses.asdict deep-copies every value; the counts are ints and bools.
-    return {f.name: getattr(guard, f.name) for f in dataclasses.fields(guard)}
-
-
-@functools.cache
-def _run_insert(keys: tuple[str, ...]) -> Executable:
-    # Built once per set of columns, with bound parameters: building an INSERT and
-    # its cache key costs a job more CPU than sending it.
-    return (insert(RUNS).values({k: bindparam(f"v_{k}", type_=RUNS.c[k].type) for k in keys})
-            .returning(RUNS.c.id))
 
 
 def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: int,
@@ -168,7 +112,8 @@ _SEARCH_TEXT = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b
                 .values(search_text=bindparam("b_text")))
 
 
-# Built once, with bound parameters (see _run_insert).
+# Built once, with bound parameters: building an INSERT and its cache key costs a
+# job more CPU than sending it.
 _VERSION_INSERT = insert(VERSIONS).values(
     {k: bindparam(f"v_{k}", type_=VERSIONS.c[k].type)
      for k in ("session_id", "version", "text", "tokens", "covers_through", "run_id")})

@@ -18,14 +18,10 @@ from recap.api.core import (
     load_blocks,
     validate_message,
 )
-from recap.api.hook import (
-    JobKind,
-    JobToSend,
-    ReplyJobs,
-    plan_hook,
-)
+from recap.api.hook import plan_hook
 from recap.errors import InvalidInput
 from recap.settings import Settings, get_settings
+from recap.store.enqueue import JobKind, JobToSend, ReplyJobs
 from tests.helpers import LOW
 
 pytestmark = pytest.mark.unit

@@ -16,6 +16,7 @@ from recap.settings import get_settings
 from recap.store.fence import release
 from recap.worker.jobs.claim import Claim, claim_session
 from recap.worker.jobs.outcome import Job, Outcome
+from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.sweeper import find_due
 from tests.helpers import LOW, seed, session_row
 
@@ -35,7 +36,7 @@ def skew_clock(monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
 
 
 def claim(sid: str, task: str) -> Claim | Outcome:
-    return claim_session(sid, job=Job(task_id=task), settings=get_settings())
+    return claim_session(sid, job=Job(task_id=task), res=get_resources())
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ from recap.ops import metrics
 from recap.settings import get_settings
 from recap.worker.jobs.claim import Claim, claim_session, record_rejected
 from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, sweep
 from tests.env import migrate
 
@@ -92,7 +93,7 @@ def test_runs_are_counted_by_status_and_reason_class() -> None:
 
     # Real skips and dead-letters, written by claim_session itself.
     settings = get_settings()
-    assert not isinstance(claim_session("ghost", job=JOB, settings=settings), Claim)
+    assert not isinstance(claim_session("ghost", job=JOB, res=get_resources()), Claim)
     record_rejected("bad id\n", "control characters", job=JOB)
     add_session("held", message_count=40, active_tokens=20000, lease_token="other",
                 lease_expires_at=utcnow() + timedelta(seconds=60))
@@ -102,7 +103,7 @@ def test_runs_are_counted_by_status_and_reason_class() -> None:
     add_session("tuned", message_count=40, active_tokens=20000,
                 overrides={"batch_size": -1})
     for sid in ("held", "lost", "tuned"):
-        assert not isinstance(claim_session(sid, job=JOB, settings=settings), Claim)
+        assert not isinstance(claim_session(sid, job=JOB, res=get_resources()), Claim)
 
     got = {key: r.runs for key, r in totals().items()}
     assert got == {

@@ -24,7 +24,7 @@ from recap.models import ChatSession, Memory, TitleRun
 from recap.ops.stats import collect_stats
 from recap.settings import get_settings
 from recap.store.enqueue import send_title
-from recap.store.rows import record_run
+from recap.store.runs import RunRecord, record_run
 from recap.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 from recap.worker.jobs.claim import POISON_WAITS
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
@@ -324,8 +324,9 @@ def test_a_session_dead_lettered_by_a_lost_worker_waits_even_over_budget(
     for role, text in conversation(40):
         add_message(sid, role, text)
     with transaction() as s:
-        record_run(sid, db=s, task_id="t", attempt=1, status="dead",
-                   reason="worker lost 4 times in a row while holding this session's lease")
+        record_run(RunRecord(
+            session_id=sid, task_id="t", attempt=1, status="dead",
+            reason="worker lost 4 times in a row while holding this session's lease"), db=s)
         s.execute(update(ChatSession).where(ChatSession.id == sid)
                   .values(blocked_until=utcnow() + timedelta(hours=1)))
     after_reply(sid)  # over budget: the hook sends the aggressive job

@@ -23,11 +23,13 @@ from recap.llm.summarizer import SummaryResult
 from recap.models import ChatMessage, ChatSession
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic
+from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.claim import Claim, claim_session
-from recap.worker.jobs.fold import fold_of
+from recap.worker.jobs.failure import record_failure
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import build_resources
-from recap.worker.jobs.summarize import apply_summary, record_failure, summarize
+from recap.worker.jobs.retain import fold_of
+from recap.worker.jobs.summarize import summarize
 from tests.env import ROOT
 from tests.helpers import (
     as_dict,
@@ -245,7 +247,7 @@ def test_apply_never_deletes_another_sessions_rows(fake_api: FakeAnthropic) -> N
     mine, theirs = seed("forge-a", 12), seed("forge-b", 12)
     settings = get_settings()
     job = Job(task_id="forged")
-    claim = claim_session("forge-a", job=job, settings=settings)
+    claim = claim_session("forge-a", job=job, res=build_resources(settings))
     assert isinstance(claim, Claim)
     before = snapshot(["forge-a", "forge-b"])
     result = SummaryResult(text="forged summary", model="m")

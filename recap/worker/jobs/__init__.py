@@ -1,3 +1,4 @@
-"""The job path: what a worker runs. One summarize job end to end (claim, call the
-model with no transaction open, retention guard, fenced apply), archive rebuilds,
-titles, and the sweeper that heals lost enqueues."""
+"""The job path: what a worker runs. One summarize job is a pipeline of steps
+(summarize.py calls them in order: claim, render, call, retain, apply; failure.py
+records a job that did not apply), archive rebuilds, titles, and the sweeper that
+heals lost enqueues."""

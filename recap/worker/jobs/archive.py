@@ -21,11 +21,12 @@ from recap.llm.tokens import count_tokens
 from recap.models import ArchivedMessage, ChatSession
 from recap.settings import effective
 from recap.store.fence import lease_expiry, release, take_lease
-from recap.store.rows import record_run, save_summary_version
-from recap.worker.jobs.claim import message_infos
+from recap.store.plans import message_infos
+from recap.store.rows import save_summary_version
+from recap.store.runs import RunRecord, record_run
+from recap.worker.jobs.apply import write_summary
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
 from recap.worker.jobs.resources import Resources
-from recap.worker.jobs.write import write_summary
 
 
 def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:
@@ -93,12 +94,12 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
         else:
             # An applied run that condenses nothing: it bumps the version, and the
             # archived messages stay covered by the runs that condensed them.
-            run_id = record_run(session_id, db=s, task_id=job.task_id, attempt=job.attempt,
-                                status="applied", reason=reason, messages_condensed=0,
-                                input_tokens=result.input_tokens,
-                                output_tokens=result.output_tokens,
-                                summary_tokens=summary_tokens, latency_ms=latency_ms,
-                                model=result.model)
+            run_id = record_run(RunRecord(
+                session_id=session_id, task_id=job.task_id, attempt=job.attempt,
+                status="applied", reason=reason, messages_condensed=0,
+                input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                summary_tokens=summary_tokens, latency_ms=latency_ms, model=result.model),
+                db=s)
             save_summary_version(session_id, db=s, version=version + 1, text=result.text,
                                  tokens=summary_tokens, covers_through=turns[-1].id,
                                  run_id=run_id, keep=tuned.summary_versions_keep)

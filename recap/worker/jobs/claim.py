@@ -1,12 +1,14 @@
-"""The first transaction of a summarize job: take the lease and read the batch.
+"""Step 1 of a summarize job: take the lease and read everything the job needs.
 
 ``claim_session`` owns exactly one transaction. It returns a :class:`Claim`
-(the lease is held) or an :class:`Outcome` saying why not (skipped or dead),
-already recorded in ``summary_runs``.
+(the lease is held; every later step reads this value, not the database) or an
+:class:`Outcome` saying why not (skipped or dead), already recorded in
+``summary_runs``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,21 +17,23 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Interval, Update, bindparam, func, select, update
 
-from recap.core.content.render import full_text, parse_links
+from recap.core.content.render import full_text
 from recap.core.memories.provenance import own_text
 from recap.core.planning import policy
 from recap.core.prompts.summarize import Turn
+from recap.core.retention.repairs import RepairOutcome
 from recap.core.retention.salience import Voice, Voices
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.models import messages_table as MESSAGES
-from recap.models import runs_table as RUNS
 from recap.models import sessions_table as SESSIONS
 from recap.settings import Settings, effective
 from recap.store.fence import lease_expiry, release, take_lease
+from recap.store.plans import message_infos, plan_flags
 from recap.store.recall import memories_for_prompt
-from recap.store.rows import record_run
+from recap.store.runs import RunRecord, held_before, last_run, recent_repairs, record_run
 from recap.worker.jobs.outcome import Job, Outcome, Status
+from recap.worker.jobs.resources import Resources
 
 # Memories offered to the mining call: enough for the facts a batch can update,
 # few enough to cost little next to the batch. Ranked against its newest turns.
@@ -39,11 +43,16 @@ KNOWN_QUERY_TURNS = 8
 
 @dataclass(frozen=True)
 class Claim:
+    """What the claim took and read: everything the later steps of the job need, so
+    none of them reads the database again before the apply."""
+
     session_id: str
     token: str
     version: int
     previous_summary: str | None
-    turns: list[Turn]
+    # The batch as stored (a block message in full): what the retention guard
+    # requires specifics of. What the model is sent is cut from it (recap.worker.jobs.render).
+    turns: tuple[Turn, ...]
     plan: policy.Plan
     settings: Settings  # with this session's overrides applied
     # The active messages the plan saw; what is left after the apply is these
@@ -58,23 +67,28 @@ class Claim:
     # The batch and the messages after it as salience reads them (recap.core.retention.salience):
     # read when the retention guard is on, which ranks what it keeps by them.
     voices: Voices = Voices()
+    # Read when the retention guard is on. Whether repairs helped the job's model
+    # lately (recap.core.retention.repairs), and the batch's messages the last applied run
+    # held back (they may not be held back again: recap.core.retention.guard.settle).
+    recent_repairs: tuple[RepairOutcome, ...] = ()
+    held_before: frozenset[int] = frozenset()
 
 
 def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
-           mode: policy.Mode | None = None) -> int:
-    """The summary_runs row of a job that condensed nothing (skipped or dead)."""
-    return record_run(session_id, db=db, task_id=job.task_id, attempt=job.attempt,
-                      status=status, reason=reason, mode=mode)
+           mode: policy.Mode | None = None) -> Outcome:
+    """Record the summary_runs row of a job that condensed nothing (skipped or dead)."""
+    record_run(RunRecord(session_id=session_id, task_id=job.task_id, attempt=job.attempt,
+                         status=status, reason=reason, mode=mode), db=db)
+    return Outcome(session_id, status, reason, mode=mode)
 
 
 def record_rejected(session_id: object, reason: str, *, job: Job) -> Outcome:
     """Record a ``skipped`` run for a job given an id that cannot name a session."""
     shown = session_id if isinstance(session_id, str) else repr(session_id)
     shown = shown.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")[:255]
-    reason = f"rejected session id: {reason}"
     with core_transaction() as s:
-        record(shown, db=s, job=job, status="skipped", reason=reason)
-    return Outcome(shown, "skipped", reason)
+        return record(shown, db=s, job=job, status="skipped",
+                      reason=f"rejected session id: {reason}")
 
 
 POISON_WAITS = ("dead-lettered by a lost worker or bad overrides: waits for its cool-down "
@@ -84,73 +98,98 @@ POISON_WAITS = ("dead-lettered by a lost worker or bad overrides: waits for its 
 def dead_lettered_by_claim(session_id: str, *, db: Db) -> bool:
     """Whether the session's last dead run was recorded by the claim itself (a worker
     lost while holding it, or bad overrides: no model error), not by a failed call."""
-    last = db.execute(select(RUNS.c.error).where(RUNS.c.session_id == session_id,
-                                                 RUNS.c.status == "dead")
-                      .order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
+    last = last_run(session_id, db=db, status="dead")
     return last is not None and last.error is None
 
 
-def claim_session(session_id: str, *, job: Job, settings: Settings,
+def claim_session(session_id: str, *, job: Job, res: Resources,
                   now: datetime | None = None, force: bool = False) -> Claim | Outcome:
-    """Take the lease and read the batch, or record why not (skipped/dead).
+    """Take the lease and read everything the job needs, in one transaction; or
+    record why not (skipped or dead) and return that outcome.
 
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
     """
     token = str(uuid.uuid4())
     with core_transaction() as s:
-        taken = _take_lease(session_id, db=s, token=token, lease_s=settings.lease_s, now=now)
+        taken = _take_lease(session_id, db=s, token=token, lease_s=res.settings.lease_s,
+                            now=now)
         if taken is None:
             exists = s.scalar(select(SESSIONS.c.id).where(SESSIONS.c.id == session_id))
-            reason = ("lease held by another job" if exists
-                      else f"session {session_id!r} not found")
-            record(session_id, db=s, job=job, status="skipped", reason=reason)
-            return Outcome(session_id, "skipped", reason)
+            return record(session_id, db=s, job=job, status="skipped",
+                          reason=("lease held by another job" if exists
+                                  else f"session {session_id!r} not found"))
         row, now = taken
-        if row.blocked and dead_lettered_by_claim(session_id, db=s):
-            # Only a model's failure may be folded past during a cool-down (the
-            # aggressive path, over budget): a worker lost on this session, or bad
-            # overrides, waits for the cool-down or `recap retry`.
-            release(session_id, db=s, token=token)
-            reason = POISON_WAITS
-            record(session_id, db=s, job=job, status="skipped", reason=reason)
-            return Outcome(session_id, "skipped", reason)
-        dead_reason = None
-        if row.lost_leases > settings.max_lost_leases:
-            dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
-                           "session's lease; dead-lettered (recap retry after fixing the cause)")
-        try:
-            settings = effective(settings, row.overrides)
-        except InvalidInput as exc:
-            dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
-        if dead_reason:
-            release(session_id, db=s, token=token,
-                    blocked_until=now + timedelta(seconds=settings.dead_cooldown_s))
-            record(session_id, db=s, job=job, status="dead", reason=dead_reason)
-            return Outcome(session_id, "dead", dead_reason)
-
-        messages = message_infos(session_id, db=s)
+        settings, refused = _judge(session_id, row, db=s, settings=res.settings)
+        if refused is not None:
+            release(session_id, db=s, token=token, blocked_until=(
+                now + timedelta(seconds=settings.dead_cooldown_s) if refused.status == "dead"
+                else None))
+            return record(session_id, db=s, job=job, status=refused.status,
+                          reason=refused.reason)
+        messages = tuple(message_infos(session_id, db=s))
         plan = policy.plan(messages, summary_tokens=row.summary_tokens,
                            t=settings.thresholds(), force=force)
-        flags = blocked_flags(plan, settings)
-        if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != (
-                plan.needs_escalation, *flags):
+        flags = plan_flags(plan, settings)
+        if (row.needs_escalation, row.normal_blocked, row.normal_blocked_under) != flags:
             s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id)
-                      .values(needs_escalation=plan.needs_escalation, **flags._asdict()))
+                      .values(**flags._asdict()))
         if not plan.should_summarize:
             release(session_id, db=s, token=token)
             back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
-            record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
-                   mode=plan.mode)
-            return Outcome(session_id, "skipped", plan.reason, mode=plan.mode)
-        # Only mined facts are checked against the user's own words (recap.worker.jobs.fold).
-        turns, own, voices = _load_turns(session_id, plan.batch_ids, db=s,
-                                         own_words=settings.extract_memories,
-                                         voices=settings.retention_guard)
-        known = (memories_for_prompt(session_id, db=s, limit=KNOWN_MEMORIES,
-                                     query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
-                 if settings.extract_memories else [])
-        return Claim(session_id, token, row.summary_version, row.rolling_summary, turns, plan,
-                     settings, tuple(messages), tuple(known), own, voices)
+            return record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
+                          mode=plan.mode)
+        return _read_batch(Claim(session_id, token, row.summary_version, row.rolling_summary,
+                                 (), plan, settings, messages),
+                           db=s, model=res.model_for(settings))
+
+
+class Refusal(NamedTuple):
+    """Why the claim gives the lease back at once: a skipped or a dead run."""
+
+    status: Status
+    reason: str
+
+
+def _judge(session_id: str, row: Any, *, db: Db,
+           settings: Settings) -> tuple[Settings, Refusal | None]:
+    """The session's effective settings, and why the claim refuses it (None: it
+    does not): it waits out a dead-letter, a worker was lost too often holding
+    its lease, or its overrides are bad."""
+    if row.blocked and dead_lettered_by_claim(session_id, db=db):
+        # Only a model's failure may be folded past during a cool-down (the
+        # aggressive path, over budget): a worker lost on this session, or bad
+        # overrides, waits for the cool-down or `recap retry`.
+        return settings, Refusal("skipped", POISON_WAITS)
+    dead_reason = None
+    if row.lost_leases > settings.max_lost_leases:
+        dead_reason = (f"worker lost {row.lost_leases} times in a row while holding this "
+                       "session's lease; dead-lettered (recap retry after fixing the cause)")
+    try:
+        settings = effective(settings, row.overrides)
+    except InvalidInput as exc:
+        dead_reason = f"{exc} (fix chat_sessions.overrides, then recap retry)"
+    return settings, Refusal("dead", dead_reason) if dead_reason else None
+
+
+def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:
+    """``claim`` with what the later steps read of its batch: the turns (and what
+    salience and provenance need of them), the memories offered to the mining call,
+    and, for the retention guard, the run history it decides by."""
+    session_id, settings, batch_ids = claim.session_id, claim.settings, claim.plan.batch_ids
+    # Only mined facts are checked against the user's own words (recap.worker.jobs.retain).
+    turns, own, voices = _load_turns(session_id, batch_ids, db=db,
+                                     own_words=settings.extract_memories,
+                                     voices=settings.retention_guard)
+    known = (memories_for_prompt(session_id, db=db, limit=KNOWN_MEMORIES,
+                                 query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
+             if settings.extract_memories else [])
+    guarded = settings.retention_guard
+    taken = set(batch_ids)
+    return dataclasses.replace(
+        claim, turns=tuple(turns), known=tuple(known), own_words=own, voices=voices,
+        recent_repairs=recent_repairs(model, db=db) if guarded else (),
+        held_before=(held_before(session_id, [m.id for m in claim.messages if m.id in taken],
+                                 db=db) if guarded else frozenset()))
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an
@@ -175,19 +214,6 @@ def back_off_noops(session_id: str, *, db: Db, row: Any, now: datetime,
     db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
         noop_runs=runs, noop_context_tokens=context,
         noop_backoff_until=now + timedelta(seconds=noop_backoff_s(runs, base_s=base_s))))
-
-
-class BlockedFlags(NamedTuple):
-    """The normal_blocked columns of a plan: the flag and the thresholds it holds under."""
-
-    normal_blocked: bool
-    normal_blocked_under: str | None
-
-
-def blocked_flags(plan: policy.Plan, settings: Settings) -> BlockedFlags:
-    """The normal_blocked columns for ``plan``."""
-    return BlockedFlags(plan.normal_blocked,
-                        settings.thresholds_key() if plan.normal_blocked else None)
 
 
 def _take_lease(session_id: str, *, db: Db, token: str, lease_s: int,
@@ -226,9 +252,6 @@ _LEASE = _lease_update(bindparam("l_now", type_=SESSIONS.c.lease_expires_at.type
 _LEASE_ON_SERVER_CLOCK = _lease_update(
     func.now(), func.now() + bindparam("l_lease", type_=Interval())).returning(
         func.now().label("now"))
-_MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
-                         MESSAGES.c.pinned, MESSAGES.c.tool_links)
-                  .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
 _TURNS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks)
           .where(MESSAGES.c.session_id == bindparam("sid"),
                  MESSAGES.c.id.between(bindparam("lo"), bindparam("hi")))
@@ -238,14 +261,6 @@ _TURNS_FROM = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAG
                .where(MESSAGES.c.session_id == bindparam("sid"),
                       MESSAGES.c.id >= bindparam("lo"))
                .order_by(MESSAGES.c.id))
-
-
-def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
-    """What the policy needs of the active messages, oldest first (no content, no
-    blocks: the tool ids come from the small ``tool_links`` column)."""
-    return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
-            for i, role, tokens, pinned, links in db.execute(_MESSAGE_INFOS,
-                                                             {"sid": session_id})]
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,

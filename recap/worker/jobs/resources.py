@@ -58,6 +58,13 @@ class Resources:
                                    template=load_template(tuned.prompt_file, tuned.prompt),
                                    plain=tuned.summary_mode == "plain")
 
+    def model_for(self, tuned: Settings) -> str:
+        """The model :meth:`summarizer_for` ``tuned`` calls, known without building
+        it (the claim reads that model's recent repairs in its transaction)."""
+        if isinstance(self.summarizer, ClaudeSummarizer):
+            return tuned.model
+        return self.summarizer.model
+
     def with_summarizer(self, summarizer: Summarizer) -> Resources:
         """These resources with ``summarizer``; the client is the summarizer's own
         (None unless it is Claude's), so titles and memories follow it offline."""
