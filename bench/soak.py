@@ -39,7 +39,7 @@ from bench.soak_faults import (  # noqa: F401
     forget_broker_connections,
     forget_queue,
 )
-from bench.soak_run import SoakConfig, SoakResult, run_soak  # noqa: F401
+from bench.soak_run import SoakConfig, SoakResult, run_soak
 from tests.reliability.procs import (
     ROOT,
 )

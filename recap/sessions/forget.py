@@ -51,10 +51,6 @@ from recap.models import (
 from recap.store.fence import lock_for_erase
 from recap.store.sources import drop_sources, drop_unsourced
 
-# The tables erased, in the order of the deletes.
-TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
-          "stored_keys", "idempotency_keys", "chat_sessions")
-
 
 def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict[str, int]:
     """Erase everything stored about ``session_id`` or about ``user_id`` (exactly one)

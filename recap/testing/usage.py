@@ -8,13 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-# The fake's tokenizer: deterministic and independent of Recap's (tiktoken), so a
-# test can compare Recap's estimate with "the API's" count: ceil(chars / 3.5).
-CHARS_PER_TOKEN = 3.5
-
 
 def fake_tokens(chars: int) -> int:
-    """The fake's token count of ``chars`` characters of request text."""
+    """The fake's token count of ``chars`` characters of request text: ceil(chars / 3.5),
+    deterministic and independent of Recap's (tiktoken), so a test can compare Recap's
+    estimate with "the API's" count."""
     return -(-2 * chars // 7)  # ceil(chars / 3.5) in integers
 
 

@@ -182,7 +182,7 @@ def test_resummarize_superseded_during_the_call_changes_nothing(
     def rebuild() -> None:
         try:
             resummarize("raced", res=get_resources())
-        except BaseException as exc:  # noqa: BLE001 - asserted below
+        except BaseException as exc:  # asserted below
             errors.append(exc)
 
     thread = threading.Thread(target=rebuild)
