@@ -2,7 +2,7 @@
 
 A producer ingests sessions x messages through ``add_message`` + ``after_reply``,
 a killer SIGKILLs a random worker every few seconds and restarts it, the sweeper
-runs periodically, and once the queue drains the invariant (recap/checks.py) is
+runs periodically, and once the queue drains the invariant (tests/checks.py) is
 checked. Usage: ``python -m bench.soak --quick``. Needs PostgreSQL and Redis.
 
 Two more fault modes: ``--redis-restart-every N`` runs a redis-server of the

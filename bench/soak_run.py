@@ -143,11 +143,11 @@ def run_soak(cfg: SoakConfig, *, queue: str, log_dir: Path,
     from sqlalchemy import func, select
 
     from recap.api.ingest import add_message, after_reply
-    from recap.checks import check_invariants
     from recap.db import transaction
     from recap.models import SummaryRun
     from recap.settings import get_settings
     from recap.worker.jobs.sweeper import sweep
+    from tests.checks import check_invariants
 
     if cfg.redis_restart_every and redis_server is None:
         raise ValueError("redis_restart_every needs the soak's own redis_server")

@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import select, update
 
 from recap.api.ingest import after_reply
-from recap.checks import check_invariants
 from recap.cli import main as recap
 from recap.core.prompt import validate_template
 from recap.db import transaction, utcnow
@@ -24,6 +23,7 @@ from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok
 from recap.worker.jobs.archive import resummarize
 from recap.worker.jobs.resources import get_resources
+from tests.checks import check_invariants
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")

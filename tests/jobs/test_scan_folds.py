@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.core.assemble import system_text
 from recap.db import transaction
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok
+from tests.checks import check_invariants
 from tests.helpers import run_and_wait, runs, sentence, statuses
 
 FEW = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 6, "RECAP_TRIGGER_TOKENS": 100,
