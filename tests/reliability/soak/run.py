@@ -13,18 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Both this process (hook, sweeper) and the workers read these. Small batches and
-# short limits so many jobs, retries and lease expiries happen in minutes; the
-# lease/visibility/time-limit relations still satisfy Settings' checks.
-from bench.soak_faults import (  # noqa: F401
-    SOAK_SETTINGS,
-    WORDS,
-    ChaosFake,
-    SoakRedis,
-    forget_broker_connections,
-    forget_queue,
-)
-from bench.soak_guard import guard_counts, planted, specifics_figures
 from tests.helpers import wait_for
 from tests.reliability.procs import (
     WorkerProcess,
@@ -32,6 +20,14 @@ from tests.reliability.procs import (
     broker_backlog,
     publishing_to,
 )
+from tests.reliability.soak.faults import (
+    WORDS,
+    ChaosFake,
+    SoakRedis,
+    forget_broker_connections,
+    forget_queue,
+)
+from tests.reliability.soak.guard import guard_counts, planted, specifics_figures
 
 
 @dataclass

@@ -3,7 +3,8 @@
 A producer ingests sessions x messages through ``add_message`` + ``after_reply``,
 a killer SIGKILLs a random worker every few seconds and restarts it, the sweeper
 runs periodically, and once the queue drains the invariant (tests/checks.py) is
-checked. Usage: ``python -m bench.soak --quick``. Needs PostgreSQL and Redis.
+checked. Usage, from the repository root: ``python -m tests.reliability.soak
+--quick``. Needs PostgreSQL and Redis.
 
 Two more fault modes: ``--redis-restart-every N`` runs a redis-server of the
 soak's own (its own port) and kills and restarts it every N ingested messages
@@ -12,11 +13,11 @@ worker restarts it had to do); ``--lossy`` makes the fake API return answers
 the database cannot store (NULs, lone surrogates, ``"\\u0000"`` escapes in the
 extraction JSON) and over-long answers cut off at ``max_tokens``.
 
-``run_soak`` is the core: it uses whatever database and broker this process is
-configured with (settings are read from the environment), so ``main`` sets the
-environment before it configures ``worker``. The worker subprocesses and the
-broker helpers are tests/reliability/procs.py's (run from the repository root,
-where ``tests`` is importable).
+``run_soak`` (tests.reliability.soak.run) is the core: it uses whatever database
+and broker this process is configured with (settings are read from the
+environment), so ``main`` sets the environment before it configures Recap. The
+worker subprocesses and the broker helpers are tests/reliability/procs.py's;
+tests/reliability/test_soak_quick.py runs tiny soaks in the test suite.
 """
 from __future__ import annotations
 
@@ -29,20 +30,8 @@ import uuid
 from dataclasses import asdict
 from pathlib import Path
 
-# Both this process (hook, sweeper) and the workers read these. Small batches and
-# short limits so many jobs, retries and lease expiries happen in minutes; the
-# lease/visibility/time-limit relations still satisfy Settings' checks.
-from bench.soak_faults import (  # noqa: F401
-    SOAK_SETTINGS,
-    ChaosFake,
-    SoakRedis,
-    forget_broker_connections,
-    forget_queue,
-)
-from bench.soak_run import SoakConfig, SoakResult, run_soak
-from tests.reliability.procs import (
-    ROOT,
-)
+from tests.reliability.soak.faults import SOAK_SETTINGS, SoakRedis
+from tests.reliability.soak.run import SoakConfig, SoakResult, run_soak
 
 
 def report(cfg: SoakConfig, r: SoakResult) -> str:
@@ -74,7 +63,8 @@ def report(cfg: SoakConfig, r: SoakResult) -> str:
 
 
 def parse_args(argv: list[str] | None) -> tuple[SoakConfig, argparse.Namespace]:
-    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tests.reliability.soak",
+                                description=__doc__.split("\n")[0])
     d = SoakConfig()
     p.add_argument("--sessions", type=int, default=d.sessions)
     p.add_argument("--messages", type=int, default=d.messages, help="per session")
@@ -131,18 +121,21 @@ def main(argv: list[str] | None = None) -> int:
     cfg, args = parse_args(argv)
     from sqlalchemy import create_engine, text
 
+    from recap.paths import checkout_tiktoken_cache
+
     run = uuid.uuid4().hex[:8]
     url = args.pg_admin.rsplit("/", 1)[0] + f"/recap_soak_{run}"
     logs = tempfile.TemporaryDirectory(prefix="recap-soak-")
     redis_server = SoakRedis(Path(logs.name) / "redis.log") if cfg.redis_restart_every \
         else None
 
-    # Before `worker` is configured: its app and settings read the environment on first use.
+    # Before Recap is configured: its app and settings read the environment on first use.
     os.environ.update(SOAK_SETTINGS | {
         "RECAP_ENV": "test", "DATABASE_URL": url,
         "CELERY_BROKER_URL": redis_server.url if redis_server else args.redis,
         "RECAP_QUEUE": f"recap-soak-{run}", "ANTHROPIC_API_KEY": f"sk-ant-soak-{run}"})
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken-cache"))
+    if not os.environ.get("TIKTOKEN_CACHE_DIR") and (cache := checkout_tiktoken_cache()):
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     admin = create_engine(args.pg_admin, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "recap_soak_{run}"'))
@@ -150,11 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         if redis_server is not None:
             redis_server.start()
         from alembic import command
-        from alembic.config import Config
 
-        alembic_cfg = Config(str(ROOT / "alembic.ini"))
-        alembic_cfg.attributes.update(url=url, configure_logger=False)
-        command.upgrade(alembic_cfg, "head")
+        from recap.migrate import alembic_config
+
+        command.upgrade(alembic_config(url), "head")
         result = run_soak(cfg, queue=os.environ["RECAP_QUEUE"], log_dir=Path(logs.name),
                           redis_server=redis_server)
         print(report(cfg, result))
