@@ -1,5 +1,5 @@
 """What a user pastes never stops a session from folding: every text scan runs in
-time linear in its input (bench/scan.py times each shape), so a megabyte of one
+time linear in its input (recap/bench/scan.py times each shape), so a megabyte of one
 unbroken token, of separators, of brackets or of digits folds within the default
 time limits like any message, and what the user said around it is kept. Public
 API, a real worker, PostgreSQL and the real SDK against the local Messages API
