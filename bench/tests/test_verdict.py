@@ -12,7 +12,7 @@ from pathlib import Path
 from bench.verdict.judge import answerable
 from bench.verdict.shapes import USER_ID, Probe, scripts
 from bench.verdict.workloads import NAMES, build
-from recap.bench.cost import flat
+from recap.bench.harness.pricing import flat
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -101,7 +101,7 @@ def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
         return answer(body, question)
 
     run.qa = quiz(w.facts, ask)
-    from recap.bench.cost import recap_spent
+    from recap.bench.harness.pricing import recap_spent
 
     run.spent = recap_spent(env.fake.requests, _count())
     run.seconds = time.monotonic() - started
@@ -110,7 +110,7 @@ def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
 
 def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
     """A peer (recap.evals.peers) over each session of ``w`` in turn."""
-    from recap.bench.cost import peer_body
+    from recap.bench.harness.pricing import peer_body
     from recap.evals.run import quiz
     from recap.evals.standin import request_tokens
 
@@ -139,7 +139,7 @@ def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
 def run_full(w: Workload, *, caching: bool = True) -> SystemRun:
     """Full history: every message of the session so far, the oldest dropped over
     the peers' budget; with or without caching."""
-    from recap.bench.cost import full_history, without_breakpoints
+    from recap.bench.harness.pricing import full_history, without_breakpoints
     from recap.evals.peers import BUDGET
     from recap.evals.run import quiz
 

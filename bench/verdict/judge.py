@@ -1,7 +1,7 @@
 """The second judge, **answerable at reference**: at every user turn that refers
 back to an earlier specific (a workload's :class:`bench.verdict.shapes.Probe`), is that
 specific in the request of that reply? Exact text, anywhere in the request
-(system parts, turns, tool calls and results as recap.bench.cost.flat renders them).
+(system parts, turns, tool calls and results as recap.bench.harness.pricing.flat renders them).
 A system that sent no request for that reply (it failed before) does not answer."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.verdict.shapes import Probe
-from recap.bench.cost import texts
+from recap.bench.harness.pricing import texts
 
 
 def answerable(bodies: Sequence[dict[str, Any]], probes: Sequence[Probe]) -> tuple[int, int]:

@@ -44,8 +44,8 @@ from bench.verdict.drive import SystemRun, run_full, run_peer, run_recap
 from bench.verdict.judge import answerable
 from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
-from recap.bench.cost import PAUSE_SHARE, Priced, priced, total
 from recap.bench.harness import env as benv
+from recap.bench.harness.pricing import PAUSE_SHARE, Priced, priced, total
 from recap.bench.harness.stats import report, table
 
 DEFAULTS = "Recap defaults"

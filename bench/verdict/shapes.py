@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recap.bench.cost import flat
+from recap.bench.harness.pricing import flat
 from recap.evals.facts import Planted
 
 Content = str | list[dict[str, Any]]
@@ -43,5 +43,5 @@ class Workload:
 
 def scripts(w: Workload) -> list[list[tuple[str, str]]]:
     """Each session's messages as (role, plain text): tool calls and results rendered
-    inline (recap.bench.cost.flat), as a text-only peer is given them."""
+    inline (recap.bench.harness.pricing.flat), as a text-only peer is given them."""
     return [[(r, flat(c)) for r, c in msgs] for _, msgs in w.sessions]

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from recap.bench.harness import env as benv
+from recap.bench.harness.extras import need
 from recap.bench.harness.stats import report, table
 
 TARGET_MS = 50.0
@@ -127,6 +128,7 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run(quick: bool = False, *, as_json: bool = False) -> str:
+    need("greenlet")  # SQLAlchemy's asyncio engine (the asyncio extra, in the bench extra)
     benv.setup()
     benv.reset_state()
     # Quick: the same kinds of content, smaller, for a smoke run.

@@ -51,7 +51,7 @@ def request_usage(body: dict[str, Any], cache: set[bytes] | None = None, *,
     The three add up to the request's tokens. ``cache`` (the prefixes written so
     far) is updated; None counts everything as uncached. Tokens are the fake's
     characters / 3.5, or with ``count`` the sum of ``count`` over the request's
-    blocks (bench/cost.py counts with tiktoken)."""
+    blocks (recap/bench/harness/pricing.py counts with tiktoken)."""
     units = _units(body)
     chars, digests, last_bp = [0], [], -1
     h = hashlib.sha256()

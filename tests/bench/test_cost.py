@@ -1,16 +1,15 @@
-"""recap/bench/cost.py's pricing engine on hand-made requests (the benchmark itself runs
-the real pipeline; here only the arithmetic of the cache model and the kept axis)."""
+"""The cost benchmark's pricing engine (recap/bench/harness/pricing.py) and frontier
+(recap/bench/cost.py) on hand-made requests (the benchmark itself runs the real
+pipeline; here only the arithmetic of the cache model and the kept axis)."""
 
 from __future__ import annotations
 
-from recap.bench.cost import (
+from recap.bench.cost import dominating, frontier, on_frontier
+from recap.bench.harness.pricing import (
     PRICE_READ,
     PRICE_WRITE,
     Priced,
-    dominating,
-    frontier,
     keeps,
-    on_frontier,
     price,
     shaped,
     without_breakpoints,
