@@ -1,15 +1,17 @@
-"""``python -m bench --compare REF [--only NAMES] [--runs N] [--quick]``: A/B against
-any git ref, in one sitting.
+"""``python -m bench --compare REF [--only NAMES] [--runs N] [--quick]``: ``recap
+bench``'s hook or loop, A/B against any git ref, in one sitting.
 
 The machine's speed varies from hour to hour (and other processes share it), so
 only runs alternated in one sitting compare. This builds REF in a temporary git
 worktree with a virtualenv of its own (REF installed editable, without its
 dependencies: the current environment's packages serve it), then runs the chosen
 benchmarks ``--runs`` times on each side, alternating (REF, tree, tree, REF, ...),
-each side its own ``python -m bench`` in its own checkout, so a REF from before
-any rename runs its own code. Figures come from each run's ``--json`` line, or,
-for a REF whose benchmarks print no JSON, from its printed Markdown tables. Prints
-the median per figure on each side and the ratio tree / REF.
+each side its own benchmark runner in its own checkout (``python -m recap.bench``,
+or ``python -m bench`` for a REF from before the benchmarks moved into the
+package), so a REF from before any rename runs its own code. Figures come from
+each run's ``--json`` line, or, for a REF whose benchmarks print no JSON, from its
+printed Markdown tables. Prints the median per figure on each side and the ratio
+tree / REF.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from bench.stats import table
+from recap.bench.harness.stats import table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,16 +58,22 @@ def build(ref: str, where: Path) -> Path:
     return python
 
 
+def runner(checkout: Path) -> str:
+    """The module that runs that checkout's benchmarks: the package's, or, before they
+    moved into it, the checkout's top-level ``bench``."""
+    return "recap.bench" if (checkout / "recap" / "bench" / "__main__.py").is_file() else "bench"
+
+
 def speaks_json(python: Path, checkout: Path) -> bool:
-    """Whether that checkout's ``python -m bench`` has ``--json``."""
-    out = subprocess.run([str(python), "-m", "bench", "--help"], cwd=checkout,
+    """Whether that checkout's benchmark runner has ``--json``."""
+    out = subprocess.run([str(python), "-m", runner(checkout), "--help"], cwd=checkout,
                          capture_output=True, text=True)
     return "--json" in out.stdout
 
 
 def table_figures(text: str) -> dict[str, float]:
     """Figures from printed Markdown tables: each row of a table with a ``p50 ms``
-    column, named like bench.hook.figures names them."""
+    column, named like recap.bench.hook.figures names them."""
     found: dict[str, float] = {}
     header: list[str] | None = None
     for line in text.splitlines():
@@ -99,7 +107,7 @@ def json_figures(text: str) -> dict[str, float]:
 def run_side(python: Path, checkout: Path, names: list[str], *, quick: bool,
              as_json: bool) -> dict[str, float]:
     """One run of the benchmarks ``names`` in ``checkout``; its figures."""
-    cmd = [str(python), "-m", "bench", "--only", ",".join(names), "--latency", "0.8"]
+    cmd = [str(python), "-m", runner(checkout), "--only", ",".join(names), "--latency", "0.8"]
     cmd += ["--quick"] if quick else []
     cmd += ["--json"] if as_json else []
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -149,7 +157,7 @@ def compare(ref: str, names: list[str], *, runs: int = 3, quick: bool = False) -
                        cwd=ROOT, capture_output=True)
         shutil.rmtree(where, ignore_errors=True)
     head = (f"\n### compare: {ref} ({sha}) vs the working tree, {runs} alternated runs "
-            f"each in one sitting (python -m bench --only {','.join(names)}"
+            f"each in one sitting ({runner(ROOT)} --only {','.join(names)}"
             f"{' --quick' if quick else ''}); medians, ratio = tree / {ref}\n\n")
     body = table(["figure", f"{ref} median", "tree median", "ratio", f"{ref} runs",
                   "tree runs"], ratio_rows(ref_runs, tree_runs))

@@ -24,8 +24,8 @@ import time
 import uuid
 from collections.abc import Callable
 
-from bench.env import PG_ADMIN, _admin, _migrate, use_offline_encodings
-from bench.stats import ms, percentile, table, timed
+from recap.bench.harness.env import PG_ADMIN, admin, migrate, use_offline_encodings
+from recap.bench.harness.stats import ms, percentile, table, timed
 
 SEED_SQL = (
     # Sessions first (chat_messages references them). Every 10th is at 85% of the
@@ -97,15 +97,15 @@ def main(argv: list[str] | None = None) -> None:
     url = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
     os.environ.update({"RECAP_ENV": "test", "DATABASE_URL": url})
     use_offline_encodings()
-    _admin(f'CREATE DATABASE "{name}"')
+    admin(f'CREATE DATABASE "{name}"')
     try:
-        _migrate(url)
+        migrate(url)
         run(args)
     finally:
         from recap.db import reset_engines
 
         reset_engines()
-        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def run(args: argparse.Namespace) -> None:

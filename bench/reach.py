@@ -1,7 +1,7 @@
 """Reach: how many rooms one reply and one job pass through.
 
-Counts the files of ``recap/`` and ``models/`` whose code runs, and the
-functions called, while Recap serves
+Counts the files of the package ``recap/`` whose code runs (the stand-in, the
+evals and the benchmarks aside), and the functions called, while Recap serves
 
 - one reply: ``add_message`` (user), ``add_message`` (assistant), ``after_reply``
   and ``build_context``, the second of two replies so that nothing is counted
@@ -24,13 +24,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench import env as benv
-from bench.stats import report, table
+import recap
+from recap.bench.harness import env as benv
+from recap.bench.harness.stats import report, table
 
-ROOT = Path(__file__).resolve().parent.parent
-ROOMS = (str(ROOT / "recap") + "/",)
-# The Messages API stand-in runs in this process too; it is not part of the path.
-NOT_ROOMS = (str(ROOT / "recap" / "testing") + "/", str(ROOT / "recap" / "evals") + "/")
+PACKAGE = Path(recap.__file__).resolve().parent
+ROOT = PACKAGE.parent
+ROOMS = (str(PACKAGE) + "/",)
+# The Messages API stand-in and the benchmark itself run in this process too; they
+# are not part of the path.
+NOT_ROOMS = tuple(str(PACKAGE / room) + "/" for room in ("testing", "evals", "bench"))
 # Code objects that are not functions a reader follows on their own.
 NOT_FUNCTIONS = ("<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
 TARGET_REPLY_FILES = 18
@@ -54,7 +57,7 @@ class Reach:
 
 @contextmanager
 def traced() -> Iterator[Reach]:
-    """Record every Python call into recap/ and models/ (all threads) while open."""
+    """Record every Python call into recap/ (all threads) while open."""
     reach = Reach()
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
@@ -123,11 +126,3 @@ def run(quick: bool = False) -> str:
     return report("reach: files and functions one reply and one job run through",
                   body + listing)
 
-
-def main(argv: list[str] | None = None) -> int:
-    benv.run_alone(lambda: print(run()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

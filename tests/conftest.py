@@ -19,7 +19,7 @@ queue and a PostgreSQL database of its own.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
@@ -136,7 +136,8 @@ def tier_services(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     # A report crosses to the xdist controller as UTF-8: a failure that prints a
     # lone surrogate (tests of bad model output do) must not end the whole run.
     report = yield

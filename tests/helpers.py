@@ -14,9 +14,9 @@ from celery.signals import task_postrun
 from sqlalchemy import select
 
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.db import transaction
 from recap.models import ChatMessage, ChatSession, SummaryRun
+from tests.checks import check_invariants
 
 # CI sets this so that a test which would skip (a tool the machine lacks) fails
 # instead: CI never skips silently.

@@ -30,8 +30,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.env import free_port
-from bench.stats import report, table
+from recap.bench.harness.env import free_port
+from recap.bench.harness.stats import report, table
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MESSAGES, FACTS = 120, 40

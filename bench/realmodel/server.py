@@ -195,7 +195,7 @@ def serve(llm: Backend, *, model: str, host: str, port: int,
     lock = threading.Lock()  # one model, one context: calls take turns
 
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -1,43 +1,28 @@
-"""``recap bench [ARGS ...]``: run the benchmarks (``python -m bench``) from the
-checkout (or from ``bench/`` on the path, as in the image); every argument passes
-through (a leading ``--`` is dropped), and so does bench's exit code."""
+"""``recap bench [--only NAME,...] [--quick] [--latency S] [--out FILE] [--plots DIR]
+[--json]``: Recap's benchmarks against a private database and queue and a local
+stand-in of Claude (recap.bench; also ``python -m recap.bench``). Figures go to
+stdout; benchmarks that compare with peers or draw plots need the bench extra."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
+from recap.bench.main import add_arguments
 from recap.cli.base import Subparsers, command
 
 
 def register(sub: Subparsers) -> None:
-    p = command(sub, "bench",
-                "Run the benchmarks (python -m bench); arguments pass through.", run)
-    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS")
+    p = command(sub, "bench", "Run Recap's benchmarks (a private database and queue, a "
+                              "local stand-in of Claude).", run)
+    add_arguments(p)
+    p.epilog = ("PostgreSQL through RECAP_BENCH_PG (default "
+                "postgresql+psycopg://postgres@127.0.0.1:5432/postgres), Redis through "
+                "RECAP_BENCH_REDIS (default redis://127.0.0.1:6379/13). "
+                "docs/BENCHMARKS.md explains each benchmark.")
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
-    import runpy
-    import sys
-    from pathlib import Path
+    from recap.bench.main import main
 
-    import recap
-    from recap.errors import RecapError
-
-    # bench/ lives in the checkout beside the package's folder, not in the package.
-    root = Path(recap.__file__).resolve().parent.parent
-    if (root / "bench").is_dir() and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        found = importlib.util.find_spec("bench.__main__") is not None
-    except ImportError:
-        found = False
-    if not found:
-        raise RecapError(f"no benchmarks found: expected {root / 'bench' / '__main__.py'}")
-    argv = list(args.bench_args)
-    sys.argv = ["bench", *(argv[1:] if argv[:1] == ["--"] else argv)]
-    try:
-        runpy.run_module("bench", run_name="__main__", alter_sys=True)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return main(args, command=" ".join(["recap", *sys.argv[1:]]))

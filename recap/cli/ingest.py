@@ -77,7 +77,7 @@ def _open_input(name: str) -> IO[str]:
             return sys.stdin
         return io.TextIOWrapper(buffer, encoding="utf-8", errors="surrogateescape")
     try:
-        return open(name, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+        return open(name, encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         from recap.errors import InvalidInput
 

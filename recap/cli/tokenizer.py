@@ -46,7 +46,7 @@ def register(sub: Subparsers) -> None:
 
 def cache_name(url: str = ENCODING_URL) -> str:
     """The file name tiktoken caches ``url`` under: the sha1 of the URL."""
-    return hashlib.sha1(url.encode()).hexdigest()  # noqa: S324 - tiktoken's cache key
+    return hashlib.sha1(url.encode()).hexdigest()  # tiktoken's cache key
 
 
 def cache_dir() -> Path | None:

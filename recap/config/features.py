@@ -20,7 +20,7 @@ class Retention(BaseModel):
     # About 6% of the default 32,000 budget. Chosen per summary version, the block is
     # read from the prompt cache at 0.1x, and it carries the specifics the window no
     # longer holds: with 2,000 the defaults keep the most of every swept setting on
-    # both benchmark conversations (bench/cost.py; 1,000 kept less than a 16k budget
+    # both benchmark conversations (recap/bench/cost.py; 1,000 kept less than a 16k budget
     # with 2,000). The block only shrinks when the context is above 94% of the budget.
     memory_budget_tokens: int = Field(2000, ge=0, le=100_000, description=(
         "Tokens of the <MEMORIES> block inside the budget (adaptive: up to 4x in a chat); "
@@ -28,7 +28,7 @@ class Retention(BaseModel):
     # "version": chosen once per summary version (relevance to the summary), so with
     # prompt caching the block sits in the cached prefix and costs 0.1x per reply;
     # "reply": ranked by the newest user turn on every reply, after the last
-    # breakpoint at 1x. Chosen by measurement (bench/cost.py).
+    # breakpoint at 1x. Chosen by measurement (recap/bench/cost.py).
     memories_per: Literal["version", "reply"] = Field("version", description=(
         "Choose the block's memories once per summary version (cached) or per reply."))
     # A question about an old fact still reaches it, at 1x per reply.

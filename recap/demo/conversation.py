@@ -3,8 +3,8 @@
 An SRE debugging a production rollout: 80 scripted messages (names, dates,
 amounts, file paths, pasted logs and configs, so messages are as long as real
 ones), then day-by-day follow-ups with metrics, 1,000 messages in all,
-alternating user/assistant. The file is data, shipped as package data; tests
-and bench read it directly rather than importing this module.
+alternating user/assistant. The file is data, shipped as package data; the
+benchmarks (recap.bench) read it through :func:`load` too.
 """
 
 from __future__ import annotations

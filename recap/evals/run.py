@@ -285,7 +285,7 @@ def run_peer(name: str, runner: Callable[..., Any], messages: Sequence[Message],
     try:
         run = runner(list(messages), base_url, on_fold=on_fold, on_context=on_context)
     except ImportError as exc:  # the peers are the bench extra's
-        series.error = f"not installed ({exc.name}): pip install -e '.[bench]'"
+        series.error = f"not installed ({exc.name}): pip install 'recap-worker[bench]'"
         return series
     series.name = run.name
     series.error = run.error

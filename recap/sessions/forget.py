@@ -11,7 +11,7 @@ Idempotency-Key answers for it (idempotency_keys), and its audit rows
 not scrubbed: their reasons and errors may quote chat text, and a row kept
 without them would still name the session. ``recap stats`` and ``recap
 failures`` then count without them, which is what erasure means; the invariant
-(recap/checks.py) holds for every other session, since each session's runs
+(docs/RELIABILITY.md) holds for every other session, since each session's runs
 and counters go together.
 
 Fenced against running jobs: the session rows are locked first (FOR UPDATE), so
@@ -50,10 +50,6 @@ from recap.models import (
 )
 from recap.store.fence import lock_for_erase
 from recap.store.sources import drop_sources, drop_unsourced
-
-# The tables erased, in the order of the deletes.
-TABLES = ("memories", "archived_messages", "chat_messages", "summary_runs", "title_runs",
-          "stored_keys", "idempotency_keys", "chat_sessions")
 
 
 def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict[str, int]:

@@ -16,7 +16,7 @@ raises SessionBusy), and it clears an expired one, so a job whose lease ran out
 finds its fence broken and changes nothing. Counters are recounted inside the
 transaction. A rewind is recorded as an ``applied`` run that condenses nothing
 (``rewound_after`` set) and bumps the summary version; the runs it undid get
-``undone_by`` (recap.checks knows both). Each emits one ``rewind`` log event.
+``undone_by`` (the invariant, docs/RELIABILITY.md, knows both). Each emits one ``rewind`` log event.
 """
 
 from __future__ import annotations

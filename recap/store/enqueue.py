@@ -32,7 +32,6 @@ log = logging.getLogger("recap.enqueue")
 
 SUMMARIZE_TASK = "recap.tasks.summarize_session"
 TITLE_TASK = "recap.tasks.generate_title"
-SWEEP_TASK = "recap.tasks.sweep"
 
 
 def stale_before(now: datetime, settings: Settings) -> datetime:

@@ -88,7 +88,7 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             self.connection.close()
             self.close_connection = True
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.trickle = 0.0
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
             path = self.path.rstrip("/")

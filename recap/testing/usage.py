@@ -8,13 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-# The fake's tokenizer: deterministic and independent of Recap's (tiktoken), so a
-# test can compare Recap's estimate with "the API's" count: ceil(chars / 3.5).
-CHARS_PER_TOKEN = 3.5
-
 
 def fake_tokens(chars: int) -> int:
-    """The fake's token count of ``chars`` characters of request text."""
+    """The fake's token count of ``chars`` characters of request text: ceil(chars / 3.5),
+    deterministic and independent of Recap's (tiktoken), so a test can compare Recap's
+    estimate with "the API's" count."""
     return -(-2 * chars // 7)  # ceil(chars / 3.5) in integers
 
 
@@ -53,7 +51,7 @@ def request_usage(body: dict[str, Any], cache: set[bytes] | None = None, *,
     The three add up to the request's tokens. ``cache`` (the prefixes written so
     far) is updated; None counts everything as uncached. Tokens are the fake's
     characters / 3.5, or with ``count`` the sum of ``count`` over the request's
-    blocks (bench/cost.py counts with tiktoken)."""
+    blocks (recap/bench/harness/pricing.py counts with tiktoken)."""
     units = _units(body)
     chars, digests, last_bp = [0], [], -1
     h = hashlib.sha256()

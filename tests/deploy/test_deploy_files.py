@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from tests.deploy.common import (
     render,
     services,
 )
+from tests.env import ROOT
 
 pytestmark = pytest.mark.system
 
@@ -64,6 +66,26 @@ def test_app_services_build_one_non_root_image() -> None:
     assert re.search(r"^RUN pip install \.$", text, re.M)
     users = re.findall(r"^USER (\S+)$", text, re.M)
     assert users and users[-1] not in ("root", "0")
+
+
+def test_the_image_ships_the_product_only() -> None:
+    """No Docker engine here: the Dockerfile is read. It installs the package `recap`
+    (the benchmarks `recap bench` runs are in it) and copies nothing else of the
+    checkout but what the install and `alembic upgrade head` read: no tests, no
+    benchmark lab, nothing put on PYTHONPATH."""
+    text = DOCKERFILE.read_text()
+    copied = {src.rstrip("/") for line in re.findall(r"^COPY (.+)$", text, re.M)
+              for src in line.split()[:-1]}
+    assert copied == {"pyproject.toml", "README.md", "recap", "alembic.ini"}
+    assert "PYTHONPATH" not in text and "/app/docs" not in text
+    assert text.index("COPY recap ./recap") < text.index("RUN pip install .")
+    # `recap bench` in the image is the installed package's, with the bench extra's
+    # packages when built with RECAP_EXTRAS=bench.
+    assert 'then pip install ".[$RECAP_EXTRAS]"; fi' in text
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert "bench" in extras
+    assert (ROOT / "recap" / "bench" / "__main__.py").is_file()
 
 
 def test_migrate_runs_once_before_the_app() -> None:

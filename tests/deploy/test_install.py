@@ -169,7 +169,8 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     assert {n.split("/")[0] for n in names} == {"recap", "recap_worker-0.1.0.dist-info"}
     for name in ("recap/migrations/env.py", "recap/migrations/script.py.mako",
                  "recap/models/tables.py", "recap/testing/__main__.py",
-                 "recap/llm/prompts/default.txt"):
+                 "recap/llm/prompts/default.txt", "recap/bench/__main__.py",
+                 "recap/bench/harness/env.py", "recap/demo/conversation.json"):
         assert name in names, name
 
     # A fresh virtualenv outside the repository; pip takes the dependencies from its
@@ -205,6 +206,7 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     # The app's own test suite, its tests/ beside Recap's installed package.
     assert "1 passed" in run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               "tests"], cwd=app, env=env)
+    bench_runs(recap, app=app, env=env)
 
     procs: list[subprocess.Popen[str]] = []
 
@@ -245,6 +247,21 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     # Nothing of Recap's was left in the app's folder (its own pytest's cache aside).
     assert [p.name for p in sorted(app.iterdir()) if p.name != "__pycache__"] == [
         "migrations", "models.py", "settings.py", "tests", "worker.py"]
+
+
+def bench_runs(recap: str, *, app: Path, env: dict[str, str]) -> None:
+    """`recap bench` from the wheel, in the app's folder: a benchmark that needs only
+    Recap runs; one that needs the bench extra (not installed here) says which install
+    brings it, and the run exits 1."""
+    assert "--only NAME,..." in run([recap, "bench", "--help"], cwd=app, env=env)
+    bench_env = {**env, "RECAP_BENCH_PG": PG_ADMIN, "RECAP_BENCH_REDIS": claim_services()}
+    done = subprocess.run([recap, "bench", "--quick", "--only", "specifics,tokens"], cwd=app,
+                          env=bench_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "### specifics: the retention guard over the 200-message demo" in done.stdout
+    assert ("FAILED: tokens: this benchmark needs langmem, which the bench extra installs: "
+            "pip install 'recap-worker[bench]'") in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def _listening(port: int) -> bool:

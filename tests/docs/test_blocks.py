@@ -39,7 +39,7 @@ def chains() -> list[list[Block]]:
 def run(block: Block, namespace: dict[str, Any]) -> None:
     if block.lang == "python":
         code = compile(block.code, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        result = eval(code, namespace)  # noqa: S307 - the docs' own code
+        result = eval(code, namespace)  # the docs' own code
         if inspect.iscoroutine(result):
             asyncio.run(result)
         return

@@ -17,7 +17,7 @@ def test_a_peer_that_is_not_installed_is_reported_not_raised() -> None:
         raise ModuleNotFoundError("No module named 'langmem'", name="langmem")
 
     series = run_peer("langmem", runner, [("user", "hi")], plant(2), base_url=None)
-    assert series.error == "not installed (langmem): pip install -e '.[bench]'"
+    assert series.error == "not installed (langmem): pip install 'recap-worker[bench]'"
     assert series.total == 2 and series.after_fold == []
 
 

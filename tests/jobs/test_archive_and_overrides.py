@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import select, update
 
 from recap.api.ingest import after_reply
-from recap.checks import check_invariants
 from recap.cli import main as recap
 from recap.core.prompts.summarize import validate_template
 from recap.db import transaction, utcnow
@@ -24,6 +23,7 @@ from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok
 from recap.worker.jobs.archive import resummarize
 from recap.worker.jobs.resources import get_resources
+from tests.checks import check_invariants
 from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
@@ -182,7 +182,7 @@ def test_resummarize_superseded_during_the_call_changes_nothing(
     def rebuild() -> None:
         try:
             resummarize("raced", res=get_resources())
-        except BaseException as exc:  # noqa: BLE001 - asserted below
+        except BaseException as exc:  # asserted below
             errors.append(exc)
 
     thread = threading.Thread(target=rebuild)

@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.db import transaction
 from recap.testing import FakeAnthropic, ok
 from recap.worker.jobs.archive import resummarize
 from recap.worker.jobs.resources import get_resources
+from tests.checks import check_invariants
 from tests.helpers import LOW, message_ids, run_and_wait, runs
 from tests.jobs.test_scenarios import conversation
 

@@ -9,13 +9,13 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.cli import main as recap
 from recap.core.memories.facts import parse_facts
 from recap.db import transaction
 from recap.errors import InvalidExtraction
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, error, ok
+from tests.checks import check_invariants
 from tests.helpers import (
     LOW,
     message_ids,

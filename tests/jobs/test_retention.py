@@ -10,12 +10,12 @@ from dataclasses import asdict
 import pytest
 
 from recap.api.ingest import add_message, after_reply
-from recap.checks import check_invariants
 from recap.cli.stats import format_stats
 from recap.db import transaction, utcnow
 from recap.ops.stats import collect_stats
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, error, ok, recap_kind
+from tests.checks import check_invariants
 from tests.helpers import LOW, message_ids, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 

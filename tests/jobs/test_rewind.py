@@ -206,7 +206,7 @@ def test_edit_an_active_message(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_checker_still_catches_a_loss_after_a_rewind() -> None:
     from sqlalchemy import delete
 
-    from recap.checks import check_invariants
+    from tests.checks import check_invariants
 
     ids = seed("caught", 10)
     rewind("caught", ids[5])

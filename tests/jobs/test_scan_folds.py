@@ -1,5 +1,5 @@
 """What a user pastes never stops a session from folding: every text scan runs in
-time linear in its input (bench/scan.py times each shape), so a megabyte of one
+time linear in its input (recap/bench/scan.py times each shape), so a megabyte of one
 unbroken token, of separators, of brackets or of digits folds within the default
 time limits like any message, and what the user said around it is kept. Public
 API, a real worker, PostgreSQL and the real SDK against the local Messages API
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.core.context.assemble import system_text
 from recap.db import transaction
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, ok
+from tests.checks import check_invariants
 from tests.helpers import run_and_wait, runs, sentence, statuses
 
 FEW = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 6, "RECAP_TRIGGER_TOKENS": 100,

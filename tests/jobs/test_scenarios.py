@@ -10,7 +10,6 @@ import pytest
 
 from recap.api.context import as_request, build_context
 from recap.api.ingest import add_message, after_reply
-from recap.checks import check_invariants
 from recap.core.context.assemble import MEMORIES_CLOSE, MEMORIES_OPEN, content_text, system_text
 from recap.core.planning.adaptive import MEMORIES_TIMES
 from recap.db import transaction
@@ -18,6 +17,7 @@ from recap.llm.tokens import count_tokens, split_by_tokens
 from recap.sessions.overrides import memories
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, Reply, Request, ok, tool_input, validate_messages_request
+from tests.checks import check_invariants
 from tests.env import ROOT
 from tests.helpers import runs, session_of, session_row, statuses, wait_for
 

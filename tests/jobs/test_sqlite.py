@@ -146,7 +146,7 @@ def test_two_concurrent_jobs_apply_once(sqlite_url: str) -> None:
     def work() -> None:
         try:
             outcomes.append(_run("s1"))
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
 
     first = threading.Thread(target=work)

@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import select, update
 
 from recap.api.ingest import add_message, after_reply
-from recap.checks import check_invariants
 from recap.cli.stats import format_stats
 from recap.core.prompts.titles import TITLE_MAX_TOKENS, TITLE_RETRY_MAX_TOKENS
 from recap.core.retention import guard
@@ -27,6 +26,7 @@ from recap.store.enqueue import send_title
 from recap.store.runs import RunRecord, record_run
 from recap.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
 from recap.worker.jobs.claim import POISON_WAITS
+from tests.checks import check_invariants
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
 from tests.jobs.test_scenarios import conversation, idle
 

@@ -1,4 +1,4 @@
-"""Worker subprocesses and the broker around them: tests/reliability and bench/soak.py.
+"""Worker subprocesses and the broker around them: tests/reliability and its soak.
 
 :func:`start` and :func:`stop` are the one way these tests start and end a
 process (each in a session of its own, so a SIGKILL takes its children too).

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from recap.api.ingest import add_message
-from recap.checks import check_invariants
 from recap.db import transaction
 from recap.testing import Reply, Request, ok, recap_kind
+from tests.checks import check_invariants
 from tests.helpers import session_of, session_row, statuses
 from tests.jobs.test_scenarios import conversation
 from tests.reliability.conftest import RoutingFake

@@ -1,4 +1,4 @@
-"""Tiny soaks (bench/soak.py) in CI: faults, one SIGKILL, a Redis restart, lossy model
+"""Tiny soaks (tests/reliability/soak) in CI: faults, one SIGKILL, a Redis restart, lossy model
 output, and nothing lost or doubled."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak import SOAK_SETTINGS, SoakConfig, SoakRedis, forget_broker_connections, run_soak
+from tests.reliability.soak.faults import SOAK_SETTINGS, SoakRedis, forget_broker_connections
+from tests.reliability.soak.run import SoakConfig, run_soak
 
 pytestmark = pytest.mark.system
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.seed import demo_script
+from recap.bench.harness.seed import demo_script
 from recap.core.prompts.bulk import MARKER, excerpt_bulk, excerpt_turns
 from recap.core.prompts.summarize import Turn
 from recap.core.specifics import extract_specifics, prose
