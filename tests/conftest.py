@@ -88,33 +88,33 @@ def _claim_shared() -> None:
 
 
 def tier_of(item: pytest.Item) -> str:
-    """The test's own tier mark, else its module's (or class's), else integration."""
-    own = [t for t in TIERS if any(m.name == t for m in item.own_markers)]
-    found = own or [t for t in TIERS if item.get_closest_marker(t) is not None]
+    """The tier the test is marked with (its own mark, its class's or its module's),
+    else integration. Two tiers on one test are refused: ``-m`` would select it for
+    both."""
+    found = [t for t in TIERS if item.get_closest_marker(t) is not None]
     if len(found) > 1:
         raise pytest.UsageError(f"{item.nodeid} is marked {found}: one tier per test")
     return found[0] if found else "integration"
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    needs_services = False
     for item in items:
-        tier = tier_of(item)
-        if tier == "unit":
-            continue
-        needs_services = True
-        if item.get_closest_marker("integration") is None and tier == "integration":
-            item.add_marker(pytest.mark.integration)
-    if needs_services:
-        # Before the first test runs, so Celery's app and the settings are built
-        # on the claimed broker.
-        shared = os.environ.get(SHARED_DB_ENV)
-        if shared and "db" not in CLAIMED:
-            _adopt(int(shared))
-        claim_services()
-        # A child pytest a test starts uses this run's database, never claims one.
-        os.environ[SHARED_DB_ENV] = str(CLAIMED["db"])
+        if tier_of(item) == "integration" and item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.integration)  # so that `-m integration` selects it
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # After deselection (-m, -k): only a run left with a test that needs services
+    # claims them, before its first test runs, so Celery's app and the settings
+    # are built on the claimed broker.
+    if not any(tier_of(item) != "unit" for item in session.items):
+        return
+    shared = os.environ.get(SHARED_DB_ENV)
+    if shared and "db" not in CLAIMED:
+        _adopt(int(shared))
+    claim_services()
+    # A child pytest a test starts uses this run's database, never claims one.
+    os.environ[SHARED_DB_ENV] = str(CLAIMED["db"])
 
 
 def _adopt(db: int) -> None:

@@ -11,11 +11,10 @@ import pytest
 
 from bench.__main__ import NAMES, parse
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("argv", "chosen"), [
     ([], ["verdict", "reach"]),
     (["--quick"], ["verdict"]),
@@ -27,6 +26,7 @@ def test_what_a_run_chooses(argv: list[str], chosen: list[str]) -> None:
     assert parse(argv).names == chosen
 
 
+@pytest.mark.unit
 def test_the_users_benchmarks_are_not_the_labs(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         parse(["--only", "hook"])

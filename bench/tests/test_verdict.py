@@ -16,11 +16,10 @@ from bench.verdict.shapes import USER_ID, Probe, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness.pricing import flat
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.unit
 def test_workloads_are_seeded_and_plant_their_facts() -> None:
     for name in NAMES:
         w = build(name, "tiny")
@@ -29,6 +28,7 @@ def test_workloads_are_seeded_and_plant_their_facts() -> None:
         assert all(f.sentence in text for f in w.facts), name
 
 
+@pytest.mark.unit
 def test_agent_transcript_pairs_tool_calls_with_results_read_again() -> None:
     w = build("agent", "tiny")
     messages = list(w.sessions[0][1])
@@ -40,11 +40,13 @@ def test_agent_transcript_pairs_tool_calls_with_results_read_again() -> None:
     assert flat([results[0]]) == results[0]["content"]
 
 
+@pytest.mark.unit
 def test_multi_session_chat_is_one_users() -> None:
     w = build("multi", "tiny")
     assert len(w.sessions) > 1 and w.user_id == USER_ID
 
 
+@pytest.mark.unit
 def test_the_judge_counts_references_whose_answer_the_reply_request_carries() -> None:
     # A hand-made conversation: the user states a code, chats, then asks for it back
     # at reply 2; a request that dropped the statement cannot answer it.
@@ -61,6 +63,7 @@ def test_the_judge_counts_references_whose_answer_the_reply_request_carries() ->
     assert answerable([], []) == (0, 0)
 
 
+@pytest.mark.unit
 def test_referring_workloads_ask_back_what_was_stated_before() -> None:
     for name in ("sittings", "coding", "holdout"):
         w = build(name, "tiny")
@@ -74,6 +77,7 @@ def test_referring_workloads_ask_back_what_was_stated_before() -> None:
             assert any(p.answer in t for _, t in script[:at]), name  # stated before
 
 
+@pytest.mark.unit
 def test_quick_sizes_match_what_the_workloads_promise() -> None:
     from recap.llm.tokens import count_tokens
 
