@@ -119,7 +119,7 @@ def read_versions(conn: Connection) -> Versions:
     recap = _recorded(conn, VERSION_TABLE) if VERSION_TABLE in tables else ()
     shared = _recorded(conn, SHARED_VERSION_TABLE) if SHARED_VERSION_TABLE in tables else ()
     ours = VERSION_TABLE not in tables and RECAP_MARKERS <= tables
-    legacy = tuple(rev for rev in shared if ours and rev in _known_revisions())
+    legacy = tuple(rev for rev in shared if ours and rev in known_revisions())
     return Versions(recap=recap, legacy=legacy,
                     other=tuple(rev for rev in shared if rev not in legacy))
 
@@ -216,7 +216,7 @@ def version_problem(versions: Versions, *, where: str) -> str | None:
     if not current:
         beside = (f"; {another_history(versions)}" if versions.other else "")
         return f"{where} has no Recap tables (never migrated{beside}): run `{UPGRADE}`"
-    unknown = [rev for rev in current if rev not in _known_revisions()]
+    unknown = [rev for rev in current if rev not in known_revisions()]
     if unknown:
         return (f"{where}: Recap's schema is at migration {_revs(tuple(unknown))}, which "
                 f"this Recap does not know (migrated by a newer Recap?): upgrade Recap to "
@@ -236,7 +236,8 @@ def _revs(revisions: tuple[str, ...]) -> str:
 
 
 @functools.cache
-def _known_revisions() -> frozenset[str]:
+def known_revisions() -> frozenset[str]:
+    """Every revision of Recap's migrations, head or not."""
     return frozenset(s.revision for s in ScriptDirectory(str(script_location())).walk_revisions())
 
 
