@@ -1,5 +1,5 @@
 """Alembic environment: the URL comes from Recap's settings (DATABASE_URL); the
-revision lives in Recap's own version table (recap.migrate.VERSION_TABLE), so an
+revision lives in Recap's own version table (recap.revisions.VERSION_TABLE), so an
 app's Alembic history can share the database."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from alembic import context
 from sqlalchemy import Connection
 
 from recap.db import make_engine
-from recap.migrate import VERSION_TABLE, adopt_legacy_version
 from recap.models import Base, modelled
+from recap.revisions import VERSION_TABLE, adopt_legacy_version
 from recap.settings import get_settings
 
 config = context.config
