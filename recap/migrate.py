@@ -4,6 +4,10 @@ point makes before it touches a row.
 The migrations are the package ``recap.migrations`` (the folder
 ``recap/migrations/``, shipped in the wheel as it is).
 
+Recap's revisions, and the version table of its own an app's Alembic history
+shares the database with, are recap.revisions; the names an app or a command
+uses are re-exported here.
+
 Every refusal is one line: the URL without its password, what is wrong, and the
 command that fixes it.
 """
@@ -11,14 +15,11 @@ command that fixes it.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
@@ -26,22 +27,34 @@ from sqlalchemy.pool import NullPool
 
 from recap.engines import make_engine
 from recap.errors import DatabaseNotReady
+from recap.revisions import (
+    SHARED_VERSION_TABLE,
+    VERSION_TABLE,
+    Versions,
+    adopt_legacy_version,
+    another_history,
+    current_revisions,
+    head_revisions,
+    join_revisions,
+    known_revisions,
+    outside_recap,
+    read_database,
+    read_versions,
+    script_location,
+)
 from recap.settings import DEFAULT_DATABASE_URL
+
+__all__ = ["SHARED_VERSION_TABLE", "UNREACHABLE", "UPGRADE", "VERSION_TABLE", "Versions",
+           "adopt_legacy_version", "alembic_config", "another_history", "current_revisions",
+           "downgrade", "ensure_schema", "ensure_schema_once", "head_revisions",
+           "is_embedded_default", "known_revisions", "outside_recap", "read_database",
+           "read_versions", "safe_url", "schema_problem", "script_location", "sqlite_file",
+           "upgrade", "version_problem"]
 
 log = logging.getLogger("recap.migrate")
 
 UPGRADE = "recap db upgrade"
 UNREACHABLE = " is unreachable ("
-
-
-def script_location() -> Path:
-    """The folder holding env.py and versions/ (the package ``recap.migrations``)."""
-    folder = Path(__file__).resolve().parent / "migrations"
-    if not (folder / "env.py").is_file():
-        raise DatabaseNotReady(f"Recap's migrations are missing: {folder} holds no env.py; "
-                               "reinstall Recap")
-    return folder
-
 
 def alembic_config(url: str) -> Config:
     """An Alembic configuration for ``url`` that needs no alembic.ini."""
@@ -51,12 +64,6 @@ def alembic_config(url: str) -> Config:
     cfg.attributes["url"] = url
     cfg.attributes["configure_logger"] = False
     return cfg
-
-
-@functools.cache
-def head_revisions() -> tuple[str, ...]:
-    """The revision(s) this Recap's schema is at when fully migrated."""
-    return tuple(sorted(ScriptDirectory(str(script_location())).get_heads()))
 
 
 def safe_url(url: object) -> str:
@@ -75,29 +82,16 @@ def sqlite_file(url: object) -> Path | None:
     return Path(parsed.database or "")
 
 
-def current_revisions(engine: Engine) -> tuple[str, ...]:
-    """The revision(s) recorded in the database (empty: never migrated).
-    Raises SQLAlchemy's errors when the database cannot be reached."""
-    quiet = logging.getLogger("alembic")
-    level = quiet.level
-    quiet.setLevel(max(level, logging.WARNING))  # a read: no "Context impl" lines in logs
-    try:
-        with engine.connect() as conn:
-            return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
-    finally:
-        quiet.setLevel(level)
-
-
 def schema_problem(engine: Engine) -> str | None:
-    """None when the database is reachable and at the migration head; otherwise one
-    line naming the URL (no password), what is wrong and the command that fixes it.
-    Creates nothing (a missing SQLite file is reported, not created)."""
+    """None when the database is reachable and Recap's tables are at the head;
+    otherwise one line naming the URL (no password), what is wrong and the command
+    that fixes it. Creates nothing (a missing SQLite file is reported, not created)."""
     where = f"database {safe_url(engine.url)}"
     path = sqlite_file(engine.url)
     if path is not None and not path.is_file():
         return f"{where}: the file does not exist: run `{UPGRADE}` to create it"
     try:
-        current = current_revisions(engine)
+        versions = read_database(engine)
     except DBAPIError as exc:
         first = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
         reason = first[0] if first else type(exc).__name__
@@ -106,23 +100,27 @@ def schema_problem(engine: Engine) -> str | None:
     except SQLAlchemyError as exc:
         return (f"{where}{UNREACHABLE}{type(exc).__name__}): start it or correct "
                 f"DATABASE_URL, then `{UPGRADE}`")
-    heads = head_revisions()
+    return version_problem(versions, where=where)
+
+
+def version_problem(versions: Versions, *, where: str) -> str | None:
+    """:func:`schema_problem`'s verdict on what the database records (None: at the head)."""
+    heads, current, revs = head_revisions(), versions.recap, join_revisions
     if current == heads:
         return None
+    if versions.legacy:
+        return (f"{where}: an older Recap recorded its revision {revs(versions.legacy)} in "
+                f"{SHARED_VERSION_TABLE}: run `{UPGRADE}` to move it to {VERSION_TABLE}"
+                + ("" if versions.legacy == heads else f" and migrate to {revs(heads)}"))
     if not current:
-        return f"{where} has no Recap tables (never migrated): run `{UPGRADE}`"
-    known = _known_revisions()
-    unknown = [rev for rev in current if rev not in known]
+        beside = (f"; {another_history(versions)}" if versions.other else "")
+        return f"{where} has no Recap tables (never migrated{beside}): run `{UPGRADE}`"
+    unknown = tuple(rev for rev in current if rev not in known_revisions())
     if unknown:
-        return (f"{where} is at migration {', '.join(unknown)}, which this Recap does not "
-                f"know (migrated by a newer Recap?): upgrade Recap to that version")
-    return (f"{where} is at migration {', '.join(current)}, this Recap needs "
-            f"{', '.join(heads)}: run `{UPGRADE}`")
-
-
-@functools.cache
-def _known_revisions() -> frozenset[str]:
-    return frozenset(s.revision for s in ScriptDirectory(str(script_location())).walk_revisions())
+        return (f"{where}: Recap's schema is at migration {revs(unknown)}, which this Recap "
+                f"does not know (migrated by a newer Recap?): upgrade Recap to that version")
+    return (f"{where}: Recap's schema is at migration {revs(current)}, this Recap needs "
+            f"{revs(heads)}: run `{UPGRADE}`")
 
 
 def upgrade(url: str, revision: str = "head") -> None:
@@ -135,6 +133,14 @@ def upgrade(url: str, revision: str = "head") -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Migrate ``url`` back to ``revision`` (``base``: drop every Recap table);
+    what later migrations added is dropped with its rows."""
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)
 
 
 def is_embedded_default(url: str) -> bool:

@@ -8,8 +8,12 @@ docs/SETTINGS.md lists them all.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import math
-from typing import Literal
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,8 +39,19 @@ from recap.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",
            "MODEL_MAX_CHARS", "TUNABLE", "Name", "Settings", "Tuning", "check_policy_fit",
-           "effective",
-           "env_name", "get_settings", "load_settings", "use_settings", "validate_overrides"]
+           "effective", "env_name", "get_settings", "load_settings", "unknown_variables",
+           "use_settings", "validate_overrides"]
+
+log = logging.getLogger("recap.settings")
+
+# RECAP_* variables that are not settings: the deployment files' own
+# (docker-compose.yml, the Procfile, the Dockerfile's build argument), beat's
+# schedule folder (recap.paths) and what `recap serve` hands its workers.
+NOT_SETTINGS = frozenset({"RECAP_WORKER_CONCURRENCY", "RECAP_API_WORKERS",
+                          "RECAP_API_HOST_PORT", "RECAP_EXTRAS", "RECAP_BEAT_DIR",
+                          "RECAP_SERVE_NO_AUTH"})
+# The test suite's and the benchmarks' variables (docs/TESTING.md, docs/BENCHMARKS.md).
+HARNESS_PREFIXES = ("RECAP_TEST_", "RECAP_BENCH_", "RECAP_SOAK_")
 
 
 class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing, Sweeper,
@@ -49,10 +64,7 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
         if self.llm_max_input_tokens < 2 * self.max_summary_tokens:
-            raise ValueError(f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) must be "
-                             f"at least twice RECAP_MAX_SUMMARY_TOKENS "
-                             f"({self.max_summary_tokens}): every request carries the summary "
-                             "so far and room for the new one")
+            raise ValueError(self._summary_room())
         if self.policy == "adaptive" and self.job_token_budget() < ADAPTIVE_MIN_DEPTH:
             raise ValueError(self._short_jobs())
         if self.env == "production":
@@ -113,6 +125,16 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
         """Model calls that fit one job even if each ran to RECAP_LLM_TIMEOUT_S."""
         return max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
 
+    def _summary_room(self) -> str:
+        """Why the requests are too small for the summary, led by the setting that was set."""
+        why = "every request carries the summary so far and room for the new one"
+        if ("max_summary_tokens" in self.model_fields_set
+                and "llm_max_input_tokens" not in self.model_fields_set):
+            return (f"RECAP_MAX_SUMMARY_TOKENS ({self.max_summary_tokens}) must be at most "
+                    f"half RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}): {why}")
+        return (f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) must be at least "
+                f"twice RECAP_MAX_SUMMARY_TOKENS ({self.max_summary_tokens}): {why}")
+
     def _short_jobs(self) -> str:
         """Why these limits contradict the adaptive policy: one job condenses less than
         its smallest fold, so every fold stops short of the plan."""
@@ -135,7 +157,9 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
 
 
 def env_name(field: str) -> str:
-    """The environment variable that sets ``field``."""
+    """The environment variable that sets ``field`` (a standard name is its own)."""
+    if field in STANDARD.values():
+        return field
     return STANDARD.get(field, "RECAP_" + field.upper())
 
 
@@ -151,8 +175,30 @@ def _valid_range(field: str) -> str:
     return f" (valid: {' and '.join(parts)})" if parts else ""
 
 
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line per RECAP_* variable of ``environ`` that no setting reads (a typo is
+    otherwise silently ignored), naming the closest valid one."""
+    known = {env_name(field) for field in Settings.model_fields} | NOT_SETTINGS
+    # Compared without the shared prefix, which would make every name look alike.
+    stems = {name.removeprefix("RECAP_"): name for name in sorted(known)}
+    lines = []
+    for name in sorted(environ):
+        upper = name.upper()  # the settings are read case-insensitively
+        if (not upper.startswith("RECAP_") or upper in known
+                or upper.startswith(HARNESS_PREFIXES)):
+            continue
+        close = difflib.get_close_matches(upper.removeprefix("RECAP_"), list(stems), n=1)
+        hint = (f": did you mean {stems[close[0]]}?" if close
+                else "; docs/SETTINGS.md lists the settings")
+        lines.append(f"{name} is not a Recap setting and is ignored{hint}")
+    return lines
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read and validate settings; raise ConfigError naming each bad variable."""
+    """Read and validate settings; raise ConfigError naming each bad variable. Warns
+    (logger ``recap.settings``) of each RECAP_* variable no setting reads."""
+    for line in unknown_variables(os.environ):
+        log.warning(line)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
@@ -163,7 +209,8 @@ def load_settings(**overrides: object) -> Settings:
                 problems.append(str(err["msg"]).removeprefix("Value error, "))
                 continue
             got = "" if field == "anthropic_api_key" else f" (got {err.get('input')!r})"
-            problems.append(f"{env_name(field)}: {err['msg']}{got}{_valid_range(field)}")
+            message = str(err["msg"]).removeprefix("Value error, ")
+            problems.append(f"{env_name(field)}: {message}{got}{_valid_range(field)}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
 
 
@@ -179,17 +226,26 @@ def validate_overrides(raw: object, *, base: Settings) -> dict[str, object]:
         raise InvalidInput(f"unknown session setting(s) {', '.join(unknown)}; "
                            f"allowed: {', '.join(TUNABLE)}")
     try:
-        tuned = Tuning.model_validate({**base.model_dump(include=set(TUNABLE)), **raw})
+        tuned = Tuning.model_validate({**base.model_dump(include=set(TUNABLE)), **raw},
+                                      context={"given": set(raw)})
     except ValidationError as exc:
-        problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
-                    f"{_valid_range(str(e['loc'][0])) if e['loc'] else ''}"
-                    for e in exc.errors()]
+        problems = [_override_problem(e) for e in exc.errors()]
         raise InvalidInput("invalid session settings: " + "; ".join(problems)) from None
     if 2 * tuned.max_summary_tokens > base.llm_max_input_tokens:
         raise InvalidInput(f"invalid session settings: max_summary_tokens "
                            f"{tuned.max_summary_tokens} needs requests of twice that, above "
                            f"RECAP_LLM_MAX_INPUT_TOKENS ({base.llm_max_input_tokens})")
     return {k: getattr(tuned, k) for k in raw}
+
+
+def _override_problem(error: Any) -> str:
+    """One line of a refused override: the key and what is wrong (a check across keys
+    names its keys itself)."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:
+        return message
+    return (f"{'.'.join(map(str, error['loc']))}: {message}"
+            f"{_valid_range(str(error['loc'][0]))}")
 
 
 def check_policy_fit(overrides: dict[str, object], *, base: Settings) -> None:

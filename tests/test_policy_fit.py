@@ -19,15 +19,16 @@ def test_an_ignored_setting_at_start_up_names_the_policy_and_the_way_out() -> No
     with pytest.raises(ConfigError) as caught:
         load_settings(trigger_messages=40)
     message = str(caught.value)
-    assert "RECAP_TRIGGER_MESSAGES is ignored under the adaptive policy" in message
+    assert "RECAP_TRIGGER_MESSAGES is not read by the adaptive policy" in message
     assert "RECAP_POLICY=threshold" in message
     assert load_settings(policy="threshold", trigger_messages=40).trigger_messages == 40
     assert load_settings().policy == "adaptive"  # the defaults themselves are fine
 
 
 def test_an_ignored_session_override_is_refused_and_nothing_is_stored() -> None:
-    with pytest.raises(InvalidInput, match=r"trigger_messages, batch_size are ignored under "
-                                           r"the adaptive policy \(policy=adaptive"):
+    with pytest.raises(InvalidInput, match=r"trigger_messages, batch_size are not read by "
+                                           r"the adaptive policy \(policy=adaptive, the "
+                                           r"default\), so setting them is refused"):
         configure_session("fit-1", {"trigger_messages": 6, "batch_size": 3})
     with pytest.raises(InvalidInput, match="policy=threshold"):
         configure_session("fit-1", {"trigger_tokens": 60})
@@ -40,7 +41,7 @@ def test_recap_configure_refuses_it(capsys: pytest.CaptureFixture[str]) -> None:
     from recap.cli import main
 
     assert main(["configure", "fit-2", "trigger_messages=40"]) == 1
-    assert "ignored under the adaptive policy" in capsys.readouterr().err
+    assert "not read by the adaptive policy" in capsys.readouterr().err
 
 
 @pytest.mark.unit

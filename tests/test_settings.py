@@ -196,8 +196,8 @@ SECONDS = "(valid: {} to 2592000)"
      ""),
     ("RECAP_LLM_TIMEOUT_S", "30", "RECAP_LLM_TIMEOUT_S (30) must be below RECAP_LEASE_S (30)",
      ""),
-    ("RECAP_KEEP_RECENT", "30", "keep_recent (RECAP_KEEP_RECENT, 30) must be below "
-     "trigger_messages (RECAP_TRIGGER_MESSAGES, 30)", ""),
+    ("RECAP_TASK_SOFT_TIME_LIMIT_S", "25", "RECAP_TASK_SOFT_TIME_LIMIT_S (25) must be below "
+     "RECAP_TASK_TIME_LIMIT_S (25)", ""),
     ("RECAP_KEEP_RECENT", "0", "Input should be greater than or equal to 1",
      "(valid: 1 to 1000000)"),
     ("RECAP_LLM_MAX_INPUT_TOKENS", "2000", "RECAP_LLM_MAX_INPUT_TOKENS (2000) must be at least "

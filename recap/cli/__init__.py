@@ -47,7 +47,7 @@ from recap.cli import (
 from recap.cli.base import PROG, Subparsers, err
 from recap.cli.ingest import parse_line
 
-__all__ = ["build_parser", "main", "parse_line"]
+__all__ = ["build_parser", "main", "parse_args", "parse_line"]
 
 
 class Command(Protocol):
@@ -70,6 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
         command.register(sub)
     celery_run.register(sub)  # Celery's own commands, arguments and all
     return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` as ``main`` reads it (SystemExit on --help and usage errors).
+    ``recap bench`` hands every argument to the benchmarks, a leading option too
+    (argparse's REMAINDER would refuse ``recap bench --quick``)."""
+    if argv[:1] == ["bench"]:
+        return argparse.Namespace(command="bench", bench_args=list(argv[1:]), func=bench.run)
+    return parser.parse_args(argv)
 
 
 # Commands that bring their own database (or none), or report its state themselves:
@@ -146,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return celery_run.start(args_in[0], args_in[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse_args(parser, args_in)
     except SystemExit as exc:  # --help (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else 0
     from recap.errors import RecapError

@@ -3,7 +3,7 @@ for one session.
 
 With no KEY=VALUE it only prints the session's stored overrides as JSON (nothing
 changes). Keys are the per-session settings (:data:`KEYS`, e.g.
-``trigger_messages=50 prompt=es``), validated with the same limits as their
+``keep_recent=6 prompt=es``), validated with the same limits as their
 RECAP_* variables; setting keys replaces the earlier overrides and prints the
 stored ones. ``--reset`` removes them all.
 """
@@ -24,7 +24,8 @@ KEYS = {
                         "than this...",
     "trigger_tokens": "...and its candidate batch has more tokens than this",
     "batch_size": "most messages one summary condenses (the candidate batch)",
-    "keep_recent": "the newest messages, never condensed (below trigger_messages)",
+    "keep_recent": "the newest messages, never condensed (threshold: below "
+                   "trigger_messages; adaptive: the cap of its own window)",
     "max_summary_tokens": "the summary's length cap (below context_budget_tokens)",
     "context_budget_tokens": "the session's context budget: capacity rule at 80%, "
                              "aggressive at 95%",
@@ -37,7 +38,7 @@ KEYS = {
 
 def register(sub: Subparsers) -> None:
     p = command(sub, "configure", "Show or override settings for one session "
-                "(e.g. trigger_messages=50 prompt=es).", run)
+                "(e.g. keep_recent=6 prompt=es).", run)
     p.add_argument("session_id", metavar="SESSION_ID")
     p.add_argument("settings", nargs="*", metavar="KEY=VALUE",
                    help="settings to override; none: print the stored overrides only")
@@ -47,7 +48,11 @@ def register(sub: Subparsers) -> None:
     p.epilog = ("valid keys (each validated with the limits of the RECAP_<KEY> variable of "
                 "the same name):\n"
                 + glossary(KEYS, aligned=True)
-                + "\n\nPrints the stored overrides as JSON. With no KEY=VALUE nothing "
+                + "\n\nThe fixed rule's trigger_messages, trigger_tokens, batch_size and "
+                "condense_to are refused under the adaptive policy (the default), which "
+                "does not read them: set them with policy=threshold, e.g.\n"
+                "  recap configure SESSION_ID policy=threshold trigger_tokens=4000\n\n"
+                "Prints the stored overrides as JSON. With no KEY=VALUE nothing "
                 "changes; setting keys replaces every earlier override of the session; "
                 "only --reset removes them.")
 

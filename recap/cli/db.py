@@ -1,24 +1,44 @@
-"""``recap db upgrade|current|check``: the schema of the database at DATABASE_URL,
+"""``recap db upgrade|downgrade|current|check``: the schema of the database at DATABASE_URL,
 run by Alembic from the installed package (no source checkout, any directory).
 
-``upgrade`` migrates to the head (creating a SQLite file and its folder);
-``current`` prints the recorded revision and the head; ``check`` exits 0 when the
-database is reachable and at the head, else prints why and how to fix it (1)."""
+Recap records its revision in ``recap_alembic_version``; an app's own Alembic
+history in ``alembic_version`` beside it is named and left alone. ``upgrade``
+migrates to the head (creating a SQLite file and its folder), first moving the
+revision an older Recap recorded in ``alembic_version``; ``downgrade`` migrates
+back to a named revision (``base``: no Recap table); ``current`` prints the
+recorded revision and the head; ``check`` exits 0 when the database is reachable
+and at the head, else prints why and how to fix it (1)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from recap.cli.base import Subparsers, command, err
 
+if TYPE_CHECKING:
+    from recap.migrate import Versions
+
 
 def register(sub: Subparsers) -> None:
-    p = command(sub, "db", "Create or upgrade the database schema, or check it.", run)
+    p = command(sub, "db", "Create, upgrade or downgrade the database schema, or check it.", run)
     actions = p.add_subparsers(dest="db_action", required=True, metavar="ACTION")
     up = actions.add_parser("upgrade", help="migrate DATABASE_URL to the head (or REVISION)",
-                            description="Migrate DATABASE_URL to the head (or REVISION).")
+                            description="Migrate DATABASE_URL to the head (or REVISION). "
+                                        "An app's own Alembic history (alembic_version) is "
+                                        "left alone; the revision an older Recap recorded "
+                                        "there moves to recap_alembic_version.")
     up.add_argument("revision", nargs="?", default="head",
                     help="target revision (default: head)")
+    down = actions.add_parser(
+        "downgrade", help="migrate DATABASE_URL back to REVISION (drops what later "
+                          "migrations added, with its rows)",
+        description="Migrate DATABASE_URL back to REVISION, to run an older Recap: what "
+                    "later migrations added is dropped with its rows, and `base` drops "
+                    "every Recap table. An app's own tables and alembic_version are left "
+                    "alone.")
+    down.add_argument("revision", help="target revision (`recap db current` names them), "
+                                       "or base")
     actions.add_parser("current", help="print the database's revision and the head",
                        description="Print the database's revision and the head.")
     actions.add_parser("check", help="exit 0 if the database is at the head, else say why",
@@ -27,72 +47,87 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sqlalchemy.exc import DBAPIError
-
     from recap.db import make_engine
-    from recap.migrate import (
-        UNREACHABLE,
-        head_revisions,
-        safe_url,
-        schema_problem,
-        sqlite_file,
-        upgrade,
-    )
+    from recap.migrate import UNREACHABLE, safe_url, schema_problem, sqlite_file
     from recap.settings import get_settings
 
     url = get_settings().database_url
-    where = safe_url(url)
-    if args.db_action == "upgrade":
-        engine = make_engine(url)
-        try:
-            problem = schema_problem(engine)
-        finally:
-            engine.dispose()
-        if problem is not None and UNREACHABLE in problem:
-            err(f"error: {problem}")  # the URL (password masked) and what to do
-            return 1
-        before = _current_or_none(url)
-        upgrade(url, args.revision)
-        after = _current_or_none(url)
-        if before == after:
-            print(f"{where}: already at {_revs(after)}")
-        else:
-            print(f"{where}: upgraded from {_revs(before)} to {_revs(after)}")
-        return 0
     engine = make_engine(url)
     try:
         problem = schema_problem(engine)
-        if args.db_action == "check":
-            if problem is not None:
-                err(f"error: {problem}")
-                return 1
-            print(f"{where}: at the head ({_revs(head_revisions())})")
-            return 0
-        try:  # current: what is recorded, even when it is not the head
-            current = _current_or_none(url) if problem is not None else head_revisions()
-        except DBAPIError:
-            current = None
-        path = sqlite_file(url)
-        if current is None or (path is not None and not path.is_file()):
-            err(f"error: {problem}")  # unreachable, or no such file
-            return 1
-        state = "at the head" if problem is None else f"the head is {_revs(head_revisions())}"
-        print(f"{where}: {_revs(current)} ({state})")
-        return 0
     finally:
         engine.dispose()
+    missing_file = (path := sqlite_file(url)) is not None and not path.is_file()
+    if problem is not None and (UNREACHABLE in problem or
+                                (missing_file and args.db_action != "upgrade")):
+        err(f"error: {problem}")  # the URL (password masked) and what to do
+        return 1
+    where = safe_url(url)
+    if args.db_action in ("upgrade", "downgrade"):
+        return _migrate(url, args.revision, where=where, up=args.db_action == "upgrade")
+    if args.db_action == "check" and problem is not None:
+        err(f"error: {problem}")
+        return 1
+    versions = _read(url)
+    for line in _describe(versions, current=args.db_action == "current"):
+        print(f"{where}: {line}")
+    return 0
 
 
-def _current_or_none(url: str) -> tuple[str, ...]:
+def _migrate(url: str, revision: str, *, where: str, up: bool) -> int:
+    from recap.migrate import (
+        SHARED_VERSION_TABLE,
+        VERSION_TABLE,
+        another_history,
+        downgrade,
+        upgrade,
+    )
+
+    before = _read(url)
+    (upgrade if up else downgrade)(url, revision)
+    after = _read(url)
+    if after.other:
+        print(f"{where}: {another_history(after)}")
+    if before.legacy:
+        print(f"{where}: moved Recap's revision {_revs(before.legacy)} from "
+              f"{SHARED_VERSION_TABLE} to {VERSION_TABLE}")
+    was = before.recap or before.legacy
+    if was == after.recap:
+        print(f"{where}: already at {_revs(after.recap)}")
+    else:
+        verb = "upgraded" if up else "downgraded"
+        print(f"{where}: {verb} from {_revs(was)} to {_revs(after.recap)}")
+    return 0
+
+
+def _describe(versions: Versions, *, current: bool) -> list[str]:
+    """What ``check`` (at the head) or ``current`` says about the recorded revisions."""
+    from recap.migrate import SHARED_VERSION_TABLE, UPGRADE, another_history, head_revisions
+
+    heads = head_revisions()
+    if versions.legacy:
+        lines = [f"an older Recap recorded its revision {_revs(versions.legacy)} in "
+                 f"{SHARED_VERSION_TABLE}: `{UPGRADE}` moves it (the head is {_revs(heads)})"]
+    elif versions.recap == heads:
+        lines = [f"Recap's schema is at migration {_revs(heads)} (the head)" if not current
+                 else f"{_revs(heads)} (at the head)"]
+    else:
+        lines = [f"{_revs(versions.recap)} (the head is {_revs(heads)})"]
+    if versions.other:
+        lines.append(another_history(versions))
+    return lines
+
+
+def _read(url: str) -> Versions:
     from recap.db import make_engine
-    from recap.migrate import current_revisions, sqlite_file
+    from recap.migrate import Versions, read_database, sqlite_file
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():
-        return ()
+        return Versions(recap=(), legacy=(), other=())
     engine = make_engine(url)
     try:
-        return current_revisions(engine)
+        return read_database(engine)
     finally:
         engine.dispose()
 

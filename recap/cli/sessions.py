@@ -37,7 +37,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--limit", type=positive, default=20, metavar="N", help="default 20")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.epilog = "STATE: " + glossary(STATES) + (
-        ". recap context SESSION_ID explains one session in full.")
+        ". `recap context SESSION_ID` explains one session in full.")
 
 
 def run(args: argparse.Namespace) -> int:

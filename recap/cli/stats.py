@@ -114,8 +114,9 @@ def fold_rule(policy: str, *, trigger_messages: int, trigger_tokens: int, batch_
     if policy == "adaptive":
         return ("each session folds when its context passes its own high-water mark "
                 "(from its growth per reply and its summary's size) and condenses to its own "
-                "low-water mark; RECAP_TRIGGER_MESSAGES, RECAP_TRIGGER_TOKENS, "
-                f"RECAP_BATCH_SIZE and RECAP_CONDENSE_TO are not read; {capacity}")
+                "low-water mark; the fixed rule's RECAP_TRIGGER_MESSAGES, RECAP_TRIGGER_TOKENS, "
+                "RECAP_BATCH_SIZE and RECAP_CONDENSE_TO do not apply (setting one is refused: "
+                f"RECAP_POLICY=threshold uses them); {capacity}")
     return (f"a session folds when it has more than {trigger_messages} active messages "
             f"and its oldest {batch_size} outside the newest {keep_recent} hold more than "
             f"{trigger_tokens} tokens; {capacity}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Collection
+from typing import Annotated, Any
 
-from pydantic import StringConstraints
+from pydantic import BaseModel, StringConstraints, ValidationInfo
 
 from recap.paths import default_broker_path, default_database_path
 
@@ -32,3 +33,27 @@ MAX_TOKENS = 10_000_000
 MAX_URL_CHARS = 2000
 # Names (queue, model) with their surrounding whitespace removed; blank is refused.
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+def given_here(model: BaseModel, info: ValidationInfo) -> set[str]:
+    """The fields the caller set, for a check across settings to blame: the validation
+    context's ``given`` (session overrides: the keys the session sets), else the
+    fields set explicitly (the environment, a keyword)."""
+    context: Any = info.context
+    if isinstance(context, dict) and "given" in context:
+        return set(context["given"])
+    return set(model.model_fields_set)
+
+
+def must_be_below(low: str, high: str, *, model: BaseModel, given: Collection[str],
+                  why: str = "") -> str:
+    """The error for ``low`` >= ``high``, led by the setting to change: the one that
+    was set (``high`` when only it was), each as ``field (RECAP_FIELD, value)``."""
+    def named(field: str) -> str:
+        return f"{field} (RECAP_{field.upper()}, {getattr(model, field)})"
+
+    if high in given and low not in given:
+        text = f"{named(high)} must be above {named(low)}"
+    else:
+        text = f"{named(low)} must be below {named(high)}"
+    return f"{text}: {why}" if why else text

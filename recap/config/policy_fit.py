@@ -30,9 +30,9 @@ def refusal(ignored: list[str], *, name: Callable[[str], str],
     the way out (the fixed rule, or leaving them unset). ``name`` spells a setting as
     the entry point knows it (RECAP_BATCH_SIZE, batch_size)."""
     names = ", ".join(name(n) for n in ignored)
-    verb = "is" if len(ignored) == 1 else "are"
-    return (f"{names} {verb} ignored under the adaptive policy ({policy_name}=adaptive, the "
-            "default): it folds each session at its own high-water mark and condenses to "
+    one = len(ignored) == 1
+    return (f"{names} {'is' if one else 'are'} not read by the adaptive policy "
+            f"({policy_name}=adaptive, the default), so setting {'it' if one else 'them'} "
+            "is refused: it folds each session at its own high-water mark and condenses to "
             f"its own low-water mark. Set {policy_name}=threshold to use the fixed rule's "
-            f"{'setting' if len(ignored) == 1 else 'settings'}, or leave "
-            f"{'it' if len(ignored) == 1 else 'them'} unset")
+            f"{'setting' if one else 'settings'}, or leave {'it' if one else 'them'} unset")

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from recap.config.features import Calls, Replies, Retention
+from recap.config.policy_fit import IGNORED_BY_ADAPTIVE
 from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import DERIVED, Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
@@ -155,7 +156,11 @@ def markdown() -> str:
            "it stops the process at start-up with a line naming the variable, and a",
            "session override outside it is refused (422 over HTTP, an error from",
            "`recap configure`, InvalidInput from `configure_session`), so no setting can",
-           "ask a computation for more than its bound.", ""]
+           "ask a computation for more than its bound. Settings marked *threshold only*",
+           "belong to the fixed rule: under the adaptive policy (the default), which does",
+           "not read them, setting one is refused, at start-up and per session. A RECAP_*",
+           "variable that no setting reads is warned of at start-up, with the closest",
+           "setting's name.", ""]
     for group, fields in grouped():
         title, intro = _title(group)
         out += [f"## {title}", ""] + ([intro, ""] if intro else [])
@@ -164,6 +169,8 @@ def markdown() -> str:
             notes = []
             if field in TUNABLE:
                 notes.append("*session*")
+            if field in IGNORED_BY_ADAPTIVE:
+                notes.append("*threshold only*")
             if field in DERIVED:
                 notes.append(f"*derived*: {DERIVED[field]}")
             what = " ".join([info.description or "", *notes]).strip().replace("|", "\\|")
@@ -187,7 +194,8 @@ def env_example() -> str:
             name = env_name(field)
             if name in preset:
                 continue
-            note = f" Derived: {DERIVED[field]}." if field in DERIVED else ""
+            note = (f" Derived: {DERIVED[field]}." if field in DERIVED else
+                    " RECAP_POLICY=threshold only." if field in IGNORED_BY_ADAPTIVE else "")
             out += [f"# {info.description}{note}", f"# {name}={_default(field, info)}"]
     return "\n".join(out) + "\n"
 

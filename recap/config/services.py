@@ -17,6 +17,9 @@ from recap.config.base import (
 # The longest list of keys or host names a setting may hold.
 MAX_LIST_CHARS = 10_000
 
+# The Messages API's address when ANTHROPIC_BASE_URL is unset (the SDK's own default).
+ANTHROPIC_API_URL = "https://api.anthropic.com"
+
 # Read as-is, without the RECAP_ prefix: the names every tool already uses.
 STANDARD = {"database_url": "DATABASE_URL", "celery_broker_url": "CELERY_BROKER_URL",
             "anthropic_api_key": "ANTHROPIC_API_KEY",
@@ -61,11 +64,26 @@ class Services(BaseModel):
     otel_enabled: bool = Field(False, description=(
         "OpenTelemetry spans for jobs and Claude calls (needs the otel extra)."))
 
-    @field_validator("anthropic_base_url", "anthropic_api_key", mode="before")
+    @field_validator("anthropic_api_key", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         # Compose passes ${VAR:-} as an empty string: treat it (or blanks) as not set.
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("anthropic_base_url", mode="before")
+    @classmethod
+    def _empty_is_the_default(cls, value: object) -> object:
+        # A blank one (compose's ${VAR:-}) means unset. Given no base_url, the SDK reads
+        # ANTHROPIC_BASE_URL itself and would take "" as the URL, so the address it
+        # uses when the variable is unset is spelled out here.
+        return ANTHROPIC_API_URL if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("anthropic_base_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// URL, or leave it unset")
+        return value.strip() if value is not None else None
 
 
 class HttpApi(BaseModel):

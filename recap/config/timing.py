@@ -107,9 +107,11 @@ class Timing(BaseModel):
 
     @model_validator(mode="after")
     def _check_chain(self) -> Timing:
+        # The derived values keep the chain by construction, so a broken link is one
+        # set by hand: each error leads with it.
         if self.task_time_limit_s <= self.task_soft_time_limit_s:
-            raise ValueError("RECAP_TASK_TIME_LIMIT_S must be greater than "
-                             "RECAP_TASK_SOFT_TIME_LIMIT_S")
+            raise ValueError(f"RECAP_TASK_SOFT_TIME_LIMIT_S ({self.task_soft_time_limit_s}) "
+                             f"must be below RECAP_TASK_TIME_LIMIT_S ({self.task_time_limit_s})")
         if self.lease_s <= self.task_time_limit_s:
             raise ValueError("RECAP_LEASE_S must be greater than RECAP_TASK_TIME_LIMIT_S "
                              "(a running job must never lose its lease)")

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
-from recap.config.base import DEFAULT_MODEL, MAX_TOKENS, MODEL_MAX_CHARS, Name
+from recap.config.base import (
+    DEFAULT_MODEL,
+    MAX_TOKENS,
+    MODEL_MAX_CHARS,
+    Name,
+    given_here,
+    must_be_below,
+)
 
 # The most messages a trigger or the keep window may count: far above any session a
 # person holds, and small enough that every count derived from it stays exact.
@@ -36,7 +43,8 @@ class Tuning(BaseModel):
     # At least 1: the newest message is never condensed, so an assistant turn is
     # never summarized before the tool results that answer it have arrived.
     keep_recent: int = Field(10, ge=1, le=MAX_MESSAGES, description=(
-        "Newest messages always kept verbatim in the window (below trigger_messages)."))
+        "Newest messages always kept verbatim (threshold: below trigger_messages; adaptive: "
+        "its window's cap)."))
     max_summary_tokens: int = Field(1024, ge=64, le=16384, description=(
         "Cap on the summary's length (the answer's max_tokens)."))
     context_budget_tokens: int = Field(32000, ge=1000, le=MAX_TOKENS, description=(
@@ -53,15 +61,19 @@ class Tuning(BaseModel):
         "Built-in summarization prompt (RECAP_PROMPT_FILE replaces it)."))
 
     @model_validator(mode="after")
-    def _summary_fits_budget(self) -> Tuning:
+    def _summary_fits_budget(self, info: ValidationInfo) -> Tuning:
+        # Each error leads with the setting that was set: the one to change.
+        given = given_here(self, info)
         if self.max_summary_tokens >= self.context_budget_tokens:
-            raise ValueError("max_summary_tokens (RECAP_MAX_SUMMARY_TOKENS) must be below "
-                             "context_budget_tokens (RECAP_CONTEXT_BUDGET_TOKENS)")
-        if self.keep_recent >= self.trigger_messages:
-            raise ValueError(f"keep_recent (RECAP_KEEP_RECENT, {self.keep_recent}) must be below "
-                             f"trigger_messages (RECAP_TRIGGER_MESSAGES, "
-                             f"{self.trigger_messages}): otherwise the hook queues a job on "
-                             "every reply that can only be skipped")
+            raise ValueError(must_be_below("max_summary_tokens", "context_budget_tokens",
+                                           model=self, given=given))
+        # The fixed rule's trigger only: the adaptive policy reads no trigger_messages
+        # (its keep window is its own, at most keep_recent).
+        if self.policy == "threshold" and self.keep_recent >= self.trigger_messages:
+            raise ValueError(must_be_below(
+                "keep_recent", "trigger_messages", model=self, given=given,
+                why="otherwise the hook queues a job on every reply that can only be "
+                    "skipped"))
         return self
 
 

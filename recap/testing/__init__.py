@@ -8,7 +8,7 @@ Point the real SDK at it with ``base_url``::
     fake.script(ok("a summary"), error(529, "Overloaded"))
     fake.route(lambda r: ok("A title") if r.system.startswith("You write short titles")
                else None)
-    ...  # RECAP_ANTHROPIC_BASE_URL=fake.url
+    ...  # ANTHROPIC_BASE_URL=fake.url
     fake.stop()
 
 Each call is answered by the routes the test set, then (for a call that is not

@@ -159,3 +159,14 @@ def test_ingest_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "ingest", "/nonexistent/in.jsonl")
     assert code == 1
     assert err.startswith("recap: error: cannot read /nonexistent/in.jsonl")
+
+
+def test_recap_bench_passes_every_argument_through_a_leading_option_too() -> None:
+    from recap.cli import build_parser, parse_args
+
+    parser = build_parser()
+    # argparse's REMAINDER refuses an option right after the command: `recap bench
+    # --quick` (docs/BENCHMARKS.md) reaches the benchmarks all the same.
+    for argv in (["--quick"], ["--quick", "--only", "overhead"], ["--", "--quick"], []):
+        args = parse_args(parser, ["bench", *argv])
+        assert (args.command, args.bench_args) == ("bench", argv)

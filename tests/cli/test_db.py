@@ -71,7 +71,8 @@ def test_db_check_current_and_upgrade(scratch_postgres: str,
     migrate(scratch_postgres, "0005")  # an older Recap's schema
     assert main(["db", "check"]) == 1
     assert one_line(capsys).endswith(
-        f"is at migration 0005, this Recap needs {HEAD}: run `recap db upgrade`")
+        f": Recap's schema is at migration 0005, this Recap needs {HEAD}: "
+        "run `recap db upgrade`")
     assert main(["stats"]) == 1  # every command refuses it
     assert "recap db upgrade" in one_line(capsys)
 
@@ -79,7 +80,8 @@ def test_db_check_current_and_upgrade(scratch_postgres: str,
     out = capsys.readouterr().out
     assert out.endswith(f": upgraded from 0005 to {HEAD}\n") and "hunter2" not in out
     assert main(["db", "check"]) == 0
-    assert capsys.readouterr().out.endswith(f": at the head ({HEAD})\n")
+    assert capsys.readouterr().out.endswith(
+        f": Recap's schema is at migration {HEAD} (the head)\n")
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out.endswith(f": {HEAD} (at the head)\n")
     assert main(["db", "upgrade"]) == 0
@@ -95,13 +97,13 @@ def test_a_database_migrated_by_a_newer_recap_is_named_as_such(
 
     engine = create_engine(scratch_postgres)
     with engine.begin() as conn:
-        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+        conn.execute(text("UPDATE recap_alembic_version SET version_num = '0999'"))
     engine.dispose()
     settings_env(DATABASE_URL=scratch_postgres)
     assert main(["db", "check"]) == 1
-    assert one_line(capsys).endswith("is at migration 0999, which this Recap does not know "
-                                     "(migrated by a newer Recap?): upgrade Recap to that "
-                                     "version")
+    assert one_line(capsys).endswith(": Recap's schema is at migration 0999, which this "
+                                     "Recap does not know (migrated by a newer Recap?): "
+                                     "upgrade Recap to that version")
 
 
 def test_an_unreachable_database_is_one_line(settings_env: Callable[..., None],

@@ -1,7 +1,8 @@
 """Recap installed like a real dependency, beside an app: one import package
 (``recap``) and nothing else at the top level, so an app's own ``models.py``,
 ``worker.py``, ``settings.py``, ``migrations/`` or ``tests/`` never meets Recap's;
-the wheel carries the migrations (no source checkout needed to create the tables)."""
+the wheel carries the migrations (no source checkout needed to create the tables),
+and they share a database with the app's own Alembic history."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from recap.migrate import head_revisions
+from tests.deploy.app_history import APP_HEAD, write_app_history
 from tests.env import PG_ADMIN, ROOT, RUN_ID, TEST_DB, _admin_execute, claim_services
 from tests.helpers import free_port, wait_for
 
@@ -52,13 +54,13 @@ def import_in(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
 
 
 def app_folder(root: Path) -> Path:
-    """An app's directory with the module names apps have: none of them is Recap's."""
+    """An app's directory with the module names apps have, none of them Recap's, and
+    its own Alembic history (alembic.ini, migrations/: tests/deploy/app_history.py)."""
     root.mkdir(parents=True, exist_ok=True)
     for name in ("models", "worker", "settings"):
         (root / f"{name}.py").write_text(f"OWNER = 'the app'\nNAME = {name!r}\n")
-    (root / "migrations").mkdir(exist_ok=True)
+    write_app_history(root)
     (root / "migrations" / "__init__.py").write_text("")
-    (root / "migrations" / "env.py").write_text("raise SystemExit('the app migrations ran')\n")
     (root / "tests").mkdir(exist_ok=True)
     (root / "tests" / "__init__.py").write_text("")
     (root / "tests" / "test_app.py").write_text(
@@ -198,9 +200,16 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
     assert all(Path(line).is_relative_to(site) for line in where.split()), where
 
     head = ", ".join(head_revisions())
-    # From the app's folder: Recap's migrations run, not the app's.
-    assert run([recap, "db", "upgrade"], cwd=app, env=env).endswith(
-        f": upgraded from no revision (empty) to {head}\n")
+    alembic = str(bin_ / "alembic")  # the app's Alembic: the one Recap depends on
+    left_alone = (f": alembic_version belongs to another Alembic history (revision "
+                  f"{APP_HEAD}), not Recap's: left alone\n")
+    # The app's own history, then Recap's, from the app's folder: `recap db upgrade`
+    # runs Recap's migrations (not the app's migrations/) and leaves the app's revision.
+    run([alembic, "upgrade", "head"], cwd=app, env=env)
+    upgraded = run([recap, "db", "upgrade"], cwd=app, env=env)
+    assert upgraded.endswith(f": upgraded from no revision (empty) to {head}\n")
+    assert left_alone in upgraded
+    assert run([alembic, "current"], cwd=app, env=env) == f"{APP_HEAD} (head)\n"
     assert run([python, "-c", "from recap import add_message, build_context"],
                cwd=app, env=env) == ""
     # The app's own test suite, its tests/ beside Recap's installed package.
@@ -244,9 +253,30 @@ def test_the_wheel_runs_beside_an_app_with_its_own_modules(
                 proc.kill()
     logs = "\n".join(p.read_text() for p in sorted(tmp_path.glob("*.log")))
     assert "Traceback" not in logs and "ImportError" not in logs, logs[-4000:]
+    migrate_both_ways(recap=recap, alembic=alembic, app=app, env=env, head=head)
     # Nothing of Recap's was left in the app's folder (its own pytest's cache aside).
     assert [p.name for p in sorted(app.iterdir()) if p.name != "__pycache__"] == [
-        "migrations", "models.py", "settings.py", "tests", "worker.py"]
+        "alembic.ini", "migrations", "models.py", "settings.py", "tests", "worker.py"]
+
+
+def migrate_both_ways(*, recap: str, alembic: str, app: Path, env: dict[str, str],
+                      head: str) -> None:
+    """Each side downgrades and upgrades again while the other's revision stays."""
+    def current() -> tuple[str, str]:
+        return (run([recap, "db", "current"], cwd=app, env=env).split("\n")[0],
+                run([alembic, "current"], cwd=app, env=env))
+
+    recap_at_head = current()[0]
+    assert recap_at_head.endswith(f": {head} (at the head)")
+    run([alembic, "downgrade", "base"], cwd=app, env=env)
+    assert current() == (recap_at_head, "")
+    assert run([recap, "db", "downgrade", "base"], cwd=app, env=env).endswith(
+        f": downgraded from {head} to no revision (empty)\n")
+    run([alembic, "upgrade", "head"], cwd=app, env=env)
+    assert current()[1] == f"{APP_HEAD} (head)\n"
+    assert run([recap, "db", "upgrade"], cwd=app, env=env).endswith(
+        f": upgraded from no revision (empty) to {head}\n")
+    assert current() == (recap_at_head, f"{APP_HEAD} (head)\n")
 
 
 def bench_runs(recap: str, *, app: Path, env: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
+from recap.migrate import VERSION_TABLE
 from recap.models import Base, modelled
 from tests.env import PG_ADMIN, _admin_execute, migrate
 
@@ -29,7 +30,8 @@ def _diff(url: str) -> list[object]:
     engine = create_engine(url)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True,
-                                                        "include_name": modelled})
+                                                        "include_name": modelled,
+                                                        "version_table": VERSION_TABLE})
         diff = compare_metadata(ctx, Base.metadata)
     engine.dispose()
     return diff
@@ -47,7 +49,7 @@ def test_upgrade_matches_models_and_downgrade_empties(backend: str, empty_pg: st
     engine.dispose()
     migrate(url, "base", down=True)
     engine = create_engine(url)
-    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    assert set(inspect(engine).get_table_names()) <= {"recap_alembic_version"}
     engine.dispose()
 
 

@@ -16,7 +16,7 @@ def test_an_ignored_setting_is_refused_over_http(api: httpx.Client) -> None:
                       json={"policy": "adaptive", "trigger_messages": 6})
     assert refused.status_code == 422
     message = refused.json()["error"]["message"]
-    assert "trigger_messages is ignored under the adaptive policy" in message
+    assert "trigger_messages is not read by the adaptive policy" in message
     assert "policy=threshold" in message
     stored = api.put("/v1/sessions/fit-http/settings",
                      json={"policy": "threshold", "trigger_messages": 6, "keep_recent": 4})

@@ -68,7 +68,7 @@ def test_migrations_apply_and_downgrade_to_base(tmp_path: Path) -> None:
     engine.dispose()
     migrate(url, "base", down=True)
     engine = create_engine(url)
-    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    assert set(inspect(engine).get_table_names()) <= {"recap_alembic_version"}
     engine.dispose()
     migrate(url)  # and back up again on the same file
 
