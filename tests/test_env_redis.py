@@ -115,8 +115,8 @@ def test_a_child_pytest_uses_its_parents_pinned_database(tmp_path: Path) -> None
     env = {**os.environ, "RECAP_TEST_REDIS_DB": db}
     env.pop("PYTEST_XDIST_WORKER", None)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p",
-                           "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-                           str(ROOT / "pyproject.toml"), str(test)], cwd=ROOT, env=env,
+                           "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(ROOT),
+                           "-c", str(ROOT / "pyproject.toml"), str(test)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     try:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -73,11 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """``argv`` as ``main`` reads it (SystemExit on --help and usage errors).
-    ``recap bench`` hands every argument to the benchmarks, a leading option too
-    (argparse's REMAINDER would refuse ``recap bench --quick``)."""
-    if argv[:1] == ["bench"]:
-        return argparse.Namespace(command="bench", bench_args=list(argv[1:]), func=bench.run)
+    """``argv`` as ``main`` reads it (SystemExit on --help and usage errors)."""
     return parser.parse_args(argv)
 
 
