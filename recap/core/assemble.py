@@ -2,12 +2,15 @@
 
 ``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
 
-    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int}
+    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int,
+     "parts": {"summary": bool, "summary_version": int | None, "details": bool,
+               "memories": int, "recalled": int}}
 
 ``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
-estimate of system + messages) and ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) are
-for the app only and must NOT be sent to the SDK: pass ``**as_request(ctx)``
-(optionally with the new user turn) instead of ``**ctx``.
+estimate of system + messages), ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) and
+``parts`` (what Recap put in it, :class:`Parts`) are for the app only and must
+NOT be sent to the SDK: pass ``**as_request(ctx)`` (optionally with the new user
+turn) instead of ``**ctx``.
 
 How the stored window becomes a valid request (see :func:`assemble`):
 
@@ -39,12 +42,17 @@ becomes text blocks and the last turn's content a list of blocks, with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
 
+# From typing_extensions: pydantic (the HTTP API's schema of the context) reads
+# no other TypedDict on Python < 3.12.
+from typing_extensions import TypedDict
+
+from recap.core.details import details_lines
 from recap.core.lookback import RECALL_OPEN
 from recap.core.memblock import MEMORIES_CLOSE as MEMORIES_CLOSE
 from recap.core.memblock import MEMORIES_OPEN as MEMORIES_OPEN
-from recap.core.memblock import MEMORIES_START
+from recap.core.memblock import MEMORIES_START, memories_part
 from recap.core.memblock import MEMORIES_TAG as MEMORIES_TAG
 from recap.core.memblock import MEMORY_HEADERS as MEMORY_HEADERS
 from recap.core.memblock import memories_block as memories_block
@@ -90,11 +98,24 @@ class Row(NamedTuple):
 EPHEMERAL: Block = {"type": "ephemeral"}
 
 
+class Parts(TypedDict):
+    """What Recap put in a context, counted as it was assembled (never read back
+    from the text): the rolling summary (and its version), the summary's details
+    section (lines Recap kept verbatim), the memories and the recalled archive lines."""
+
+    summary: bool
+    summary_version: int | None  # None when there is no summary in it
+    details: bool
+    memories: int
+    recalled: int
+
+
 class Context(TypedDict):
     system: str | list[Block]
     messages: list[dict[str, Any]]
     tokens: int
     budget: int
+    parts: Parts
 
 
 def neutralize(text: str) -> str:
@@ -114,7 +135,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
              caching: bool = False, memories_cached: bool = False,
-             topical: Sequence[Candidate] = (), topical_budget: int = 0) -> Context:
+             topical: Sequence[Candidate] = (), topical_budget: int = 0,
+             summary_version: int | None = None) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -129,8 +151,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     (:func:`after_history`). ``topical`` (the memories most relevant to the newest
     user turn) fill up to ``topical_budget`` (at most half of ``memory_budget``) with what the
     cached block does not show, in a second block that goes where a per-reply block
-    must (after the last breakpoint with caching). Raises InvalidInput on an
-    unknown role.
+    must (after the last breakpoint with caching). ``parts`` says what went in
+    (``summary_version`` is reported when a summary did). Raises InvalidInput on
+    an unknown role.
     """
     tokens = 0
     system_parts: list[str] = []
@@ -168,27 +191,33 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     others = len(system_parts) + (1 if summary_block else 0)
     tokens += count(SEPARATOR) * max(0, others - 1)
     block = extra = None
+    listed = 0  # memories shown
     # The reserve does not depend on what this reply's turn finds, so the cached
     # block is the same on every reply until a fold.
     reserve = min(topical_budget, memory_budget // 2) if memories_cached else 0
     if memories and memory_budget > reserve:
         gap = count(SEPARATOR) if others else 0
-        block, used = memories_block(memories, count=count,
-                                     room=min(memory_budget - reserve, budget - tokens - gap))
+        block, used, n = memories_part(memories, count=count,
+                                       room=min(memory_budget - reserve, budget - tokens - gap))
         tokens += used + (gap if block else 0)
+        listed += n
     if reserve and topical:
         shown = set(block.split("\n")) if block else set()
         unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
         gap = count(SEPARATOR)
-        extra, used = memories_block(unseen, count=count,
-                                     room=min(reserve, budget - tokens - gap))
+        extra, used, n = memories_part(unseen, count=count,
+                                       room=min(reserve, budget - tokens - gap))
         tokens += used + (gap if extra else 0)
+        listed += n
+    parts = Parts(summary=has_summary, summary_version=summary_version if has_summary else None,
+                  details=has_summary and bool(details_lines(summary or "")), memories=listed,
+                  recalled=0)
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None
         return Context(system=SEPARATOR.join(system_layout(
             system_parts, memories=both, summary=summary_block)), messages=messages,
-            tokens=tokens, budget=budget)
+            tokens=tokens, budget=budget, parts=parts)
     # The app's prompt is stable for the session's life, the system rows and the
     # summary only between folds: one block (and breakpoint) each.
     # Memories chosen per summary version change with it: they share its part.
@@ -202,7 +231,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     if per_reply:
         system, messages = after_history(per_reply, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
-                   budget=budget)
+                   budget=budget, parts=parts)
 
 
 def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from recap.core.assemble import Parts
 from recap.core.validate import MAX_ROW_ID
 
 
@@ -75,6 +76,9 @@ class ContextOut(BaseModel):
     messages: list[dict[str, Any]]
     tokens: int
     budget: int
+    parts: Parts = Field(description="what Recap put in the context: the summary (and its "
+                                     "version), its details section, how many memories "
+                                     "and recalled archive lines")
     request: dict[str, Any]
 
 

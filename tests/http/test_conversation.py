@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import select
 
+from recap.api.context import build_context
 from recap.db import transaction
 from recap.models import ChatMessage
 from tests.helpers import assert_invariants, sentence, wait_for
@@ -53,6 +54,9 @@ def test_a_conversation_over_http_is_condensed_into_a_summary(
     assert [m["content"] for m in ctx["messages"][1:]] == [sentence(i, 40) for i in range(5, 14)]
     assert ctx["tokens"] <= ctx["budget"]
     assert set(ctx["request"]) == {"system", "messages"}  # add model and max_tokens, send
+    # build_context's parts, as the Python call returns them (never in the request).
+    assert ctx["parts"] == build_context(sid, system_prompt="")["parts"]
+    assert ctx["parts"]["summary"] is True and ctx["parts"]["summary_version"] == 1
 
     r = api.get(f"/v1/sessions/{sid}/summaries/1")
     assert r.status_code == 200 and r.json()["text"] == summary
