@@ -82,22 +82,6 @@ class ContextOut(BaseModel):
     request: dict[str, Any]
 
 
-class SessionOut(BaseModel):
-    session_id: str
-    user_id: str | None
-    title: str | None
-    summary: str | None
-    summary_version: int
-    summary_tokens: int
-    message_count: int = Field(description="active messages (not yet condensed)")
-    summarized_message_count: int
-    active_tokens: int
-    budget: int
-    state: str = Field(description="what the next summary waits for (recap sessions)")
-    job: str | None = Field(description="queued, running or dead-lettered; null: none")
-    overrides: dict[str, Any] | None
-
-
 class SummaryOut(BaseModel):
     session_id: str
     version: int
@@ -151,8 +135,14 @@ class MemorySourceOut(BaseModel):
 
 
 class MemoryOut(BaseModel):
+    """One fact, listed once: rows stating the same sentence (the retention guard
+    keeps one per specific in it) are one entry, ``ids`` all of them."""
+
     id: int
     fact: str
+    kind: str = Field(description="who stated it, the strongest of its sources: user, tool, "
+                                  "document, assistant, unverified, guard or legacy")
+    ids: list[int] = Field(description="every stored row of this fact")
     category: str
     importance: int
     session_id: str | None = Field(None, description="its oldest source's session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import select
 
+import recap
 from recap.api.context import build_context
 from recap.db import transaction
 from recap.models import ChatMessage
@@ -44,6 +45,13 @@ def test_a_conversation_over_http_is_condensed_into_a_summary(
     assert isinstance(summary, str) and summary
     assert session["summarized_message_count"] == 5  # one batch (RECAP_BATCH_SIZE)
     assert session["message_count"] == len(written) - 5
+    # recap.session's view, field for field (the route returns that model), once the
+    # title job and any follow-up have settled.
+    assert set(session) == set(recap.SessionView.model_fields)
+    wait_for(lambda: _session(api, sid) == recap.session(sid).model_dump(mode="json"),
+             what="the HTTP answer to equal recap.session's")
+    fold = session["last_fold"]
+    assert isinstance(fold, dict) and (fold["outcome"], fold["messages"]) == ("applied", 5)
 
     r = api.post(f"/v1/sessions/{sid}/context",
                  json={"system_prompt": "You are a helpful assistant.", "prompt_caching": False})
