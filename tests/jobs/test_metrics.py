@@ -253,6 +253,22 @@ def test_reason_class_sql(reason: str | None, expected: str) -> None:
         assert s.scalar(select(metrics.reason_class())) == expected
 
 
+def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
+    # The adaptive policy's reasons start "adaptive: ..."; summary_runs records the
+    # rule (mode), and the metric says the same, never "other".
+    t = policy.Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
+                          keep_recent=1, context_budget_tokens=32000, adaptive=True)
+    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 500, False)
+            for i in range(20)]
+    plan = policy.plan(msgs, summary_tokens=0, t=t)
+    assert plan.reason.startswith("adaptive: ") and plan.mode == "normal", plan.reason
+    add_run("adapt", "applied", plan.reason, mode=str(plan.mode), messages_condensed=20)
+    add_run("adapt", "failed", plan.reason, mode=str(plan.mode))
+    add_run("adapt", "applied", "something else", mode="none")
+    assert {key: r.runs for key, r in totals().items()} == {
+        ("applied", "normal"): 1, ("failed", "normal"): 1, ("applied", "other"): 1}
+
+
 def counts(runs: list[metrics.RunTotal]) -> dict[tuple[str, str], int]:
     return {(r.status, r.reason): r.runs for r in runs}
 
