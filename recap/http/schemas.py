@@ -185,6 +185,8 @@ V1_ERRORS: dict[int | str, dict[str, Any]] = {
     403: _error("the Origin is refused, or a tenant's key asked for every tenant's data"),
     404: _error("no such session or user (or one outside the key's tenant)"),
     413: _error("the body is over RECAP_API_MAX_BODY_BYTES (refused before parsing)"),
+    415: _error("a body sent without Content-Type: application/json (the message says "
+                "which header came)"),
     422: _error("invalid input: the message names the field; nothing was stored"),
     503: _error("the database or the broker is unavailable; retry after Retry-After"),
 }
