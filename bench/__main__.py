@@ -27,9 +27,9 @@ from pathlib import Path
 
 from bench import env as benv
 
-NAMES = ("hook", "loop", "reply_path", "overhead", "throughput", "tokens", "context", "scale",
-         "memory", "specifics", "scan", "cost", "reach", "http", "middleware", "verdict",
-         "recall", "realmodel")
+NAMES = ("hook", "coldstart", "loop", "reply_path", "overhead", "throughput", "tokens",
+         "context", "scale", "memory", "specifics", "scan", "cost", "reach", "http",
+         "middleware", "verdict", "recall", "realmodel")
 
 
 # The benchmarks that print machine-readable figures (--json), so --compare takes them.

@@ -2,8 +2,9 @@
 
 ``from recap import aio`` then ``await aio.add_message(...)``, ``await
 aio.after_reply(...)``, ``await aio.build_context(...)``, ``await
-aio.session(...)``; ``await aio.close()`` at shutdown. Needs the ``asyncio``
-extra (``pip install 'recap-worker[asyncio]'``).
+aio.session(...)``; ``await aio.warm_up()`` at start-up, ``await aio.close()``
+at shutdown. Needs the ``asyncio`` extra (``pip install
+'recap-worker[asyncio]'``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from recap.api.aio import (
     build_context,
     close,
     transaction,
+    warm_up,
 )
 from recap.sessions import view
 from recap.sessions.view import SessionView
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
-           "session", "transaction"]
+           "session", "transaction", "warm_up"]
 
 
 async def session(session_id: str) -> SessionView:
