@@ -1,15 +1,19 @@
 """``recap db upgrade|current|check``: the schema of the database at DATABASE_URL,
 run by Alembic from the installed package (no source checkout, any directory).
 
-``upgrade`` migrates to the head (creating a SQLite file and its folder);
-``current`` prints the recorded revision and the head; ``check`` exits 0 when the
-database is reachable and at the head, else prints why and how to fix it (1)."""
+``upgrade`` migrates to the head (creating a SQLite file and its folder), with a
+line per migration on a terminal; ``current`` prints the recorded revision and
+the head; ``check`` exits 0 when the database is reachable and at the head, else
+prints why and how to fix it (1)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+from collections.abc import Iterator
 
-from recap.cli.base import Subparsers, command, err
+from recap.cli.base import Progress, Subparsers, command, err
 
 
 def register(sub: Subparsers) -> None:
@@ -52,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
             err(f"error: {problem}")  # the URL (password masked) and what to do
             return 1
         before = _current_or_none(url)
-        upgrade(url, args.revision)
+        with _migration_lines(Progress("db upgrade"), _pending(before, args.revision)):
+            upgrade(url, args.revision)
         after = _current_or_none(url)
         if before == after:
             print(f"{where}: already at {_revs(after)}")
@@ -95,6 +100,55 @@ def _current_or_none(url: str) -> tuple[str, ...]:
         return current_revisions(engine)
     finally:
         engine.dispose()
+
+
+def _pending(current: tuple[str, ...], target: str) -> int | None:
+    """How many migrations take ``current`` to ``target`` (None: not one line of
+    history, e.g. several heads or a target behind the database)."""
+    from alembic.script import ScriptDirectory
+
+    from recap.migrate import script_location
+
+    if len(current) > 1:
+        return None
+    try:
+        return len(list(ScriptDirectory(str(script_location())).iterate_revisions(
+            target, current[0] if current else "base")))
+    except Exception:  # alembic's own errors say more when the upgrade runs
+        return None
+
+
+# Alembic logs "Running upgrade A -> B, message" here as each migration starts.
+MIGRATION_LOGGER = "alembic.runtime.migration"
+
+
+@contextlib.contextmanager
+def _migration_lines(progress: Progress, total: int | None) -> Iterator[None]:
+    """A progress line per migration while the block runs (on a terminal only)."""
+    if not progress.on:
+        yield
+        return
+    started = 0
+
+    class Line(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            nonlocal started
+            message = record.getMessage()
+            if message.startswith("Running upgrade "):
+                started += 1
+                source, _, rest = message.removeprefix("Running upgrade ").partition(" -> ")
+                progress.step(started, total, "migrations",
+                              f"{source.strip() or 'empty'} -> {rest}")
+
+    logger = logging.getLogger(MIGRATION_LOGGER)
+    handler, level = Line(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _revs(revisions: tuple[str, ...]) -> str:

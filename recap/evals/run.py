@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recap import progress as steps
 from recap.evals.facts import Message, Planted, retained
 from recap.evals.where import Audit, audit, where_kept
 
@@ -157,6 +158,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
                 series.stored_after_fold.append(retained(facts, stored_text(sid)))
                 progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
                          "specifics in the context")
+                steps.report("messages through Recap", done=i, total=len(messages))
                 if not outcome.more_work:
                     break
         series.repairs = _repairs(sid)

@@ -55,7 +55,7 @@ def test_the_api_modules_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
 def test_the_public_names_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("""
         from recap import (add_message, after_reply, as_request, build_context,
-                            configure_session, errors, session)
+                            configure_session, errors, session, warm_up)
         assert errors.RecapError
     """)
     assert "recap.sessions.overrides" in modules and "recap.sessions.view" in modules
