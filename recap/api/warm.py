@@ -16,6 +16,7 @@ from recap.api.context import read_window
 from recap.api.core import NewMessage, validate_message
 from recap.api.ingest import add_message, decide
 from recap.api.window import assemble_window
+from recap.core.tenant import current_tenant
 from recap.core.validate import MAX_SESSION_ID
 from recap.db import autocommit_connection, session_factory
 from recap.llm.tokens import count_tokens, message_tokens
@@ -45,11 +46,11 @@ def warm_up() -> None:
     be reached is logged as a warning, since the reply path never fails for one.
     """
     settings = get_settings()
+    probe = probe_id()
     with session_factory()() as s:
         try:
-            add_message(PROBE_SESSION, "user", "Warm up: what is planned for March 14th?",
-                        db=s)
-            assemble_window("", read_window(PROBE_SESSION, db=s), settings=settings,
+            add_message(probe, "user", "Warm up: what is planned for March 14th?", db=s)
+            assemble_window("", read_window(probe, db=s), settings=settings,
                             count=count_tokens)
         finally:
             s.rollback()
@@ -62,8 +63,16 @@ def warm_up() -> None:
                     "once it is back", type(exc).__name__, exc)
 
 
+def probe_id() -> str:
+    """The rehearsal's session id, inside the current tenant's ids if calls are
+    scoped to one (recap.tenant)."""
+    scope = current_tenant()
+    return PROBE_SESSION if scope is None else f"{scope}/{PROBE_SESSION}"
+
+
 def probe_message(max_inline_chars: int) -> NewMessage:
     """The message the asyncio warm-up rehearses storing (validated and counted)."""
-    msg = validate_message(PROBE_SESSION, "user", "warm up", pinned=False, user_id=None,
+    probe = probe_id()
+    msg = validate_message(probe, "user", "warm up", pinned=False, user_id=None,
                            max_inline_chars=max_inline_chars)
-    return NewMessage(PROBE_SESSION, "user", msg, message_tokens(msg))
+    return NewMessage(probe, "user", msg, message_tokens(msg))

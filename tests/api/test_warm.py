@@ -15,6 +15,7 @@ import textwrap
 import pytest
 from sqlalchemy import select
 
+from recap import tenant
 from recap.api.warm import PROBE_SESSION, warm_up
 from recap.db import transaction
 from recap.models import ChatMessage, ChatSession
@@ -95,12 +96,16 @@ def test_after_warm_up_the_first_reply_loads_nothing(code: str) -> None:
     assert found["reply"] == []  # the first add_message, after_reply, build_context
     assert found["published"] == {"warm_up": [],  # nothing published by the warm-up
                                   "reply": ["recap.tasks.generate_title"]}
-
-
-def test_warm_up_stores_nothing() -> None:
-    warm_up()
-    with transaction() as s:
+    with transaction() as s:  # and nothing stored: its rehearsal was rolled back
         assert s.get(ChatSession, PROBE_SESSION) is None
+
+
+def test_warm_up_stores_nothing_and_works_inside_a_tenants_scope() -> None:
+    warm_up()
+    with tenant("acme"):  # its rehearsal stays inside the scope's ids
+        warm_up()
+    with transaction() as s:
+        assert s.scalars(select(ChatSession.id)).all() == []
         assert s.scalars(select(ChatMessage.id)).all() == []
 
 
