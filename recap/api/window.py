@@ -212,8 +212,9 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                     memory_budget=memories_budget(window, settings=settings),
                     caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
-                    topical=window.topical, topical_budget=settings.memory_reply_tokens,
-                    summary_version=window.summary_version)
+                    topical=window.topical, topical_budget=settings.memory_reply_tokens)
+    if ctx["parts"]["summary"]:
+        ctx["parts"]["summary_version"] = window.summary_version
     return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
 
 

@@ -2,15 +2,12 @@
 
 ``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
 
-    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int,
-     "parts": {"summary": bool, "summary_version": int | None, "details": bool,
-               "memories": int, "recalled": int}}
+    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int, "parts": {...}}
 
 ``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
-estimate of system + messages), ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) and
-``parts`` (what Recap put in it, :class:`Parts`) are for the app only and must
-NOT be sent to the SDK: pass ``**as_request(ctx)`` (optionally with the new user
-turn) instead of ``**ctx``.
+estimate of system + messages), ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) and ``parts``
+(:class:`Parts`) are for the app only and must NOT be sent to the SDK: pass
+``**as_request(ctx)`` (optionally with the new user turn) instead of ``**ctx``.
 
 How the stored window becomes a valid request (see :func:`assemble`):
 
@@ -44,9 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-# From typing_extensions: pydantic (the HTTP API's schema of the context) reads
-# no other TypedDict on Python < 3.12.
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) reads on 3.11
 
 from recap.core.details import details_lines
 from recap.core.lookback import RECALL_OPEN
@@ -99,15 +94,13 @@ EPHEMERAL: Block = {"type": "ephemeral"}
 
 
 class Parts(TypedDict):
-    """What Recap put in a context, counted as it was assembled (never read back
-    from the text): the rolling summary (and its version), the summary's details
-    section (lines Recap kept verbatim), the memories and the recalled archive lines."""
+    """What Recap put in a context, counted as it was assembled, never read from its text."""
 
     summary: bool
     summary_version: int | None  # None when there is no summary in it
-    details: bool
+    details: bool  # the summary's section of lines Recap kept verbatim
     memories: int
-    recalled: int
+    recalled: int  # archive lines
 
 
 class Context(TypedDict):
@@ -135,8 +128,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
              caching: bool = False, memories_cached: bool = False,
-             topical: Sequence[Candidate] = (), topical_budget: int = 0,
-             summary_version: int | None = None) -> Context:
+             topical: Sequence[Candidate] = (), topical_budget: int = 0) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -151,9 +143,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     (:func:`after_history`). ``topical`` (the memories most relevant to the newest
     user turn) fill up to ``topical_budget`` (at most half of ``memory_budget``) with what the
     cached block does not show, in a second block that goes where a per-reply block
-    must (after the last breakpoint with caching). ``parts`` says what went in
-    (``summary_version`` is reported when a summary did). Raises InvalidInput on
-    an unknown role.
+    must (after the last breakpoint with caching); ``parts`` says what went in (its
+    ``summary_version`` is the caller's). Raises InvalidInput on an unknown role.
     """
     tokens = 0
     system_parts: list[str] = []
@@ -209,9 +200,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                        room=min(reserve, budget - tokens - gap))
         tokens += used + (gap if extra else 0)
         listed += n
-    parts = Parts(summary=has_summary, summary_version=summary_version if has_summary else None,
-                  details=has_summary and bool(details_lines(summary or "")), memories=listed,
-                  recalled=0)
+    parts = Parts(summary=has_summary, summary_version=None, memories=listed, recalled=0,
+                  details=bool(has_summary and details_lines(summary or "")))
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None

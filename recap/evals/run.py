@@ -49,12 +49,11 @@ class Series:
     qa_correct: int | None = None
     qa_asked: int = 0
     error: str | None = None
-    # Recap only: where the stored specifics are at the end (recap.evals.where.PLACES),
-    # its audit rows summed, and each applied fold's seconds (the job's latency).
+    # Recap only: where the stored specifics end (recap.evals.where.PLACES), its audit rows
+    # summed, each applied fold's seconds, the messages after which a job dead-lettered.
     where: dict[str, int] = field(default_factory=dict)
     audit: Audit | None = None
     fold_seconds: list[float] = field(default_factory=list)
-    # Recap only: messages after which a job was dead-lettered (nothing of it applied).
     dead_after: list[int] = field(default_factory=list)
 
     @property
@@ -162,8 +161,7 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
                 if not outcome.more_work:
                     break
         series.repairs = _repairs(sid)
-        ctx = build_context(sid, system_prompt="")
-        series.final = retained(facts, context_text(ctx))
+        series.final = retained(facts, context_text(build_context(sid, system_prompt="")))
         series.stored = retained(facts, stored_text(sid))
         series.where, series.audit = where_kept(facts, sid), audit(sid)
         series.input_tokens += series.audit.unapplied_input_tokens

@@ -263,16 +263,15 @@ def test_parts_say_what_the_context_holds_as_it_was_assembled() -> None:
     summary = f"They planned Lisbon.\n\n{DETAILS_HEADER} stated by the user\n- TP1357: my flight"
     facts = [Candidate(i, f"The user likes fact number {i}.", 3) for i in range(5)]
     ctx = assemble(PROMPT, rows(("user", "hi")), summary=summary, summary_tokens=len(summary),
-                   budget=5000, count=len, memories=facts, memory_budget=5000,
-                   summary_version=7)
-    assert ctx["parts"] == {"summary": True, "summary_version": 7, "details": True,
+                   budget=5000, count=len, memories=facts, memory_budget=5000)
+    # The version is the stored session's: build_context sets it (tests/api/test_recall_db.py).
+    assert ctx["parts"] == {"summary": True, "summary_version": None, "details": True,
                             "memories": 5, "recalled": 0}
     # Only what fits is counted: room for the wrappers, the header and two facts.
     room = (len(MEMORIES_START) + len(MEMORIES_CLOSE) + len(MEMORY_HEADERS["user"]) + 1
             + 2 * len(f"- {facts[0].fact}") + 1)
     few = assemble(PROMPT, rows(("user", "hi")), summary="Plain.", summary_tokens=6,
-                   budget=5000, count=len, memories=facts, memory_budget=room,
-                   summary_version=2)
-    assert few["parts"] == {"summary": True, "summary_version": 2, "details": False,
+                   budget=5000, count=len, memories=facts, memory_budget=room)
+    assert few["parts"] == {"summary": True, "summary_version": None, "details": False,
                             "memories": 2, "recalled": 0}
     assert system_text(few["system"]).count("- The user likes fact number") == 2

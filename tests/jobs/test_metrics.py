@@ -22,6 +22,7 @@ from recap.core.policy import MessageInfo
 from recap.db import transaction, utcnow
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import metrics
+from recap.ops.reasons import reason_class
 from recap.settings import get_settings
 from recap.worker.jobs.claim import Claim, claim_session, record_rejected
 from recap.worker.jobs.outcome import Job
@@ -250,7 +251,7 @@ def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
 def test_reason_class_sql(reason: str | None, expected: str) -> None:
     add_run("r", "skipped", reason)
     with transaction() as s:
-        assert s.scalar(select(metrics.reason_class())) == expected
+        assert s.scalar(select(reason_class())) == expected
 
 
 def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
