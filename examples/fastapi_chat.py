@@ -63,6 +63,7 @@ def create_app(client: anthropic.AsyncAnthropic | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         keyed = os.environ.get("ANTHROPIC_API_KEY", "").strip()
         app.state.claude = client or (anthropic.AsyncAnthropic() if keyed else None)
+        await aio.warm_up()  # Recap's one-time loading now, not on the first reply
         yield
         if app.state.claude is not None:
             await app.state.claude.close()

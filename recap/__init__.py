@@ -5,6 +5,8 @@ The chat app's API, in one place::
     from recap import add_message, after_reply, build_context, as_request
     from recap import configure_session, forget, forget_memories
     from recap import rewind, edit_message, summary_at   # edit, regenerate, history
+    from recap import session    # the session as a whole: summary, last fold, memories
+    from recap import warm_up    # at start-up: the first reply as fast as later ones
     from recap import tenant     # scope calls to one tenant's ids (docs/SECURITY.md)
     from recap import aio        # the same calls as coroutines
     from recap import errors     # what they raise
@@ -29,19 +31,21 @@ if TYPE_CHECKING:
     from recap import aio, errors
     from recap.api.context import as_request, build_context
     from recap.api.ingest import add_message, after_reply
+    from recap.api.warm import warm_up
     from recap.core.tenant import tenant
     from recap.sessions.edit import edit_message
     from recap.sessions.forget import forget, forget_memories
     from recap.sessions.history import summary_at
     from recap.sessions.overrides import configure_session
     from recap.sessions.rewind import rewind
+    from recap.sessions.view import SessionView, session
 
     app: Celery
     celery: Celery
 
-__all__ = ["add_message", "after_reply", "aio", "as_request", "build_context",
+__all__ = ["SessionView", "add_message", "after_reply", "aio", "as_request", "build_context",
            "configure_session", "edit_message", "errors", "forget", "forget_memories", "rewind",
-           "summary_at", "tenant"]
+           "session", "summary_at", "tenant", "warm_up"]
 
 # Public submodules, loaded on first access like the functions.
 _SUBMODULES = ("aio", "errors", "testing", "integrations")
@@ -51,10 +55,13 @@ _PUBLIC = {
     "after_reply": "recap.api.ingest",
     "build_context": "recap.api.context",
     "as_request": "recap.api.context",
+    "warm_up": "recap.api.warm",
     "configure_session": "recap.sessions.overrides",
     "forget": "recap.sessions.forget",
     "forget_memories": "recap.sessions.forget",
     "summary_at": "recap.sessions.history",
+    "session": "recap.sessions.view",
+    "SessionView": "recap.sessions.view",
     # Not on the reply path: one transaction under the session's lease.
     "rewind": "recap.sessions.rewind",
     "edit_message": "recap.sessions.edit",

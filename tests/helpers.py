@@ -223,3 +223,40 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def run_on_terminal(argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str],
+                    timeout: float = 240) -> tuple[int, str, str]:
+    """Run ``argv`` with its stderr on a pseudo-terminal (as a user at a terminal
+    sees it) and its stdout on a pipe; returns (exit code, stdout, stderr)."""
+    import pty
+    import subprocess
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=slave,
+                            text=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:  # drain the terminal as the process writes: it never blocks on it
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the process closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    finally:
+        reader.join(timeout=10)
+        os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return proc.returncode, out, err

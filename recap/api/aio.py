@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -49,7 +50,7 @@ from sqlalchemy.ext.asyncio import (
     AsyncSession,
 )
 
-from recap.api import context
+from recap.api import context, warm
 from recap.api.core import (
     NewMessage,
     add_statement,
@@ -77,7 +78,7 @@ from recap.settings import get_settings
 from recap.store.enqueue import BREAKER
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
-           "transaction"]
+           "transaction", "warm_up"]
 
 
 
@@ -208,6 +209,26 @@ async def transaction() -> AsyncIterator[AsyncSession]:
     or nothing (the adapters in recap.integrations store a turn this way)."""
     async with AsyncSession(await engine(), expire_on_commit=False) as db, db.begin():
         yield db
+
+
+async def warm_up() -> None:
+    """:func:`recap.warm_up` for the asyncio API: the sync warm-up in a thread (the
+    settings, the tokenizer, ``build_context``'s engine, Celery and the broker),
+    then this loop's asyncio engine (the schema checked, ``add_message``'s
+    statement rehearsed and rolled back, the hook's read) and a publish thread.
+    Call it in your app's start-up (FastAPI's lifespan) on the loop that serves
+    replies. Raises as the sync one does; with SQLite, ConfigError (the asyncio
+    API needs PostgreSQL)."""
+    require_postgresql(get_settings().database_url)
+    await asyncio.to_thread(warm.warm_up)
+    settings = get_settings()
+    new = await asyncio.to_thread(warm.probe_message, settings.max_inline_base64_chars)
+    async with (await engine()).connect() as conn, conn.begin() as rehearsal:
+        await _insert(conn, new, new.params(utcnow()))
+        await rehearsal.rollback()
+    async with (await engine(autocommit=True)).connect() as conn:
+        await _plan(conn, warm.UNSTORED_SESSION)  # no such session: nothing marked
+    await in_publisher(time.monotonic)  # the publish pool's thread, started
 
 
 async def close() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy.orm import Session
+
 from recap.api.window import (
     Window,
     assemble_window,
@@ -27,30 +29,37 @@ __all__ = ["Context", "Window", "as_request", "build_context", "read_window", "r
            "system_text"]
 
 
-def read_window(session_id: str) -> Window:
+def read_window(session_id: str, *, db: Session | None = None) -> Window:
     """The session's rolling summary, active rows (oldest first), context budget and
-    memories; summary and rows are one snapshot.
+    memories; summary and rows are one snapshot. With ``db``, in the caller's
+    transaction (recap.warm_up's rehearsal), else in one of its own.
 
     Raises InvalidInput for a bad id, SessionNotFound for an unknown one.
     """
     check_session_id(session_id)
-    settings = get_settings()
+    if db is not None:
+        return _read(session_id, db)
     with transaction() as s:
-        # Row by row, not one fetchall: a window can hold megabytes, and one C call
-        # decoding them all would hold the GIL throughout (the asyncio API reads in
-        # a thread beside the app's event loop).
-        window = window_of(session_id, list(s.execute(snapshot_query(session_id))),
-                           default_budget=settings.context_budget_tokens)
-        dialect = s.get_bind().dialect.name
-        # Later statements, so possibly a later snapshot than the first: their
-        # queries need the summary and newest user turn the first one returns. An
-        # apply committed in between adds the memories mined from rows the window
-        # still shows verbatim (a fact shown twice, never one lost) or hides a
-        # memory it superseded (the newer truth): memories are never taken from
-        # the window, so the reads cannot lose anything between them.
-        for read in memories_queries(window, dialect=dialect, settings=settings):
-            rows = s.execute(read.query, read.values).all()
-            window = with_memories(window, read, rows, dialect=dialect)
+        return _read(session_id, s)
+
+
+def _read(session_id: str, s: Session) -> Window:
+    settings = get_settings()
+    # Row by row, not one fetchall: a window can hold megabytes, and one C call
+    # decoding them all would hold the GIL throughout (the asyncio API reads in a
+    # thread beside the app's event loop).
+    window = window_of(session_id, list(s.execute(snapshot_query(session_id))),
+                       default_budget=settings.context_budget_tokens)
+    dialect = s.get_bind().dialect.name
+    # Later statements, so possibly a later snapshot than the first: their queries
+    # need the summary and newest user turn the first one returns. An apply
+    # committed in between adds the memories mined from rows the window still
+    # shows verbatim (a fact shown twice, never one lost) or hides a memory it
+    # superseded (the newer truth): memories are never taken from the window, so
+    # the reads cannot lose anything between them.
+    for read in memories_queries(window, dialect=dialect, settings=settings):
+        rows = s.execute(read.query, read.values).all()
+        window = with_memories(window, read, rows, dialect=dialect)
     return window
 
 

@@ -14,13 +14,24 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import CompoundSelect, Select, Text, cast, literal, null, select, union_all
+from sqlalchemy import (
+    CompoundSelect,
+    Integer,
+    Select,
+    Text,
+    cast,
+    literal,
+    null,
+    select,
+    union_all,
+)
 
 from recap.api.core import load_blocks
 from recap.core.context import lookback
-from recap.core.context.assemble import Context, Row, after_history, assemble
+from recap.core.context.assemble import Context, Parts, Row, after_history, assemble
 from recap.core.memories.recall import Candidate, query_terms, topic_terms
 from recap.core.planning import adaptive
+from recap.core.retention.details import details_lines
 from recap.core.validate import text_or_raise
 from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ChatMessage, ChatSession
@@ -45,6 +56,7 @@ class Window(NamedTuple):
     session_id: str = ""
     # Archived lines the newest turn names (recap.core.context.lookback), best first.
     recalled: tuple[str, ...] = ()
+    summary_version: int = 0
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -68,11 +80,12 @@ def snapshot_query(session_id: str) -> CompoundSelect[*tuple[Any, ...]]:
                   ChatSession.summary_tokens.label("tokens"),
                   cast(ChatSession.overrides, Text).label("overrides"),
                   ChatSession.user_id.label("user_id"),
-                  null().cast(Text).label("blocks")
+                  null().cast(Text).label("blocks"),
+                  ChatSession.summary_version.label("version")
                   ).where(ChatSession.id == session_id)
     body = select(literal(1), ChatMessage.id, ChatMessage.role, ChatMessage.content,
                   ChatMessage.token_count, null().cast(Text), null().cast(Text),
-                  cast(ChatMessage.blocks, Text)
+                  cast(ChatMessage.blocks, Text), null().cast(Integer)
                   ).where(ChatMessage.session_id == session_id)
     return union_all(head, body).order_by("kind", "id")
 
@@ -90,7 +103,7 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
                        load_blocks(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
                   scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
-                  session_id=session_id)
+                  session_id=session_id, summary_version=int(head.version or 0))
 
 
 # Candidates read for the per-reply part: it shows a handful.
@@ -202,7 +215,16 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                     caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
                     topical=window.topical, topical_budget=settings.memory_reply_tokens)
+    stored_parts(ctx, summary=window.summary, version=window.summary_version)
     return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
+
+
+def stored_parts(ctx: Context, *, summary: str | None, version: int) -> None:
+    """What only the stored session tells of ``ctx["parts"]``: the summary's version
+    and whether it carries the details section of lines Recap kept verbatim."""
+    if ctx["parts"]["summary"]:
+        ctx["parts"]["summary_version"] = version
+        ctx["parts"]["details"] = bool(details_lines(summary or ""))
 
 
 def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
@@ -210,15 +232,18 @@ def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
     """``ctx`` with the ``<ARCHIVE_RECALL>`` block of ``lines`` (at most ``room``
     tokens, never past the budget). With caching it goes after the last cache
     breakpoint (:func:`recap.core.context.assemble.after_history`), so the cached prefix is
-    the same bytes with and without it; without, at the end of ``system``."""
+    the same bytes with and without it; without, at the end of ``system``.
+    ``parts["recalled"]`` counts the lines it quotes."""
     room = min(room, ctx["budget"] - ctx["tokens"])
-    block, used = lookback.recall_block(lines, room=room, count=count) if lines else (None, 0)
+    block, used, quoted = (lookback.recall_part(lines, room=room, count=count) if lines
+                           else (None, 0, 0))
     if block is None:
         return ctx
+    parts = Parts(**{**ctx["parts"], "recalled": quoted})
     if isinstance(ctx["system"], list):  # prompt caching: system is blocks
         blocks, messages = after_history(block, ctx["system"], ctx["messages"])
         return Context(system=blocks, messages=messages, tokens=ctx["tokens"] + used,
-                       budget=ctx["budget"])
+                       budget=ctx["budget"], parts=parts)
     text = f"{ctx['system']}\n\n{block}" if ctx["system"] else block
     return Context(system=text, messages=ctx["messages"], tokens=ctx["tokens"] + used,
-                   budget=ctx["budget"])
+                   budget=ctx["budget"], parts=parts)

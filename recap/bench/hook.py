@@ -5,7 +5,9 @@
   worker and the stand-in, so jobs run and coalescing is what production sees;
 - the hook's own decision (``policy.might_trigger`` on counters), target < 50 us;
 - where ``add_message``'s time goes (tokenizing, each SQL statement, commit);
-- jobs published per 1,000 replies, target at least 10x fewer jobs than replies.
+- jobs published per 1,000 replies, target at least 10x fewer jobs than replies;
+- the first reply of a fresh process, with and without ``recap.warm_up()``
+  (recap/bench/coldstart.py).
 
 Pacing: each session gets one reply (user + assistant message, then the hook)
 every ``pace`` seconds, all sessions interleaved. A pace longer than the
@@ -26,6 +28,7 @@ import timeit
 from collections import defaultdict
 from typing import Any
 
+from recap.bench import coldstart
 from recap.bench.harness import env as benv
 from recap.bench.harness.stats import ms, percentile, report, table
 
@@ -251,5 +254,7 @@ def run(quick: bool = False, *, as_json: bool = False) -> str:
                 d["applied"], d["skipped"],
                 f"{per_k:.1f} ({d['replies'] / max(1, d['published']):.1f}x fewer)",
                 f"{applied_k:.1f} ({d['replies'] / max(1, d['applied']):.1f}x fewer)"]])))
+    # The figures above are of a warm process; a process's first reply is coldstart's.
+    out.append(coldstart.run(quick))
     return "".join(out)
 

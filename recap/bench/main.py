@@ -22,8 +22,9 @@ from recap.bench.harness.extras import MissingExtra
 from recap.errors import ConfigError
 
 # Every benchmark, by the name --only takes (its module under recap.bench).
-NAMES = ("hook", "loop", "reply_path", "overhead", "throughput", "tokens", "context", "scale",
-         "memory", "specifics", "scan", "cost", "http", "middleware", "recall")
+NAMES = ("hook", "coldstart", "loop", "reply_path", "overhead", "throughput", "tokens",
+         "context", "scale", "memory", "specifics", "scan", "cost", "http", "middleware",
+         "recall")
 # The benchmarks that print machine-readable figures (--json).
 JSON_NAMES = ("hook", "loop")
 

@@ -1,12 +1,14 @@
-"""What the ``recap`` commands share: adding a command, output helpers, the queued report."""
+"""What the ``recap`` commands share: adding a command, output helpers, progress on a
+terminal, the queued report."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 if TYPE_CHECKING:
     from recap.ops.requeue import Queued
@@ -55,6 +57,42 @@ def emit_json(data: object) -> None:
 
 def err(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr)
+
+
+class Progress:
+    """A long command's progress: one line per step on stderr, saying what is left,
+    and only when stderr is a terminal (a pipe, a log file or a cron job's mail
+    gets none; stdout, the command's answer, never does)::
+
+        recap db upgrade: 3/20 migrations (17 left): 0002 -> 0003, normal blocked under
+    """
+
+    def __init__(self, command: str, *, stream: TextIO | None = None) -> None:
+        self.command = command
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.on = bool(isatty and isatty())
+
+    def step(self, done: int, total: int | None, what: str, note: str = "") -> None:
+        """``done`` of ``total`` (None: not known) ``what`` are done; ``note`` says which."""
+        if not self.on:
+            return
+        count = (f"{done} {what}" if total is None
+                 else f"{done}/{total} {what} ({max(0, total - done)} left)")
+        print(f"{PROG} {self.command}: {count}" + (f": {note}" if note else ""),
+              file=self.stream, flush=True)
+
+    @contextlib.contextmanager
+    def reported(self) -> Iterator[None]:
+        """Show the steps Recap's own work reports (recap.progress: the summarizer's
+        chunks) while the block runs."""
+        from recap import progress
+
+        if not self.on:
+            yield
+            return
+        with progress.listening(lambda what, done, total: self.step(done, total, what)):
+            yield
 
 
 def report_queued(results: Sequence[Queued]) -> int:

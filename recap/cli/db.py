@@ -3,7 +3,8 @@ run by Alembic from the installed package (no source checkout, any directory).
 
 Recap records its revision in ``recap_alembic_version``; an app's own Alembic
 history in ``alembic_version`` beside it is named and left alone. ``upgrade``
-migrates to the head (creating a SQLite file and its folder), first moving the
+migrates to the head (creating a SQLite file and its folder; a line per migration
+on a terminal), first moving the
 revision an older Recap recorded in ``alembic_version``; ``downgrade`` migrates
 back to a named revision (``base``: no Recap table); ``current`` prints the
 recorded revision and the head; ``check`` exits 0 when the database is reachable
@@ -12,9 +13,12 @@ and at the head, else prints why and how to fix it (1)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from recap.cli.base import Subparsers, command, err
+from recap.cli.base import Progress, Subparsers, command, err
 
 if TYPE_CHECKING:
     from recap.migrate import Versions
@@ -84,7 +88,12 @@ def _migrate(url: str, revision: str, *, where: str, up: bool) -> int:
     )
 
     before = _read(url)
-    (upgrade if up else downgrade)(url, revision)
+    if up:
+        pending = _pending(before.recap or before.legacy, revision)
+        with _migration_lines(Progress("db upgrade"), pending):
+            upgrade(url, revision)
+    else:
+        downgrade(url, revision)
     after = _read(url)
     if after.other:
         print(f"{where}: {another_history(after)}")
@@ -130,6 +139,55 @@ def _read(url: str) -> Versions:
         return read_database(engine)
     finally:
         engine.dispose()
+
+
+def _pending(current: tuple[str, ...], target: str) -> int | None:
+    """How many migrations take ``current`` to ``target`` (None: not one line of
+    history, e.g. several heads or a target behind the database)."""
+    from alembic.script import ScriptDirectory
+
+    from recap.migrate import script_location
+
+    if len(current) > 1:
+        return None
+    try:
+        return len(list(ScriptDirectory(str(script_location())).iterate_revisions(
+            target, current[0] if current else "base")))
+    except Exception:  # alembic's own errors say more when the upgrade runs
+        return None
+
+
+# Alembic logs "Running upgrade A -> B, message" here as each migration starts.
+MIGRATION_LOGGER = "alembic.runtime.migration"
+
+
+@contextlib.contextmanager
+def _migration_lines(progress: Progress, total: int | None) -> Iterator[None]:
+    """A progress line per migration while the block runs (on a terminal only)."""
+    if not progress.on:
+        yield
+        return
+    started = 0
+
+    class Line(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            nonlocal started
+            message = record.getMessage()
+            if message.startswith("Running upgrade "):
+                started += 1
+                source, _, rest = message.removeprefix("Running upgrade ").partition(" -> ")
+                progress.step(started, total, "migrations",
+                              f"{source.strip() or 'empty'} -> {rest}")
+
+    logger = logging.getLogger(MIGRATION_LOGGER)
+    handler, level = Line(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _revs(revisions: tuple[str, ...]) -> str:

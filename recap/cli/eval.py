@@ -1,13 +1,15 @@
 """``recap eval [--quick] [--qa] [--conversation FILE --expect FILE] [--base-url URL
 --model NAME]``: how many planted specifics Recap and its peers keep after each fold
 (see recap.evals.main). With ``--base-url``, against any server that speaks the
-Messages API (a local llama.cpp or vLLM server, a proxy): see docs/EVALUATION.md."""
+Messages API (a local llama.cpp or vLLM server, a proxy): see docs/EVALUATION.md.
+On a terminal, stderr also shows each chunk a summary call folds and, after each
+of Recap's folds, how many of the conversation's messages are left."""
 
 from __future__ import annotations
 
 import argparse
 
-from recap.cli.base import Subparsers, command, positive
+from recap.cli.base import Progress, Subparsers, command, positive
 
 QUICK_MESSAGES, QUICK_FACTS = 200, 12  # --quick: offline, well under a minute
 FULL_MESSAGES, FULL_FACTS = 1000, 40  # the whole demo conversation
@@ -61,4 +63,5 @@ def run(args: argparse.Namespace) -> int:
                           f"{args.base_url!r}")
     args.messages = args.messages or (QUICK_MESSAGES if args.quick else FULL_MESSAGES)
     args.facts = args.facts or (QUICK_FACTS if args.quick else FULL_FACTS)
-    return main(args)
+    with Progress("eval").reported():
+        return main(args)

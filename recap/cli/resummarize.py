@@ -3,14 +3,15 @@
 Needs every condensed message in the archive (RECAP_ARCHIVE_SUMMARIZED=true since
 the session's first summary); runs in this process and prints the outcome as
 JSON. A session busy with a job, or changed while rebuilding, is an error
-(exit 1): try again.
+(exit 1): try again. On a terminal, stderr shows a line per chunk of the archive
+folded (one model call each), with how many are left.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from recap.cli.base import Subparsers, command, emit_json
+from recap.cli.base import Progress, Subparsers, command, emit_json
 
 
 def register(sub: Subparsers) -> None:
@@ -24,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     from recap.worker.jobs.archive import resummarize
     from recap.worker.jobs.resources import get_resources
 
-    outcome = resummarize(args.session_id, res=get_resources())
+    with Progress("resummarize").reported():
+        outcome = resummarize(args.session_id, res=get_resources())
     if outcome.more_work:  # its pending marker was set with the write; never raises
         send(args.session_id)
     emit_json(outcome.as_dict())

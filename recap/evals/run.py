@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recap import progress as steps
 from recap.evals.facts import Message, Planted, retained
 from recap.evals.where import Audit, audit, where_kept
 
@@ -48,12 +49,11 @@ class Series:
     qa_correct: int | None = None
     qa_asked: int = 0
     error: str | None = None
-    # Recap only: where the stored specifics are at the end (recap.evals.where.PLACES),
-    # its audit rows summed, and each applied fold's seconds (the job's latency).
+    # Recap only: where the stored specifics end (recap.evals.where.PLACES), its audit rows
+    # summed, each applied fold's seconds, the messages after which a job dead-lettered.
     where: dict[str, int] = field(default_factory=dict)
     audit: Audit | None = None
     fold_seconds: list[float] = field(default_factory=list)
-    # Recap only: messages after which a job was dead-lettered (nothing of it applied).
     dead_after: list[int] = field(default_factory=list)
 
     @property
@@ -157,11 +157,11 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
                 series.stored_after_fold.append(retained(facts, stored_text(sid)))
                 progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
                          "specifics in the context")
+                steps.report("messages through Recap", done=i, total=len(messages))
                 if not outcome.more_work:
                     break
         series.repairs = _repairs(sid)
-        ctx = build_context(sid, system_prompt="")
-        series.final = retained(facts, context_text(ctx))
+        series.final = retained(facts, context_text(build_context(sid, system_prompt="")))
         series.stored = retained(facts, stored_text(sid))
         series.where, series.audit = where_kept(facts, sid), audit(sid)
         series.input_tokens += series.audit.unapplied_input_tokens

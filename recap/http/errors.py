@@ -94,6 +94,25 @@ def classify(exc: BaseException) -> ApiError | None:
     return None
 
 
+def is_json(content_type: str | bytes | None) -> bool:
+    """Whether a Content-Type header names JSON (``application/json``, any
+    parameters, or an ``application/...+json`` type): what FastAPI parses a body as."""
+    if content_type is None:
+        return False
+    text = content_type.decode("latin-1") if isinstance(content_type, bytes) else content_type
+    media = text.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/")
+                                           and media.endswith("+json"))
+
+
+def content_type_problem(content_type: str | None) -> str:
+    """The 415 message for a body sent without ``Content-Type: application/json``."""
+    got = ("the request has no Content-Type header" if content_type is None
+           else f"its Content-Type header is {content_type!r}")
+    return (f"the body must be JSON sent with the header Content-Type: application/json; "
+            f"{got}")
+
+
 def field_problems(exc: RequestValidationError) -> str:
     """Each schema problem as ``field: message``, e.g. ``body.role: Field required``."""
     parts = []
@@ -120,10 +139,17 @@ def install(app: FastAPI) -> None:
     async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
         return answer(exc, method=request.method, path=request.url.path)
 
-    async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         if any(p.get("type") == "json_invalid" for p in exc.errors()):
             return error_json(400, "invalid_json", "the request body is not valid JSON")
+        # A body not declared as JSON is never parsed as JSON: say why, not what the
+        # unparsed bytes fail to be.
+        content_type = request.headers.get("content-type")
+        if not is_json(content_type) and any(
+                tuple(p.get("loc", ()))[:1] == ("body",) for p in exc.errors()):
+            return error_json(415, "unsupported_media_type",
+                              content_type_problem(content_type))
         return error_json(422, "invalid_input", field_problems(exc))
 
     async def on_http(_request: Request, exc: Exception) -> JSONResponse:

@@ -27,7 +27,6 @@ from recap.http.routes import messages
 from recap.http.schemas import ContextIn, MessagesIn
 
 _PATH = re.compile(r"/v1/sessions/([^/]+)/(messages|replied|context)")
-_JSON = re.compile(rb"application/json\s*(;.*)?", re.IGNORECASE | re.DOTALL)
 
 
 class ReplyPath:
@@ -71,7 +70,7 @@ def _call(route: str, session_id: str, scope: Scope,
     """The call that answers the request, or None when its body is not a valid one."""
     headers = scope["headers"]
     content_type = next((v for k, v in headers if k == b"content-type"), None)
-    if not body or content_type is None or not _JSON.fullmatch(content_type):
+    if not body or not errors.is_json(content_type):
         return None
     try:
         if route == "context":

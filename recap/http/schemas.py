@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from recap.core.context.assemble import Parts
 from recap.core.validate import MAX_ROW_ID
 
 
@@ -75,23 +76,10 @@ class ContextOut(BaseModel):
     messages: list[dict[str, Any]]
     tokens: int
     budget: int
+    parts: Parts = Field(description="what Recap put in the context: the summary (and its "
+                                     "version), its details section, how many memories "
+                                     "and recalled archive lines")
     request: dict[str, Any]
-
-
-class SessionOut(BaseModel):
-    session_id: str
-    user_id: str | None
-    title: str | None
-    summary: str | None
-    summary_version: int
-    summary_tokens: int
-    message_count: int = Field(description="active messages (not yet condensed)")
-    summarized_message_count: int
-    active_tokens: int
-    budget: int
-    state: str = Field(description="what the next summary waits for (recap sessions)")
-    job: str | None = Field(description="queued, running or dead-lettered; null: none")
-    overrides: dict[str, Any] | None
 
 
 class SummaryOut(BaseModel):
@@ -147,8 +135,14 @@ class MemorySourceOut(BaseModel):
 
 
 class MemoryOut(BaseModel):
+    """One fact, listed once: rows stating the same sentence (the retention guard
+    keeps one per specific in it) are one entry, ``ids`` all of them."""
+
     id: int
     fact: str
+    kind: str = Field(description="who stated it, the strongest of its sources: user, tool, "
+                                  "document, assistant, unverified, guard or legacy")
+    ids: list[int] = Field(description="every stored row of this fact")
     category: str
     importance: int
     session_id: str | None = Field(None, description="its oldest source's session")
@@ -191,6 +185,8 @@ V1_ERRORS: dict[int | str, dict[str, Any]] = {
     403: _error("the Origin is refused, or a tenant's key asked for every tenant's data"),
     404: _error("no such session or user (or one outside the key's tenant)"),
     413: _error("the body is over RECAP_API_MAX_BODY_BYTES (refused before parsing)"),
+    415: _error("a body sent without Content-Type: application/json (the message says "
+                "which header came)"),
     422: _error("invalid input: the message names the field; nothing was stored"),
     503: _error("the database or the broker is unavailable; retry after Retry-After"),
 }

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from recap import progress
 from recap.core.memories.facts import Fact
 from recap.core.prompts.frozen import frozen as frozen_reason
 from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
@@ -115,7 +116,8 @@ class ClaudeSummarizer:
         room = max(MIN_CHUNK_TOKENS,
                    self.config.max_input_tokens - fixed - count(previous or ""))
         mined: dict[str, Fact] | None = {} if facts else None
-        text = self._fold(previous or "", list(turns), room, usage, mined, tuple(known))
+        text = self._fold(previous or "", list(turns), room, usage, mined, tuple(known),
+                          reported=True)
         return SummaryResult.of(text, usage, list((mined or {}).values()))
 
     def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
@@ -136,9 +138,13 @@ class ClaudeSummarizer:
                            split=self.config.split)
 
     def _fold(self, text: str, turns: list[Turn], room: int, usage: Usage,
-              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
+              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = (), *,
+              reported: bool = False) -> str:
+        """``turns`` folded into ``text`` chunk by chunk; ``reported``: each chunk
+        folded is a step of recap.progress (the top level only, not a split chunk)."""
         count = self.config.count
-        for chunk in chunk_turns(turns, max_tokens=room, count=count, split=self.config.split):
+        chunks = chunk_turns(turns, max_tokens=room, count=count, split=self.config.split)
+        for done, chunk in enumerate(chunks, start=1):
             try:
                 text = self._update(text, chunk, usage, mined, known)
             except (PromptTooLong, CutOff) as exc:
@@ -147,10 +153,12 @@ class ClaudeSummarizer:
                 half = min(room, sum(count(t.content) + 12 for t in chunk)) // 2
                 if isinstance(exc, CutOff) and half < MIN_SPLIT_TOKENS:
                     text = self._fallback(text, chunk, usage, mined, known)
-                    continue
-                if half < MIN_CHUNK_TOKENS and isinstance(exc, PromptTooLong):
+                elif half < MIN_CHUNK_TOKENS and isinstance(exc, PromptTooLong):
                     raise
-                text = self._fold(text, chunk, half, usage, mined, known)
+                else:
+                    text = self._fold(text, chunk, half, usage, mined, known)
+            if reported:
+                progress.report("chunks folded", done=done, total=len(chunks))
         return text
 
     def _update(self, previous: str, chunk: Sequence[Turn], usage: Usage,

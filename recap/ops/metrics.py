@@ -29,51 +29,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, literal, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from recap.errors import InvalidInput
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import stats
+from recap.ops.reasons import reason_class
 from recap.settings import Settings, effective
 from recap.store.enqueue import stale_before
 from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
 
 log = logging.getLogger("recap.metrics")
 
-# The reason class of a run, from the start of summary_runs.reason (recap.core.planning.policy
-# and recap.worker.jobs.claim/apply/failure/archive write these texts). First match wins;
-# anything else (including no reason) is "other".
-REASON_CLASSES: tuple[tuple[str, str], ...] = (
-    # A plan with a mode but no batch: recorded as skipped.
-    ("%; nothing outside the keep window can be condensed%", "nothing-to-condense"),
-    ("normal:%", "normal"),
-    ("capacity:%", "capacity"),
-    ("aggressive:%", "aggressive"),
-    ("forced:%", "forced"),
-    ("below thresholds:%", "below-thresholds"),
-    ("lease held by another job%", "lease-held"),
-    ("session % not found", "not-found"),
-    ("rejected session id:%", "rejected-id"),
-    ("worker lost % times in a row%", "lost-leases"),
-    ("%(fix chat_sessions.overrides, then recap retry)", "invalid-overrides"),
-    ("resummarized from %", "resummarize"),
-    ("session % changed during resummarize%", "resummarize"),
-    ("the lease or summary version changed during the call%", "lease-or-version-changed"),
-    ("% batch messages were already gone%", "batch-gone"),
-)
-OTHER = "other"
-
 # Labels of the token counters: summary_runs sums a job's summary and memory calls;
 # title_runs records each title call.
 SUMMARIZE_TASK = "summarize_session"
 TITLE_TASK = "generate_title"
-
-
-def reason_class() -> ColumnElement[str]:
-    """summary_runs.reason mapped to its class (see REASON_CLASSES), in SQL."""
-    return case(*((SummaryRun.reason.like(pattern), literal(name))
-                  for pattern, name in REASON_CLASSES), else_=literal(OTHER))
 
 
 @dataclass(frozen=True)

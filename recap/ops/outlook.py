@@ -1,9 +1,10 @@
 """Why a session is not summarized yet and what will trigger it (``recap context``,
 ``recap stats``, ``recap sessions``).
 
-The answer is :func:`recap.core.planning.outlook.outlook` on the session's active
-messages under its own settings (overrides applied), plus what the session's
-markers say: a job queued, a job running, or a dead-letter cool-down. Helpers
+The answer is :func:`recap.store.outlook.judge` (recap.core.planning.outlook.outlook on
+the session's active messages under its own settings, overrides applied), plus
+what the session's markers say: a job queued, a job running, or a dead-letter
+cool-down. Helpers
 take the database session as ``db=`` and never commit; every query runs on
 PostgreSQL and SQLite.
 """
@@ -18,12 +19,10 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from recap.core.planning import policy
-from recap.core.planning.outlook import outlook
-from recap.errors import InvalidInput, SessionNotFound
+from recap.errors import SessionNotFound
 from recap.models import ChatSession
-from recap.settings import Settings, effective
-from recap.store.enqueue import stale_before
-from recap.store.plans import message_infos
+from recap.settings import Settings
+from recap.store.outlook import job_columns, job_of, judge
 
 
 @dataclass(frozen=True)
@@ -54,33 +53,16 @@ def _query(settings: Settings, now: datetime) -> Select[Any]:
     return select(ChatSession.id, ChatSession.title, ChatSession.message_count,
                   ChatSession.active_tokens, ChatSession.summary_tokens,
                   ChatSession.summary_version, ChatSession.overrides,
-                  (ChatSession.lease_token.isnot(None)
-                   & (ChatSession.lease_expires_at > now)).label("leased"),
-                  # Compared in SQL: SQLite hands back naive datetimes.
-                  (ChatSession.enqueued_at > stale_before(now, settings)).label("pending"),
-                  (ChatSession.blocked_until > now).label("blocked"))
+                  *job_columns(settings, now))
 
 
 def _outlook(row: Any, *, db: Session, settings: Settings) -> SessionOutlook:
-    job = ("running" if row.leased else "queued" if row.pending
-           else "dead-lettered" if row.blocked else None)
-
-    def make(budget: int, state: str, why: str, trigger: str, forced_messages: int,
-             forced_tokens: int) -> SessionOutlook:
-        return SessionOutlook(row.id, row.title, int(row.message_count), int(row.active_tokens),
-                              int(row.summary_tokens), int(row.summary_version), budget, state,
-                              why, trigger, forced_messages, forced_tokens, job)
-
-    try:
-        tuned = effective(settings, row.overrides)
-    except InvalidInput as exc:
-        return make(settings.context_budget_tokens, "invalid-overrides",
-                    f"{exc} (a job dead-letters the session)",
-                    "fixing chat_sessions.overrides (recap configure), then recap retry", 0, 0)
-    o = outlook(message_infos(row.id, db=db), summary_tokens=int(row.summary_tokens),
-                       t=tuned.thresholds())
-    return make(tuned.context_budget_tokens, o.state, o.why, o.trigger, o.forced_messages,
-                o.forced_tokens)
+    j = judge(row.id, overrides=row.overrides, summary_tokens=int(row.summary_tokens),
+              settings=settings, db=db)
+    return SessionOutlook(row.id, row.title, int(row.message_count), int(row.active_tokens),
+                          int(row.summary_tokens), int(row.summary_version), j.budget,
+                          j.state, j.why, j.trigger, j.forced_messages, j.forced_tokens,
+                          job_of(row))
 
 
 def session_outlook(session_id: str, *, db: Session, settings: Settings,

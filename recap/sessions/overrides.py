@@ -3,6 +3,7 @@ the session's user, and the memories it can see."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import EllipsisType
 from typing import Any
 
@@ -13,9 +14,10 @@ from recap.api.ingest import raise_other_user
 from recap.api.validate import check_session_id, check_user_id
 from recap.db import insert_ignoring_duplicates, rowcount, transaction
 from recap.errors import SessionNotFound
-from recap.models import ChatSession, Memory
+from recap.models import SOURCE_KINDS, ChatSession, Memory
 from recap.settings import check_policy_fit, get_settings, validate_overrides
-from recap.store.recall import session_scopes
+from recap.store.recall import SHOWN_KINDS, session_scopes
+from recap.store.sentences import plain_fact
 from recap.store.sources import memory_sources
 
 
@@ -66,21 +68,50 @@ def configure_session(session_id: str,
 
 def memories(session_id: str) -> list[dict[str, Any]]:
     """The live memories a session's context can show (its user's when it names
-    one, and its own), most important first; SessionNotFound if unknown.
-    ``session_id`` of each is its oldest source's session; ``sources`` lists every
-    batch that stated it (session, kind: who stated it, message range, run)."""
+    one, and its own), most important first, each fact once; SessionNotFound if
+    unknown. See :func:`listed_memories`."""
     check_session_id(session_id)
     with transaction() as s:
         if s.get(ChatSession, session_id) is None:
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-        scopes = session_scopes(session_id, db=s)
-        found = list(s.scalars(select(Memory).where(Memory.scope.in_(scopes),
-                                                    Memory.superseded_by.is_(None))
-                               .order_by(Memory.importance.desc(), Memory.id)))
-        sources = memory_sources([m.id for m in found], db=s)
-        return [{"id": m.id, "fact": m.fact, "category": m.category,
-                 "importance": m.importance, "session_id": m.session_id,
-                 "first_message_id": m.first_message_id, "last_message_id": m.last_message_id,
-                 "created_at": m.created_at.isoformat() if m.created_at else None,
-                 "sources": sources.get(m.id, [])}
-                for m in found]
+        return listed_memories(session_id, db=s)
+
+
+def listed_memories(session_id: str, *, db: Session) -> list[dict[str, Any]]:
+    """:func:`memories` in the caller's transaction. Each fact is listed once: rows
+    stating one sentence (the retention guard keeps a sentence once per specific
+    in it, ``specific: sentence``: recap.store.sentences) are one entry showing the
+    sentence, ``ids`` every row of it. ``kind`` is who stated it, the strongest of
+    its sources (:data:`KIND_ORDER`); ``sources`` lists every batch that stated it
+    (session, kind, message range, run); ``session_id`` is its oldest source's."""
+    scopes = session_scopes(session_id, db=db)
+    found = list(db.scalars(select(Memory).where(Memory.scope.in_(scopes),
+                                                 Memory.superseded_by.is_(None))
+                            .order_by(Memory.importance.desc(), Memory.id)))
+    sources = memory_sources([m.id for m in found], db=db)
+    listed: dict[str, dict[str, Any]] = {}
+    for m in found:
+        text = plain_fact(m.fact)
+        entry = listed.get(text)
+        if entry is None:
+            entry = listed[text] = {
+                "id": m.id, "fact": text, "category": m.category, "importance": m.importance,
+                "session_id": m.session_id, "first_message_id": m.first_message_id,
+                "last_message_id": m.last_message_id,
+                "created_at": m.created_at.isoformat() if m.created_at else None,
+                "ids": [], "sources": []}
+        entry["ids"].append(m.id)
+        entry["sources"] += [x for x in sources.get(m.id, []) if x not in entry["sources"]]
+    return [{**e, "kind": strongest_kind(x["kind"] for x in e["sources"])}
+            for e in listed.values()]
+
+
+# Who stated a memory, strongest first: the order the context's memories block
+# shows them in (recap.store.recall.SHOWN_KINDS), then the kinds it shows as kept
+# lines. A memory without source rows predates provenance: legacy.
+KIND_ORDER = (*SHOWN_KINDS, *(k for k in SOURCE_KINDS if k not in SHOWN_KINDS))
+
+
+def strongest_kind(kinds: Iterable[str]) -> str:
+    """The strongest of ``kinds`` in :data:`KIND_ORDER` (``legacy`` if there is none)."""
+    return min(kinds, key=KIND_ORDER.index, default="legacy")

@@ -120,9 +120,30 @@ def _send(task_name: str, session_id: str, *, task_id: str | None) -> None:
     # No retries at any level: this runs on the chat app's reply path. retry=False
     # covers the publish; kombu would still retry the *connection* for up to
     # broker_connection_timeout (4 s by default) unless told max_retries=0.
-    with app.connection_for_write(transport_options={"max_retries": 0}) as conn:
+    with app.connection_for_write(transport_options=NO_RETRIES) as conn:
         app.send_task(task_name, (session_id,), retry=False, task_id=task_id,
                       connection=conn)
+
+
+NO_RETRIES = {"max_retries": 0}
+
+
+def warm_publisher() -> None:
+    """Load and exercise what :func:`publish` uses, publishing nothing: the Celery
+    app configured from the settings, its routing, message and event machinery
+    (``send_task`` loads them on its first call), a task message built, and a
+    broker connection with its channel opened and closed. Raises what connecting
+    to the broker raises."""
+    from recap.worker.celery_app import app
+
+    amqp = app.amqp
+    amqp.router.route({}, SUMMARIZE_TASK, ("warm-up",), {})
+    amqp.create_task_message("warm-up", SUMMARIZE_TASK, ("warm-up",), {})
+    for loaded in (amqp.send_task_message, app.tasks, app.AsyncResult, app.backend):
+        assert loaded is not None  # each a lazy property: reading it loads it
+    with app.connection_for_write(transport_options=NO_RETRIES) as conn:
+        conn.ensure_connection(max_retries=0)
+        assert amqp.Producer(conn, auto_declare=False).channel is not None
 
 
 def due_for_title(stale_before: datetime) -> ColumnElement[bool]:

@@ -28,6 +28,7 @@ from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.models import versions_table as VERSIONS
 from recap.store.recall import session_scopes
+from recap.store.sentences import holding_memory
 from recap.store.sources import add_source
 
 
@@ -49,7 +50,9 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
     (tool results, documents, assistant turns, unverified claims, the guard's)
     stays in the session's own scope. A fact already in the scope stays one row
     and gains a source (recap.store.sources): it goes only when its last source
-    goes; said again after it was superseded, it is live again. A fact whose
+    goes; said again after it was superseded, it is live again. So does a guard
+    entry whose sentence a live memory of the scope already states under another
+    key (recap.store.sentences): the sentence holds both keys. A fact whose
     ``replaces`` names a live memory it may replace (a user fact: its user's or
     the session's; any other: the session's only, and never one the user stated)
     marks that memory
@@ -61,19 +64,24 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
     readable = session_scopes(session_id, db=db)
     own = f"s:{session_id}"
     saved: list[int] = []
+    sourced: set[tuple[int, str]] = set()
     for f in facts:
         kind = f.source if f.source in SOURCE_KINDS else "unverified"
         user = kind == "user"
         scope = readable[0] if user else own
-        insert_or_update(Memory, {
-            "session_id": session_id, "scope": scope, "fact": f.fact, "fact_hash": f.digest,
-            "category": f.category, "importance": f.importance,
-            "first_message_id": first_id, "last_message_id": last_id},
-            db=db, keys=("scope", "fact_hash"), changes={"superseded_by": None})
-        new_id = int(db.execute(select(Memory.id).where(
-            Memory.scope == scope, Memory.fact_hash == f.digest)).scalar_one())
-        add_source(new_id, db=db, session_id=session_id, kind=kind, first_id=first_id,
-                   last_id=last_id, run_id=run_id)
+        new_id = holding_memory(scope, f.fact, db=db)
+        if new_id is None:
+            insert_or_update(Memory, {
+                "session_id": session_id, "scope": scope, "fact": f.fact,
+                "fact_hash": f.digest, "category": f.category, "importance": f.importance,
+                "first_message_id": first_id, "last_message_id": last_id},
+                db=db, keys=("scope", "fact_hash"), changes={"superseded_by": None})
+            new_id = int(db.execute(select(Memory.id).where(
+                Memory.scope == scope, Memory.fact_hash == f.digest)).scalar_one())
+        if (new_id, kind) not in sourced:  # one sentence under two keys: one source
+            sourced.add((new_id, kind))
+            add_source(new_id, db=db, session_id=session_id, kind=kind, first_id=first_id,
+                       last_id=last_id, run_id=run_id)
         if f.replaces is not None and f.replaces != new_id:
             live: list[ColumnElement[bool]] = [
                 Memory.id == f.replaces, Memory.scope.in_(readable if user else (own,)),

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from recap.api.window import stored_parts
 from recap.core.context.assemble import (
+    MEMORIES_CLOSE,
+    MEMORY_HEADERS,
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
     SUMMARY_CLOSE,
@@ -22,6 +25,9 @@ from recap.core.context.assemble import (
     system_text,
 )
 from recap.core.context.request import as_request
+from recap.core.memories.block import MEMORIES_START
+from recap.core.memories.recall import Candidate
+from recap.core.retention.details import DETAILS_HEADER
 from recap.errors import InvalidInput
 from tests.api.common import PROMPT, assert_valid
 
@@ -249,3 +255,30 @@ def test_the_new_user_turn_takes_the_last_breakpoint() -> None:
     assert req["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "hi", "cache_control": EPHEMERAL}]}]
     assert_valid(ctx, user_message="next")
+
+
+# -- what went in: parts ------------------------------------------------------------
+
+def test_parts_say_what_the_context_holds_as_it_was_assembled() -> None:
+    empty = build([("user", "hi")])
+    assert empty["parts"] == {"summary": False, "summary_version": None, "details": False,
+                              "memories": 0, "recalled": 0}
+    summary = f"They planned Lisbon.\n\n{DETAILS_HEADER} stated by the user\n- TP1357: my flight"
+    facts = [Candidate(i, f"The user likes fact number {i}.", 3) for i in range(5)]
+    ctx = assemble(PROMPT, rows(("user", "hi")), summary=summary, summary_tokens=len(summary),
+                   budget=5000, count=len, memories=facts, memory_budget=5000)
+    # The version and the details section are the stored session's: build_context
+    # sets them (tests/api/test_recall_db.py).
+    assert ctx["parts"] == {"summary": True, "summary_version": None, "details": False,
+                            "memories": 5, "recalled": 0}
+    stored_parts(ctx, summary=summary, version=7)
+    assert ctx["parts"] == {"summary": True, "summary_version": 7, "details": True,
+                            "memories": 5, "recalled": 0}
+    # Only what fits is counted: room for the wrappers, the header and two facts.
+    room = (len(MEMORIES_START) + len(MEMORIES_CLOSE) + len(MEMORY_HEADERS["user"]) + 1
+            + 2 * len(f"- {facts[0].fact}") + 1)
+    few = assemble(PROMPT, rows(("user", "hi")), summary="Plain.", summary_tokens=6,
+                   budget=5000, count=len, memories=facts, memory_budget=room)
+    assert few["parts"] == {"summary": True, "summary_version": None, "details": False,
+                            "memories": 2, "recalled": 0}
+    assert system_text(few["system"]).count("- The user likes fact number") == 2

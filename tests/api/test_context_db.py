@@ -182,7 +182,9 @@ def test_render_json_is_pretty_and_round_trips() -> None:
     out = render_json("js", "Ünïcode prompt")
     assert out.startswith("{\n  \"system\": [") and "Ünïcode prompt" in out
     data = json.loads(out)
-    assert set(data) == {"system", "messages", "tokens", "budget"}
+    assert set(data) == {"system", "messages", "tokens", "budget", "parts"}
+    assert data["parts"] == {"summary": False, "summary_version": None, "details": False,
+                             "memories": 0, "recalled": 0}
     assert system_text(data["system"]) == "Ünïcode prompt"
 
 

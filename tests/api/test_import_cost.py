@@ -18,9 +18,9 @@ from tests.env import ROOT
 
 pytestmark = pytest.mark.unit
 
-PUBLIC = ["add_message", "after_reply", "aio", "as_request", "build_context", "configure_session",
-          "edit_message", "errors", "forget", "forget_memories", "rewind", "summary_at",
-          "tenant"]
+PUBLIC = ["SessionView", "add_message", "after_reply", "aio", "as_request", "build_context",
+          "configure_session", "edit_message", "errors", "forget", "forget_memories", "rewind",
+          "session", "summary_at", "tenant", "warm_up"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",
              "recap.llm.client", "recap.worker.jobs.summarize", "recap.worker.tasks",
@@ -59,10 +59,10 @@ def test_the_api_modules_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
 def test_the_public_names_load_no_sdk_summarizer_jobs_or_celery_worker() -> None:
     modules = loaded_after("""
         from recap import (add_message, after_reply, as_request, build_context,
-                            configure_session, errors)
+                            configure_session, errors, session, warm_up)
         assert errors.RecapError
     """)
-    assert "recap.sessions.overrides" in modules
+    assert "recap.sessions.overrides" in modules and "recap.sessions.view" in modules
     assert forbidden(modules) == []
 
 
@@ -94,6 +94,7 @@ def test_the_public_api_is_exactly_these_names() -> None:
     assert recap.rewind.__module__ == "recap.sessions.rewind"
     assert recap.edit_message.__module__ == "recap.sessions.edit"
     assert recap.summary_at.__module__ == "recap.sessions.history"
+    assert recap.session.__module__ == recap.SessionView.__module__ == "recap.sessions.view"
     # The public submodules: the asyncio API, the stand-in, the adapters.
     from recap import aio, integrations, testing
 

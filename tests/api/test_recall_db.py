@@ -82,10 +82,16 @@ def test_a_turn_naming_an_archived_identifier_recalls_its_line(
     assert "[tool result · message " in block and " UTC] ERROR LGR-3621" in block
     assert ctx["tokens"] <= ctx["budget"]
     assert_valid(ctx)
+    # What went in, counted as it was assembled: the first fold's summary, the lines
+    # recalled (each quoted under its own "[tool result · message ..." label).
+    quoted = block.count("[tool result · message ")
+    assert ctx["parts"] == {"summary": True, "summary_version": 1, "details": False,
+                            "memories": 0, "recalled": quoted}
 
     settings_env(**QUIET, RECAP_RECALL_TOKENS=0)
     without = api.build_context(sid, system_prompt=PROMPT)
     assert RECALL_TAG not in json.dumps(without)
+    assert without["parts"]["recalled"] == 0
     assert cached_prefix(without) == cached_prefix(ctx)
     assert without["tokens"] < ctx["tokens"]
 

@@ -74,7 +74,8 @@ def test_memories_explains_its_columns(capsys: pytest.CaptureFixture[str]) -> No
     lines = out.splitlines()
     assert lines[0] == "mem: 2 memories, most important first"
     assert lines[1].startswith("columns: [IMPORTANCE 1-5, 5 = most important] CATEGORY")
-    assert lines[2] == "[4] preference The user prefers dark mode.  (messages 1-5)"
+    # Stored without a source row (before provenance was recorded): legacy.
+    assert lines[2] == "[4] preference legacy     The user prefers dark mode.  (messages 1-5)"
     assert "IMPORTANCE is" not in out and "[IMPORTANCE" in _help(capsys, "memories")
     seed("none", 1)
     assert "no memories yet" in run(capsys, "memories", "none")[1]

@@ -7,6 +7,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+import recap
+from recap.api.context import build_context
 from recap.db import transaction
 from recap.models import ChatMessage
 from tests.helpers import assert_invariants, sentence, wait_for
@@ -46,6 +48,13 @@ def test_a_conversation_over_http_is_condensed_into_a_summary(
     assert isinstance(summary, str) and summary
     assert session["summarized_message_count"] == 5  # one batch (RECAP_BATCH_SIZE)
     assert session["message_count"] == len(written) - 5
+    # recap.session's view, field for field (the route returns that model), once the
+    # title job and any follow-up have settled.
+    assert set(session) == set(recap.SessionView.model_fields)
+    wait_for(lambda: _session(api, sid) == recap.session(sid).model_dump(mode="json"),
+             what="the HTTP answer to equal recap.session's")
+    fold = session["last_fold"]
+    assert isinstance(fold, dict) and (fold["outcome"], fold["messages"]) == ("applied", 5)
 
     r = api.post(f"/v1/sessions/{sid}/context",
                  json={"system_prompt": "You are a helpful assistant.", "prompt_caching": False})
@@ -56,6 +65,9 @@ def test_a_conversation_over_http_is_condensed_into_a_summary(
     assert [m["content"] for m in ctx["messages"][1:]] == [sentence(i, 40) for i in range(5, 14)]
     assert ctx["tokens"] <= ctx["budget"]
     assert set(ctx["request"]) == {"system", "messages"}  # add model and max_tokens, send
+    # build_context's parts, as the Python call returns them (never in the request).
+    assert ctx["parts"] == build_context(sid, system_prompt="")["parts"]
+    assert ctx["parts"]["summary"] is True and ctx["parts"]["summary_version"] == 1
 
     r = api.get(f"/v1/sessions/{sid}/summaries/1")
     assert r.status_code == 200 and r.json()["text"] == summary

@@ -1,5 +1,5 @@
 """Every status the API answers, each as ``{"error": {"type", "message"}}``: keys on
-every route, 400, 404, 405, 409 under a held lease, 413, 422 (nothing stored), 503."""
+every route, 400, 404, 405, 409 under a held lease, 413, 415, 422 (nothing stored), 503."""
 
 from __future__ import annotations
 
@@ -224,3 +224,28 @@ def test_the_log_holds_no_message_text_and_no_key(server: Server, api: httpx.Cli
     assert f"POST /v1/sessions/{SID}/messages" in log  # the access log is on
     assert secret not in log
     assert all(key not in log for key in server.keys)
+
+
+def test_415_names_the_missing_or_wrong_content_type(api: httpx.Client) -> None:
+    body = b'{"role": "user", "content": "hi"}'
+    messages = f"/v1/sessions/{SID}/messages"
+    missing = _error(api.post(messages, content=body), 415, "unsupported_media_type")
+    assert "Content-Type: application/json" in missing
+    assert "no Content-Type header" in missing
+    wrong = _error(api.post(messages, content=body, headers={"Content-Type": "text/plain"}),
+                   415, "unsupported_media_type")
+    assert "Content-Type: application/json" in wrong and "'text/plain'" in wrong
+    # curl -d without -H sends a form: named too, on every route that takes a body.
+    form = _error(api.post(f"/v1/sessions/{SID}/context", data={"system_prompt": "x"}), 415,
+                  "unsupported_media_type")
+    assert "'application/x-www-form-urlencoded'" in form
+    _error(api.put(f"/v1/sessions/{SID}/settings", content=b'{"batch_size": 10}',
+                   headers={"Content-Type": "text/plain"}), 415, "unsupported_media_type")
+    assert message_ids(SID) == []
+    # JSON with parameters is JSON, on the reply path's fast route and on FastAPI's.
+    r = api.post(messages, content=body,
+                 headers={"Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 201, r.text
+    r = api.put(f"/v1/sessions/{SID}/settings", content=b'{"batch_size": 10}',
+                headers={"Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 200, r.text

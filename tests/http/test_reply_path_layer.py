@@ -90,8 +90,11 @@ def test_the_layer_answers_as_fastapi_does() -> None:
     for case, fastapi, layer in zip(CASES, by_fastapi, by_layer, strict=True):
         assert layer == fastapi, case
     statuses = [status for status, _, _ in by_layer]
-    assert statuses[:16] == [400, 422, 422, 422, 422, 422, 422, 422, 400, 422, 404, 422,
+    # A body sent as text/plain or with no Content-Type: 415, naming the header.
+    assert statuses[:16] == [400, 422, 422, 422, 422, 422, 415, 415, 400, 422, 404, 422,
                              422, 404, 405, 307]
+    assert b"Content-Type: application/json" in by_layer[6][2] and b"text/plain" in \
+        by_layer[6][2]
     assert statuses[16:] == [201, 201, 201, 202, 200, 200]
     # FastAPI saw the requests its own machinery refuses (the body, the method, the
     # path); the layer served the good ones and those the calls refuse (a role, an

@@ -157,7 +157,8 @@ def test_recap_memories_prints_them(
     seed("cli-mem", 11)
     run("cli-mem")
     assert recap(["memories", "cli-mem"]) == 0
-    assert "[3] fact       The user prefers dark mode." in capsys.readouterr().out
+    # Who stated it (the SOURCE column), then the fact, once.
+    assert "[3] fact       user       The user prefers dark mode." in capsys.readouterr().out
     assert recap(["memories", "nobody"]) == 1
 
 

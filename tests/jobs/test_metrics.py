@@ -22,6 +22,7 @@ from recap.core.planning.policy import MessageInfo
 from recap.db import transaction, utcnow
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import metrics
+from recap.ops.reasons import reason_class
 from recap.settings import get_settings
 from recap.worker.jobs.claim import Claim, claim_session, record_rejected
 from recap.worker.jobs.outcome import Job
@@ -252,7 +253,23 @@ def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
 def test_reason_class_sql(reason: str | None, expected: str) -> None:
     add_run("r", "skipped", reason)
     with transaction() as s:
-        assert s.scalar(select(metrics.reason_class())) == expected
+        assert s.scalar(select(reason_class())) == expected
+
+
+def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
+    # The adaptive policy's reasons start "adaptive: ..."; summary_runs records the
+    # rule (mode), and the metric says the same, never "other".
+    t = policy.Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
+                          keep_recent=1, context_budget_tokens=32000, adaptive=True)
+    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 500, False)
+            for i in range(20)]
+    plan = policy.plan(msgs, summary_tokens=0, t=t)
+    assert plan.reason.startswith("adaptive: ") and plan.mode == "normal", plan.reason
+    add_run("adapt", "applied", plan.reason, mode=str(plan.mode), messages_condensed=20)
+    add_run("adapt", "failed", plan.reason, mode=str(plan.mode))
+    add_run("adapt", "applied", "something else", mode="none")
+    assert {key: r.runs for key, r in totals().items()} == {
+        ("applied", "normal"): 1, ("failed", "normal"): 1, ("applied", "other"): 1}
 
 
 def counts(runs: list[metrics.RunTotal]) -> dict[tuple[str, str], int]:

@@ -1,6 +1,7 @@
 """No silent lossy fallback: a real ``celery -A recap worker``
 refuses to start without ANTHROPIC_API_KEY unless RECAP_SUMMARIZER=offline says
-so, and when it does run offline it says so loudly. Each worker is a subprocess
+so, and when it does run offline it says so loudly; at its default level it logs
+one line per job. Each worker is a subprocess
 on a queue of its own, so it never takes another test's jobs."""
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from recap.api.ingest import add_message
+from recap.store.enqueue import SUMMARIZE_TASK, TITLE_TASK
+from recap.worker.celery_app import app
 from tests.env import ROOT
+from tests.helpers import sentence
 
 pytestmark = pytest.mark.system
 
@@ -93,3 +99,60 @@ def test_the_worker_runs_offline_only_when_told_and_says_so() -> None:
     # Logged at worker_init, before Celery configures logging: Python's last-resort
     # handler prints it to stderr as it is, ahead of the banner.
     assert "not Claude" in warning and "condensed messages are deleted" in warning
+
+
+def test_recap_worker_logs_one_line_per_job_at_its_default_level() -> None:
+    # No --loglevel: `recap worker`'s own default (INFO, one line per job).
+    env = worker_env(ANTHROPIC_API_KEY=None, RECAP_SUMMARIZER="offline",
+                     RECAP_POLICY="threshold", RECAP_TRIGGER_MESSAGES="4",
+                     RECAP_TRIGGER_TOKENS="10", RECAP_BATCH_SIZE="4", RECAP_KEEP_RECENT="2")
+    argv = [a for a in worker_cmd(env) if a not in ("--loglevel", "INFO")]
+    sid = f"one-line-{uuid.uuid4().hex[:6]}"
+    for i in range(8):
+        add_message(sid, "user" if i % 2 == 0 else "assistant", sentence(i, 20))
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+
+    def until(found: Callable[[str], bool]) -> None:
+        while True:
+            line = lines.get(timeout=START_TIMEOUT_S)
+            if line is None:
+                pytest.fail("the worker exited:\n" + "".join(seen))
+            seen.append(line)
+            if found(line):
+                return
+
+    try:
+        until(lambda line: line.startswith("recap worker ready: "))
+        start = len(seen)
+        summarize = app.send_task(SUMMARIZE_TASK, (sid,), queue=env["RECAP_QUEUE"]).id
+        until(lambda line: '"event": "summarize"' in line)
+        title = app.send_task(TITLE_TASK, (sid,), queue=env["RECAP_QUEUE"]).id
+        until(lambda line: title in line)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    jobs = seen[start:]
+    output = "".join(seen)
+    # The summarize job: its JSON outcome line, nothing of Celery's about it.
+    [line] = [ln for ln in jobs if summarize in ln]
+    assert f'"session_id": "{sid}"' in line and '"status": "applied"' in line, output
+    # The title job: Celery's line with its result.
+    [line] = [ln for ln in jobs if title in ln]
+    assert "succeeded in" in line and "'titled'" in line, output
+    assert not [ln for ln in jobs if " received" in ln or '"event": "title"' in ln], output

@@ -2,12 +2,12 @@
 
 ``build_context(session_id, system_prompt=...)`` returns a :class:`Context`::
 
-    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int}
+    {"system": str | [blocks], "messages": [...], "tokens": int, "budget": int, "parts": {...}}
 
 ``system`` and ``messages`` are Anthropic Messages API fields; ``tokens`` (an
-estimate of system + messages) and ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) are
-for the app only and must NOT be sent to the SDK: pass ``**as_request(ctx)``
-(optionally with the new user turn) instead of ``**ctx``.
+estimate of system + messages), ``budget`` (RECAP_CONTEXT_BUDGET_TOKENS) and ``parts``
+(:class:`Parts`) are for the app only and must NOT be sent to the SDK: pass
+``**as_request(ctx)`` (optionally with the new user turn) instead of ``**ctx``.
 
 How the stored window becomes a valid request (see :func:`assemble`):
 
@@ -39,14 +39,16 @@ becomes text blocks and the last turn's content a list of blocks, with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
+
+from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) reads on 3.11
 
 from recap.core.context.lookback import RECALL_OPEN
 from recap.core.context.replay import SEPARATOR, replay
 from recap.core.context.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
 from recap.core.memories.block import MEMORIES_CLOSE as MEMORIES_CLOSE
 from recap.core.memories.block import MEMORIES_OPEN as MEMORIES_OPEN
-from recap.core.memories.block import MEMORIES_START
+from recap.core.memories.block import MEMORIES_START, memories_part
 from recap.core.memories.block import MEMORIES_TAG as MEMORIES_TAG
 from recap.core.memories.block import MEMORY_HEADERS as MEMORY_HEADERS
 from recap.core.memories.block import memories_block as memories_block
@@ -90,11 +92,22 @@ class Row(NamedTuple):
 EPHEMERAL: Block = {"type": "ephemeral"}
 
 
+class Parts(TypedDict):
+    """What Recap put in a context, counted as it was assembled, never read from its text."""
+
+    summary: bool
+    summary_version: int | None  # None when there is no summary in it
+    details: bool  # the summary's section of lines Recap kept verbatim
+    memories: int
+    recalled: int  # archive lines
+
+
 class Context(TypedDict):
     system: str | list[Block]
     messages: list[dict[str, Any]]
     tokens: int
     budget: int
+    parts: Parts
 
 
 def neutralize(text: str) -> str:
@@ -129,8 +142,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     (:func:`after_history`). ``topical`` (the memories most relevant to the newest
     user turn) fill up to ``topical_budget`` (at most half of ``memory_budget``) with what the
     cached block does not show, in a second block that goes where a per-reply block
-    must (after the last breakpoint with caching). Raises InvalidInput on an
-    unknown role.
+    must (after the last breakpoint with caching); ``parts`` says what went in (its
+    ``summary_version`` and ``details`` are the caller's, who knows the summary's
+    version and reads its sections). Raises InvalidInput on an unknown role.
     """
     system_parts, turn_rows, tokens = _split_rows(system_prompt, rows, count=count)
     messages, wrappers = replay(turn_rows, count=count)
@@ -144,16 +158,18 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
 
     others = len(system_parts) + (1 if summary_block else 0)
     tokens += count(SEPARATOR) * max(0, others - 1)
-    block, extra, used = _memory_blocks(
+    block, extra, used, listed = _memory_blocks(
         memories, topical, memory_budget=memory_budget, topical_budget=topical_budget,
         cached=memories_cached, left=budget - tokens, others=others, count=count)
     tokens += used
+    parts = Parts(summary=summary_block is not None, summary_version=None, memories=listed,
+                  recalled=0, details=False)
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None
         return Context(system=SEPARATOR.join(system_layout(
             system_parts, memories=both, summary=summary_block)), messages=messages,
-            tokens=tokens, budget=budget)
+            tokens=tokens, budget=budget, parts=parts)
     # The app's prompt is stable for the session's life, the system rows and the
     # summary only between folds: one block (and breakpoint) each.
     # Memories chosen per summary version change with it: they share its part.
@@ -167,7 +183,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     if per_reply:
         system, messages = after_history(per_reply, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
-                   budget=budget)
+                   budget=budget, parts=parts)
 
 
 def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str], int]
@@ -207,29 +223,31 @@ def _summary_block(summary: str | None, *, summary_tokens: int,
 def _memory_blocks(memories: Sequence[Candidate], topical: Sequence[Candidate], *,
                    memory_budget: int, topical_budget: int, cached: bool, left: int,
                    others: int, count: Callable[[str], int]
-                   ) -> tuple[str | None, str | None, int]:
+                   ) -> tuple[str | None, str | None, int, int]:
     """The memories block, the topical block (only with ``cached``: the topical
-    memories it does not show) and the tokens both add with their separators,
-    within ``left`` tokens of the budget; ``others`` is the number of other
-    ``system`` parts (a block after one is separated from it)."""
+    memories it does not show), the tokens both add with their separators, within
+    ``left`` tokens of the budget, and how many memories they show; ``others`` is
+    the number of other ``system`` parts (a block after one is separated from it)."""
     block = extra = None
-    added = 0
+    added = listed = 0
     # The reserve does not depend on what this reply's turn finds, so the cached
     # block is the same on every reply until a fold.
     reserve = min(topical_budget, memory_budget // 2) if cached else 0
     if memories and memory_budget > reserve:
         gap = count(SEPARATOR) if others else 0
-        block, used = memories_block(memories, count=count,
-                                     room=min(memory_budget - reserve, left - gap))
+        block, used, n = memories_part(memories, count=count,
+                                       room=min(memory_budget - reserve, left - gap))
         added += used + (gap if block else 0)
+        listed += n
     if reserve and topical:
         shown = set(block.split("\n")) if block else set()
         unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
         gap = count(SEPARATOR)
-        extra, used = memories_block(unseen, count=count,
-                                     room=min(reserve, left - added - gap))
+        extra, used, n = memories_part(unseen, count=count,
+                                       room=min(reserve, left - added - gap))
         added += used + (gap if extra else 0)
-    return block, extra, added
+        listed += n
+    return block, extra, added, listed
 
 
 def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]

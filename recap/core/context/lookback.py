@@ -207,14 +207,22 @@ def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
 
 def recall_block(lines: Sequence[str], *, room: int,
                  count: Callable[[str], int]) -> tuple[str | None, int]:
-    """(the ``<ARCHIVE_RECALL>`` block, its tokens) holding the first ``lines``
-    that fit ``room`` tokens with the wrappers; a line too long for what is left
-    is skipped so a shorter one may still fit. (None, 0) if none fits."""
+    """(the ``<ARCHIVE_RECALL>`` block, its tokens): :func:`recall_part` without the count."""
+    block, used, _ = recall_part(lines, room=room, count=count)
+    return block, used
+
+
+def recall_part(lines: Sequence[str], *, room: int,
+                count: Callable[[str], int]) -> tuple[str | None, int, int]:
+    """(the ``<ARCHIVE_RECALL>`` block, its tokens, how many lines it quotes) holding
+    the first ``lines`` that fit ``room`` tokens with the wrappers; a line too long
+    for what is left is skipped so a shorter one may still fit. (None, 0, 0) if
+    none fits."""
     wrappers = count(RECALL_OPEN) + count(RECALL_CLOSE)
     kept, used = fit(lines, budget=room - wrappers, count=count)
     if not kept:
-        return None, 0
-    return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used + wrappers
+        return None, 0, 0
+    return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used + wrappers, len(kept)
 
 
 def _is_tool_result(blocks: list[dict[str, Any]] | None) -> bool:

@@ -39,18 +39,25 @@ def memory_group(source: str) -> str:
 
 def memories_block(memories: Sequence[Candidate], *, room: int,
                    count: Callable[[str], int]) -> tuple[str | None, int]:
-    """(the ``<MEMORIES>`` block, its tokens) holding the best-ranked memories that
-    fit ``room`` tokens with the block's wrappers and headers; (None, 0) if none
-    fits. Lines are grouped under a header per source (:data:`MEMORY_HEADERS`, in
-    its order), best-ranked first within a group: the same memories give the same
-    block, reply after reply."""
+    """(the ``<MEMORIES>`` block, its tokens): :func:`memories_part` without the count."""
+    block, used, _ = memories_part(memories, room=room, count=count)
+    return block, used
+
+
+def memories_part(memories: Sequence[Candidate], *, room: int,
+                  count: Callable[[str], int]) -> tuple[str | None, int, int]:
+    """(the ``<MEMORIES>`` block, its tokens, how many memories it shows) holding the
+    best-ranked memories that fit ``room`` tokens with the block's wrappers and
+    headers; (None, 0, 0) if none fits. Lines are grouped under a header per source
+    (:data:`MEMORY_HEADERS`, in its order), best-ranked first within a group: the
+    same memories give the same block, reply after reply."""
     safe = [dataclasses.replace(c, fact=defuse_all(c.fact)) for c in memories]
     present = [g for g in MEMORY_HEADERS if any(memory_group(c.source) == g for c in safe)]
     headers = sum(count(MEMORY_HEADERS[g] + "\n") for g in present)
     wrappers = count(MEMORIES_START) + count(MEMORIES_CLOSE)
     shown, used = choose_candidates(safe, budget=room - wrappers - headers, count=count)
     if not shown:
-        return None, 0
+        return None, 0, 0
     parts: list[str] = []
     spent = 0
     for g in MEMORY_HEADERS:
@@ -58,4 +65,4 @@ def memories_block(memories: Sequence[Candidate], *, room: int,
         if group:
             parts.append("\n".join([MEMORY_HEADERS[g], *group]))
             spent += count(MEMORY_HEADERS[g] + "\n")
-    return MEMORIES_START + "\n".join(parts) + MEMORIES_CLOSE, used + wrappers + spent
+    return MEMORIES_START + "\n".join(parts) + MEMORIES_CLOSE, used + wrappers + spent, len(shown)

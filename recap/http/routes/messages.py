@@ -141,5 +141,5 @@ def context(session_id: str, body: ContextIn) -> Response:
                         prompt_caching=body.prompt_caching)
     return json_response(ContextOut(system=ctx["system"], messages=ctx["messages"],
                                     tokens=ctx["tokens"], budget=ctx["budget"],
-                                    request=as_request(ctx)),
+                                    parts=ctx["parts"], request=as_request(ctx)),
                          headers={"Cache-Control": "no-store"})

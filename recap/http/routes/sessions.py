@@ -8,9 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
-from recap.api.validate import check_session_id
 from recap.core.validate import MAX_ROW_ID, MAX_VERSION
-from recap.db import transaction, utcnow
 from recap.errors import SessionNotFound, UserNotFound
 from recap.http.offload import in_thread, json_response
 from recap.http.schemas import (
@@ -21,18 +19,15 @@ from recap.http.schemas import (
     Forgotten,
     RewindIn,
     RewindOut,
-    SessionOut,
     SettingsOut,
     SummaryOut,
 )
-from recap.models import ChatSession
-from recap.ops.outlook import session_outlook
 from recap.sessions.edit import edit_message
 from recap.sessions.forget import forget
 from recap.sessions.history import summary_at
 from recap.sessions.overrides import configure_session
 from recap.sessions.rewind import rewind
-from recap.settings import get_settings
+from recap.sessions.view import SessionView, session
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -45,26 +40,11 @@ ERASED: dict[int | str, dict[str, Any]] = {404: {
                    "outside the key's tenant)"}}
 
 
-@router.get("/sessions/{session_id:id}", response_model=SessionOut,
-            summary="The session: summary, counters, version, pending job, title")
+@router.get("/sessions/{session_id:id}", response_model=SessionView,
+            summary="The session (recap.session): summary and version, last fold, counts, "
+                    "memories by who stated them, title, settings")
 async def get_session(session_id: str) -> Response:
-    return await in_thread(lambda: json_response(_session(session_id)))
-
-
-def _session(session_id: str) -> SessionOut:
-    check_session_id(session_id)
-    with transaction() as db:
-        row = db.get(ChatSession, session_id)
-        if row is None:
-            raise SessionNotFound(f"no chat session with id {session_id!r}")
-        o = session_outlook(session_id, db=db, settings=get_settings(), now=utcnow())
-        return SessionOut(
-            session_id=session_id, user_id=row.user_id, title=row.title,
-            summary=row.rolling_summary, summary_version=row.summary_version,
-            summary_tokens=row.summary_tokens, message_count=row.message_count,
-            summarized_message_count=row.summarized_message_count,
-            active_tokens=row.active_tokens, budget=o.budget, state=o.state, job=o.job,
-            overrides=row.overrides)
+    return await in_thread(lambda: json_response(session(session_id)))
 
 
 @router.get("/sessions/{session_id:id}/summaries/{version}", response_model=SummaryOut,
