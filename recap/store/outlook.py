@@ -14,29 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, select
+from sqlalchemy import ColumnElement
 
-from recap.core.content.render import parse_links
-from recap.core.planning import policy
 from recap.core.planning.outlook import outlook
 from recap.db import Db
 from recap.errors import InvalidInput
 from recap.models import ChatSession
-from recap.models import messages_table as MESSAGES
 from recap.settings import Settings, effective
 from recap.store.enqueue import stale_before
-
-_MESSAGE_INFOS = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.token_count,
-                         MESSAGES.c.pinned, MESSAGES.c.tool_links)
-                  .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
-
-
-def message_infos(session_id: str, *, db: Db) -> list[policy.MessageInfo]:
-    """What the policy needs of the active messages, oldest first (no content, no
-    blocks: the tool ids come from the small ``tool_links`` column)."""
-    return [policy.MessageInfo(i, role, tokens, pinned, *parse_links(links))
-            for i, role, tokens, pinned, links in db.execute(_MESSAGE_INFOS,
-                                                             {"sid": session_id})]
+from recap.store.plans import message_infos
 
 
 def job_columns(settings: Settings, now: datetime) -> tuple[ColumnElement[bool], ...]:
