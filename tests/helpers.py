@@ -117,7 +117,8 @@ def run_and_wait(sid: str, *, n: int = 1, timeout: float = 60,
 
 def assert_invariants(written: dict[str, list[int]]) -> None:
     with transaction() as s:
-        assert check_invariants(s, written=written) == []
+        problems = check_invariants(s, written=written)
+        assert problems == [], problems
 
 
 def wait_for(predicate: Callable[[], object], *, timeout: float = 30.0,

@@ -45,7 +45,7 @@ def test_bench_rejects_unknown_names() -> None:
     proc = subprocess.run([sys.executable, "-m", "recap.bench", "--only", "nope"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "unknown benchmark(s) nope; choose from hook, loop" in proc.stderr
+    assert "unknown benchmark(s) nope; choose from hook, coldstart, loop" in proc.stderr
 
 
 def test_recap_bench_lists_every_benchmark_and_refuses_json_for_tables() -> None:
