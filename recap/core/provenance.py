@@ -54,6 +54,7 @@ _FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
 # each opening mark with the marks that close it: what the user quotes is what
 # another person said, not a statement of theirs.
 _QUOTES = {'"': '"', "“": "”", "„": "“”", "«": "»"}
+_OPENING = re.compile("[" + "".join(_QUOTES) + "]")
 # An introduction of someone else's text ("My colleague wrote:", "Translate this:",
 # "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
 # A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
@@ -113,20 +114,18 @@ def strip_pasted(text: str) -> str:
 
 def drop_quoted(text: str) -> str:
     """``text`` with each quotation (an opening mark up to the first mark that
-    closes it) replaced by a space. Linear: what a quotation spans is skipped, and
-    an opening mark with no closing one after it is looked up once, so a paste of
-    a hundred thousand unmatched marks is one pass."""
+    closes it) replaced by a space. Linear for any input: the next position of each
+    closing mark is looked up once and reused until the scan passes it, so a paste
+    of a hundred thousand opening marks (matched, unmatched, or closed by only one
+    of their marks, as „ is by “ but not ”) is one pass per mark."""
     out: list[str] = []
     plain = i = 0
-    unclosed: set[str] = set()  # opening marks with no closing mark after them
-    while i < len(text):
-        closers = _QUOTES.get(text[i])
-        if closers is None or text[i] in unclosed:
-            i += 1
-            continue
-        ends = [k for k in (text.find(c, i + 1) for c in closers) if k >= 0]
+    ahead: dict[str, int] = {}  # closing mark -> its next index at or after the scan (-1: none)
+    while (m := _OPENING.search(text, i)) is not None:
+        i = m.start()
+        closers = _QUOTES[text[i]]
+        ends = [k for k in (_next(text, c, i + 1, ahead) for c in closers) if k >= 0]
         if not ends:
-            unclosed.add(text[i])
             i += 1
             continue
         out.append(text[plain:i])
@@ -134,6 +133,17 @@ def drop_quoted(text: str) -> str:
         i = plain = min(ends) + 1
     out.append(text[plain:])
     return "".join(out)
+
+
+def _next(text: str, mark: str, start: int, ahead: dict[str, int]) -> int:
+    """The first index of ``mark`` in ``text`` at or after ``start`` (-1: none),
+    remembered in ``ahead``: ``start`` only grows, so each mark's finds together
+    read the text once."""
+    at = ahead.get(mark)
+    if at is None or (0 <= at < start):
+        at = text.find(mark, start)
+        ahead[mark] = at
+    return at
 
 
 def own_text(role: str, content: str, blocks: Sequence[dict[str, Any]] | None) -> str:
