@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -130,7 +130,9 @@ def cues(asked: str, *, context: str) -> list[Cue]:
     """The cues of ``asked`` (the newest user turn and the tool input being
     answered): its words that are not stop words, not single characters (plain
     words: at least 3) and absent from ``context`` (everything else the request
-    shows), the :data:`MAX_CUES` most specific first, first ones first among equals."""
+    shows: :func:`held`), the :data:`MAX_CUES` most specific first, first ones
+    first among equals. Linear in ``asked`` plus ``context``: the context is read
+    once, however many words the turn has."""
     found: dict[str, float] = {}  # first occurrences, in order
     for token in tokens(asked[:MAX_SCAN_CHARS]):
         term = token.lower()
@@ -140,16 +142,52 @@ def cues(asked: str, *, context: str) -> list[Cue]:
         if w == WORD_WEIGHT and len(term) < 3:
             continue
         found[term] = w
-    # The context is searched for the heaviest terms only, until MAX_CUES are
-    # absent from it: a long turn costs a few scans, not one per word.
-    haystack = context.lower()
+    present = held(found, context)
     chosen: list[Cue] = []
     for term in sorted(found, key=lambda t: -found[t]):  # stable: first ones first
-        if term not in haystack:
+        if term not in present:
             chosen.append(Cue(term, found[term]))
             if len(chosen) == MAX_CUES:
                 break
     return chosen
+
+
+# A term is held by the context when it is one of its words or a run of at most
+# this many parts of one (``app.py`` in ``src/app.py``, ``lgr`` in ``LGR-3621``).
+MAX_RUN = 6
+_PART = re.compile(r"[^\-./:#@_]+")
+
+
+def held(terms: Iterable[str], context: str) -> set[str]:
+    """The ``terms`` (lower-cased words as :func:`cues` reads them) that ``context``
+    holds: as one of its words (:func:`tokens`), or as a run of consecutive parts of
+    one (cut at ``-./:#@_``, at most :data:`MAX_RUN` parts). One pass over the
+    context; a word's runs are built only from parts some term has, so a pasted
+    megabyte of paths costs a pass, not a set of every run in it."""
+    wanted = set(terms)
+    parts = {p for t in wanted for p in _PART.findall(t)}
+    present: set[str] = set()
+    for raw in set(_TOKEN.findall(context)):  # each distinct word once
+        token = raw.strip(_EDGE)
+        word = token.lower()
+        if word in wanted:
+            present.add(word)
+        if len(word) == len(token) and _PART.fullmatch(word) is None:
+            present |= _runs(word, parts) & wanted
+    return present
+
+
+def _runs(word: str, parts: set[str]) -> set[str]:
+    """The runs of at most :data:`MAX_RUN` consecutive parts of ``word`` made only of
+    ``parts``, with the separators between them as written."""
+    spans = [(m.start(), m.end()) for m in _PART.finditer(word)]
+    out: set[str] = set()
+    for i, (start, _) in enumerate(spans):
+        for j in range(i, min(i + MAX_RUN, len(spans))):
+            if word[spans[j][0]:spans[j][1]] not in parts:
+                break
+            out.add(word[start:spans[j][1]])
+    return out
 
 
 def rarity(df: int) -> float:
