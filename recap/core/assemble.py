@@ -41,6 +41,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
+from recap.core.defuse import defuse_blocks, defuse_entry, defuse_summary, defuse_text
+from recap.core.details import DETAILS_HEADERS
 from recap.core.lookback import RECALL_OPEN
 from recap.core.memblock import MEMORIES_CLOSE as MEMORIES_CLOSE
 from recap.core.memblock import MEMORIES_OPEN as MEMORIES_OPEN
@@ -52,7 +54,6 @@ from recap.core.memblock import memory_group as memory_group
 from recap.core.recall import Candidate
 from recap.core.replay import SEPARATOR, replay
 from recap.core.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
-from recap.core.text import defuse_all
 from recap.errors import InvalidInput
 
 Block = dict[str, Any]
@@ -98,9 +99,10 @@ class Context(TypedDict):
 
 
 def neutralize(text: str) -> str:
-    """``text`` with every tag Recap emits or parses defused (any case, spacing, width
-    or look-alike letters), so it cannot end (or fake) the summary or memories block."""
-    return defuse_all(text)
+    """``text`` with every tag Recap emits or parses, every header of its blocks and
+    every recall label defused (any case, spacing, width, Markdown or look-alike
+    letters: recap.core.defuse), so it cannot end (or fake) any of Recap's blocks."""
+    return defuse_text(text)
 
 
 def system_layout(instructions: list[str], *, memories: str | None,
@@ -149,7 +151,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(f"message with unknown role {row.role!r}")
         tokens += row.token_count
-        turn_rows.append((row.role, row.content, row.blocks))
+        # A message is data next to Recap's blocks: it can neither close nor fake one.
+        turn_rows.append((row.role, neutralize(row.content),
+                          defuse_blocks(row.blocks) if row.blocks is not None else None))
     messages, wrappers = replay(turn_rows, count=count)
     tokens += wrappers
 
@@ -157,7 +161,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     summary_block = None
     if has_summary:
         assert summary is not None
-        summary_block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
+        summary_block = (SUMMARY_OPEN + defuse_summary(summary, keep=DETAILS_HEADERS.values())
+                         + SUMMARY_CLOSE)
         tokens += summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
 
     if messages and messages[0]["role"] == "assistant":
@@ -178,7 +183,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
         tokens += used + (gap if block else 0)
     if reserve and topical:
         shown = set(block.split("\n")) if block else set()
-        unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
+        unseen = [c for c in topical if f"- {defuse_entry(c.fact)}" not in shown]
         gap = count(SEPARATOR)
         extra, used = memories_block(unseen, count=count,
                                      room=min(reserve, budget - tokens - gap))

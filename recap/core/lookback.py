@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from recap.core.defuse import defuse_quoted
 from recap.core.quote import snippet
 from recap.core.recall import fit
-from recap.core.text import defuse_all
 
 RECALL_TAG = "ARCHIVE_RECALL"
 RECALL_OPEN = (f"<{RECALL_TAG}>\nLines quoted verbatim from earlier in this conversation, "
@@ -229,7 +229,7 @@ def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
         if text is None or text in seen:
             continue
         seen.add(text)
-        body = defuse_all(text).replace("\n", "\n  ")
+        body = defuse_quoted(text).replace("\n", "\n  ")
         lines.append(f"- {label(best)} {body}")
     return lines
 

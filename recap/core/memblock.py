@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from recap.core.defuse import defuse_entry
 from recap.core.recall import Candidate, choose_candidates
-from recap.core.text import defuse_all
 
 MEMORIES_TAG = "MEMORIES"
 MEMORIES_START = f"<{MEMORIES_TAG}>\n"
@@ -44,7 +44,7 @@ def memories_block(memories: Sequence[Candidate], *, room: int,
     fits. Lines are grouped under a header per source (:data:`MEMORY_HEADERS`, in
     its order), best-ranked first within a group: the same memories give the same
     block, reply after reply."""
-    safe = [dataclasses.replace(c, fact=defuse_all(c.fact)) for c in memories]
+    safe = [dataclasses.replace(c, fact=defuse_entry(c.fact)) for c in memories]
     present = [g for g in MEMORY_HEADERS if any(memory_group(c.source) == g for c in safe)]
     headers = sum(count(MEMORY_HEADERS[g] + "\n") for g in present)
     wrappers = count(MEMORIES_START) + count(MEMORIES_CLOSE)
