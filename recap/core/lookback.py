@@ -152,28 +152,35 @@ def cues(asked: str, *, context: str) -> list[Cue]:
     return chosen
 
 
-# A term is held by the context when it is one of its words or a run of at most
-# this many parts of one (``app.py`` in ``src/app.py``, ``lgr`` in ``LGR-3621``).
+# A term is held by the context when it is one of its words, a part of one, or a
+# run of at most this many parts of one (``app.py`` in ``src/app.py``).
 MAX_RUN = 6
 _PART = re.compile(r"[^\-./:#@_]+")
+# A word as :func:`tokens` reads it, edge punctuation left out: it starts and ends
+# with a letter or a digit.
+_WORD_RUN = re.compile(r"[^\W_](?:[\w\-./:#@]*[^\W_])?")
 
 
 def held(terms: Iterable[str], context: str) -> set[str]:
     """The ``terms`` (lower-cased words as :func:`cues` reads them) that ``context``
-    holds: as one of its words (:func:`tokens`), or as a run of consecutive parts of
-    one (cut at ``-./:#@_``, at most :data:`MAX_RUN` parts). One pass over the
-    context; a word's runs are built only from parts some term has, so a pasted
-    megabyte of paths costs a pass, not a set of every run in it."""
+    holds: as one of its words (:func:`tokens`), as a part of one (cut at
+    ``-./:#@_``), or as a run of consecutive parts of one (at most :data:`MAX_RUN`).
+    Linear: the context's words are read once (in C); parts and runs come from
+    the distinct words that have separators, runs only for a term of several
+    parts not found so far, built from the parts such terms have."""
     wanted = set(terms)
-    parts = {p for t in wanted for p in _PART.findall(t)}
-    present: set[str] = set()
-    for raw in set(_TOKEN.findall(context)):  # each distinct word once
-        token = raw.strip(_EDGE)
-        word = token.lower()
-        if word in wanted:
-            present.add(word)
-        if len(word) == len(token) and _PART.fullmatch(word) is None:
-            present |= _runs(word, parts) & wanted
+    words = set(_WORD_RUN.findall(context.lower()))
+    present = wanted & words
+    rest = wanted - present
+    if not rest:
+        return present
+    joined = [w for w in words if not w.isalnum()]  # the words with separators
+    present |= rest & {p for w in joined for p in _PART.findall(w)}
+    several = {t for t in rest - present if _PART.fullmatch(t) is None}
+    if several:
+        parts = {p for t in several for p in _PART.findall(t)}
+        for word in joined:
+            present |= _runs(word, parts) & several
     return present
 
 
