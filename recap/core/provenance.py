@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics
+from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
 
 KINDS = ("user", "assistant", "tool", "document")
 # The share of a fact's content words that must appear in the user's own words.
@@ -216,8 +216,8 @@ def stated_names(text: str) -> frozenset[str]:
 def own_specifics(fact: str, own: Iterable[str]) -> bool:
     """Whether every specific (recap.core.specifics) and every name (:func:`names`)
     of ``fact`` appears in ``own``, the user's own words."""
-    wanted = extract_specifics(fact, whole=True) | names(fact)
-    return not absent(wanted, own)
+    found = extract_specifics(fact, whole=True)
+    return not absent(found | joined(names(fact), found), own)
 
 
 def instruction_like(fact: str) -> bool:
