@@ -113,13 +113,25 @@ def strip_pasted(text: str) -> str:
 
 
 def drop_quoted(text: str) -> str:
-    """``text`` with each quotation (an opening mark up to the first mark that
-    closes it) replaced by a space. Linear for any input: the next position of each
+    """``text`` with each quotation (:func:`quotations`) replaced by a space."""
+    out: list[str] = []
+    plain = 0
+    for start, end in quotations(text):
+        out.append(text[plain:start])
+        out.append(" ")
+        plain = end
+    out.append(text[plain:])
+    return "".join(out)
+
+
+def quotations(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each quotation in ``text``: an opening mark up to the
+    first mark that closes it. Linear for any input: the next position of each
     closing mark is looked up once and reused until the scan passes it, so a paste
     of a hundred thousand opening marks (matched, unmatched, or closed by only one
     of their marks, as „ is by “ but not ”) is one pass per mark."""
-    out: list[str] = []
-    plain = i = 0
+    spans: list[tuple[int, int]] = []
+    i = 0
     ahead: dict[str, int] = {}  # closing mark -> its next index at or after the scan (-1: none)
     while (m := _OPENING.search(text, i)) is not None:
         i = m.start()
@@ -128,11 +140,24 @@ def drop_quoted(text: str) -> str:
         if not ends:
             i += 1
             continue
-        out.append(text[plain:i])
-        out.append(" ")
-        i = plain = min(ends) + 1
-    out.append(text[plain:])
-    return "".join(out)
+        spans.append((i, min(ends) + 1))
+        i = spans[-1][1]
+    return spans
+
+
+def pasted_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where ``text`` (a user's turn) holds what they quoted or pasted rather than
+    wrote, as (start, end, kind) in ``text`` itself: ``quoted`` (quotation marks,
+    ``>`` lines) or ``pasted`` (fenced blocks, everything from an e-mail or forward
+    header on, everything after an introduction). The parts :func:`strip_pasted`
+    drops, read on the whole text: a header inside a fenced block counts too."""
+    spans = [(m.start(), m.end(), "pasted") for m in _FENCED.finditer(text)]
+    spans += [(m.start(), m.end(), "quoted") for m in _QUOTED.finditer(text)]
+    for found, at in ((_PASTE_START.search(text), "start"), (_INTRODUCED.search(text), "end")):
+        if found:
+            spans.append((found.start() if at == "start" else found.end(), len(text), "pasted"))
+    spans += [(a, b, "quoted") for a, b in quotations(text)]
+    return spans
 
 
 def _next(text: str, mark: str, start: int, ahead: dict[str, int]) -> int:

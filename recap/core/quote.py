@@ -43,6 +43,14 @@ def snippet(excerpt: str, term: str) -> str | None:
     than :data:`MAX_LINE_CHARS`, then up to :data:`MORE_LINES` later lines of the
     excerpt that name ``term`` as a whole word (a log states the code it raised and
     then what went with it); None if the term is not there."""
+    found = snippet_spans(excerpt, term)
+    return None if found is None else found[0]
+
+
+def snippet_spans(excerpt: str, term: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """:func:`snippet`, with the (start, end) in ``excerpt`` of each stretch it quotes
+    (the first line with its neighbour, then each later line): what the label of a
+    recalled line is read from."""
     at = _boundary_find(lower_by_index(excerpt), term)
     if at < 0:
         return None
@@ -56,20 +64,22 @@ def snippet(excerpt: str, term: str) -> str | None:
         if following:
             line = f"{line}\n{following}"
             end = len(excerpt) if nxt < 0 else nxt
-    first = _cut(line, term)
-    more = [_cut(ln.strip(), term) for ln in _naming(excerpt[end:], term)]
-    return "\n".join([first, *more])
+    more = _naming(excerpt, end, term)
+    text = "\n".join([_cut(line, term), *(_cut(excerpt[lo:hi].strip(), term) for lo, hi in more)])
+    return text, [(start, end), *more]
 
 
-def _naming(text: str, term: str) -> list[str]:
-    """Up to :data:`MORE_LINES` lines of ``text`` naming ``term`` as a whole word
-    (one pass over the bounded excerpt)."""
-    found: list[str] = []
-    for ln in text.split("\n"):
-        if _word_find(lower_by_index(ln), term) >= 0:
-            found.append(ln)
-            if len(found) == MORE_LINES:
-                break
+def _naming(text: str, start: int, term: str) -> list[tuple[int, int]]:
+    """The (start, end) of up to :data:`MORE_LINES` lines of ``text`` from ``start``
+    naming ``term`` as a whole word (one pass over the bounded excerpt)."""
+    found: list[tuple[int, int]] = []
+    lo = start
+    while lo <= len(text) and len(found) < MORE_LINES:
+        hi = text.find("\n", lo)
+        hi = len(text) if hi < 0 else hi
+        if _word_find(lower_by_index(text[lo:hi]), term) >= 0:
+            found.append((lo, hi))
+        lo = hi + 1
     return found
 
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from recap.core import (
     bulk,
+    channels,
     defuse,
     details,
     echo,
@@ -78,6 +79,7 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "entry": lambda s: entries.entry(s, "1357"),
     "peel": entries.peel,
     "snippet": lambda s: quote.snippet(s, "1357"),
+    "channels": channels.foreign_spans,
     "recall labels": lambda s: lookback.choose_lines(
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
 }
