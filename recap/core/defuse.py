@@ -40,7 +40,7 @@ HEADER_PHRASES = (
     "kept verbatim from earlier in this conversation",
     "from documents and text pasted earlier",
     "from the assistant's earlier replies",
-    "from the assistant's earlier notes",
+    "noted by a model from earlier in this conversation",
     "from earlier tool results",
     "the conversation so far summarized",
     "lines quoted verbatim from earlier in this conversation",

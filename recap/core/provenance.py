@@ -195,6 +195,12 @@ def _stems(text: str) -> list[str]:
     return out
 
 
+def content_words(text: str) -> list[str]:
+    """The words :func:`grounded` compares, in order: content words cut to their first
+    four letters, numbers whole, bigrams of scripts written without spaces."""
+    return _stems(text)
+
+
 def grounded(fact: str, own: str) -> bool:
     """Whether at least GROUNDED_SHARE of ``fact``'s content words (their first four
     letters, so "lives" meets "live" and "allergy" meets "allergic") appear in

@@ -35,9 +35,13 @@ def _fact_schema() -> dict[str, Any]:
                            "source": {"type": "string",
                                       "enum": ["user", "assistant", "tool", "document"],
                                       "description": "Who stated it: user (the user, in "
-                                                     "their own words), assistant, tool (a "
-                                                     "tool result) or document (an attached "
-                                                     "or pasted text, e-mail, file)."}},
+                                                     "their own words: then copy exactly "
+                                                     "what they typed, as \"I'm allergic "
+                                                     "to peanuts\"; only such a quote "
+                                                     "reaches their other conversations), "
+                                                     "assistant, tool (a tool result) or "
+                                                     "document (an attached or pasted "
+                                                     "text, e-mail, file)."}},
             "required": ["fact", "category", "importance", "source"]}
 
 

@@ -33,7 +33,9 @@ from recap.core import (
     quote,
     specifics,
     text,
+    verbatim,
 )
+from recap.core.memories import Fact
 
 pytestmark = pytest.mark.unit
 
@@ -80,6 +82,8 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "peel": entries.peel,
     "snippet": lambda s: quote.snippet(s, "1357"),
     "channels": channels.foreign_spans,
+    "verbatim spans": lambda s: verbatim.attribute_facts(
+        [Fact("The user is on flight TP 1357.", "fact", 3)], [s]),
     "recall labels": lambda s: lookback.choose_lines(
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
 }
