@@ -241,10 +241,10 @@ def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
     lines: list[str] = []
     seen: set[str] = set()
     for _, _, best in ranked:
-        found = snippet_spans(best.excerpt, chosen[best.cue].term)
-        if found is None or found[0] in seen:
+        quoted = snippet_spans(best.excerpt, chosen[best.cue].term)
+        if quoted is None or quoted[0] in seen:
             continue
-        text, stretches = found
+        text, stretches = quoted
         seen.add(text)
         body = defuse_quoted(text).replace("\n", "\n  ")
         lines.append(f"- {label(best, stretches)} {body}")
