@@ -12,16 +12,18 @@ import uuid
 
 from sqlalchemy import func, select
 
-from recap.core import policy
+from recap.core import echo, policy
 from recap.core.bulk import excerpt_turns
 from recap.core.prompt import Turn
+from recap.core.rebuild import guard_rebuild
 from recap.db import db_now, rowcount, transaction
 from recap.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
+from recap.llm.summarizer import sent_texts
 from recap.llm.tokens import count_tokens
 from recap.models import ArchivedMessage, ChatSession
 from recap.settings import effective
 from recap.store.fence import lease_expiry, release, take_lease
-from recap.store.rows import record_run, save_summary_version
+from recap.store.rows import record_run, save_memories, save_summary_version
 from recap.worker.jobs.claim import message_infos
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
 from recap.worker.jobs.resources import Resources
@@ -29,7 +31,9 @@ from recap.worker.jobs.write import write_summary
 
 
 def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> Outcome:
-    """Replace the rolling summary with one rebuilt from every archived message.
+    """Replace the rolling summary with one rebuilt from every archived message,
+    through the retention guard (recap.core.rebuild) when it is on: what the
+    current summary keeps, and the archive's specifics, stay kept.
 
     Raises SessionNotFound; InvalidInput when the archive does not hold every
     condensed message (some were deleted before archiving was on); SessionBusy
@@ -42,11 +46,11 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     with transaction() as s:
         now = db_now(s)  # one clock for every worker's lease
         row = s.execute(select(ChatSession.summarized_message_count, ChatSession.overrides,
-                               ChatSession.summary_version)
+                               ChatSession.summary_version, ChatSession.rolling_summary)
                         .where(ChatSession.id == session_id)).one_or_none()
         if row is None:
             raise SessionNotFound(f"no chat session with id {session_id!r}")
-        condensed, overrides, version = row
+        condensed, overrides, version, current = row
         archived = s.scalar(select(func.count()).select_from(ArchivedMessage)
                             .where(ArchivedMessage.session_id == session_id)) or 0
         if archived == 0 or archived != condensed:
@@ -58,8 +62,10 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
                                      expires=lease_expiry(now, settings.lease_s)))
         if rowcount(taken) != 1:
             raise SessionBusy(f"session {session_id!r} is being summarized; try again")
+        # Read in full (a block message's whole rendering), as a job reads a batch.
         turns = [Turn(i, role, content) for i, role, content in s.execute(
-            select(ArchivedMessage.id, ArchivedMessage.role, ArchivedMessage.content)
+            select(ArchivedMessage.id, ArchivedMessage.role,
+                   func.coalesce(ArchivedMessage.search_text, ArchivedMessage.content))
             .where(ArchivedMessage.session_id == session_id)
             .order_by(ArchivedMessage.id))]
     tuned = effective(settings, overrides)
@@ -70,6 +76,12 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     started = time.monotonic()
     try:
         result = summarizer.summarize(None, sent)
+        # The answer replaces a summary that kept every specific: through the guard.
+        settled, counts = guard_rebuild(
+            result.text, turns=turns, current=current, count=count_tokens,
+            details_cap=int(tuned.details_share * tuned.max_summary_tokens),
+            corpus=echo.sent_corpus(sent_texts(summarizer))) if tuned.retention_guard \
+            else (None, None)
     except BaseException:
         with transaction() as s:
             release(session_id, db=s, token=token)
@@ -77,14 +89,15 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     latency_ms = int((time.monotonic() - started) * 1000)
     reason = f"resummarized from {len(turns)} archived messages" + (
         f"; {excerpted}" if excerpted else "")
-    summary_tokens = count_tokens(result.text)
+    text = settled.summary if settled else result.text
+    summary_tokens = count_tokens(text)
     with transaction() as s:
         # The new summary's size changes what the remaining messages need: plan on
         # them, as an apply does.
         after = policy.plan(message_infos(session_id, db=s), summary_tokens=summary_tokens,
                             t=tuned.thresholds())
         written = write_summary(session_id, db=s, token=token, version=version,
-                                summary=result.text, summary_tokens=summary_tokens,
+                                summary=text, summary_tokens=summary_tokens,
                                 condensed=(), condensed_tokens=0, after=after, settings=tuned,
                                 now=db_now(s))
         applied = written is not None
@@ -98,8 +111,11 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
                                 input_tokens=result.input_tokens,
                                 output_tokens=result.output_tokens,
                                 summary_tokens=summary_tokens, latency_ms=latency_ms,
-                                model=result.model)
-            save_summary_version(session_id, db=s, version=version + 1, text=result.text,
+                                model=result.model, guard=counts)
+            if settled and settled.memories:  # what the details could not hold: the session's
+                save_memories(session_id, settled.memories, db=s, first_id=turns[0].id,
+                              last_id=turns[-1].id, run_id=run_id)
+            save_summary_version(session_id, db=s, version=version + 1, text=text,
                                  tokens=summary_tokens, covers_through=turns[-1].id,
                                  run_id=run_id, keep=tuned.summary_versions_keep)
     if not applied:
