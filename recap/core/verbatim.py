@@ -108,7 +108,8 @@ def user_span(fact: str, turns: Sequence[Sequence[Sentence]]) -> str | None:
     """The shortest run of at most :data:`MAX_SPAN_SENTENCES` consecutive sentences
     of one turn (``turns``: :func:`sentences`) that states ``fact``: every specific
     and name of it, most of its words (recap.core.provenance.grounded), no
-    instruction and no question; None if there is none."""
+    instruction; each sentence naming some of the fact's words, none a question
+    or an introduction ("Translate this:"); None if there is none."""
     wanted = content_words(fact)
     if not wanted:
         return None
@@ -117,13 +118,17 @@ def user_span(fact: str, turns: Sequence[Sequence[Sentence]]) -> str | None:
         for i in range(len(said)):
             words: set[str] = set()
             for j in range(i, min(i + MAX_SPAN_SENTENCES, len(said))):
-                words |= said[j][1]
+                text, its = said[j]
+                # A question or an introduction states nothing, and a sentence with
+                # none of the fact's words only pads the span.
+                if text.endswith(("?", ":")) or not its.intersection(wanted):
+                    break
+                words |= its
                 span = " ".join(s for s, _ in said[i:j + 1])
                 if len(span) > MAX_FACT_CHARS or (best is not None and len(span) >= len(best)):
                     break
                 if (sum(w in words for w in wanted) >= GROUNDED_SHARE * len(wanted)
-                        and own_specifics(fact, [span]) and not instruction_like(span)
-                        and not span.endswith("?")):
+                        and own_specifics(fact, [span]) and not instruction_like(span)):
                     best = span
                     break
     return best

@@ -23,6 +23,8 @@ FACTS_TOOL_NAME = "record_facts"
 FACTS_DESCRIPTION = "Durable facts about the user from the new messages ([] if none)."
 
 
+# The example of a quote is three words: fewer than an echo of Recap's own prompt
+# needs (recap.core.echo.MIN_ECHO_WORDS), so a user who says it is never cut as one.
 def _fact_schema() -> dict[str, Any]:
     return {"type": "object",
             "properties": {"fact": {"type": "string"},
@@ -36,8 +38,8 @@ def _fact_schema() -> dict[str, Any]:
                                       "enum": ["user", "assistant", "tool", "document"],
                                       "description": "Who stated it: user (the user, in "
                                                      "their own words: then copy exactly "
-                                                     "what they typed, as \"I'm allergic "
-                                                     "to peanuts\"; only such a quote "
+                                                     "what they typed, as \"I hate "
+                                                     "olives\"; only such a quote "
                                                      "reaches their other conversations), "
                                                      "assistant, tool (a tool result) or "
                                                      "document (an attached or pasted "
