@@ -38,9 +38,10 @@ _MEMORIES = sa.text("SELECT id, session_id, scope, fact, fact_hash FROM memories
                     "WHERE scope LIKE 'u:%' AND superseded_by IS NULL ORDER BY id")
 _SOURCES = sa.text("SELECT id, session_id, kind, first_message_id, last_message_id "
                    "FROM memory_sources WHERE memory_id = :m AND kind IN ('user', 'legacy')")
-_TURNS = [sa.text(f"SELECT content, blocks FROM {table} WHERE session_id = :s "
-                  "AND role = 'user' AND id BETWEEN :lo AND :hi")
-          for table in ("chat_messages", "archived_messages")]
+_TURNS = [sa.text("SELECT content, blocks FROM chat_messages WHERE session_id = :s "
+                  "AND role = 'user' AND id BETWEEN :lo AND :hi"),
+          sa.text("SELECT content, blocks FROM archived_messages WHERE session_id = :s "
+                  "AND role = 'user' AND id BETWEEN :lo AND :hi")]
 
 
 def upgrade() -> None:
