@@ -67,7 +67,7 @@ def test_only_the_users_own_words_stay_in_their_scope_and_a_downgrade_restores(
     migrate(url)
     with engine.begin() as conn:
         after = {row[0]: row[1:] for row in _state(conn)}
-    expected = {}
+    expected: dict[int, tuple[str, int | None, str]] = {}
     for mid, _, kind, _, _, stays in MEMORIES:
         if stays:
             expected[mid] = ("u:u1", None, kind)

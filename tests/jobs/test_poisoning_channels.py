@@ -30,8 +30,9 @@ import pytest
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
-from recap.core.assemble import MEMORIES_CLOSE, MEMORIES_START, MEMORY_HEADERS, system_text
+from recap.core.assemble import MEMORIES_CLOSE, MEMORY_HEADERS, system_text
 from recap.core.details import DETAILS_HEADER
+from recap.core.memblock import MEMORIES_START
 from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic, ok
 from recap.testing.answers import tool_input
