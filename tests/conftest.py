@@ -201,7 +201,7 @@ def clean(database: str) -> Iterator[None]:
     with transaction() as s:
         s.execute(text("TRUNCATE chat_messages, chat_sessions, summary_runs, memories, "
                        "memory_sources, archived_messages, heartbeats, title_runs, "
-                       "summary_versions, stored_keys"))
+                       "summary_versions, stored_keys, memory_demotions"))
     FAKE.reset()
     reset_process_state()
     yield

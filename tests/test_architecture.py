@@ -54,7 +54,6 @@ OVER_LIMITS: dict[str, Size] = {
     "recap.testing.neutral:fill": Size(23, 14, 3),
     "recap.testing.recap:answer": Size(38, 14, 2),
     "recap.testing.validate:validate_messages_request": Size(39, 23, 1),
-    "recap.worker.jobs.archive:resummarize": Size(68, 12, 2),
     "recap.worker.jobs.apply:write_summary": Size(14, 3, 10),
 }
 

@@ -5,7 +5,10 @@ excerpt, Recap's tags defused, echoes of its prompt, what the user wrote
 themselves and whether a fact is theirs, instruction marks, an entry's
 context) reads 10 KB, 100 KB and 1 MB of each pathological shape: one
 unbroken token (base64-like), repeated separators, nested brackets, a long
-digit run, white space after a tag opener, and lines of quotes and fences.
+digit run, white space after a tag opener, lines of quotes and fences,
+quotation marks of every script (pairs, nested, unclosed), runs of line
+breaks of every kind, and the words of a long turn (recall's cues, read
+against a context as long as the input).
 Printed per shape: the seconds of all scanners at each size (each scanner's
 fastest of at least three calls)
 and the ratio per 10x input; linear time gives about 10, the target is at most
@@ -37,15 +40,22 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "long digit run": lambda n: "1" * n,
     "white space after <": lambda n: "< " + " " * (n - 2),
     "quotes and fences": lambda n: _fill("\n> ```\n\n", n),
+    # Quotation marks of every script, closed by one mark of two („ by “ not ”),
+    # nested, or never closed.
+    "quote pairs": lambda n: _fill("„“", n),
+    "quote marks of every script": lambda n: _fill("„«“‹「『\"”»›」』‘‚", n),
+    "line breaks": lambda n: _fill("\r\u2028\u2029\x85\x0b\x0c\x1c\n", n),
+    "words of a long turn": lambda n: _fill("alpha7 beta-2 gamma/x.py delta ", n),
 }
 
 
 def scanners() -> dict[str, Callable[[str], object]]:
     """Every scanner of untrusted text, uncached (a benchmark must not time a cache)."""
-    from recap.core import specifics, text
+    from recap.core import defuse, specifics, text
+    from recap.core.context import lookback
     from recap.core.memories import provenance
     from recap.core.prompts import bulk, echo
-    from recap.core.retention import entries
+    from recap.core.retention import details, entries
     from recap.llm.offline import OfflineSummarizer
     from recap.llm.summarizer import sent_texts
 
@@ -62,6 +72,12 @@ def scanners() -> dict[str, Callable[[str], object]]:
         "provenance": lambda s: provenance.attribute("The user's code is 1234.", "user", [s]),
         "instruction marks": provenance.instruction_like,
         "entry": lambda s: entries.entry(s, "1234"),
+        "quotations": provenance.drop_quoted,
+        "headers and labels": defuse.defuse_text,
+        "entry escapes": defuse.defuse_entry,
+        "details near-copies": details.strip_details,
+        # The newest turn (its first MAX_SCAN_CHARS) against a context as long as the input.
+        "recall cues": lambda s: lookback.cues(s, context=s),
     }
 
 

@@ -21,7 +21,9 @@ or fact, each *normalized* (below). What counts, exactly:
   3. e-mail addresses: casefolded. Then markup tags (``<summary>``,
      ``</previous_summary>``, ``<message role="user">``) are dropped: a tag name
      (Recap's own delimiters echoed back, pasted HTML) is never a specific.
-  4. Dates, times and amounts written with words, each one specific as written
+  4. A code written as an acronym, a space and a number (``TP 1357``), and an
+     international phone number in groups (``+351 21 000 4242``), as written.
+     Then dates, times and amounts written with words, each one specific as written
      (English and Spanish, the languages of the shipped prompts): ``3 March 2025``,
      ``March 3rd, 2025``, ``3 de marzo de 2025``, ``March 2025``, ``9:30 am``,
      ``9 pm``, ``89,99 €``, ``USD 40``, ``40 euros``, ``12 kg``, ``5 GB``, ``3 días``.
@@ -37,12 +39,13 @@ or fact, each *normalized* (below). What counts, exactly:
   above. Numbers keep their separators as written.
 
 :func:`contains` says whether a specific is present in a text (a summary, a
-fact): after NFKC, casefolding, collapsing white space and dropping thousands
-commas (a comma between digits followed by exactly three digits, so ``3,500``
-and ``3500`` match each other; ``3.500`` matches only ``3.500``, a dot being a
-decimal point in half the world), the specific must occur where it does not run
-on into more letters or digits (``15`` is not present in ``150``; it is in
-``2026-03-15``).
+fact): after NFKC, casefolding, ignoring white space (``TP 1357`` and ``TP1357``,
+``80 kg`` and ``80kg``, ``9:30am`` and ``9:30 am`` match each other) and dropping
+thousands commas (a comma between digits followed by exactly three digits, so
+``2,400`` and ``2400`` match each other; ``3.500`` matches only ``3.500``, a dot
+being a decimal point in half the world), the specific must occur where it does
+not run on into more letters or digits (``15`` is not present in ``150``; it is
+in ``2026-03-15``).
 """
 
 from __future__ import annotations
@@ -102,6 +105,11 @@ _PHRASE = re.compile(
     rf"|{_NUMBER}(?::\d{{2}})?\s?(?:[€$£¥%]|(?:{_UNIT_WORDS})(?![\w]))"
     rf")(?![\w])", re.I)
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*+(?:\s[^<>\n]*+)?/?>")
+# A code written as an acronym, a space and a number ("TP 1357", "LH 0441"), or an
+# international phone number in groups ("+351 21 000 4242"): one specific, so it
+# is the same specific as "TP1357" or "+351210004242" (white space is ignored).
+_CODE = re.compile(r"(?<![\w.,/-])[A-Z]{2,5} \d{2,}+(?![\w])"
+                   r"|(?<![\w+])\+\d{1,3}+(?: \d{1,4}+){2,5}+(?![\w])")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SPACE = re.compile(r"\s+")
 
@@ -214,6 +222,7 @@ def _from_prose(text: str) -> set[str]:
     text = take(_URL, True, text)
     text = take(_EMAIL, True, text)
     text = _TAG.sub(" ", text)
+    text = take(_CODE, False, text)
     text = take(_PHRASE, False, text)
     for chunk in _CUT.split(text):
         if not _MAYBE.search(chunk):
@@ -258,15 +267,27 @@ def canonical(text: str) -> str:
 
 @functools.lru_cache(maxsize=16384)
 def _pattern(specific: str) -> re.Pattern[str]:
-    key = canonical(specific).strip()
+    # White space is ignored: the specific's characters in order, a space allowed
+    # between any two (canonical text has single spaces), so "TP1357" is found in
+    # "TP 1357", "80 kg" in "80kg", "9:30am" in "9:30 am", and the other way round.
+    key = canonical(specific).replace(" ", "")
     head = r"(?<![0-9a-z])" if key[:1].isascii() and key[:1].isalnum() else ""
     tail = r"(?![0-9a-z])" if key[-1:].isascii() and key[-1:].isalnum() else ""
-    return re.compile(head + re.escape(key) + tail)
+    return re.compile(head + " ?".join(map(re.escape, key)) + tail)
 
 
 def contains(text: str, specific: str) -> bool:
     """Whether ``specific`` is present in ``text`` (see the module docstring)."""
     return bool(_pattern(specific).search(canonical(text)))
+
+
+def joined(names: Iterable[str], specifics: Iterable[str]) -> frozenset[str]:
+    """The ``names`` that are not the letters of a code among ``specifics`` ("TP" of
+    "TP 1357" or "TP1357"): keeping the code keeps them, however it is spaced."""
+    keys = [canonical(s).replace(" ", "") for s in specifics]
+    return frozenset(n for n in names
+                     if not any(k.startswith(canonical(n)) and k[len(canonical(n)):][:1].isdigit()
+                                for k in keys))
 
 
 def absent(specifics: Iterable[str], texts: Iterable[str]) -> frozenset[str]:

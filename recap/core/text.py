@@ -89,7 +89,9 @@ def skeleton(text: str) -> tuple[str, list[int]]:
             out.append(ch)
             where.append(i)
             continue
-        mapped = unicodedata.normalize("NFKC", ch).translate(CONFUSABLES)
+        # Mapped before NFKC too: NFKC turns a few look-alikes (lunate sigma, the
+        # double low line) into characters that look less alike.
+        mapped = unicodedata.normalize("NFKC", ch.translate(CONFUSABLES)).translate(CONFUSABLES)
         out.append(mapped)
         where.extend([i] * len(mapped))
     return "".join(out), where

@@ -23,6 +23,8 @@ FACTS_TOOL_NAME = "record_facts"
 FACTS_DESCRIPTION = "Durable facts about the user from the new messages ([] if none)."
 
 
+# The example of a quote is three words: fewer than an echo of Recap's own prompt
+# needs (recap.core.prompts.echo.MIN_ECHO_WORDS), so a user who says it is never cut as one.
 def _fact_schema() -> dict[str, Any]:
     return {"type": "object",
             "properties": {"fact": {"type": "string"},
@@ -35,9 +37,13 @@ def _fact_schema() -> dict[str, Any]:
                            "source": {"type": "string",
                                       "enum": ["user", "assistant", "tool", "document"],
                                       "description": "Who stated it: user (the user, in "
-                                                     "their own words), assistant, tool (a "
-                                                     "tool result) or document (an attached "
-                                                     "or pasted text, e-mail, file)."}},
+                                                     "their own words: then copy exactly "
+                                                     "what they typed, as \"I hate "
+                                                     "olives\"; only such a quote "
+                                                     "reaches their other conversations), "
+                                                     "assistant, tool (a tool result) or "
+                                                     "document (an attached or pasted "
+                                                     "text, e-mail, file)."}},
             "required": ["fact", "category", "importance", "source"]}
 
 

@@ -2,6 +2,7 @@
 
 from recap.models.audit import Heartbeat, SummaryRun, TitleRun, runs_table
 from recap.models.base import SEARCH_OBJECTS, Base, modelled
+from recap.models.demotions import MemoryDemotion
 from recap.models.idempotency import IdempotencyKey
 from recap.models.keys import StoredKey
 from recap.models.provenance import SOURCE_KINDS, MemorySource, sources_table
@@ -22,4 +23,5 @@ __all__ = ["Base", "ArchivedMessage", "ChatMessage", "ChatSession", "Heartbeat",
            "IdempotencyKey", "Memory", "StoredKey", "SummaryRun", "SummaryVersion", "TitleRun",
            "MEMORY_CATEGORIES", "ROLES",
            "messages_table", "runs_table", "sessions_table", "versions_table",
-           "MemorySource", "SOURCE_KINDS", "sources_table", "SEARCH_OBJECTS", "modelled"]
+           "MemoryDemotion", "MemorySource", "SOURCE_KINDS", "sources_table", "SEARCH_OBJECTS",
+           "modelled"]

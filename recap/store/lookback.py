@@ -44,13 +44,17 @@ def _body() -> Any:
     return func.coalesce(A.search_text, A.content)
 
 
-def _excerpt(term: Any, *, dialect: str) -> Any:
+def _start(term: Any, *, dialect: str) -> Any:
+    """Where the excerpt around ``term``'s first occurrence starts (1: the start)."""
     body = _body()
     where = (func.strpos(func.lower(body), term) if dialect == "postgresql"
              else func.instr(func.lower(body), term))
-    start = func.max(1, where - EXCERPT_BEFORE) if dialect != "postgresql" \
+    return func.max(1, where - EXCERPT_BEFORE) if dialect != "postgresql" \
         else func.greatest(1, where - EXCERPT_BEFORE)
-    return func.substr(body, start, EXCERPT_CHARS)
+
+
+def _excerpt(term: Any, *, dialect: str) -> Any:
+    return func.substr(_body(), _start(term, dialect=dialect), EXCERPT_CHARS)
 
 
 def fts_phrase(term: str) -> str:
@@ -61,7 +65,8 @@ def fts_phrase(term: str) -> str:
 def lookup_query(session_id: str, chosen: Sequence[Cue], *, dialect: str
                  ) -> tuple[Select[Any], dict[str, str]]:
     """Per cue, at most ``PER_CUE + 1`` archived messages of the session holding it,
-    as (cue, id, role, created_at, tool, excerpt): the statement and its values.
+    as (cue, id, role, created_at, tool, excerpt, offset: where the excerpt starts in
+    its message): the statement and its values.
     Raises ValueError without cues."""
     if not chosen:
         raise ValueError("lookup_query needs at least one cue")
@@ -99,7 +104,8 @@ def lookup_statement(cues: int, *, dialect: str) -> Select[Any]:
         ids = select(matched.c.id).limit(PER_CUE + 1).subquery(f"k{i}")
         parts.append(select(literal(i, Integer()).label("cue"), A.id, A.role, A.created_at,
                             A.tool_links.like("%result:%").label("tool"),
-                            _excerpt(term, dialect=dialect).label("excerpt"))
+                            _excerpt(term, dialect=dialect).label("excerpt"),
+                            (_start(term, dialect=dialect) - 1).label("offset"))
                      .join_from(ids, A, A.id == ids.c.id))
     out: Select[Any] = (parts[0] if len(parts) == 1
                         else union_all(*parts).subquery("hits").select())
@@ -109,4 +115,4 @@ def lookup_statement(cues: int, *, dialect: str) -> Select[Any]:
 def to_hits(rows: Sequence[Any]) -> list[Hit]:
     """The rows of :func:`lookup_query` as hits."""
     return [Hit(int(r.cue), int(r.id), str(r.role), r.created_at, str(r.excerpt or ""),
-                bool(r.tool) or r.role == "tool") for r in rows]
+                bool(r.tool) or r.role == "tool", int(r.offset or 0)) for r in rows]

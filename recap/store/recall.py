@@ -45,9 +45,10 @@ def session_scopes(session_id: str, *, db: Db) -> tuple[str, ...]:
 
 
 # The kind a memory is shown as, strongest first: the user's own words, then what
-# is known to come from a tool, a document, the assistant; any other kind (the
-# guard's lines, unverified claims, rows older than provenance) after them.
-SHOWN_KINDS = ("user", "tool", "document", "assistant")
+# is known to come from a tool, a document, the assistant, a model's paraphrase
+# (unverified); any other kind (the guard's lines, rows older than provenance)
+# after them.
+SHOWN_KINDS = ("user", "tool", "document", "assistant", "unverified")
 
 
 def _shown_kind() -> Any:

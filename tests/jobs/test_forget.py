@@ -94,7 +94,10 @@ def test_forgetting_a_user_leaves_nothing_of_them_and_keeps_the_others(
 
     counts = forget(user_id="alice-u7")
 
-    assert counts == {"memories": 1, "archived_messages": 10, "chat_messages": 14,
+    # Memories: the user's own sentence both sessions stated (one row, the user's
+    # scope) and the model's paraphrase of it in each session's scope
+    # (recap.core.memories.verbatim).
+    assert counts == {"memories": 3, "archived_messages": 10, "chat_messages": 14,
                       "summary_runs": 4, "title_runs": 2, "stored_keys": 0, "idempotency_keys": 0,
                       "chat_sessions": 2}
     assert traces("alice-", PLANT.format("alice-u7")) == []
@@ -110,7 +113,8 @@ def test_forgetting_one_session_keeps_the_users_other_sessions(
     fake_api.script(ok(answer("Summary two.", "The user keeps bees.")))
     assert job("carol-s2").status == "applied"
     counts = forget(session_id="carol-s1")
-    assert counts["chat_sessions"] == 1 and counts["memories"] == 1
+    # The user's sentence (stated by carol-s1 alone) and the model's paraphrase.
+    assert counts["chat_sessions"] == 1 and counts["memories"] == 2
     assert traces("carol-s1") == []
     with transaction() as s:
         assert list(s.scalars(select(Memory.fact))) == ["The user keeps bees."]

@@ -125,7 +125,12 @@ def test_a_failed_call_is_retried_and_later_applied(fake_api: FakeAnthropic) -> 
                     ok(answer("Summary.", ("The user's budget is $2,400.", "fact", 3))))
     run("later")
     assert statuses("later") == ["failed", "applied"]
-    assert len(memories("later")) == 1
+    # The model's paraphrase stays with the session; the user's own sentence that
+    # states it (a verbatim span of what they typed: recap.core.memories.verbatim) is theirs.
+    kinds = {m["fact"]: [s["kind"] for s in m["sources"]] for m in memories("later")}
+    assert kinds.pop("The user's budget is $2,400.") == ["unverified"]
+    [(span, kind)] = kinds.items()
+    assert kind == ["user"] and "budget" in span and "$2,400" in span, span
     invariants("later", ids)
 
 

@@ -46,6 +46,7 @@ from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) read
 from recap.core.context.lookback import RECALL_OPEN
 from recap.core.context.replay import SEPARATOR, replay
 from recap.core.context.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
+from recap.core.defuse import defuse_blocks, defuse_entry, defuse_summary, defuse_text
 from recap.core.memories.block import MEMORIES_CLOSE as MEMORIES_CLOSE
 from recap.core.memories.block import MEMORIES_OPEN as MEMORIES_OPEN
 from recap.core.memories.block import MEMORIES_START, memories_part
@@ -54,7 +55,7 @@ from recap.core.memories.block import MEMORY_HEADERS as MEMORY_HEADERS
 from recap.core.memories.block import memories_block as memories_block
 from recap.core.memories.block import memory_group as memory_group
 from recap.core.memories.recall import Candidate
-from recap.core.text import defuse_all
+from recap.core.retention.details import DETAILS_HEADERS
 from recap.errors import InvalidInput
 
 Block = dict[str, Any]
@@ -111,9 +112,10 @@ class Context(TypedDict):
 
 
 def neutralize(text: str) -> str:
-    """``text`` with every tag Recap emits or parses defused (any case, spacing, width
-    or look-alike letters), so it cannot end (or fake) the summary or memories block."""
-    return defuse_all(text)
+    """``text`` with every tag Recap emits or parses, every header of its blocks and
+    every recall label defused (any case, spacing, width, Markdown or look-alike
+    letters: recap.core.defuse), so it cannot end (or fake) any of Recap's blocks."""
+    return defuse_text(text)
 
 
 def system_layout(instructions: list[str], *, memories: str | None,
@@ -206,7 +208,9 @@ def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(f"message with unknown role {row.role!r}")
         tokens += row.token_count
-        turn_rows.append((row.role, row.content, row.blocks))
+        # A message is data next to Recap's blocks: it can neither close nor fake one.
+        turn_rows.append((row.role, neutralize(row.content),
+                          defuse_blocks(row.blocks) if row.blocks is not None else None))
     return system_parts, turn_rows, tokens
 
 
@@ -216,7 +220,7 @@ def _summary_block(summary: str | None, *, summary_tokens: int,
     count and the wrapper's); None and 0 without a summary."""
     if not (summary and summary.strip()):
         return None, 0
-    block = SUMMARY_OPEN + neutralize(summary) + SUMMARY_CLOSE
+    block = SUMMARY_OPEN + defuse_summary(summary, keep=DETAILS_HEADERS.values()) + SUMMARY_CLOSE
     return block, summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
 
 
@@ -241,7 +245,7 @@ def _memory_blocks(memories: Sequence[Candidate], topical: Sequence[Candidate], 
         listed += n
     if reserve and topical:
         shown = set(block.split("\n")) if block else set()
-        unseen = [c for c in topical if f"- {neutralize(c.fact)}" not in shown]
+        unseen = [c for c in topical if f"- {defuse_entry(c.fact)}" not in shown]
         gap = count(SEPARATOR)
         extra, used, n = memories_part(unseen, count=count,
                                        room=min(reserve, left - added - gap))

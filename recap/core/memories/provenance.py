@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics
+from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
 
 KINDS = ("user", "assistant", "tool", "document")
 # The share of a fact's content words that must appear in the user's own words.
@@ -54,6 +54,7 @@ _FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
 # each opening mark with the marks that close it: what the user quotes is what
 # another person said, not a statement of theirs.
 _QUOTES = {'"': '"', "“": "”", "„": "“”", "«": "»"}
+_OPENING = re.compile("[" + "".join(_QUOTES) + "]")
 # An introduction of someone else's text ("My colleague wrote:", "Translate this:",
 # "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
 # A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
@@ -112,28 +113,62 @@ def strip_pasted(text: str) -> str:
 
 
 def drop_quoted(text: str) -> str:
-    """``text`` with each quotation (an opening mark up to the first mark that
-    closes it) replaced by a space. Linear: what a quotation spans is skipped, and
-    an opening mark with no closing one after it is looked up once, so a paste of
-    a hundred thousand unmatched marks is one pass."""
+    """``text`` with each quotation (:func:`quotations`) replaced by a space."""
     out: list[str] = []
-    plain = i = 0
-    unclosed: set[str] = set()  # opening marks with no closing mark after them
-    while i < len(text):
-        closers = _QUOTES.get(text[i])
-        if closers is None or text[i] in unclosed:
-            i += 1
-            continue
-        ends = [k for k in (text.find(c, i + 1) for c in closers) if k >= 0]
-        if not ends:
-            unclosed.add(text[i])
-            i += 1
-            continue
-        out.append(text[plain:i])
+    plain = 0
+    for start, end in quotations(text):
+        out.append(text[plain:start])
         out.append(" ")
-        i = plain = min(ends) + 1
+        plain = end
     out.append(text[plain:])
     return "".join(out)
+
+
+def quotations(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each quotation in ``text``: an opening mark up to the
+    first mark that closes it. Linear for any input: the next position of each
+    closing mark is looked up once and reused until the scan passes it, so a paste
+    of a hundred thousand opening marks (matched, unmatched, or closed by only one
+    of their marks, as „ is by “ but not ”) is one pass per mark."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    ahead: dict[str, int] = {}  # closing mark -> its next index at or after the scan (-1: none)
+    while (m := _OPENING.search(text, i)) is not None:
+        i = m.start()
+        closers = _QUOTES[text[i]]
+        ends = [k for k in (_next(text, c, i + 1, ahead) for c in closers) if k >= 0]
+        if not ends:
+            i += 1
+            continue
+        spans.append((i, min(ends) + 1))
+        i = spans[-1][1]
+    return spans
+
+
+def pasted_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where ``text`` (a user's turn) holds what they quoted or pasted rather than
+    wrote, as (start, end, kind) in ``text`` itself: ``quoted`` (quotation marks,
+    ``>`` lines) or ``pasted`` (fenced blocks, everything from an e-mail or forward
+    header on, everything after an introduction). The parts :func:`strip_pasted`
+    drops, read on the whole text: a header inside a fenced block counts too."""
+    spans = [(m.start(), m.end(), "pasted") for m in _FENCED.finditer(text)]
+    spans += [(m.start(), m.end(), "quoted") for m in _QUOTED.finditer(text)]
+    for found, at in ((_PASTE_START.search(text), "start"), (_INTRODUCED.search(text), "end")):
+        if found:
+            spans.append((found.start() if at == "start" else found.end(), len(text), "pasted"))
+    spans += [(a, b, "quoted") for a, b in quotations(text)]
+    return spans
+
+
+def _next(text: str, mark: str, start: int, ahead: dict[str, int]) -> int:
+    """The first index of ``mark`` in ``text`` at or after ``start`` (-1: none),
+    remembered in ``ahead``: ``start`` only grows, so each mark's finds together
+    read the text once."""
+    at = ahead.get(mark)
+    if at is None or (0 <= at < start):
+        at = text.find(mark, start)
+        ahead[mark] = at
+    return at
 
 
 def own_text(role: str, content: str, blocks: Sequence[dict[str, Any]] | None) -> str:
@@ -158,6 +193,12 @@ def _stems(text: str) -> list[str]:
         else:
             out.append(w[:4] if w.isalpha() else w)
     return out
+
+
+def content_words(text: str) -> list[str]:
+    """The words :func:`grounded` compares, in order: content words cut to their first
+    four letters, numbers whole, bigrams of scripts written without spaces."""
+    return _stems(text)
 
 
 def grounded(fact: str, own: str) -> bool:
@@ -206,8 +247,8 @@ def stated_names(text: str) -> frozenset[str]:
 def own_specifics(fact: str, own: Iterable[str]) -> bool:
     """Whether every specific (recap.core.specifics) and every name (:func:`names`)
     of ``fact`` appears in ``own``, the user's own words."""
-    wanted = extract_specifics(fact, whole=True) | names(fact)
-    return not absent(wanted, own)
+    found = extract_specifics(fact, whole=True)
+    return not absent(found | joined(names(fact), found), own)
 
 
 def instruction_like(fact: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from recap.core.defuse import details_like, escape_breaks
 from recap.core.retention.salience import Origin
 
 DETAILS_HEADER = "Details (kept verbatim by Recap):"
@@ -31,14 +32,19 @@ def strip_details(summary: str) -> str:
     out: list[str] = []
     inside = False
     for line in summary.split("\n"):
-        if _header(line) is not None:
+        # A near-copy (in bold, as a heading, respelled) is the model's: cut too.
+        if _header(line) is not None or details_like(line):
             inside = True
             continue
-        if inside and line.startswith("- "):
+        if inside and line.lstrip().startswith(_BULLETS):
             continue
         inside = False
         out.append(line)
     return "\n".join(out).strip()
+
+
+# The bullets of a details section as a model may copy it.
+_BULLETS = ("- ", "* ", "• ", "+ ")
 
 
 def details_sections(summary: str) -> list[tuple[Origin, str]]:
@@ -67,7 +73,7 @@ def render_details(lines: Sequence[tuple[Origin, str]]) -> str:
     :data:`DETAILS_HEADERS` order, each group's lines in the order given."""
     parts = []
     for origin, header in DETAILS_HEADERS.items():
-        group = [f"- {line}" for o, line in lines if o is origin]
+        group = [f"- {escape_breaks(line)}" for o, line in lines if o is origin]
         if group:
             parts.append("\n".join([header, *group]))
     return "\n\n".join(parts)

@@ -90,7 +90,7 @@ from recap.core.retention.kept import (
     rank_counts,
 )
 from recap.core.retention.salience import Origin, Salience, Voice, rank
-from recap.core.specifics import absent, contains, extract_specifics
+from recap.core.specifics import absent, contains, extract_specifics, joined
 
 __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
            "context", "default_salience", "details_sections", "kept_of", "render_details",
@@ -143,7 +143,7 @@ def of_turn(turn: Turn) -> frozenset[str]:
     a user's turn, each name they wrote themselves (a person, a place, an
     organisation: recap.core.memories.provenance.names, outside what they quote or paste)."""
     found = extract_specifics(turn.content)
-    return found | stated_names(turn.content) if turn.role == "user" else found
+    return found | joined(stated_names(turn.content), found) if turn.role == "user" else found
 
 
 def of_summary(summary: str | None) -> frozenset[str]:

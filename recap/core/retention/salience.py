@@ -83,8 +83,9 @@ class Voices(NamedTuple):
 
 
 def key(specific: str) -> str:
-    """The form specifics are compared in (case, width and spacing folded)."""
-    return canonical(specific).strip()
+    """The form specifics are compared in (case and width folded, white space
+    ignored, as recap.core.specifics.contains compares them)."""
+    return canonical(specific).replace(" ", "")
 
 
 def _keys(found: Iterable[str]) -> set[str]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recap.core.memories.facts import Fact
-from recap.core.memories.provenance import attribute
+from recap.core.memories.verbatim import attribute_facts
 from recap.core.planning import adaptive, policy
 from recap.core.prompts import echo
 from recap.core.retention import entries, guard, repairs, salience
@@ -195,12 +195,12 @@ def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = N
     taken = set(plan.batch_ids)
     left = [m for m in claim.messages if m.id not in taken]
     after = policy.plan(left, summary_tokens=tokens, t=claim.settings.thresholds())
-    # Who stated each fact is decided from the batch, not taken from the model; the
-    # guard's lines are verbatim windows of any text, never the user's: each keeps
-    # the kind of text it was read from (a tool result, the assistant, a document),
-    # else ``guard``.
-    facts = (*(dataclasses.replace(f, source=attribute(f.fact, f.source, claim.own_words))
-               for f in result.facts),
+    # Who stated each fact is decided from the batch, not taken from the model, and
+    # only a verbatim span of the user's own words is theirs (recap.core.memories.
+    # verbatim); the guard's lines are verbatim windows of any text, never the user's:
+    # each keeps the kind of text it was read from (a tool result, the assistant, a
+    # document), else ``guard``.
+    facts = (*attribute_facts(result.facts, claim.own_words),
              *(dataclasses.replace(m, source=m.source if m.source in GUARD_SOURCES else "guard")
                for m in memories))
     return Fold(result.text, tokens, plan, facts, result.model,

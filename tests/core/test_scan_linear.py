@@ -1,0 +1,177 @@
+"""Every scanner of untrusted text runs in time linear in its input, on generated
+pathological inputs (pure).
+
+Hypothesis builds a unit of text from the characters scanners trip on (quotation
+marks of every script, opening and closing; every Unicode line break; brackets,
+tag openers, separators, digits, Markdown; the words of headers and
+introductions) and repeats it, or nests it (every opening mark, then every
+closing one). Each scanner reads the text at two sizes, 8x apart; its fastest
+of several calls at each size (interleaved, so a load spike hits both) must
+grow by at most :data:`LIMIT`, four times linear growth. A quadratic scan grows
+by 64 here and fails; nothing compares wall-clock time with a threshold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from recap.core import defuse, specifics, text
+from recap.core.context import lookback
+from recap.core.context import lookback as quote
+from recap.core.memories import channels, provenance, verbatim
+from recap.core.memories.facts import Fact
+from recap.core.prompts import bulk, echo
+from recap.core.retention import details, entries
+
+pytestmark = pytest.mark.unit
+
+SMALL = 12_000
+GROWTH = 8  # the large input is this many times the small one
+LIMIT = 4 * GROWTH
+
+QUOTES = "\"'“”„‟‘’‚‛«»‹›「」『』〝〞＂＇"
+BREAKS = defuse.LINE_BREAKS
+ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "•", "|",
+         "-", ".", "/", ":", "#", "@", "_", "`", "```", "~~~", "*", "**", "> ", " ", "  ",
+         "\t", "a", "Ab", "1", "12:30", "2,400", "TP 1357", "é", "\u200b", "Ｗ", "а",
+         "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
+         "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail"]
+
+
+def _fill(unit: str, n: int) -> str:
+    return (unit * (n // max(1, len(unit)) + 1))[:n]
+
+
+def _nested(unit: str, n: int) -> str:
+    """Every opening mark of ``unit`` n/2 times, then every closing one."""
+    half = n // 2
+    return _fill(unit, half) + _fill(unit[::-1], n - half)
+
+
+SCANNERS: dict[str, Callable[[str], object]] = {
+    "specifics": lambda s: specifics.extract_specifics.__wrapped__(s),
+    "specifics (summary)": lambda s: specifics.extract_specifics.__wrapped__(s, whole=True),
+    "contains": lambda s: specifics.contains(s, "TP 1357"),
+    "bulk excerpt": lambda s: bulk.excerpt_bulk(s, max_tokens=50, count=len),
+    "tags": text.defuse_all,
+    "headers and labels": defuse.defuse_text,
+    "entry escapes": defuse.defuse_entry,
+    "recalled passage": defuse.defuse_quoted,
+    "details near-copies": details.strip_details,
+    "echo": lambda s: echo.strip_echo.__wrapped__(s, "what you know about the user"),
+    "own words": lambda s: provenance.own_text("user", s, None),
+    "quotations": provenance.drop_quoted,
+    "names": provenance.stated_names,
+    "instruction marks": provenance.instruction_like,
+    "provenance": lambda s: provenance.attribute("The user's code is 1357.", "user", [s]),
+    "entry": lambda s: entries.entry(s, "1357"),
+    "peel": entries.peel,
+    "snippet": lambda s: quote.snippet(s, "1357"),
+    "channels": channels.foreign_spans,
+    "verbatim spans": lambda s: verbatim.attribute_facts(
+        [Fact("The user is on flight TP 1357.", "fact", 3)], [s]),
+    "recall labels": lambda s: lookback.choose_lines(
+        [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
+}
+
+
+def _best(fn: Callable[[Any], object], small: Any, large: Any, calls: int
+          ) -> tuple[float, float]:
+    """The fastest of ``calls`` calls on each input, interleaved."""
+    a = b = float("inf")
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn(small)
+        t1 = time.perf_counter()
+        fn(large)
+        t2 = time.perf_counter()
+        a, b = min(a, t1 - t0), min(b, t2 - t1)
+    return a, b
+
+
+def growth(fn: Callable[[Any], object], small: Any, large: Any) -> float:
+    """How much longer ``fn`` takes on ``large`` than on ``small``; measured again
+    with more calls before it is reported above :data:`LIMIT` (a busy machine)."""
+    ratio = 0.0
+    for calls in (3, 9):
+        a, b = _best(fn, small, large, calls)
+        ratio = b / max(a, 1e-4)  # below 0.1 ms, the clock and the call dominate
+        if ratio <= LIMIT:
+            break
+    return ratio
+
+
+def _check(make: Callable[[int], str]) -> None:
+    small, large = make(SMALL), make(SMALL * GROWTH)
+    slow = {name: round(r, 1) for name, fn in SCANNERS.items()
+            if (r := growth(fn, small, large)) > LIMIT}
+    assert slow == {}, f"grew more than {LIMIT}x for {GROWTH}x input"
+
+
+units = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=8).map("".join)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(unit=units, nested=st.booleans())
+@example(unit="„“", nested=False)  # „ is closed by “ but not by ”: every „ looked ahead
+@example(unit="„«“‹「『", nested=True)
+@example(unit="\r\u2028- [user · message 1] ", nested=False)
+@example(unit="[·", nested=False)
+@example(unit="**Details (kept verbatim by Recap)**\n- x\n", nested=False)
+def test_every_scanner_of_untrusted_text_is_linear(unit: str, nested: bool) -> None:
+    _check(lambda n: _nested(unit, n) if nested else _fill(unit, n))
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.lists(st.from_regex(r"[a-z]{3,8}(?:[./-][a-z0-9]{1,5})?", fullmatch=True),
+                      min_size=5, max_size=20))
+def test_recall_cues_cost_the_turn_plus_the_context(words: list[str]) -> None:
+    # A turn of distinct words (as many as its length allows), each of them at the
+    # end of a context of other words: none is a cue, and each is far into it.
+    def said(n: int, tag: str) -> str:
+        return " ".join(f"{words[i % len(words)]}{tag}{i}" for i in range(n // 6))[:n]
+
+    def request(n: int) -> tuple[str, str]:
+        turn = said(n // 8, "t")
+        return turn, said(n, "c") + " " + turn
+
+    def cues(asked: tuple[str, str]) -> object:
+        return lookback.cues(asked[0], context=asked[1])
+
+    ratio = growth(cues, request(SMALL * 2), request(SMALL * 2 * GROWTH))
+    assert ratio <= LIMIT, ratio
+
+
+class Counted(str):
+    """A text that counts the characters its ``find`` calls read."""
+
+    read = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        begin = 0 if start is None else start
+        at = str.find(self, sub, begin, len(self) if end is None else end)
+        Counted.read += (at + len(sub) if at >= 0 else len(self)) - begin
+        return at
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(unit=st.lists(st.sampled_from([*QUOTES, "a", " ", "\n"]), min_size=1, max_size=10)
+       .map("".join), nested=st.booleans())
+@example(unit="„“", nested=False)
+@example(unit="„«“", nested=True)
+def test_quotation_marks_are_looked_up_once_each(unit: str, nested: bool) -> None:
+    # Each closing mark's next position is found once and reused: every mark's
+    # lookups together read the text once, however the marks pair up.
+    n = 20_000
+    said = Counted(_nested(unit, n) if nested else _fill(unit, n))
+    Counted.read = 0
+    provenance.drop_quoted(said)
+    assert Counted.read <= 4 * len(said) + 4, Counted.read

@@ -1,0 +1,54 @@
+"""A message of two million characters of quotation marks (paired „“ as German
+writes them, closed by one mark of two; every script's marks nested; never
+closed) or of line breaks folds within the default task time limit, with mining
+and the retention guard on, and what the user said before it is kept. Every
+scan of it is linear (tests/core/test_scan_linear.py). Public API, a real worker,
+PostgreSQL and the real SDK against the local Messages API server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from recap.api.ingest import add_message
+from recap.db import transaction
+from recap.settings import get_settings
+from recap.testing import FakeAnthropic
+from tests.checks import check_invariants
+from tests.helpers import run_and_wait, runs, sentence, statuses
+
+SETTINGS = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 6,
+            "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200, "RECAP_KEEP_RECENT": 2,
+            "RECAP_RETENTION_GUARD": "true", "RECAP_EXTRACT_MEMORIES": "true"}
+SAID = "My order is ORD-77812 and the refund of $45.99 is due on 2026-03-15."
+SIZE = 2_000_000
+SHAPES = {
+    "paired „“": "„“",
+    "every script, nested": "„«“‹「『\"" + "\"』」›”»“",
+    "never closed": "«",
+    "line breaks": "\r\u2028\u2029\x85\x0b\x0c",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("celery_worker_thread")
+@pytest.mark.parametrize("unit", list(SHAPES.values()), ids=list(SHAPES))
+def test_two_million_quotation_marks_fold_within_the_task_limit(
+        unit: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**SETTINGS)
+    sid = f"quotes-{list(SHAPES.values()).index(unit)}"
+    pasted = (unit * (SIZE // len(unit) + 1))[:SIZE]
+    texts = {add_message(sid, "user", f"{SAID}\n{pasted}"): f"{SAID}\n{pasted}"}
+    for i in range(6):
+        text = sentence(i, 30)
+        texts[add_message(sid, "assistant" if i % 2 == 0 else "user", text)] = text
+    limit = get_settings().task_time_limit_s
+    started = time.monotonic()
+    run_and_wait(sid, final={"applied", "dead", "failed"}, timeout=limit)
+    assert statuses(sid) == ["applied"], runs(sid)[0].error
+    assert time.monotonic() - started < limit
+    with transaction() as s:
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
