@@ -11,9 +11,11 @@ Every test module says its tier in ``pytestmark``:
   virtualenvs, the browser; the same clean tables.
 
 A run claims its Redis database and creates its PostgreSQL database only when it
-collected a test that needs them (docs/TESTING.md). Under pytest-xdist the
-controller claims the Redis database once and its workers share it, each with a
-queue and a PostgreSQL database of its own.
+collected a test that needs them (docs/TESTING.md). Under pytest-xdist each
+worker claims a Redis database of its own (a worker's control and event
+broadcasts reach only its own in-process worker), with its own queue and
+PostgreSQL database; a pytest that a test starts uses its parent's. A pinned
+database (RECAP_TEST_REDIS_DB) is one database: such a run uses one process.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tests.env import (
     CLOSED_BROKER,
     CLOSED_DATABASE,
     FAKE,
+    REDIS_DB_PIN,
     TEST_DB,
     TEST_ENV,
     _admin_execute,
@@ -39,8 +42,8 @@ from tests.env import (
 from tests.helpers import WORKER_RUNNING, join_worker
 
 TIERS = ("unit", "integration", "system")
-# Set by the controller of an xdist run (and inherited by its workers and by any
-# child pytest a test starts): the Redis database the run claimed.
+# Set once a process claimed its Redis database, for any child pytest a test starts
+# (which uses it instead of claiming one).
 SHARED_DB_ENV = "RECAP_TEST_CLAIMED_REDIS_DB"
 
 
@@ -49,8 +52,6 @@ def pytest_configure(config: pytest.Config) -> None:
                        ("integration", "PostgreSQL, Redis and the in-process worker"),
                        ("system", "subprocess workers and servers, soaks, deploy, browser")):
         config.addinivalue_line("markers", f"{tier}: {what}")
-    if _is_xdist_controller(config) and _needs_services_by_args(config):
-        _claim_shared()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -63,32 +64,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
         return int(given)
     if (config.getoption("markexpr", "") or "").strip() == "unit":
         return 0
+    if REDIS_DB_PIN:
+        return 0  # one database: processes sharing it would hear each other's broadcasts
     return 2 * (os.cpu_count() or 1)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     release_services()
-
-
-def _is_xdist_controller(config: pytest.Config) -> bool:
-    return (not hasattr(config, "workerinput")
-            and bool(getattr(config.option, "numprocesses", None)))
-
-
-def _needs_services_by_args(config: pytest.Config) -> bool:
-    # The controller collects nothing itself: a run limited to the unit tier (by
-    # folder or by -m unit) needs no services.
-    return (config.getoption("markexpr", "") or "").strip() != "unit"
-
-
-def _claim_shared() -> None:
-    import redis
-
-    try:
-        claim_services()
-    except redis.ConnectionError:
-        return  # no Redis: each worker that needs it says so when it claims
-    os.environ[SHARED_DB_ENV] = str(CLAIMED["db"])
 
 
 def tier_of(item: pytest.Item) -> str:
