@@ -7,14 +7,13 @@ PostgreSQL and the real SDK against the local Messages API server."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 
 from recap.api.ingest import add_message
+from recap.config.timing import TIME_LIMIT_DEFAULT
 from recap.db import transaction
-from recap.settings import get_settings
 from recap.testing import FakeAnthropic
 from tests.checks import check_invariants
 from tests.helpers import run_and_wait, runs, sentence, statuses
@@ -33,6 +32,7 @@ SHAPES = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(TIME_LIMIT_DEFAULT + 60)
 @pytest.mark.usefixtures("celery_worker_thread")
 @pytest.mark.parametrize("unit", list(SHAPES.values()), ids=list(SHAPES))
 def test_two_million_quotation_marks_fold_within_the_task_limit(
@@ -44,11 +44,10 @@ def test_two_million_quotation_marks_fold_within_the_task_limit(
     for i in range(6):
         text = sentence(i, 30)
         texts[add_message(sid, "assistant" if i % 2 == 0 else "user", text)] = text
-    limit = get_settings().task_time_limit_s
-    started = time.monotonic()
-    run_and_wait(sid, final={"applied", "dead", "failed"}, timeout=limit)
+    # How long it takes is the scan benchmark's to say (recap bench --only scan), not
+    # a test's: here it must fold, within the default task limit a worker gives it.
+    run_and_wait(sid, final={"applied", "dead", "failed"}, timeout=TIME_LIMIT_DEFAULT)
     assert statuses(sid) == ["applied"], runs(sid)[0].error
-    assert time.monotonic() - started < limit
     with transaction() as s:
         assert check_invariants(s, written={sid: list(texts)},
                                 written_texts={sid: texts}) == []
