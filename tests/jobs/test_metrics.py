@@ -7,6 +7,7 @@ its class fails here.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -210,7 +211,10 @@ def on_sqlite(tmp_path: Path, settings_env: Callable[..., None]) -> Iterator[dat
     migrate(url)
     dbmod.reset_engines()
     try:
-        settings_env(DATABASE_URL=url, RECAP_POLICY="threshold")
+        # Jobs the sweep queues go to a queue of their own: an in-process worker that
+        # earlier tests started must not run them against this database meanwhile.
+        settings_env(DATABASE_URL=url, RECAP_POLICY="threshold",
+                     RECAP_QUEUE=f"recap-test-sqlite-{uuid.uuid4().hex[:8]}")
         now = utcnow()
         add_session("due", message_count=40, active_tokens=20000,
                     updated_at=now - timedelta(seconds=120))
