@@ -58,15 +58,8 @@ from recap.api.core import (
     owner_query,
     validate_message,
 )
-from recap.api.hook import (
-    HookPlan,
-    JobToSend,
-    ReplyJobs,
-    counters_params,
-    counters_statement,
-    plan_counters,
-)
-from recap.api.ingest import hook_failed, send_after_commit, send_both, send_jobs
+from recap.api.hook import HookPlan, counters_params, counters_statement, plan_counters
+from recap.api.ingest import hook_failed
 from recap.api.loops import STATES, engine, in_publisher, require_postgresql
 from recap.api.window import check_system_prompt
 from recap.core.context.assemble import Context
@@ -75,7 +68,14 @@ from recap.core.validate import check_session_id
 from recap.db import rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.settings import get_settings
-from recap.store.enqueue import BREAKER
+from recap.store.enqueue import (
+    BREAKER,
+    JobToSend,
+    ReplyJobs,
+    send_after_commit,
+    send_both,
+    send_jobs,
+)
 
 __all__ = ["Context", "add_message", "after_reply", "as_request", "build_context", "close",
            "transaction", "warm_up"]

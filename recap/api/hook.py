@@ -31,17 +31,13 @@ from recap.errors import InvalidInput
 from recap.models import ChatSession
 from recap.settings import Settings, effective
 from recap.store.enqueue import (
-    JobToSend,
-    ReplyJobs,
     pending_update,
     stale_before,
     title_due_update,
 )
 
-# What the decision leads to, as the publisher (recap.store.enqueue) sends it, is
-# named here too for the asyncio driver (recap.api.aio), which takes it from here.
-__all__ = ["HookPlan", "JobToSend", "ReplyJobs", "counters_params", "counters_statement",
-           "plan_counters", "plan_hook"]
+__all__ = ["HookPlan", "counters_params", "counters_statement", "plan_counters",
+           "plan_hook"]
 
 
 @functools.cache

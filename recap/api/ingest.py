@@ -38,14 +38,10 @@ from recap.store.enqueue import (
     ReplyJobs,
     send_after_commit,
     send_both,
-    send_jobs,
 )
 
-# The asyncio driver (recap.api.aio) shares the publishing half of the hook: it
-# takes send_both, send_jobs and send_after_commit (recap.store.enqueue) from here.
-__all__ = ["ReplyJobs", "add_message", "after_reply", "hook_failed", "insert_message",
-           "prepare", "raise_other_user", "reply_jobs", "send_after_commit", "send_both",
-           "send_jobs"]
+__all__ = ["add_message", "after_reply", "hook_failed", "insert_message", "prepare",
+           "raise_other_user", "reply_jobs"]
 
 log = logging.getLogger("recap.ingest")
 
