@@ -10,9 +10,10 @@ follow-up queued: a fold lands where a worker would put it in a chat slower than
 one summarization, without a worker process (what makes the quick verdict fast).
 Its summaries come from the stand-in over its real HTTP protocol.
 
-The peers (recap.evals.peers) and full history see one session at a time, as
-their defaults do. The planted-fact questions (recap.evals.run.quiz) are answered
-by the stand-in's reader (recap.evals.standin.reader_answer) from the request
+The peers (recap.evals.peers), full history and full history with tool-result
+clearing (bench.verdict.clearing) see one session at a time, as their defaults
+do. The planted-fact questions (recap.evals.run.quiz) are answered by the
+stand-in's reader (recap.evals.standin.reader_answer) from the request
 each system would send next, the question as its newest user turn.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.verdict.clearing import ClearToolUses
 from bench.verdict.shapes import Workload, scripts
 from recap.bench.harness import env as benv
 
@@ -147,6 +149,23 @@ def run_full(w: Workload, *, caching: bool = True) -> SystemRun:
     for script in scripts(w):
         bodies = full_history(script, BUDGET, _count())
         run.bodies += bodies if caching else [without_breakpoints(b) for b in bodies]
+        run.starts += [i == 0 for i in range(len(bodies))]
+    last = run.bodies[-1] if run.bodies else {"messages": []}
+    run.qa = quiz(w.facts, lambda q: answer(last, q))
+    return run
+
+
+def run_clearing(w: Workload, edit: ClearToolUses, name: str) -> SystemRun:
+    """Full history with caching plus tool-result clearing (bench.verdict.clearing):
+    each session's messages in block form, the edit applied per request."""
+    from bench.verdict.clearing import clearing_history
+    from recap.evals.peers import BUDGET
+    from recap.evals.run import quiz
+
+    run = SystemRun(name)
+    for _, messages in w.sessions:
+        bodies = clearing_history(messages, edit, BUDGET, _count())
+        run.bodies += bodies
         run.starts += [i == 0 for i in range(len(bodies))]
     last = run.bodies[-1] if run.bodies else {"messages": []}
     run.qa = quiz(w.facts, lambda q: answer(last, q))

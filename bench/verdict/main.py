@@ -40,19 +40,27 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bench.verdict.drive import SystemRun, run_full, run_peer, run_recap
+from bench.verdict.clearing import ClearToolUses
+from bench.verdict.drive import SystemRun, run_clearing, run_full, run_peer, run_recap
 from bench.verdict.judge import answerable
 from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness import env as benv
-from recap.bench.harness.pricing import PAUSE_SHARE, Priced, priced, total
+from recap.bench.harness.pricing import PAUSE_SHARE, Priced, price, priced
 from recap.bench.harness.stats import report, table
 
 DEFAULTS = "Recap defaults"
 THRESHOLD = "Recap, RECAP_POLICY=threshold"
 FULL = "full history, caching"
-PEER_COST = 0.8  # target: at most this share of the cheaper peer's cost
-FULL_COST = 0.3  # target: at most this share of full history with caching
+# Tool-result clearing at its documented defaults, and at a trigger that fires on
+# the quick workloads: the peers' 32,000-token budget drops the oldest messages,
+# so 30,000 clears tool results as the history nears the budget, before the
+# oldest turns fall off (the default 100,000 waits for a history three times that).
+CLEARING = (ClearToolUses(), ClearToolUses(trigger=30_000))
+CLEAR = "tool-result clearing"
+TOOL_COST = 0.5  # target: at most this share of full history with caching, tool-heavy
+CHAT_COST = 0.7  # the same on a chat
+DOMINATE_TARGET = 6  # workloads of eight on which the defaults dominate all four peers
 PEER_NAMES = {"LangChain": "LangChain SummarizationMiddleware",
               "LangMem": "LangMem summarize_messages"}
 
@@ -65,9 +73,21 @@ class Row:
     folds: int
     error: str | None = None
     ref: tuple[int, int] = (0, 0)  # (references answerable, references): bench.verdict.judge
+    uniform: float = 0.0  # cost of replies with a seeded 30% after a pause, every workload
 
     def total(self, base: float) -> float:
-        return total(self.priced, base)
+        """Replies priced by the workload's pause rule plus summarization, full
+        history without caching = 1.00."""
+        return (self.priced.cost_paused + self.priced.summarization) / base
+
+    def warm(self, base: float) -> float:
+        """The same with no pause at all (the cache empties only at a new session
+        or sitting)."""
+        return (self.priced.cost + self.priced.summarization) / base
+
+    def uniformly(self, base: float) -> float:
+        """The same with a seeded 30% of replies after a pause, chat or agent."""
+        return (self.uniform + self.priced.summarization) / base
 
 
 def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[SystemRun]:
@@ -79,25 +99,35 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
     tried = {"RECAP_POLICY": policy} if policy else {}
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
     fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
-    return [run_full(w, caching=False), run_full(w), mine, *fixed,
+    clearing = [run_clearing(w, edit, f"{CLEAR}, " + ("defaults" if edit == ClearToolUses()
+                                                      else "trigger fires") + f" ({edit.label()})")
+                for edit in CLEARING]
+    return [run_full(w, caching=False), run_full(w), *clearing, mine, *fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
 
 def rows_of(w: Workload, runs: Sequence[SystemRun], specifics: Callable[[str], frozenset[str]],
             count: Callable[[str], int]) -> list[Row]:
-    """Price and judge each run (pauses: a seeded 30% of replies after > 5 minutes;
-    the first reply of a sitting finds an empty cache)."""
+    """Price and judge each run. The first reply of a session or sitting finds an
+    empty cache; so does a reply after a person's pause (longer than the cache
+    lives): on a chat a seeded 30% of replies, on an agent's session the replies
+    its ``Workload.paused`` lists (a new task the person types), its calls within
+    a task seconds apart. ``Row.uniform``: the seeded 30% on every workload."""
     script = [m for s in scripts(w) for m in s]
     replies = sum(1 for role, _ in script if role == "user")
     rng = random.Random(14)
-    pauses = [rng.random() < PAUSE_SHARE for _ in range(replies)]
+    seeded = [rng.random() < PAUSE_SHARE for _ in range(replies)]
+    person = seeded if w.paused is None else [i in set(w.paused) for i in range(replies)]
     cold = set(w.cold)
     out = []
     for r in runs:
         starts = [s or i in cold for i, s in enumerate(r.starts)]
-        p = priced(r.name, r.bodies, r.spent, script=script, pauses=pauses[:len(r.bodies)],
+        p = priced(r.name, r.bodies, r.spent, script=script, pauses=person[:len(r.bodies)],
                    count=count, specifics=specifics, starts=starts)
-        out.append(Row(r.name, p, r.qa, r.folds, r.error, answerable(r.bodies, w.probes)))
+        uniform = (p.cost_paused if w.paused is None else
+                   price(r.bodies, count, seeded[:len(r.bodies)], starts)[4])
+        out.append(Row(r.name, p, r.qa, r.folds, r.error, answerable(r.bodies, w.probes),
+                       uniform))
     return out
 
 
@@ -123,29 +153,51 @@ def brief(row: Row, base: float) -> str:
             f"{row.qa[0]}/{row.qa[1]}")
 
 
-def verdict(rows: Sequence[Row], workload: str) -> list[str]:
-    """The verdict lines of one workload (see the module docstring)."""
+def peers_of(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
+    """The four peers the defaults are held against, each with its rows (tool-result
+    clearing has two: it is dominated when both are)."""
+    return [("LangChain", [find(rows, "LangChain")]), ("LangMem", [find(rows, "LangMem")]),
+            ("full history with caching", [find(rows, FULL)]),
+            ("tool-result clearing", [r for r in rows if r.name.startswith(CLEAR)])]
+
+
+def verdict(rows: Sequence[Row], w: Workload, *, fits: bool) -> tuple[list[str], bool]:
+    """The verdict lines of one workload (see the module docstring), and whether the
+    defaults dominate all four peers on it. ``fits``: a chat that fits its budget."""
     base = rows[0].priced.cost
     mine = find(rows, DEFAULTS)
-    lines = []
-    for label, prefix in (("LangChain", "LangChain"), ("LangMem", "LangMem"),
-                          ("full history with caching", FULL)):
-        other = find(rows, prefix)
-        lines.append(
-            f"{workload}: defaults dominate {label}: "
-            f"{'yes' if dominates(mine, other, base) else 'no'} "
-            f"(cost {mine.total(base):.3f} vs {other.total(base):.3f}, specifics "
-            f"{mine.priced.kept:.0%} vs {other.priced.kept:.0%}, answerable at reference "
-            f"{share(mine.ref)} vs {share(other.ref)}, QA {mine.qa[0]}/{mine.qa[1]} "
-            f"vs {other.qa[0]}/{other.qa[1]})")
-    cheaper = min(find(rows, p).total(base) for p in ("LangChain", "LangMem"))
-    full = find(rows, FULL).total(base)
-    for what, limit, of in (("the cheaper peer's", PEER_COST, cheaper),
-                            ("full history with caching's", FULL_COST, full)):
-        met = mine.total(base) <= limit * of
-        lines.append(f"{workload}: target cost <= {limit}x {what} ({limit * of:.3f}): "
-                     f"{'met' if met else 'not met'} ({mine.total(base):.3f}, "
-                     f"{mine.total(base) / max(of, 1e-9):.2f}x)")
+    lines, every = [], True
+    for label, others in peers_of(rows):
+        for other in others:
+            won = dominates(mine, other, base)
+            every = every and won
+            named = label + (other.name[len(CLEAR):] if label.startswith(CLEAR) else "")
+            lines.append(
+                f"{w.name}: defaults dominate {named}: {'yes' if won else 'no'} "
+                f"(cost {mine.total(base):.3f} vs {other.total(base):.3f}, specifics "
+                f"{mine.priced.kept:.0%} vs {other.priced.kept:.0%}, answerable at reference "
+                f"{share(mine.ref)} vs {share(other.ref)}, QA {mine.qa[0]}/{mine.qa[1]} "
+                f"vs {other.qa[0]}/{other.qa[1]})")
+    return lines + targets(mine, find(rows, FULL), base, w, fits=fits), every
+
+
+def targets(mine: Row, full: Row, base: float, w: Workload, *, fits: bool) -> list[str]:
+    """The target lines: cost against full history with caching (tool-heavy or chat),
+    answerable at reference at least full history's, 100% on a chat that fits."""
+    limit, kind = (TOOL_COST, "tool-heavy") if w.tool_heavy else (CHAT_COST, "chat")
+    cost, of = mine.total(base), full.total(base)
+    lines = [f"{w.name}: target cost <= {limit}x full history with caching's on a {kind} "
+             f"session ({limit * of:.3f}): {'met' if cost <= limit * of else 'not met'} "
+             f"({cost:.3f}, {cost / max(of, 1e-9):.2f}x)"]
+    if w.probes:
+        met = mine.ref[0] >= full.ref[0]
+        lines.append(f"{w.name}: target answerable at reference >= full history with "
+                     f"caching's ({share(full.ref)}): {'met' if met else 'not met'} "
+                     f"({share(mine.ref)})")
+    if w.probes and fits and not w.tool_heavy:
+        met = mine.ref[0] == mine.ref[1]
+        lines.append(f"{w.name}: target answerable at reference 100% on a chat that fits "
+                     f"its budget: {'met' if met else 'not met'} ({share(mine.ref)})")
     return lines
 
 
@@ -157,16 +209,19 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
         + (f"{len(w.probes)} references in {len({p.reply for p in w.probes})} later turns, "
            if w.probes else "")
         + f"{len(w.facts)} planted facts (write 1.25x, read 0.1x; full history, no caching "
-        f"= 1.00; stand-in: mechanisms, not a model; {seconds:.0f}s)",
+        f"= 1.00; total cost: pauses as " + ("an agent's: a person's before each new task"
+                                             if w.paused is not None else
+                                             "a chat's: a seeded 30% of replies")
+        + f"; stand-in: mechanisms, not a model; {seconds:.0f}s)",
         table(["system", "replies", "input tokens / reply", "cache-hit share", "folds",
-               "summarization tokens", "total cost", "cost, 30% pauses", "specifics kept",
-               "answerable at reference", "QA"],
+               "summarization tokens", "total cost", "cost, no pauses", "cost, 30% pauses",
+               "specifics kept", "answerable at reference", "QA"],
               [[r.name + (f" (error: {r.error})" if r.error else ""), r.priced.replies,
                 f"{r.priced.input / max(1, r.priced.replies):,.0f}",
                 f"{r.priced.read / max(1, r.priced.input):.0%}", r.folds,
-                f"{r.priced.summarization:,}", f"{r.total(base):.3f}",
-                f"{(r.priced.cost_paused + r.priced.summarization) / base:.3f}",
-                f"{r.priced.kept:.0%}", share(r.ref), f"{r.qa[0]}/{r.qa[1]}"] for r in rows]))
+                f"{r.priced.summarization:,}", f"{r.total(base):.3f}", f"{r.warm(base):.3f}",
+                f"{r.uniformly(base):.3f}", f"{r.priced.kept:.0%}", share(r.ref),
+                f"{r.qa[0]}/{r.qa[1]}"] for r in rows]))
 
 
 def summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
@@ -181,6 +236,14 @@ def summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
             cells.append(brief(row, rows[0].priced.cost) if row else "-")
         lines.append([name, *cells])
     return table(["system", *(w for w, _ in all_rows)], lines)
+
+
+def fits_budget(w: Workload, count: Callable[[str], int]) -> bool:
+    """Whether each of its sessions, whole, fits the peers' budget."""
+    from recap.evals.peers import BUDGET
+
+    return all(count(benv.SYSTEM_PROMPT) + sum(count(t) for _, t in s) <= BUDGET
+               for s in scripts(w))
 
 
 def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = NAMES,
@@ -200,7 +263,7 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     policy = os.environ.get("RECAP_POLICY")
     specifics = functools.lru_cache(maxsize=None)(extract_specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)
-    out, lines, all_rows = [], [], []
+    out, lines, all_rows, won = [], [], [], 0
     env = benv.setup()
     latency, neutral = env.latency, env.fake.neutral
     benv.setup(0.0)  # cost does not depend on the stand-in's latency: no waiting
@@ -213,7 +276,9 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
             out.append(workload_table(w, rows, time.monotonic() - t0))
-            lines += verdict(rows, name)
+            said, every = verdict(rows, w, fits=fits_budget(w, count))
+            lines += said
+            won += every
             all_rows.append((name, rows))
     finally:
         benv.setup(latency)
@@ -221,6 +286,8 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     mode = "schema-aware stand-in" if schema_aware else "neutral stand-in"
     out.append(report(f"per workload: cost · specifics kept · answerable at reference · QA "
                       f"({size} workloads; {mode})", summary(all_rows)))
+    lines.append(f"the defaults dominate all four peers on {won} of {len(all_rows)} "
+                 f"workloads (target {DOMINATE_TARGET})")
     out.append(report(f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
                       "\n".join(lines)))
     return "".join(out)

@@ -132,7 +132,7 @@ def _chat_turn(rng: random.Random) -> list[Message]:
     return [("user", _SMALL_USER[k]), ("assistant", _SMALL_ASSISTANT[k])]
 
 
-def _weave(messages: Sequence[Message], facts: Sequence[Planted]) -> list[Message]:
+def weave_user(messages: Sequence[Message], facts: Sequence[Planted]) -> list[Message]:
     """``messages`` with the facts woven into the user's own text turns (never into a
     tool result)."""
     typed = [i for i, (role, c) in enumerate(messages) if role == "user" and isinstance(c, str)]
@@ -143,7 +143,7 @@ def _weave(messages: Sequence[Message], facts: Sequence[Planted]) -> list[Messag
     return out
 
 
-def _reply_indices(messages: Sequence[Message]) -> list[int]:
+def reply_indices(messages: Sequence[Message]) -> list[int]:
     """For each message, the reply (user-role message) count before it."""
     out, k = [], 0
     for role, _ in messages:
@@ -192,8 +192,8 @@ def sittings_chat(sittings: int, asks: int, facts: Sequence[Planted], *, seed: i
                 pending.append((len(messages) + len(out), wanted))
             out += [("user", user), ("assistant", assistant)]
         messages += out + chat[at:]
-    woven = _weave(messages, facts)
-    replies = _reply_indices(woven)
+    woven = weave_user(messages, facts)
+    replies = reply_indices(woven)
     probes = tuple(Probe(replies[i], answer, str(woven[i][1])) for i, answer in pending)
     cold = tuple(replies[i] for i in starts)
     return Workload(name, ((f"w-{name}", tuple(woven)),), tuple(facts), probes=probes,
@@ -316,6 +316,7 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
     pending: list[tuple[int, str]] = []
     call = 0
     asked = 0
+    typed = [0]  # the user's new tasks: each typed after a person's pause
     out.append(("user", "Hi! I'm picking up the ledger service this week. "
                         + rng.choice(tasks).format(p=rng.choice(_MODULES))))
     for r in range(results):
@@ -342,6 +343,7 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
                 "Nothing unusual in there beyond the usual retries.",
                 "That file mostly holds limit constants and the batch loop.",
                 "Tests are green except for the retries noted above."))))
+            typed.append(len(out))
             out.append(("user", rng.choice(tasks).format(p=rng.choice(_MODULES))))
         while asked < refs and asks_after[asked] == r:
             code, where, sha = incidents[asked]
@@ -354,10 +356,11 @@ def coding_transcript(results: int, refs: int, facts: Sequence[Planted], *,
             out.append(("user", "Thanks. Carry on."))
             asked += 1
     out.append(("assistant", "All done: summary of the findings above."))
-    woven = _weave(out, facts)
-    replies = _reply_indices(woven)
+    woven = weave_user(out, facts)
+    replies = reply_indices(woven)
     probes = tuple(Probe(replies[i], answer, str(woven[i][1])) for i, answer in pending)
-    return Workload(name, ((f"w-{name}", tuple(woven)),), tuple(facts), probes=probes)
+    return Workload(name, ((f"w-{name}", tuple(woven)),), tuple(facts), probes=probes,
+                    paused=tuple(replies[i] for i in typed))
 
 
 # --- held out: an operator's support thread ------------------------------------------
@@ -429,8 +432,8 @@ def holdout_support(sittings: int, asks: int, facts: Sequence[Planted], *,
             pending.append((len(messages), value))
             messages.append(("user", question))
             messages.append(("assistant", f"It was {value}."))
-    woven = _weave(messages, facts)
-    replies = _reply_indices(woven)
+    woven = weave_user(messages, facts)
+    replies = reply_indices(woven)
     probes = tuple(Probe(replies[i], value, str(woven[i][1])) for i, value in pending)
     return Workload("holdout", (("w-holdout", tuple(woven)),), tuple(facts), probes=probes,
                     cold=tuple(replies[i] for i in starts))

@@ -35,10 +35,22 @@ class Workload:
     user_id: str | None = None
     probes: tuple[Probe, ...] = ()  # later turns referring back (bench.verdict.judge)
     cold: tuple[int, ...] = ()  # replies after a gap (a new sitting): an empty cache
+    # When the cache has expired (a person paused longer than it lives): None for a
+    # chat, where a seeded share of replies follow such a pause (PAUSE_SHARE); an
+    # agent's session lists the replies a person's pause comes before (each new task
+    # the person types), its calls within a task coming seconds apart.
+    paused: tuple[int, ...] | None = None
 
     @property
     def messages(self) -> int:
         return sum(len(m) for _, m in self.sessions)
+
+    @property
+    def tool_heavy(self) -> bool:
+        """Whether its sessions carry tool results (an agent's, not a chat)."""
+        return any(role == "user" and isinstance(c, list)
+                   and any(b.get("type") == "tool_result" for b in c)
+                   for _, msgs in self.sessions for role, c in msgs)
 
 
 def scripts(w: Workload) -> list[list[tuple[str, str]]]:

@@ -1,4 +1,4 @@
-"""The seven workloads of the cost verdict, generated from a fixed seed (no downloads).
+"""The eight workloads of the cost verdict, generated from a fixed seed (no downloads).
 
 - ``demo``: the demo's SRE chat (pasted logs, configs, metrics tables);
 - ``short``: short turns, many of them (recap.bench.harness.seed.short_script);
@@ -11,11 +11,15 @@
   many sittings that fits the budget, a coding agent's tool-heavy session, and a
   held-out support thread nobody tunes against; their later user turns refer back
   to earlier specifics (:class:`bench.verdict.shapes.Probe`, judged by
-  bench.verdict.judge).
+  bench.verdict.judge);
+- ``analyst`` (bench.verdict.analyst): **held out**: a data analyst's agent
+  session with search, web, SQL and shell tools, whose later turns ask back about
+  specifics of earlier tool results.
 
 Each workload plants facts about the user (recap.evals.facts: names, numbers,
-dates, preferences) whose questions are asked at the end. ``holdout`` is held
-out: it is in the verdict, but nobody tunes a policy against it. Sizes: ``quick`` (the
+dates, preferences) whose questions are asked at the end. ``holdout`` and
+``analyst`` are held out: they are in the verdict, but nobody tunes a policy against
+them. Sizes: ``quick`` (the
 daily verdict), ``full`` (the cost benchmark) and ``tiny`` (the test).
 """
 
@@ -24,26 +28,26 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from bench.verdict import referring
+from bench.verdict import analyst, referring
 from bench.verdict.shapes import USER_ID, Message, Workload
 from recap.bench.harness.seed import demo_script, short_script
 from recap.evals.facts import Planted, plant, weave
 
 # Messages per workload (agent: tasks; multi: sessions x messages) and facts planted.
 # sittings: (sittings, questions); coding: (tool results, error codes asked back);
-# holdout: (sittings, questions).
+# holdout: (sittings, questions); analyst: (tool results, references).
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4,
              "sittings": 5, "sitting_asks": 4, "results": 6, "refs": 2, "holdout": 4,
-             "holdout_asks": 3},
+             "holdout_asks": 3, "analyst": 16, "analyst_asks": 2},
     "quick": {"demo": 200, "short": 1200, "agent": 8, "sessions": 3, "per_session": 400,
               "facts": 8, "sittings": 30, "sitting_asks": 43, "results": 44, "refs": 10,
-              "holdout": 12, "holdout_asks": 14},
+              "holdout": 12, "holdout_asks": 14, "analyst": 48, "analyst_asks": 12},
     "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 500,
              "facts": 16, "sittings": 40, "sitting_asks": 60, "results": 60, "refs": 14,
-             "holdout": 20, "holdout_asks": 24},
+             "holdout": 20, "holdout_asks": 24, "analyst": 64, "analyst_asks": 18},
 }
-NAMES = ("demo", "short", "agent", "multi", "sittings", "coding", "holdout")
+NAMES = ("demo", "short", "agent", "multi", "sittings", "coding", "holdout", "analyst")
 
 
 def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
@@ -56,8 +60,8 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
         msgs = weave(short_script(n["short"], seed=seed), facts)
         return Workload(name, (("w-short", tuple(msgs)),), facts)
     if name == "agent":
-        return Workload(name, (("w-agent", tuple(agent_script(n["agent"], facts, seed=seed))),),
-                        facts)
+        script = tuple(agent_script(n["agent"], facts, seed=seed))
+        return Workload(name, (("w-agent", script),), facts, paused=tasks_typed(script))
     if name == "multi":
         return multi_session(n["sessions"], n["per_session"], facts, seed=seed)
     if name == "sittings":
@@ -66,6 +70,8 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
         return referring.coding_transcript(n["results"], n["refs"], facts, seed=seed)
     if name == "holdout":
         return referring.holdout_support(n["holdout"], n["holdout_asks"], facts, seed=seed)
+    if name == "analyst":
+        return analyst.analyst_session(n["analyst"], n["analyst_asks"], facts, seed=seed)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(NAMES)}")
 
 
@@ -108,6 +114,14 @@ def document(path: str, tokens: int, *, seed: int) -> str:
         lines.append(line)
         size += 38  # tiktoken counts about 38 tokens for such a line
     return "\n".join(lines)
+
+
+def tasks_typed(messages: Sequence[Message]) -> tuple[int, ...]:
+    """The replies to the user's own text turns (each a new task typed after a
+    person's pause), not to tool results."""
+    replies = referring.reply_indices(messages)
+    return tuple(replies[i] for i, (role, c) in enumerate(messages)
+                 if role == "user" and isinstance(c, str))
 
 
 def agent_script(tasks: int, facts: Sequence[Planted], *, seed: int) -> list[Message]:
