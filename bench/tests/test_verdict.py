@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.verdict.clearing import PLACEHOLDER, ClearToolUses, cleared, clearing_history
 from bench.verdict.judge import answerable
-from bench.verdict.shapes import USER_ID, Probe, scripts
+from bench.verdict.shapes import USER_ID, Message, Probe, scripts
 from bench.verdict.workloads import NAMES, build
-from recap.bench.harness.pricing import flat
+from recap.bench.harness import env as benv
+from recap.bench.harness.pricing import flat, price, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +67,7 @@ def test_the_judge_counts_references_whose_answer_the_reply_request_carries() ->
 
 @pytest.mark.unit
 def test_referring_workloads_ask_back_what_was_stated_before() -> None:
-    for name in ("sittings", "coding", "holdout"):
+    for name in ("sittings", "coding", "holdout", "analyst"):
         w = build(name, "tiny")
         script = [m for s in scripts(w) for m in s]
         user_at = [i for i, (role, _) in enumerate(script) if role == "user"]
@@ -100,6 +102,103 @@ def test_quick_sizes_match_what_the_workloads_promise() -> None:
         assert asked - (sum(1 for s in starts if s <= said) - 1) >= 2, p
 
 
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def session(results: int, *, size: int = 100) -> list[Message]:
+    """A task, then ``results`` tool calls (``size`` words each), alternating two tools."""
+    out: list[Message] = [("user", "Look into it please.")]
+    for k in range(results):
+        name = ("search", "sql")[k % 2]
+        out.append(("assistant", [{"type": "tool_use", "id": f"t{k}", "name": name,
+                                   "input": {"q": f"query {k}"}}]))
+        out.append(("user", [{"type": "tool_result", "tool_use_id": f"t{k}",
+                              "content": " ".join([f"r{k}"] * size)}]))
+    return out
+
+
+def results_of(messages: list[Message]) -> list[str]:
+    return [c[0]["content"] for role, c in messages if role == "user" and isinstance(c, list)]
+
+
+@pytest.mark.unit
+def test_tool_clearing_clears_the_oldest_results_past_the_trigger_and_keeps_the_newest() -> None:
+    msgs = session(6)  # about 600 words of results
+    assert cleared(msgs, ClearToolUses(trigger=1000), count=words) == msgs  # under the trigger
+    edit = ClearToolUses(trigger=300)
+    kept = results_of(cleared(msgs, edit, count=words))
+    assert kept[:3] == [PLACEHOLDER] * 3 and kept[3:] == results_of(msgs)[3:]  # keep 3
+    spared = results_of(cleared(msgs, ClearToolUses(trigger=300, exclude_tools=("sql",)),
+                                count=words))
+    assert spared[:3] == [PLACEHOLDER, results_of(msgs)[1], PLACEHOLDER]
+    # Too little to free: the edit is not applied at all.
+    assert cleared(msgs, ClearToolUses(trigger=300, clear_at_least=10_000), count=words) == msgs
+    inputs = cleared(msgs, ClearToolUses(trigger=300, clear_tool_inputs=True), count=words)
+    calls = [c[0]["input"] for role, c in inputs if role == "assistant"]
+    assert calls[:3] == [{}] * 3 and calls[3] == {"q": "query 3"}
+    assert results_of(msgs)[0] != PLACEHOLDER  # the client's history is never changed
+
+
+@pytest.mark.unit
+def test_tool_clearing_pays_a_cache_write_from_the_first_block_it_clears_anew() -> None:
+    msgs = session(8)
+    edit = ClearToolUses(trigger=450)
+    bodies = clearing_history(msgs, edit, 100_000, words)
+    fired = [any(PLACEHOLDER in t for t in texts(b)) for b in bodies]
+    assert fired.index(True) > 1  # under the trigger at first: full history's requests
+    first = fired.index(True)
+    from recap.testing import request_usage
+
+    cache: set[bytes] = set()
+    usage = [request_usage(b, cache, count=words) for b in bodies]
+    # Before the edit fires, each request reads the one before it from the cache;
+    # once it fires, each new result moves the cleared boundary, so a request reads
+    # only the prefix before the first result (the first request's) and writes the rest.
+    task = usage[1]["cache_read_input_tokens"]
+    assert words(benv.SYSTEM_PROMPT) < task < usage[first - 1]["cache_read_input_tokens"]
+    assert all(u["cache_read_input_tokens"] == task for u in usage[first:])
+    fresh = price(bodies, words, [False] * len(bodies))
+    assert fresh[0] > 0 and fresh[1] > 0  # writes and reads, priced like every system
+
+
+@pytest.mark.unit
+def test_agent_sessions_pause_only_before_a_new_task_and_chats_keep_the_seeded_share() -> None:
+    from bench.verdict.drive import run_clearing, run_full
+    from bench.verdict.main import CLEARING, rows_of
+
+    for name in ("agent", "coding", "analyst"):
+        w = build(name, "tiny")
+        assert w.tool_heavy and w.paused and w.paused[0] == 0, name
+        replies = [c for role, c in w.sessions[0][1] if role == "user"]
+        assert all(isinstance(replies[r], str) for r in w.paused), name  # typed, no result
+    for name in ("demo", "short", "multi", "sittings", "holdout"):
+        assert build(name, "tiny").paused is None and not build(name, "tiny").tool_heavy, name
+    w = build("analyst", "tiny")
+    runs = [run_full(w, caching=False), run_full(w), run_clearing(w, CLEARING[1], "clearing")]
+    rows = rows_of(w, runs, lambda t: frozenset(), words)
+    base = rows[0].priced.cost
+    assert rows[1].total(base) != rows[1].uniformly(base)  # the agent's rule differs
+    assert rows[1].warm(base) <= rows[1].total(base)
+    assert rows[2].priced.input < rows[1].priced.input  # the 30k trigger fires on it
+
+
+@pytest.mark.unit
+def test_held_out_analyst_uses_other_tools_and_results_of_varied_size() -> None:
+    from recap.llm.tokens import count_tokens
+
+    w = build("analyst", "quick")
+    messages = w.sessions[0][1]
+    tools = {b["name"] for role, c in messages if role == "assistant" and isinstance(c, list)
+             for b in c if b["type"] == "tool_use"}
+    assert tools == {"web_search", "fetch_url", "run_sql", "shell"}
+    sizes = [count_tokens(r) for r in results_of(list(messages))]
+    assert len(sizes) >= 40 and min(sizes) < 500 and max(sizes) > 8000
+    assert len(w.probes) >= 10 and "analyst" in NAMES and len(NAMES) == 8
+    coding = {p.turn.split("\n")[0] for p in build("coding", "quick").probes}
+    assert not coding & {p.turn.split("\n")[0] for p in w.probes}  # its own wording
+
+
 # The verdict runs as ``python -m bench --quick`` does: in a process of its own, on the
 # bench's own database, queue and stand-in, so nothing it configures (settings, the
 # Celery app's queues, engines) can reach the tests that run after it.
@@ -108,7 +207,8 @@ from bench.verdict import main as verdict
 from recap.bench.harness import env as benv
 benv.setup(0.0)
 try:
-    print(verdict.run(size="tiny", names=("agent", "multi", "coding"), threshold=True))
+    print(verdict.run(size="tiny", names=("agent", "multi", "coding", "analyst"),
+                      threshold=True))
 finally:
     benv.teardown()
 """
@@ -124,10 +224,16 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     out = done.stdout
-    for name in ("agent", "multi", "coding"):
-        for peer in ("LangChain", "LangMem", "full history with caching"):
+    for name in ("agent", "multi", "coding", "analyst"):
+        for peer in ("LangChain", "LangMem", "full history with caching",
+                     "tool-result clearing, defaults (trigger 100k, keep 3)",
+                     "tool-result clearing, trigger 30k, keep 3"):
             assert f"{name}: defaults dominate {peer}: " in out
-        assert f"{name}: target cost <= 0.8x the cheaper peer's" in out
+    assert "multi: target cost <= 0.7x full history with caching's on a chat" in out
+    assert "coding: target cost <= 0.5x full history with caching's on a tool-heavy" in out
+    assert "analyst: target answerable at reference >= full history with caching's" in out
+    assert "the defaults dominate all four peers on " in out and " of 4 workloads" in out
+    assert "cost, 30% pauses" in out and "cost, no pauses" in out
     assert verdict.THRESHOLD in out and verdict.DEFAULTS in out
     assert "error" not in out
     assert "answerable at reference" in out and "neutral stand-in" in out

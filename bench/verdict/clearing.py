@@ -57,12 +57,12 @@ def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
 def clearable(messages: Sequence[Message],
               edit: ClearToolUses) -> list[tuple[int, int, dict[str, Any]]]:
     """(message, block index, block) of each tool result the edit may clear, oldest
-    first: all but the newest ``keep`` results of the tools not excluded."""
+    first: all but the newest ``keep`` tool results, save the excluded tools'."""
     names = _tool_names(messages)
     found = [(i, j, b) for i, (role, c) in enumerate(messages) if role == "user"
-             and isinstance(c, list) for j, b in enumerate(c) if b.get("type") == "tool_result"
-             and names.get(b.get("tool_use_id", "")) not in edit.exclude_tools]
-    return found[:max(0, len(found) - edit.keep)]
+             and isinstance(c, list) for j, b in enumerate(c) if b.get("type") == "tool_result"]
+    return [(i, j, b) for i, j, b in found[:max(0, len(found) - edit.keep)]
+            if names.get(b.get("tool_use_id", "")) not in edit.exclude_tools]
 
 
 def cleared(messages: Sequence[Message], edit: ClearToolUses, *,

@@ -99,8 +99,8 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
     tried = {"RECAP_POLICY": policy} if policy else {}
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
     fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
-    clearing = [run_clearing(w, edit, f"{CLEAR}, " + ("defaults" if edit == ClearToolUses()
-                                                      else "trigger fires") + f" ({edit.label()})")
+    clearing = [run_clearing(w, edit, f"{CLEAR}, " + (f"defaults ({edit.label()})"
+                                                      if edit == ClearToolUses() else edit.label()))
                 for edit in CLEARING]
     return [run_full(w, caching=False), run_full(w), *clearing, mine, *fixed,
             *(run_peer(w, peer) for peer in PEERS)]
