@@ -135,7 +135,7 @@ def test_tool_clearing_clears_the_oldest_results_past_the_trigger_and_keeps_the_
     # Too little to free: the edit is not applied at all.
     assert cleared(msgs, ClearToolUses(trigger=300, clear_at_least=10_000), count=words) == msgs
     inputs = cleared(msgs, ClearToolUses(trigger=300, clear_tool_inputs=True), count=words)
-    calls = [c[0]["input"] for role, c in inputs if role == "assistant"]
+    calls = [c[0]["input"] for role, c in inputs if role == "assistant" and isinstance(c, list)]
     assert calls[:3] == [{}] * 3 and calls[3] == {"q": "query 3"}
     assert results_of(msgs)[0] != PLACEHOLDER  # the client's history is never changed
 

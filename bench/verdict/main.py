@@ -90,6 +90,11 @@ class Row:
         return (self.uniform + self.priced.summarization) / base
 
 
+def clearing_name(edit: ClearToolUses) -> str:
+    default = edit == ClearToolUses()
+    return f"{CLEAR}, " + (f"defaults ({edit.label()})" if default else edit.label())
+
+
 def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[SystemRun]:
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
     Recap under the fixed rule (RECAP_POLICY=threshold). ``policy``: a RECAP_POLICY
@@ -99,9 +104,7 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
     tried = {"RECAP_POLICY": policy} if policy else {}
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
     fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
-    clearing = [run_clearing(w, edit, f"{CLEAR}, " + (f"defaults ({edit.label()})"
-                                                      if edit == ClearToolUses() else edit.label()))
-                for edit in CLEARING]
+    clearing = [run_clearing(w, edit, clearing_name(edit)) for edit in CLEARING]
     return [run_full(w, caching=False), run_full(w), *clearing, mine, *fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
@@ -117,7 +120,8 @@ def rows_of(w: Workload, runs: Sequence[SystemRun], specifics: Callable[[str], f
     replies = sum(1 for role, _ in script if role == "user")
     rng = random.Random(14)
     seeded = [rng.random() < PAUSE_SHARE for _ in range(replies)]
-    person = seeded if w.paused is None else [i in set(w.paused) for i in range(replies)]
+    paused = set(w.paused or ())
+    person = seeded if w.paused is None else [i in paused for i in range(replies)]
     cold = set(w.cold)
     out = []
     for r in runs:
