@@ -5,8 +5,9 @@ The lab, run from a checkout (it is not in the installed package; the benchmarks
 user runs are ``recap bench``):
 
 - ``verdict``: the defaults' verdict (bench.verdict): cost, specifics, answerable at
-  reference and planted-fact QA of Recap's defaults against LangChain, LangMem and
-  full history with caching on seven workloads, the stand-in in neutral mode.
+  reference and planted-fact QA of Recap's defaults against LangChain, LangMem, full
+  history with caching and full history with tool-result clearing on eight
+  workloads, the stand-in in neutral mode.
   ``--quick`` alone runs it on smaller workloads (about nine minutes on a shared
   2-core machine); ``--schema-aware`` against the stand-in's schema-aware answers
   instead (a mechanism test, not a comparison);
@@ -41,7 +42,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="The benchmark lab, run from a "
                                      "checkout: the verdict, reach, real models, --compare.")
     parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes; alone: the defaults' verdict on seven workloads "
+                        help="smaller sizes; alone: the defaults' verdict on eight workloads "
                              "(about 9 minutes)")
     parser.add_argument("--only", default="", metavar="NAME,...",
                         help="comma-separated: " + ", ".join(NAMES) + "; with --compare: "

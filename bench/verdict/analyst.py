@@ -5,9 +5,9 @@ tuned on the other workloads carries over to an agent with other tools.
 
 A person gives the agent tasks about a product's numbers; the agent answers each
 with a few calls of four tools: ``web_search`` (ranked hits with links),
-``fetch_url`` (a page's text), ``run_sql`` (result tables) and ``shell`` (process
-lists, disk usage, service journals). Tool results vary in size from a couple of
-hundred tokens to about 12,000. Some results carry a specific the person asks
+``fetch_url`` (a changelog page's text), ``run_sql`` (result tables) and ``shell``
+(process lists). Tool results vary in size from about 150 tokens to about
+10,000. Some results carry a specific the person asks
 about later, in their own words and without the answer: the figure a query gave
 for one region and day, the link a search ranked first, the release a vendor's
 page names as the fix, the process id a process list showed holding memory. Each

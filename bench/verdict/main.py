@@ -1,21 +1,35 @@
 """The defaults' verdict: does Recap, with no setting changed, dominate each peer?
 
 On each workload (bench.verdict.workloads: demo, short turns, agent transcript,
-multi-session chat, and bench.verdict.referring's multi-sitting chat, coding-agent
-session and the held-out support thread) every system's requests are priced by
-Claude's prompt-cache rules (recap.bench.cost: write 1.25x, read 0.1x; full history
-without caching = 1.00; a new session or sitting starts with an empty cache) plus
-its summarization calls, and judged on what it keeps: the share of the
+multi-session chat, bench.verdict.referring's multi-sitting chat, coding-agent
+session and held-out support thread, and bench.verdict.analyst's held-out analyst
+agent) every system's requests are priced by Claude's prompt-cache rules
+(recap.bench.cost: write 1.25x, read 0.1x; full history without caching = 1.00)
+plus its summarization calls, and judged on what it keeps: the share of the
 conversation's specifics its requests still carry (the retention guard's
 extractor), **answerable at reference** (bench.verdict.judge: at each later user turn
 that refers back to an earlier specific, whether that reply's request carries it;
 the workloads without such turns show n/a) and the planted-fact questions
 answered from the context it sends (the stand-in's reader, as ``recap eval --qa``).
-The peers: LangChain's SummarizationMiddleware, LangMem and full history with
-prompt caching. Recap's defaults dominate a peer when they cost no more, keep at
-least as many specifics, have at least as many references answerable and answer
-at least as many questions. Targets: at most 0.8x the cheaper peer's cost, at
-most 0.3x full history with caching.
+
+The cache empties where time does it: at a new session or sitting, and after a
+person's pause longer than the cache lives. A chat's person pauses are a seeded
+30% of its replies; an agent's session pauses only before a new task the person
+types (``Workload.paused``), its calls within a task seconds apart. The total cost
+is priced by that rule; the table also shows the cost with no pause and with the
+seeded 30% on every workload, where they differ.
+
+The peers: LangChain's SummarizationMiddleware, LangMem, full history with prompt
+caching, and full history with caching plus the Messages API's tool-result
+clearing (bench.verdict.clearing, two rows: its documented defaults and a trigger
+that fires on the quick workloads). Recap's defaults dominate a peer when they
+cost no more, keep at least as many specifics, have at least as many references
+answerable and answer at least as many questions; tool-result clearing counts as
+dominated when both its rows are. Targets per workload: cost at most 0.5x full
+history with caching on a tool-heavy session and at most 0.7x on a chat;
+answerable at reference at least full history with caching's; 100% answerable
+at reference on a chat that fits its budget; and the defaults dominating all
+four peers on six of the eight workloads (the last line).
 
 Every comparison runs with the stand-in in **neutral mode** (recap.testing.neutral):
 one summarizing rule for every caller (the first sentence of each message,
