@@ -8,11 +8,13 @@ replaces the content of the oldest tool results with a placeholder, keeping the
 newest ``keep`` tool uses (default 3); ``clear_at_least`` (default none) skips the
 edit when it would free fewer tokens than that; ``exclude_tools`` names tools whose
 results are never cleared; ``clear_tool_inputs`` (default off) also clears the
-tool calls' inputs. The edit is applied to each request as sent: nothing is
-remembered between requests, so once the history is past the trigger, every new
-tool result moves the cleared boundary and the cached prefix is invalid from the
-first block cleared anew. Priced with the same cache model as every system
-(recap.testing.request_usage), that rewrite is paid, not assumed away.
+tool calls' inputs (LangChain's ClearToolUsesEdit reads ``clear_at_least``
+otherwise: it stops clearing once that much is freed). The edit is applied to
+each request as sent: nothing is remembered between requests, so once the history
+is past the trigger, every new tool result moves the cleared boundary and the
+cached prefix is invalid from the first block cleared anew. Priced with the same
+cache model as every system (recap.testing.request_usage), that rewrite is paid,
+not assumed away.
 
 Here the edit runs on the session's whole history (the messages in the Messages
 API's block form, as the client sends them), then the oldest messages are dropped
