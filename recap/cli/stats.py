@@ -1,6 +1,6 @@
 """``recap stats [--json] [--top N] [--session SESSION_ID]``: sessions, summaries,
-titles, failures, latency and API usage, then the N largest sessions (default 5) with why each is not
-summarized yet and what will trigger it.
+titles, failures, latency and API usage, then the N largest sessions (default 5)
+with why each is not summarized yet and what will trigger it.
 
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
