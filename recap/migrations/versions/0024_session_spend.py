@@ -3,9 +3,9 @@
 Adds the per-session sums of recap.core.spend, kept by the reply path
 (recap.api.spend) and by each recorded run (the summarizer's API tokens).
 ``history_tokens`` (every message the session ever stored) starts from the
-active messages plus those applied runs condensed; the other sums start at 0,
-counted from ``spend_since``: the upgrade for the sessions that existed before it
-(NULL, a later session's: since it was created).
+active messages plus those applied runs condensed (and no rewind restored); the
+other sums start at 0, counted from ``spend_since``: the upgrade for the sessions
+that existed before it (NULL, a later session's: since it was created).
 
 Revision ID: 0024_session_spend
 Revises: 0021_verbatim_user_memories
@@ -29,7 +29,9 @@ COUNTS = ('spend_replies', 'spend_prefix_version')
 _HISTORY = sa.text(
     "UPDATE chat_sessions SET history_tokens = active_tokens + COALESCE(("
     "SELECT SUM(condensed_tokens) FROM summary_runs WHERE summary_runs.session_id = "
-    "chat_sessions.id AND summary_runs.status = 'applied'), 0)")
+    "chat_sessions.id AND summary_runs.status = 'applied' "
+    # A rewound run's messages are back among the active ones.
+    "AND summary_runs.rewound_after IS NULL), 0)")
 
 
 def upgrade() -> None:
