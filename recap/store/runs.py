@@ -63,7 +63,8 @@ class RunRecord:
 
 
 def record_run(record: RunRecord, *, db: Db, row_locked: bool = False) -> int:
-    """Insert ``record``; returns its id.
+    """Insert ``record``; returns its id. Its API tokens are added to the session's
+    spend sums (recap.core.spend) in the same transaction.
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
