@@ -7,6 +7,7 @@ lifetime; and a tiny conversation whose fold makes Recap the dearer: a loss."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -19,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select, update
 
 import recap
-from recap import db
+from recap import aio, db
 from recap.api.ingest import add_message
 from recap.cli import main
 from recap.core.spend import CACHE_TTL_S, Spend, split_request
@@ -215,3 +216,22 @@ def test_sqlite_keeps_the_same_sums(sqlite_url: str) -> None:
     got: Any = recap.session(sid).spend
     assert got.model_dump(exclude={"since"}) == _expected(sid, replay).as_dict()
     assert got.recap_cache_read_tokens > 0
+
+
+def test_the_asyncio_api_accounts_the_same_way() -> None:
+    async def converse() -> None:
+        try:
+            for i in range(3):
+                await aio.add_message("awaited", "user", sentence(2 * i, 400))
+                await aio.add_message("awaited", "assistant", sentence(2 * i + 1, 400))
+        finally:
+            await aio.close()
+
+    asyncio.run(converse())
+    sync = Replay()
+    for i in range(3):
+        sync.message("synced", "user", sentence(2 * i, 400))
+        sync.message("synced", "assistant", sentence(2 * i + 1, 400))
+    awaited = recap.session("awaited").spend
+    assert awaited.model_dump(exclude={"since"}) == _expected("synced", sync).as_dict()
+    assert awaited.replies == 3 and awaited.recap_cache_read_tokens > 0
