@@ -3,7 +3,8 @@ the reply path's upsert and each recorded run: a conversation with folds on
 PostgreSQL (the real worker folds it) and on SQLite, replayed with the pure rule
 (recap.core.spend.split_request), then read by ``recap stats``, ``recap.session``
 (``GET /v1/sessions/{id}``) and the Prometheus exposition; a pause past the cache's
-lifetime; and a tiny conversation whose fold makes Recap the dearer: a loss."""
+lifetime; the asyncio API's sums; and a tiny conversation whose fold makes Recap
+the dearer: a loss."""
 
 from __future__ import annotations
 
