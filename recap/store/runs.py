@@ -90,11 +90,13 @@ def record_run(record: RunRecord, *, db: Db, row_locked: bool = False) -> int:
 
 @functools.cache
 def _spend_update() -> Executable:
+    # updated_at stays: it says when the session's messages or summary last changed.
     return (update(SESSIONS).where(SESSIONS.c.id == bindparam("sid"))
             .values(spend_summarize_input=SESSIONS.c.spend_summarize_input
                     + bindparam("tokens_in", type_=BigInteger),
                     spend_summarize_output=SESSIONS.c.spend_summarize_output
-                    + bindparam("tokens_out", type_=BigInteger)))
+                    + bindparam("tokens_out", type_=BigInteger),
+                    updated_at=SESSIONS.c.updated_at))
 
 
 def _counts(guard: GuardCounts) -> dict[str, object]:
