@@ -23,7 +23,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -43,7 +43,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from recap.api.spend import REPLY_ROLE, spend_changes
 from recap.core.content.message import MAX_CONTENT_CHARS, Message, prepare_content
+from recap.core.spend import CACHE_TTL_S
 from recap.core.tenant import user_in_scope
 from recap.core.validate import MAX_SESSION_ID, check_session_id, check_str
 from recap.errors import InvalidInput
@@ -112,7 +114,13 @@ class NewMessage:
                 "content": self.message.content, "pinned": self.pinned, "tokens": self.tokens,
                 "now": now, "user_id": self.user_id,
                 "blocks": None if blocks is None else blocks_json(blocks),
-                "tool_links": self.message.tool_links}
+                "tool_links": self.message.tool_links, **self.spend_params(now)}
+
+    def spend_params(self, now: datetime) -> dict[str, Any]:
+        """The bound values of :func:`recap.api.spend.spend_changes`: is it a reply,
+        and since when a cached prefix is still alive."""
+        return {"reply": self.role == REPLY_ROLE,
+                "cache_after": now - timedelta(seconds=CACHE_TTL_S)}
 
 
 def blocks_json(blocks: list[dict[str, Any]]) -> str:
@@ -198,15 +206,20 @@ def add_statement() -> Executable:
     is then empty, so is the INSERT, and the statement returns no row.
     """
     user = cast(bindparam("user_id", type_=String), String)
+    now = bindparam("now", type_=DateTime(timezone=True))
+    tokens = bindparam("tokens", type_=Integer)
     upserted = (pg_insert(SESSIONS)
                 .values(id=bindparam("session_id", type_=String), message_count=1,
-                        active_tokens=bindparam("tokens", type_=Integer), user_id=user)
+                        active_tokens=tokens, history_tokens=tokens, user_id=user)
                 .on_conflict_do_update(index_elements=["id"], set_={
                     "message_count": SESSIONS.c.message_count + 1,
-                    "active_tokens": SESSIONS.c.active_tokens
-                    + bindparam("tokens", type_=Integer),
-                    "updated_at": bindparam("now", type_=DateTime(timezone=True)),
-                    "user_id": func.coalesce(SESSIONS.c.user_id, user)},
+                    "active_tokens": SESSIONS.c.active_tokens + tokens,
+                    "updated_at": now,
+                    "user_id": func.coalesce(SESSIONS.c.user_id, user),
+                    # The reply's requests, accounted in the same statement.
+                    **spend_changes(reply=bindparam("reply", type_=Boolean), tokens=tokens,
+                                    now=now, cache_after=bindparam(
+                                        "cache_after", type_=DateTime(timezone=True)))},
                     where=user.is_(None) | SESSIONS.c.user_id.is_(None)
                     | (SESSIONS.c.user_id == user))
                 .returning(SESSIONS.c.id).cte("upserted"))

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, func, insert
+from sqlalchemy import Connection, func, insert, literal
 from sqlalchemy.orm import Session
 
 from recap.api.core import (
@@ -28,10 +28,12 @@ from recap.api.core import (
     validate_message,
 )
 from recap.api.hook import counters_params, counters_statement, plan_counters
+from recap.api.spend import spend_changes
 from recap.api.validate import check_session_id, prepare_message
 from recap.core.content.message import Message
 from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
+from recap.models.tables import Timestamp
 from recap.settings import get_settings
 from recap.store.enqueue import (
     BREAKER,
@@ -56,15 +58,20 @@ def insert_message(s: Session | Connection, new: NewMessage) -> int:
     # Session and counters first, in one statement: it locks the session row, so
     # concurrent writers of one session commit in id order and the counters stay exact.
     session_id, user_id, tokens = new.session_id, new.user_id, new.tokens
+    now = utcnow()
+    bound = new.spend_params(now)
     changes = {"message_count": SESSIONS.c.message_count + 1,
-               "active_tokens": SESSIONS.c.active_tokens + tokens, "updated_at": utcnow()}
+               "active_tokens": SESSIONS.c.active_tokens + tokens, "updated_at": now,
+               **spend_changes(reply=literal(bound["reply"]), tokens=tokens,
+                               now=literal(now, Timestamp),
+                               cache_after=literal(bound["cache_after"], Timestamp))}
     if user_id is None:
         insert_or_update(SESSIONS, {"id": session_id, "message_count": 1,
-                                    "active_tokens": tokens},
+                                    "active_tokens": tokens, "history_tokens": tokens},
                          db=s, keys=["id"], changes=changes)
     elif not insert_or_update(
             SESSIONS, {"id": session_id, "message_count": 1, "active_tokens": tokens,
-                       "user_id": user_id}, db=s, keys=["id"],
+                       "history_tokens": tokens, "user_id": user_id}, db=s, keys=["id"],
             changes={**changes, "user_id": func.coalesce(SESSIONS.c.user_id, user_id)},
             # A session belongs to one user: another user's id writes nothing.
             where=SESSIONS.c.user_id.is_(None) | (SESSIONS.c.user_id == user_id)):

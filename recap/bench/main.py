@@ -24,7 +24,7 @@ from recap.errors import ConfigError
 # Every benchmark, by the name --only takes (its module under recap.bench).
 NAMES = ("hook", "coldstart", "loop", "reply_path", "overhead", "throughput", "tokens",
          "context", "scale", "memory", "specifics", "scan", "cost", "http", "middleware",
-         "recall")
+         "recall", "spend")
 # The benchmarks that print machine-readable figures (--json).
 JSON_NAMES = ("hook", "loop")
 

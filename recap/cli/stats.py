@@ -1,12 +1,15 @@
-"""``recap stats [--json] [--top N]``: sessions, summaries, titles, failures, latency
-and API usage, then the N largest sessions (default 5) with why each is not
-summarized yet and what will trigger it.
+"""``recap stats [--json] [--top N] [--session SESSION_ID]``: sessions, summaries,
+titles, failures, latency and API usage, then the N largest sessions (default 5)
+with why each is not summarized yet and what will trigger it.
 
 Token counts are tiktoken estimates unless labelled "API" (what the Messages
 API billed): summarize jobs (the summary and memory-mining calls) and title
 jobs are counted apart. "token estimate / API count" compares the two per model
 over its latest summarize runs (recap.ops.stats.estimate_ratios). ``--json``
-adds the sessions as ``largest_sessions``. The retention guard's lines count the
+adds the sessions as ``largest_sessions``. The last lines say what the replies'
+requests and Recap's summarizing cost next to full history with prompt caching
+(recap.core.spend; a loss is named as one); ``--session SESSION_ID`` shows one
+session's. The retention guard's lines count the
 condensed messages' specifics by salience (recap.core.retention.salience): those the user
 stated, those referred to again, those the assistant used right after a tool
 returned them, the rest it kept, and those a tool returned that nothing used,
@@ -69,6 +72,9 @@ def register(sub: Subparsers) -> None:
     p = command(sub, "stats", "Show sessions, summaries, titles, failures, latency and API "
                 "usage, and why the largest sessions are not summarized yet.", run)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--session", metavar="SESSION_ID",
+                   help="only what this session's replies cost next to full history with "
+                        "caching")
     p.add_argument("--top", type=_count, default=5, metavar="N",
                    help="the N sessions with the most active tokens, with why each is not "
                         "summarized yet and what will trigger it (default 5; 0: none)")
@@ -84,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from recap.ops.outlook import largest
     from recap.settings import get_settings
 
+    if args.session is not None:
+        return _session_spend(args.session, as_json=args.json)
     settings = get_settings()
     now = utcnow()
     with transaction() as db:
@@ -103,6 +111,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{which} (by active tokens), and what triggers the next summary:")
         for o in top:
             print("\n".join(describe(o)))
+    return 0
+
+
+def _session_spend(session_id: str, *, as_json: bool) -> int:
+    from recap.sessions.view import session
+
+    spent = session(session_id).spend.model_dump(mode="json")
+    if as_json:
+        emit_json({"session_id": session_id, "spend": spent})
+        return 0
+    print(f"session {session_id}: what its replies cost next to full history with caching "
+          f"(since {spent['since']})")
+    print("\n".join(format_spend(spent)))
     return 0
 
 
@@ -140,4 +161,30 @@ def format_stats(data: dict[str, Any]) -> str:
     lines.append(f"{'token estimate / API count':<{width}}  {ratios or 'n/a'}")
     for reason, count in data.get("blocked_reasons", {}).items():
         lines.append(f"{'why blocked':<{width}}  {count} session(s): {reason}")
+    lines.append("\nwhat the replies cost next to full history with caching (all sessions; "
+                 "an estimate, docs/OPERATIONS.md):")
+    lines += format_spend(data["spend"], width=width)
+    lines.append(f"{'sessions at a loss':<{width}}  {data['sessions_at_loss']}")
     return "\n".join(lines)
+
+
+def format_spend(spent: dict[str, Any], *, width: int = 0) -> list[str]:
+    """The lines of a :class:`recap.core.spend.Spend` (``as_dict``): the token sums,
+    the priced costs and the signed difference, a loss named as one."""
+    share = "" if spent["saved_share"] is None else f" ({spent['saved_share']:+.1%})"
+    rows = (
+        ("replies accounted", spent["replies"]),
+        ("Recap input: cache read / written / uncached",
+         f"{spent['recap_cache_read_tokens']} / {spent['recap_cache_write_tokens']} / "
+         f"{spent['recap_uncached_tokens']}"),
+        ("Recap summarizing: input / output",
+         f"{spent['summarize_input_tokens']} / {spent['summarize_output_tokens']}"),
+        ("full history input: cache read / written / uncached",
+         f"{spent['full_cache_read_tokens']} / {spent['full_cache_write_tokens']} / "
+         f"{spent['full_uncached_tokens']}"),
+        ("cost (base-price input tokens): Recap / full", f"{spent['recap_cost_tokens']} / "
+                                                          f"{spent['full_cost_tokens']}"),
+        ("saved tokens", f"{spent['saved_tokens']:+d}{share} {spent['verdict']}"),
+    )
+    width = max(width, *(len(label) for label, _ in rows))
+    return [f"{label:<{width}}  {value}" for label, value in rows]

@@ -87,6 +87,31 @@ class ChatSession(Base):
     updated_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now(),
                                                  onupdate=func.now())
     summary_updated_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # What the replies cost next to full history with caching (recap.core.spend):
+    # sums kept by SQL increments on the reply path (recap.api.spend) and by each
+    # recorded run (the summarizer's API tokens), counted from spend_since (NULL:
+    # since created_at; set for the sessions older than migration 0024).
+    history_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_since: Mapped[datetime | None] = mapped_column(Timestamp)
+    spend_replies: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    spend_recap_read: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_recap_write: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_recap_uncached: Mapped[int] = mapped_column(BigInteger, default=0,
+                                                      server_default="0")
+    spend_summarize_input: Mapped[int] = mapped_column(BigInteger, default=0,
+                                                       server_default="0")
+    spend_summarize_output: Mapped[int] = mapped_column(BigInteger, default=0,
+                                                        server_default="0")
+    spend_full_read: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_full_write: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_full_uncached: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # The last reply's two requests (tokens), summary version and time: the next
+    # reply's cached prefix.
+    spend_prefix_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    spend_prefix_history: Mapped[int] = mapped_column(BigInteger, default=0,
+                                                      server_default="0")
+    spend_prefix_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    spend_prefix_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
     __table_args__ = (
         # The sweeper's two ways in: the normal trigger and context usage.

@@ -77,6 +77,7 @@ def families(snap: Snapshot) -> Iterator[Any]:
         tokens.add_metric([SUMMARIZE_TASK], value)
         tokens.add_metric([TITLE_TASK], snap.title_tokens[i])
         yield tokens
+    yield from spend_families(snap)
     gauges: tuple[tuple[str, str, float], ...] = (
         ("recap_sessions", "Chat sessions.", snap.sessions),
         ("recap_active_messages", "Messages in active windows (not yet condensed).",
@@ -106,3 +107,45 @@ def families(snap: Snapshot) -> Iterator[Any]:
     )
     for name, help_, figure in gauges:
         yield GaugeMetricFamily(name, help_, value=figure)
+
+
+# The series of recap_spend_tokens_total: (path, kind) -> the Spend field.
+SPEND_SERIES = (
+    ("recap", "cache_read", "recap_cache_read_tokens"),
+    ("recap", "cache_write", "recap_cache_write_tokens"),
+    ("recap", "uncached", "recap_uncached_tokens"),
+    ("recap", "summarize_input", "summarize_input_tokens"),
+    ("recap", "summarize_output", "summarize_output_tokens"),
+    ("full_history", "cache_read", "full_cache_read_tokens"),
+    ("full_history", "cache_write", "full_cache_write_tokens"),
+    ("full_history", "uncached", "full_uncached_tokens"),
+)
+
+
+def spend_families(snap: Snapshot) -> Iterator[Any]:
+    """What the replies cost next to full history with caching (recap.core.spend),
+    summed over the stored sessions."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    spent = snap.spend
+    tokens = CounterMetricFamily(
+        "recap_spend_tokens", "Input tokens of the replies' requests by path (recap: "
+        "Recap's context plus its summarizing; full_history: every message with prompt "
+        "caching) and kind (cache_read, cache_write, uncached, summarize_input, "
+        "summarize_output). An estimate; sums over the stored sessions.",
+        labels=["path", "kind"])
+    for path, kind, name in SPEND_SERIES:
+        tokens.add_metric([path, kind], getattr(spent, name))
+    yield tokens
+    yield CounterMetricFamily("recap_spend_replies", "Replies accounted in "
+                              "recap_spend_tokens_total.", value=spent.replies)
+    cost = GaugeMetricFamily(
+        "recap_spend_cost_tokens", "Priced cost by path, in base-price input tokens (cache "
+        "read 0.1x, write 1.25x, uncached 1x, summarizer output 5x).", labels=["path"])
+    cost.add_metric(["recap"], spent.recap_cost_tokens)
+    cost.add_metric(["full_history"], spent.full_cost_tokens)
+    yield cost
+    yield GaugeMetricFamily("recap_spend_saved_tokens", "Full history's priced cost minus "
+                            "Recap's: negative is a loss.", value=spent.saved_tokens)
+    yield GaugeMetricFamily("recap_sessions_at_loss", "Sessions where Recap costs more than "
+                            "full history with caching.", value=snap.sessions_at_loss)

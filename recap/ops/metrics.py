@@ -32,11 +32,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
+from recap.core.spend import Spend
 from recap.errors import InvalidInput
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import stats
 from recap.ops.reasons import reason_class
 from recap.settings import Settings, effective
+from recap.store import spend
 from recap.store.enqueue import stale_before
 from recap.worker.jobs.sweeper import SWEEP_HEARTBEAT, due_ids, due_query
 
@@ -80,6 +82,9 @@ class Snapshot:
     oldest_pending_at: datetime | None = None
     last_sweep_at: datetime | None = None
     title_tokens: tuple[int, int] = (0, 0)  # (input, output) of every title call
+    # The sessions' spend sums (recap.core.spend) and those where Recap costs more.
+    spend: Spend = field(default_factory=Spend)
+    sessions_at_loss: int = 0
 
     @property
     def messages_condensed(self) -> int:
@@ -196,6 +201,8 @@ def session_figures(snap: Snapshot, *, db: Session, settings: Settings) -> None:
     snap.over_budget = int(row["over_budget"])
     snap.oldest_due_at = _parse_time(row["oldest_due_at"])
     snap.oldest_pending_at = _parse_time(row["oldest_pending_at"])
+    snap.spend = spend.total_of(row)
+    snap.sessions_at_loss = int(row["sessions_at_loss"])
 
 
 def _parse_time(value: Any) -> datetime | None:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from recap.models import ChatSession, SummaryRun, TitleRun
 from recap.settings import Settings
+from recap.store import spend
 from recap.store.enqueue import stale_before
 
 
@@ -84,6 +85,11 @@ class Stats:
     blocked_reasons: dict[str, int] = field(default_factory=dict)
     # Per model: Recap's token estimate / the API's count of the same requests.
     token_estimate_ratio: dict[str, float] = field(default_factory=dict)
+    # What the replies' requests and the summarizing cost next to full history with
+    # caching, summed over the sessions (recap.core.spend.Spend.as_dict), and the
+    # sessions where Recap costs more.
+    spend: dict[str, Any] = field(default_factory=dict)
+    sessions_at_loss: int = 0
 
 
 def count_where(condition: ColumnElement[bool]) -> Any:
@@ -106,6 +112,7 @@ def session_columns(settings: Settings, now: datetime) -> dict[str, ColumnElemen
         "sessions_pending": count_where(ChatSession.enqueued_at > stale),
         "sessions_blocked": count_where(ChatSession.blocked_until > now),
         "sessions_backing_off": count_where(ChatSession.noop_backoff_until > now),
+        **spend.total_columns(),
     }
 
 
@@ -115,7 +122,9 @@ def session_counts(stats: Stats, *, db: Session, settings: Settings,
     columns = session_columns(settings, now)
     row = db.execute(select(*(c.label(name) for name, c in columns.items()))).one()
     for name in columns:
-        setattr(stats, name, int(row._mapping[name]))
+        if not name.startswith("spend_"):
+            setattr(stats, name, int(row._mapping[name]))
+    stats.spend = spend.total_of(row._mapping).as_dict()
 
 
 def run_totals(*, db: Session, by: ColumnElement[Any] | None = None,

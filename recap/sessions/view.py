@@ -21,8 +21,9 @@ from recap.models import ArchivedMessage, ChatSession, SummaryRun
 from recap.sessions.overrides import KIND_ORDER, listed_memories
 from recap.settings import get_settings
 from recap.store.outlook import job_columns, job_of, judge
+from recap.store.spend import spend_of
 
-__all__ = ["Fold", "SessionView", "session"]
+__all__ = ["Fold", "SessionView", "SpendView", "session"]
 
 
 class Fold(BaseModel):
@@ -37,6 +38,34 @@ class Fold(BaseModel):
     mode: str | None = Field(description="the rule that made its plan: normal, capacity, "
                                          "aggressive or forced")
     reason: str | None = Field(description="why, as summary_runs records it")
+
+
+class SpendView(BaseModel):
+    """What the session's replies cost next to full history with prompt caching, in
+    tokens (recap.core.spend; docs/OPERATIONS.md): an estimate that assumes each
+    call was made when its reply was stored. Cost figures are base-price input
+    tokens: cache reads at 0.1x, writes at 1.25x, uncached input at 1x, the
+    summarizer's output at 5x."""
+
+    model_config = ConfigDict(frozen=True)
+
+    since: datetime = Field(description="when counting began (UTC)")
+    replies: int = Field(description="replies (assistant messages) accounted")
+    recap_cache_read_tokens: int = Field(description="Recap's requests: cached prefix read")
+    recap_cache_write_tokens: int = Field(description="Recap's requests: written to the cache")
+    recap_uncached_tokens: int = Field(description="Recap's requests: too short to cache")
+    summarize_input_tokens: int = Field(description="the summarizer's API input tokens")
+    summarize_output_tokens: int = Field(description="the summarizer's API output tokens")
+    full_cache_read_tokens: int = Field(description="full history: cached prefix read")
+    full_cache_write_tokens: int = Field(description="full history: written to the cache")
+    full_uncached_tokens: int = Field(description="full history: too short to cache")
+    recap_cost_tokens: int = Field(description="Recap's requests and summarizing, priced")
+    full_cost_tokens: int = Field(description="full history with caching, priced")
+    saved_tokens: int = Field(description="full_cost_tokens - recap_cost_tokens; negative: "
+                                          "a loss")
+    saved_share: float | None = Field(description="saved_tokens / full_cost_tokens "
+                                                  "(null: no cost yet)")
+    verdict: str = Field(description="saving, loss or even (the sign of saved_tokens)")
 
 
 class SessionView(BaseModel):
@@ -66,6 +95,8 @@ class SessionView(BaseModel):
                     "important first")
     overrides: dict[str, Any] | None = Field(description="the session's own settings "
                                                          "(recap.configure_session)")
+    spend: SpendView = Field(description="what its replies cost next to full history "
+                                         "with caching")
 
 
 def session(session_id: str) -> SessionView:
@@ -92,7 +123,14 @@ def session(session_id: str) -> SessionView:
             archived_message_count=_archived(session_id, db=s),
             active_tokens=head.active_tokens, budget=judged.budget, state=judged.state,
             job=job_of(row), memories=_by_kind(listed_memories(session_id, db=s)),
-            overrides=head.overrides)
+            overrides=head.overrides, spend=_spend(head))
+
+
+def _spend(head: ChatSession) -> SpendView:
+    since = head.spend_since or head.created_at
+    # SQLite hands back naive datetimes; every stored time is UTC.
+    return SpendView(since=since if since.tzinfo else since.replace(tzinfo=UTC),
+                     **spend_of(head).as_dict())
 
 
 def _last_fold(session_id: str, *, db: Session) -> Fold | None:

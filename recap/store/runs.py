@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, insert, select
+from sqlalchemy import BigInteger, Executable, bindparam, insert, select, update
 
 from recap.core.retention import repairs
 from recap.core.retention.guard import GuardCounts
 from recap.db import Db
 from recap.models import runs_table as RUNS
+from recap.models import sessions_table as SESSIONS
 from recap.store.rows import session_exists
 
 
@@ -62,7 +63,8 @@ class RunRecord:
 
 
 def record_run(record: RunRecord, *, db: Db, row_locked: bool = False) -> int:
-    """Insert ``record``; returns its id.
+    """Insert ``record``; returns its id. Its API tokens are added to the session's
+    spend sums (recap.core.spend) in the same transaction.
 
     Only ``skipped`` runs are recorded for a session that is not stored (an unknown
     id); any other outcome is of a job that held the session, and if the session
@@ -77,7 +79,24 @@ def record_run(record: RunRecord, *, db: Db, row_locked: bool = False) -> int:
     if (record.status != "skipped" and not row_locked
             and not session_exists(record.session_id, db=db)):
         return 0
-    return int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
+    run_id = int(db.execute(_run_insert(keys), {f"v_{k}": row[k] for k in keys}).scalar_one())
+    if record.input_tokens or record.output_tokens:
+        # The summarizer's spend (recap.core.spend), in the run's own transaction.
+        db.execute(_spend_update(), {"sid": record.session_id,
+                                     "tokens_in": record.input_tokens or 0,
+                                     "tokens_out": record.output_tokens or 0})
+    return run_id
+
+
+@functools.cache
+def _spend_update() -> Executable:
+    # updated_at stays: it says when the session's messages or summary last changed.
+    return (update(SESSIONS).where(SESSIONS.c.id == bindparam("sid"))
+            .values(spend_summarize_input=SESSIONS.c.spend_summarize_input
+                    + bindparam("tokens_in", type_=BigInteger),
+                    spend_summarize_output=SESSIONS.c.spend_summarize_output
+                    + bindparam("tokens_out", type_=BigInteger),
+                    updated_at=SESSIONS.c.updated_at))
 
 
 def _counts(guard: GuardCounts) -> dict[str, object]:

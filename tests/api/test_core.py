@@ -19,6 +19,7 @@ from recap.api.core import (
     validate_message,
 )
 from recap.api.hook import plan_hook
+from recap.core.spend import CACHE_TTL_S
 from recap.errors import InvalidInput
 from recap.settings import Settings, get_settings
 from recap.store.enqueue import JobKind, JobToSend, ReplyJobs
@@ -85,7 +86,10 @@ def test_a_new_message_binds_every_column(settings: Settings) -> None:
     params = NewMessage("s", "user", msg, 3, False, "u").params(NOW)
     assert params == {"session_id": "s", "role": "user", "content": "hello", "pinned": False,
                       "tokens": 3, "now": NOW, "user_id": "u", "blocks": None,
-                      "tool_links": None}
+                      "tool_links": None, "reply": False,
+                      "cache_after": NOW - timedelta(seconds=CACHE_TTL_S)}
+    # A reply also accounts for its request (recap.api.spend).
+    assert NewMessage("s", "assistant", msg, 3).params(NOW)["reply"] is True
 
 
 @pytest.mark.parametrize("args", [("", "user", "x"), ("s", "robot", "x"), ("s", "user", 3)])

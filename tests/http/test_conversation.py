@@ -55,6 +55,14 @@ def test_a_conversation_over_http_is_condensed_into_a_summary(
              what="the HTTP answer to equal recap.session's")
     fold = session["last_fold"]
     assert isinstance(fold, dict) and (fold["outcome"], fold["messages"]) == ("applied", 5)
+    # What the replies cost next to full history with caching (tests/api/test_spend.py):
+    # seven replies, Recap's summarizing, the signed difference and its word.
+    spend = session["spend"]
+    assert isinstance(spend, dict) and spend["replies"] == 7
+    assert spend["summarize_input_tokens"] > 0
+    assert spend["saved_tokens"] == spend["full_cost_tokens"] - spend["recap_cost_tokens"]
+    assert spend["verdict"] == ("loss" if spend["saved_tokens"] < 0 else
+                                "saving" if spend["saved_tokens"] > 0 else "even")
 
     r = api.post(f"/v1/sessions/{sid}/context",
                  json={"system_prompt": "You are a helpful assistant.", "prompt_caching": False})
