@@ -85,7 +85,9 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
             input_tokens=spent.input_tokens if spent else None,
             output_tokens=spent.output_tokens if spent else None,
             estimated_input_tokens=spent.estimated_input_tokens if spent else None,
-            frozen_answers=spent.frozen if spent else None), db=s)
+            frozen_answers=spent.frozen if spent else None,
+            resends=spent.resends if spent else None,
+            resend_input_tokens=spent.resend_input_tokens if spent else None), db=s)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 
