@@ -65,7 +65,13 @@ class SummaryResult:
 
 
 class CutOff(UnusableSummary):
-    """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
+    """A summary-and-facts answer cut off at max_tokens. ``summary``: the answer's
+    summary when it was whole (the facts ran away): kept, and only the facts are
+    asked again; None: its chunk is split."""
+
+    def __init__(self, message: str, *, summary: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 class ResendsSpent(UnusableSummary):
@@ -199,9 +205,15 @@ class ClaudeSummarizer:
             with self._resend(usage, i > 0):
                 try:
                     text = self._way(way, previous, chunk, usage, found, known)
+                except CutOff as exc:
+                    if not exc.summary:  # the summary ran away too: the chunk is split
+                        raise
+                    # Only the facts were cut: the summary stands, the facts are asked
+                    # alone (below), not the summary again.
+                    text, found = exc.summary, None
+                    usage.notes.append("facts cut off: the summary kept, the facts asked alone")
                 except UnusableSummary as exc:
-                    # A cut-off chunk is split instead; a spent bound ends the job's asking.
-                    if last or isinstance(exc, CutOff | ResendsSpent):
+                    if last or isinstance(exc, ResendsSpent):  # a spent bound ends the asking
                         raise
                     usage.frozen += 1
                     usage.notes.append(f"unusable {way} answer, asked again as "
@@ -211,11 +223,8 @@ class ClaudeSummarizer:
                 # alone: it never saw a summary to echo.
                 why = None if last else frozen_reason(previous, guard.strip_details(text), batch)
                 if why is None:
-                    if mined is not None and found is not None and way == "tool":
-                        for fact in found.values():
-                            mined.setdefault(fact.fact, fact)
-                    elif mined is not None:  # the other ways mine in a call of their own
-                        self._facts(chunk, usage, mined, known)
+                    if mined is not None:
+                        self._mine(way, chunk, usage, mined, found, known)
                     return text
             usage.frozen += 1
             usage.notes.append(f"frozen {way} answer, asked again as {ways[i + 1]}: {why}")
@@ -238,6 +247,28 @@ class ClaudeSummarizer:
             yield
         finally:
             usage.resending -= 1
+
+    def _mine(self, way: str, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
+              found: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> None:
+        """The facts of ``chunk``'s accepted answer into ``mined``: the tool way's own
+        (``found``); the other ways, and a tool answer whose facts were cut off
+        (``found`` None), ask for them in a call of their own."""
+        if way == "tool" and found is not None:
+            for fact in found.values():
+                mined.setdefault(fact.fact, fact)
+        else:
+            self._facts_again(chunk, usage, mined, known, resend=found is None)
+
+    def _facts_again(self, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
+                     known: tuple[tuple[int, str], ...], *, resend: bool) -> None:
+        """:meth:`_facts`; ``resend``: they were asked already and cut off, so this
+        call is a resend, and with none left they are dropped (the guard keeps their
+        specifics)."""
+        try:
+            with self._resend(usage, resend):
+                self._facts(chunk, usage, mined, known)
+        except ResendsSpent as exc:
+            usage.notes.append(f"facts dropped: {exc}")
 
     def _room(self, chunk: Sequence[Turn]) -> int:
         """The answer room for ``chunk``'s facts (recap.llm.structured.fact_room)."""
@@ -280,6 +311,15 @@ class ClaudeSummarizer:
             mined.setdefault(fact.fact, fact)
         return True
 
+    def _whole_summary(self, data: object) -> str | None:
+        """The summary of a cut-off record_summary answer whose JSON still parsed (the
+        facts ran away after it), within its cap; None when there is none."""
+        try:
+            text, _ = parse_answer(data)  # the facts of a runaway answer are not taken
+        except UnusableSummary:
+            return None
+        return self._capped(text) if text else None
+
     def _fallback(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                   mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
         """A runaway summary-and-facts answer on a chunk too small to split: the summary
@@ -314,17 +354,25 @@ class ClaudeSummarizer:
             cap += self._room(chunk)
         cut = CutOff if mined is not None else UnusableSummary
         key = _request_key(SYSTEM_PROMPT, prompt, cap, "" if mined is None else TOOL_NAME)
-        if key in usage.capped:  # asked before with this cap and cut off: not again
-            raise cut(f"summary cut off at max_tokens={cap} before; not asked again the "
-                      "same way")
+        if key in usage.capped:
+            # This request ran to its cap before: twice the room now (the summary is
+            # still cut to its own cap), never the same request again.
+            cap *= 2
+            key = _request_key(SYSTEM_PROMPT, prompt, cap, "" if mined is None else TOOL_NAME)
+            if key in usage.capped:
+                raise cut(f"summary cut off at max_tokens={cap} before; not asked again "
+                          "the same way")
         answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
                           operation="summarize", estimate=estimate,
                           tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
             usage.capped.add(key)
-            raise cut(f"summary cut off at max_tokens={cap}; not applied "
-                      f"(answer {answer_digest(answer.text, answer.tool_input)})")
+            why = (f"summary cut off at max_tokens={cap}; not applied "
+                   f"(answer {answer_digest(answer.text, answer.tool_input)})")
+            if mined is None:
+                raise UnusableSummary(why)
+            raise CutOff(why, summary=self._whole_summary(answer.tool_input))
         text = answer.text
         if mined is not None:
             try:
