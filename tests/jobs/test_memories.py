@@ -182,7 +182,10 @@ def test_the_answer_cap_grows_with_the_chunk(fake_api: FakeAnthropic) -> None:
 
 def test_a_cut_off_answer_splits_the_chunk_instead_of_failing(fake_api: FakeAnthropic) -> None:
     ids = seed("cut", 12, words=120)  # a 5-message batch of ~800 tokens
-    fake_api.script(ok(answer("Half", ("The user is vegetarian.", "preference", 4)),
+    # Cut off before its summary was whole (a whole one is kept, and only the facts
+    # asked again: tests/jobs/test_weak_model.py).
+    fake_api.script(ok(json.dumps({"facts": [{"fact": "The user is vegetarian.",
+                                              "category": "preference", "importance": 4}]}),
                        stop_reason="max_tokens"),
                     ok(answer("First half.", ("The user is vegetarian.", "preference", 4))),
                     ok(answer("Then more.", ("The user lives in Lisbon.", "personal", 3))))

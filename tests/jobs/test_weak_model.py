@@ -217,7 +217,7 @@ def test_a_fallback_summary_cut_off_too_is_asked_again_as_the_new_messages_own(
     def runaway_summary(request: Request) -> Reply | None:
         # The summary itself runs away: nothing of the answer can be kept.
         if request.tool == "record_summary":
-            return ok('{"facts": [', stop_reason="max_tokens")
+            return ok('{"facts": []}', stop_reason="max_tokens")
         return None
 
     fake_api.route(runaway_plain_once)
@@ -225,7 +225,8 @@ def test_a_fallback_summary_cut_off_too_is_asked_again_as_the_new_messages_own(
     fake_api.route(weak_model(Weak(loop_facts=True)))
     sid = "runaway-twice"
     # A batch too small to split.
-    short = [f"short message {i} about the Lisbon trip in March" for i in range(12)]
+    short = [f"message {i} about the Lisbon trip in March, flights and hotels. " * 3
+             for i in range(12)]
     texts = {add_message(sid, "user" if i % 2 == 0 else "assistant", text): text
              for i, text in enumerate(short)}
     run_and_wait(sid, final={"applied", "dead"})

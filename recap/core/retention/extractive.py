@@ -21,14 +21,18 @@ from recap.core.retention.details import strip_details
 # The label a reader of the context (the chat model) and of the audit sees: this
 # part of the summary was not written by a model.
 HEADER = "Kept extractively by Recap (the model gave no usable summary; not written by the model):"
-# Words of each message kept on its line.
+# Words of each message kept on its line, and characters (one "word" may be a
+# pasted blob).
 LINE_WORDS = 30
+LINE_CHARS = 300
 
 
 def line(turn: Turn) -> str:
     """One message as a line of the section: who, and its first words."""
-    words = turn.content.split()
-    said = " ".join(words[:LINE_WORDS]) + (" ..." if len(words) > LINE_WORDS else "")
+    words = turn.content[:LINE_CHARS * 4].split()
+    said = " ".join(words[:LINE_WORDS])
+    if len(said) > LINE_CHARS or len(words) > LINE_WORDS or len(turn.content) > LINE_CHARS * 4:
+        said = said[:LINE_CHARS].rstrip() + " ..."
     who = "The user" if turn.role == "user" else f"The {turn.role}"
     return f"- {who} said: {said}"
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 
 from recap.core.planning import policy
+from recap.core.prompts.summarize import cap_summary
 from recap.core.retention import extractive
 from recap.errors import LLMError, TransientLLMError, UnusableSummary
 from recap.llm.client import Usage, classify
 from recap.llm.summarizer import SummaryResult
-from recap.llm.tokens import count_tokens
+from recap.llm.tokens import count_tokens, split_by_tokens
 from recap.worker.jobs import retain
 from recap.worker.jobs.call import Answer, Spent
 from recap.worker.jobs.claim import Claim
@@ -61,6 +62,8 @@ def fold(claim: Claim, exc: BaseException, *, usage: Usage, reason: str,
         cap -= int(settings.details_share * settings.max_summary_tokens)
     text = extractive.fold(claim.previous_summary, claim.turns, max_tokens=max(1, cap),
                            count=count_tokens)
+    # Within the summary's cap whatever the lines hold (the guard keeps what is cut).
+    text = cap_summary(text, max_tokens=max(1, cap), count=count_tokens, split=split_by_tokens)
     notes = "".join(f"; {note}" for note in usage.notes if note not in reason)
     why = describe_error(exc, secret=secret)[:REASON_ERROR_CHARS]
     answer = Answer(SummaryResult.of(text, usage), f"{reason}{notes}; kept extractively "
