@@ -331,8 +331,8 @@ class ClaudeSummarizer:
         if mined is None:
             usage.notes.append("answer cut off: summary-only fallback")
             return text
-        # Only the facts were cut: ask for them alone (not the summary again, nor the
-        # previous summary), in less room than the answer that ran away.
+        # The summary is settled: the facts are asked alone (not the summary again,
+        # nor the previous summary), in less room than the answer that ran away.
         if self._facts(chunk, usage, mined, known,
                        room=max(1, self._room(chunk) // FALLBACK_FACT_SHARE)):
             usage.notes.append("answer cut off: summary-only fallback, facts with a smaller cap")
