@@ -313,7 +313,11 @@ class ClaudeSummarizer:
 
     def _whole_summary(self, data: object) -> str | None:
         """The summary of a cut-off record_summary answer whose JSON still parsed (the
-        facts ran away after it), within its cap; None when there is none."""
+        facts ran away after it), within its cap; None when there is none. Only a
+        summary the answer went past (its facts follow it) is known to be whole: a
+        server may hand back a cut tool input parsed as far as it went."""
+        if not (isinstance(data, dict) and list(data)[:2] == ["summary", "facts"]):
+            return None
         try:
             text, _ = parse_answer(data)  # the facts of a runaway answer are not taken
         except UnusableSummary:
