@@ -1,5 +1,7 @@
 """What a summarize job that did not apply records: the lease released, and a
-``superseded``, ``failed`` or ``dead`` run. Nothing else changes.
+``superseded``, ``failed`` or ``dead`` run. Nothing else changes. (A job whose model
+gave no usable answer any way, or that ran out of retries at capacity, does not come
+here: recap.worker.jobs.fallback keeps its batch extractively and it applies.)
 
 :func:`record_failed` judges the error (a retry, or dead-lettered) and records it;
 :func:`record_failure` owns the one transaction that writes it;
