@@ -41,6 +41,18 @@ class Retention(BaseModel):
     summary_mode: Literal["tool", "plain"] = Field("tool", description=(
         "Ask for summary and facts in one tool call (tool), or the summary as plain text "
         "and the facts apart (plain)."))
+    # A frozen, empty or cut-off answer is asked again another way (or its chunk in
+    # halves): each such resend sends the batch again. Three lets one chunk try all
+    # three ways and one split; past it the job keeps the batch extractively
+    # (recap.core.retention.extractive) rather than spend more on a model that fails.
+    max_resends: int = Field(3, ge=0, le=20, description=(
+        "Times one job may send its batch again after an unusable answer (another way, "
+        "halves, facts alone); past it the batch is kept extractively. 0: never."))
+    # A quarter of the chunk, at least 1,024, at most this: a small model that fills
+    # whatever room it is given needs far less.
+    max_facts_tokens: int = Field(8192, ge=64, le=32_768, description=(
+        "Cap of the answer room added for the facts of a summary call (and of a "
+        "facts-only call); at most this, at least min(1024, this)."))
     retention_guard: bool = Field(True, description=(
         "No message is deleted before its specifics are in the summary or the memories."))
     details_share: float = Field(0.25, ge=0.05, le=1.0, description=(

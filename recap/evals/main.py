@@ -221,7 +221,9 @@ def recap_detail(r: Series) -> str:
     dead = ("; jobs dead-lettered (nothing of them applied) after message "
             + ", ".join(str(i) for i in r.dead_after) if r.dead_after else "")
     return (f"{r.name}: stored {_of(r.stored, r.total)}: {where}; summary answers refused "
-            f"as frozen or empty: {a.frozen_answers}; repair calls {a.repairs_called} "
+            f"as frozen or empty: {a.frozen_answers}; batches sent again {a.resends} "
+            f"({a.resend_input_tokens:,} input tokens); folds kept extractively "
+            f"{a.extractive_folds}; repair calls {a.repairs_called} "
             f"(helped {a.repairs_helped}, skipped {a.repairs_skipped}); {seconds}{dead}")
 
 

@@ -30,6 +30,11 @@ class Audit:
     # Spent by the runs that applied nothing (failed, dead-lettered): real calls too.
     unapplied_input_tokens: int = 0
     unapplied_output_tokens: int = 0
+    # Times the batch was sent again after an unusable answer, their input tokens, and
+    # folds kept extractively (no usable answer).
+    resends: int = 0
+    resend_input_tokens: int = 0
+    extractive_folds: int = 0
 
 
 def where_kept(facts: Sequence[Planted], session_id: str) -> dict[str, int]:
@@ -72,7 +77,9 @@ def audit(session_id: str) -> Audit:
                                 SummaryRun.repaired, SummaryRun.repair_skipped,
                                 SummaryRun.specifics_missing_before_repair,
                                 SummaryRun.specifics_missing_after,
-                                SummaryRun.input_tokens, SummaryRun.output_tokens)
+                                SummaryRun.input_tokens, SummaryRun.output_tokens,
+                                SummaryRun.resends, SummaryRun.resend_input_tokens,
+                                SummaryRun.fallback)
                          .where(SummaryRun.session_id == session_id)).all()
     applied = [r for r in runs if r.status == "applied"]
     unapplied = [r for r in runs if r.status != "applied"]
@@ -83,4 +90,7 @@ def audit(session_id: str) -> Audit:
                            < (r.specifics_missing_before_repair or 0) for r in applied),
         repairs_skipped=sum(bool(r.repair_skipped) for r in applied),
         unapplied_input_tokens=sum(r.input_tokens or 0 for r in unapplied),
-        unapplied_output_tokens=sum(r.output_tokens or 0 for r in unapplied))
+        unapplied_output_tokens=sum(r.output_tokens or 0 for r in unapplied),
+        resends=sum(r.resends or 0 for r in runs),
+        resend_input_tokens=sum(r.resend_input_tokens or 0 for r in runs),
+        extractive_folds=sum(bool(r.fallback) for r in applied))

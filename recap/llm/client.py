@@ -57,6 +57,14 @@ class Usage:
     notes: list[str] = field(default_factory=list)
     # Answers refused as frozen or empty and asked again (recap.core.prompts.frozen).
     frozen: int = 0
+    # Times the batch was sent again after an unusable answer (another way, halves,
+    # facts alone), and the input tokens those calls spent.
+    resends: int = 0
+    resend_input_tokens: int = 0
+    # Inside a resend: the calls' input counts in resend_input_tokens too.
+    resending: int = 0
+    # Calls whose answer ran to its cap (a digest of request and cap): never made again.
+    capped: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class Answer:
         usage.input_tokens += self.input_tokens
         usage.output_tokens += self.output_tokens
         usage.estimated_input_tokens += self.estimated_input_tokens
+        if usage.resending:
+            usage.resend_input_tokens += self.input_tokens
 
 
 # What a prompt adds around each message (its <message role="..."> tags), counted once.

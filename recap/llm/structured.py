@@ -130,13 +130,16 @@ def known_block(known: Sequence[tuple[int, str]]) -> str:
 
 # Room for the facts on top of the summary's max_tokens: a quarter of the chunk,
 # within these bounds (a fact-rich chunk needs room; a cut-off answer is split).
+# MAX_FACT_TOKENS is RECAP_MAX_FACTS_TOKENS's default.
 MIN_FACT_TOKENS = 1024
 MAX_FACT_TOKENS = 8192
 
 
-def fact_room(chunk_tokens: int) -> int:
-    """Extra answer tokens for the facts of a chunk of ``chunk_tokens``."""
-    return max(MIN_FACT_TOKENS, min(MAX_FACT_TOKENS, chunk_tokens // 4))
+def fact_room(chunk_tokens: int, *, cap: int = MAX_FACT_TOKENS) -> int:
+    """Extra answer tokens for the facts of a chunk of ``chunk_tokens``: a quarter of
+    it, at least MIN_FACT_TOKENS, at most ``cap`` (RECAP_MAX_FACTS_TOKENS), which
+    also lowers that floor."""
+    return min(cap, max(MIN_FACT_TOKENS, chunk_tokens // 4))
 
 
 def facts_tool() -> dict[str, Any]:

@@ -5,8 +5,10 @@ call fails."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,6 +24,8 @@ from recap.llm.structured import (
     FACTS_PROMPT,
     FACTS_SYSTEM,
     KNOWN_INSTRUCTION,
+    MAX_FACT_TOKENS,
+    TOOL_NAME,
     fact_room,
     facts_prompt,
     facts_tool,
@@ -50,15 +54,32 @@ class SummaryResult:
     estimated_input_tokens: int = 0
     facts: list[Fact] = field(default_factory=list)  # mined in the same calls (facts=True)
     frozen: int = 0  # answers refused as frozen or empty, asked again
+    resends: int = 0  # times the batch was sent again after an unusable answer
+    resend_input_tokens: int = 0  # the input tokens of those calls
 
     @classmethod
     def of(cls, text: str, usage: Usage, facts: Sequence[Fact] = ()) -> SummaryResult:
         return cls(text, usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
-                   usage.estimated_input_tokens, list(facts), usage.frozen)
+                   usage.estimated_input_tokens, list(facts), usage.frozen, usage.resends,
+                   usage.resend_input_tokens)
 
 
 class CutOff(UnusableSummary):
-    """A summary-and-facts answer cut off at max_tokens: its chunk is split."""
+    """A summary-and-facts answer cut off at max_tokens. ``summary``: the answer's
+    summary when it was whole (the facts ran away): kept, and only the facts are
+    asked again; None: its chunk is split."""
+
+    def __init__(self, message: str, *, summary: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class ResendsSpent(UnusableSummary):
+    """The job sent its batch again as often as RECAP_MAX_RESENDS allows: no more."""
+
+
+# The resends one job may make unless told otherwise (RECAP_MAX_RESENDS).
+MAX_RESENDS = 3
 
 
 # The ways a chunk is folded, tried in order after a frozen or empty answer: one
@@ -99,6 +120,10 @@ class ClaudeSummarizer:
     max_tokens: int
     template: str
     plain: bool = False
+    # RECAP_MAX_RESENDS: times a job may send its batch again after an unusable answer.
+    max_resends: int = MAX_RESENDS
+    # RECAP_MAX_FACTS_TOKENS: the most answer room added for a call's facts.
+    max_facts_tokens: int = MAX_FACT_TOKENS
 
     @property
     def model(self) -> str:
@@ -152,11 +177,15 @@ class ClaudeSummarizer:
                 # answer: halve the chunk and go on.
                 half = min(room, sum(count(t.content) + 12 for t in chunk)) // 2
                 if isinstance(exc, CutOff) and half < MIN_SPLIT_TOKENS:
-                    text = self._fallback(text, chunk, usage, mined, known)
+                    with self._resend(usage):
+                        text = self._fallback(text, chunk, usage, mined, known)
                 elif half < MIN_CHUNK_TOKENS and isinstance(exc, PromptTooLong):
                     raise
                 else:
-                    text = self._fold(text, chunk, half, usage, mined, known)
+                    # A refused prompt was not read; a cut-off answer was: its
+                    # halves send the chunk again.
+                    with self._resend(usage, isinstance(exc, CutOff)):
+                        text = self._fold(text, chunk, half, usage, mined, known)
             if reported:
                 progress.report("chunks folded", done=done, total=len(chunks))
         return text
@@ -166,33 +195,85 @@ class ClaudeSummarizer:
         """``chunk`` folded into ``previous``: the configured way first; an answer that
         is empty, unusable (a plain one cut off too) or frozen (recap.core.prompts.frozen) is
         asked again the next way (WAYS); the last way's unusable answer raises. Each
-        counts in ``usage.frozen``, with a note in ``usage.notes``."""
+        counts in ``usage.frozen``, with a note in ``usage.notes``; each way after the
+        first is a resend (:meth:`_resend`), and ResendsSpent ends the asking."""
         ways = WAYS[1:] if self.plain or mined is None else WAYS
         batch = [t.content for t in chunk]
         for i, way in enumerate(ways):
             last = i == len(ways) - 1
             found: dict[str, Fact] | None = None if mined is None else {}
-            try:
-                text = self._way(way, previous, chunk, usage, found, known)
-            except UnusableSummary as exc:
-                if last or isinstance(exc, CutOff):  # a cut-off chunk is split instead
-                    raise
-                usage.frozen += 1
-                usage.notes.append(f"unusable {way} answer, asked again as {ways[i + 1]}: {exc}")
-                continue
-            # The last way's new part is the model's account of the new messages
-            # alone: it never saw a summary to echo.
-            why = None if last else frozen_reason(previous, guard.strip_details(text), batch)
-            if why is None:
-                if mined is not None and found is not None and way == "tool":
-                    for fact in found.values():
-                        mined.setdefault(fact.fact, fact)
-                elif mined is not None:  # the other ways mine in a call of their own
-                    self._facts(chunk, usage, mined, known)
-                return text
+            with self._resend(usage, i > 0):
+                try:
+                    text = self._way(way, previous, chunk, usage, found, known)
+                except CutOff as exc:
+                    if not exc.summary:  # the summary ran away too: the chunk is split
+                        raise
+                    # Only the facts were cut: the summary stands, the facts are asked
+                    # alone (below), not the summary again.
+                    text, found = exc.summary, None
+                    usage.notes.append("facts cut off: the summary kept, the facts asked alone")
+                except UnusableSummary as exc:
+                    if last or isinstance(exc, ResendsSpent):  # a spent bound ends the asking
+                        raise
+                    usage.frozen += 1
+                    usage.notes.append(f"unusable {way} answer, asked again as "
+                                       f"{ways[i + 1]}: {exc}")
+                    continue
+                # The last way's new part is the model's account of the new messages
+                # alone: it never saw a summary to echo.
+                why = None if last else frozen_reason(previous, guard.strip_details(text), batch)
+                if why is None:
+                    if mined is not None:
+                        self._mine(way, chunk, usage, mined, found, known)
+                    return text
             usage.frozen += 1
             usage.notes.append(f"frozen {way} answer, asked again as {ways[i + 1]}: {why}")
         raise AssertionError("unreachable: the last way returns or raises")
+
+    @contextlib.contextmanager
+    def _resend(self, usage: Usage, resend: bool = True) -> Iterator[None]:
+        """The calls inside send the batch again (``resend``): counted in
+        ``usage.resends`` once, their input in ``usage.resend_input_tokens``;
+        ResendsSpent, before any call, once ``max_resends`` are spent."""
+        if not resend:
+            yield
+            return
+        if usage.resends >= self.max_resends:
+            raise ResendsSpent(f"{usage.resends} resends spent (RECAP_MAX_RESENDS="
+                               f"{self.max_resends}); not asked again")
+        usage.resends += 1
+        usage.resending += 1
+        try:
+            yield
+        finally:
+            usage.resending -= 1
+
+    def _mine(self, way: str, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
+              found: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> None:
+        """The facts of ``chunk``'s accepted answer into ``mined``: the tool way's own
+        (``found``); the other ways, and a tool answer whose facts were cut off
+        (``found`` None), ask for them in a call of their own."""
+        if way == "tool" and found is not None:
+            for fact in found.values():
+                mined.setdefault(fact.fact, fact)
+        else:
+            self._facts_again(chunk, usage, mined, known, resend=found is None)
+
+    def _facts_again(self, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
+                     known: tuple[tuple[int, str], ...], *, resend: bool) -> None:
+        """:meth:`_facts`; ``resend``: they were asked already and cut off, so this
+        call is a resend, and with none left they are dropped (the guard keeps their
+        specifics)."""
+        try:
+            with self._resend(usage, resend):
+                self._facts(chunk, usage, mined, known)
+        except ResendsSpent as exc:
+            usage.notes.append(f"facts dropped: {exc}")
+
+    def _room(self, chunk: Sequence[Turn]) -> int:
+        """The answer room for ``chunk``'s facts (recap.llm.structured.fact_room)."""
+        return fact_room(sum(self.config.count(t.content) for t in chunk),
+                         cap=self.max_facts_tokens)
 
     def _way(self, way: str, previous: str, chunk: Sequence[Turn], usage: Usage,
              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
@@ -209,20 +290,39 @@ class ClaudeSummarizer:
         return self._capped(f"{head}\n\n{own}".strip())
 
     def _facts(self, chunk: Sequence[Turn], usage: Usage, mined: dict[str, Fact],
-               known: tuple[tuple[int, str], ...]) -> None:
-        """``chunk``'s facts alone (record_facts); cut off: dropped (the guard keeps
-        their specifics) and noted."""
-        count = self.config.count
+               known: tuple[tuple[int, str], ...], *, room: int | None = None) -> bool:
+        """``chunk``'s facts alone (record_facts) in ``room`` answer tokens (default
+        :meth:`_room`); cut off: dropped (the guard keeps their specifics), noted,
+        and False."""
         prompt = facts_prompt(chunk) + known_block(known)
-        answer = complete(self.config, system=FACTS_SYSTEM, prompt=prompt,
-                          max_tokens=fact_room(sum(count(t.content) for t in chunk)),
+        cap = self._room(chunk) if room is None else room
+        key = _request_key(FACTS_SYSTEM, prompt, cap, "record_facts")
+        if key in usage.capped:  # the same request, the same cap: the same runaway
+            usage.notes.append("facts answer cut off before: not asked again the same way")
+            return False
+        answer = complete(self.config, system=FACTS_SYSTEM, prompt=prompt, max_tokens=cap,
                           operation="extract_memory", tool=facts_tool())
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
+            usage.capped.add(key)
             usage.notes.append("facts answer cut off: dropped")
-            return
+            return False
         for fact in parse_facts(answer.tool_input, known={i for i, _ in known}):
             mined.setdefault(fact.fact, fact)
+        return True
+
+    def _whole_summary(self, data: object) -> str | None:
+        """The summary of a cut-off record_summary answer whose JSON still parsed (the
+        facts ran away after it), within its cap; None when there is none. Only a
+        summary the answer went past (its facts follow it) is known to be whole: a
+        server may hand back a cut tool input parsed as far as it went."""
+        if not (isinstance(data, dict) and list(data)[:2] == ["summary", "facts"]):
+            return None
+        try:
+            text, _ = parse_answer(data)  # the facts of a runaway answer are not taken
+        except UnusableSummary:
+            return None
+        return self._capped(text) if text else None
 
     def _fallback(self, previous: str, chunk: Sequence[Turn], usage: Usage,
                   mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...]) -> str:
@@ -235,18 +335,17 @@ class ClaudeSummarizer:
         if mined is None:
             usage.notes.append("answer cut off: summary-only fallback")
             return text
-        room = fact_room(sum(self.config.count(t.content) for t in chunk))
-        try:
-            self._call(previous, chunk, usage, mined, known,
-                       fact_tokens=room // FALLBACK_FACT_SHARE)
+        # The summary is settled: the facts are asked alone (not the summary again,
+        # nor the previous summary), in less room than the answer that ran away.
+        if self._facts(chunk, usage, mined, known,
+                       room=max(1, self._room(chunk) // FALLBACK_FACT_SHARE)):
             usage.notes.append("answer cut off: summary-only fallback, facts with a smaller cap")
-        except CutOff:
+        else:
             usage.notes.append("answer cut off: summary-only fallback, runaway facts dropped")
         return text
 
     def _call(self, previous: str, chunk: Sequence[Turn], usage: Usage,
-              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = (), *,
-              fact_tokens: int | None = None) -> str:
+              mined: dict[str, Fact] | None, known: tuple[tuple[int, str], ...] = ()) -> str:
         prompt = render(self.template, previous_summary=previous or None, turns=chunk)
         count = self.config.count
         cap = self.max_tokens
@@ -256,16 +355,28 @@ class ClaudeSummarizer:
             instruction = FACTS_INSTRUCTION + known_block(known)
             prompt += instruction
             estimate += count(instruction)
-            cap += (fact_room(sum(count(t.content) for t in chunk)) if fact_tokens is None
-                    else fact_tokens)
+            cap += self._room(chunk)
+        cut = CutOff if mined is not None else UnusableSummary
+        key = _request_key(SYSTEM_PROMPT, prompt, cap, "" if mined is None else TOOL_NAME)
+        if key in usage.capped:
+            # This request ran to its cap before: twice the room now (the summary is
+            # still cut to its own cap), never the same request again.
+            cap *= 2
+            key = _request_key(SYSTEM_PROMPT, prompt, cap, "" if mined is None else TOOL_NAME)
+            if key in usage.capped:
+                raise cut(f"summary cut off at max_tokens={cap} before; not asked again "
+                          "the same way")
         answer = complete(self.config, max_tokens=cap, system=SYSTEM_PROMPT, prompt=prompt,
                           operation="summarize", estimate=estimate,
                           tool=None if mined is None else summary_tool(self.max_tokens))
         answer.add_to(usage)
         if answer.stop_reason == "max_tokens":
-            cut = CutOff if mined is not None else UnusableSummary
-            raise cut(f"summary cut off at max_tokens={cap}; not applied "
-                      f"(answer {answer_digest(answer.text, answer.tool_input)})")
+            usage.capped.add(key)
+            why = (f"summary cut off at max_tokens={cap}; not applied "
+                   f"(answer {answer_digest(answer.text, answer.tool_input)})")
+            if mined is None:
+                raise UnusableSummary(why)
+            raise CutOff(why, summary=self._whole_summary(answer.tool_input))
         text = answer.text
         if mined is not None:
             try:
@@ -279,6 +390,12 @@ class ClaudeSummarizer:
             raise UnusableSummary("the model returned an empty summary; not applied "
                                   f"(answer {answer_digest(answer.text, answer.tool_input)})")
         return self._capped(text)
+
+
+def _request_key(system: str, prompt: str, cap: int, tool: str) -> str:
+    """A digest of one request as the model reads it, with its cap."""
+    return hashlib.sha256("\x00".join((system, prompt, str(cap), tool)).encode(
+        "utf-8", "surrogatepass")).hexdigest()
 
 
 def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:

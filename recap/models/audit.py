@@ -80,6 +80,14 @@ class SummaryRun(Base):
     # Summary answers the job refused as frozen (the previous summary back, the new
     # messages ignored: recap.core.prompts.frozen) or empty, each asked again another way.
     frozen_answers: Mapped[int | None] = mapped_column(Integer)
+    # Times the job sent its batch again after an unusable answer (another way, its
+    # chunk in halves, its facts alone; RECAP_MAX_RESENDS bounds them), and the input
+    # tokens those calls spent.
+    resends: Mapped[int | None] = mapped_column(Integer)
+    resend_input_tokens: Mapped[int | None] = mapped_column(Integer)
+    # An applied run whose summary Recap kept extractively (recap.core.retention.
+    # extractive) because no way of asking the model gave a usable one.
+    fallback: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     # A rewind's run (recap.sessions.rewind): it deleted the messages after this id,
     # up to last_message_id. NULL for every other run.

@@ -80,6 +80,12 @@ class Stats:
     # Summary answers refused as frozen (the previous summary back, the new messages
     # ignored) or empty, and asked again another way, on any run.
     frozen_answers: int = 0
+    # Times a job sent its batch again after an unusable answer (RECAP_MAX_RESENDS
+    # bounds them per job) and the input tokens those calls spent, on any run; and
+    # applied folds kept extractively because no way of asking the model worked.
+    resends: int = 0
+    resend_input_tokens: int = 0
+    extractive_folds: int = 0
     # Why the sessions cooling down now were dead-lettered: their last dead run's
     # error (clipped), with how many sessions share it.
     blocked_reasons: dict[str, int] = field(default_factory=dict)
@@ -226,8 +232,12 @@ def guard_counts(stats: Stats, *, db: Session) -> None:
         .where(SummaryRun.status == "applied", SummaryRun.specifics_total.isnot(None))).one()
     stats.guarded_runs, stats.repair_calls = int(row[0]), int(row[1])
     stats.repairs_skipped = int(row[3])
-    stats.frozen_answers = int(db.scalar(
-        select(func.coalesce(func.sum(SummaryRun.frozen_answers), 0))) or 0)
+    asked = db.execute(select(func.coalesce(func.sum(SummaryRun.frozen_answers), 0),
+                              func.coalesce(func.sum(SummaryRun.resends), 0),
+                              func.coalesce(func.sum(SummaryRun.resend_input_tokens), 0),
+                              count_where(SummaryRun.fallback.is_(True)))).one()
+    (stats.frozen_answers, stats.resends, stats.resend_input_tokens,
+     stats.extractive_folds) = (int(v or 0) for v in asked)
     if stats.repair_calls:
         stats.repair_success_rate = round(int(row[2]) / stats.repair_calls, 4)
     for name, value in zip(GUARD_SUMS, row[4:], strict=True):

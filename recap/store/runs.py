@@ -27,7 +27,9 @@ from recap.store.rows import session_exists
 class RunRecord:
     """One summary_runs row. ``mode`` is the plan's (recap.core.planning.policy.Mode),
     ``guard`` the retention guard's counts, ``frozen_answers`` the answers refused
-    as frozen or empty (recap.core.prompts.frozen); None leaves a column NULL."""
+    as frozen or empty (recap.core.prompts.frozen), ``resends`` the times the batch
+    was sent again (and ``resend_input_tokens`` their input), ``fallback`` a fold
+    kept extractively; None (or 0, False) leaves a column NULL."""
 
     session_id: str
     status: str
@@ -49,15 +51,22 @@ class RunRecord:
     rewound_after: int | None = None
     guard: GuardCounts | None = None
     frozen_answers: int | None = None
+    resends: int | None = None
+    resend_input_tokens: int | None = None
+    fallback: bool = False
 
     def columns(self) -> dict[str, Any]:
         """The row's columns, NULL ones left out (their defaults stand)."""
         row: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-            if f.name not in ("guard", "mode", "frozen_answers", "session_id")}
+            if f.name not in ("guard", "mode", "frozen_answers", "session_id", "resends",
+                              "resend_input_tokens", "fallback")}
         row.update(session_id=self.session_id[:255],
                    mode=None if self.mode is None else str(self.mode),
                    frozen_answers=self.frozen_answers or None,
+                   resends=self.resends or None,
+                   resend_input_tokens=self.resend_input_tokens or None,
+                   fallback=self.fallback or None,
                    **(_counts(self.guard) if self.guard else {}))
         return {k: v for k, v in row.items() if v is not None}
 

@@ -27,7 +27,8 @@ from recap.core.context import lookback as quote
 from recap.core.memories import channels, provenance, verbatim
 from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
-from recap.core.retention import details, entries
+from recap.core.prompts.summarize import Turn
+from recap.core.retention import details, entries, extractive
 
 pytestmark = pytest.mark.unit
 
@@ -78,6 +79,8 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "channels": channels.foreign_spans,
     "verbatim spans": lambda s: verbatim.attribute_facts(
         [Fact("The user is on flight TP 1357.", "fact", 3)], [s]),
+    "extractive fold": lambda s: extractive.fold(
+        s, [Turn(1, "user", s), Turn(2, "assistant", s)], max_tokens=50, count=len),
     "recall labels": lambda s: lookback.choose_lines(
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
 }

@@ -24,7 +24,16 @@ from recap.ops.stats import collect_stats
 from recap.settings import get_settings
 from recap.store.enqueue import send_title
 from recap.store.runs import RunRecord, record_run
-from recap.testing import FakeAnthropic, Reply, Request, Weak, ok, recap_kind, weak_model
+from recap.testing import (
+    FakeAnthropic,
+    Reply,
+    Request,
+    Weak,
+    error,
+    ok,
+    recap_kind,
+    weak_model,
+)
 from recap.worker.jobs.claim import POISON_WAITS
 from tests.checks import check_invariants
 from tests.helpers import LOW, run_and_wait, runs, session_row, statuses, wait_for
@@ -167,7 +176,7 @@ def test_a_title_echoing_the_instruction_is_rejected_and_none_is_kept(
     assert row is not None and row.title is None
 
 
-def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(
+def test_runaway_facts_keep_their_summary_and_are_asked_alone(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**GUARDED)
     fake_api.route(weak_model(Weak(loop_facts=True)))
@@ -175,11 +184,15 @@ def test_runaway_facts_on_a_batch_too_small_to_split_fall_back(
     texts = {add_message(sid, role, text): text for role, text in conversation(12)}
     run_and_wait(sid, final={"applied", "dead"})
     [run] = runs(sid)  # applied on the first attempt: no retry of the same request
-    assert run.status == "applied", run.error
+    assert run.status == "applied" and not run.fallback, run.error
     reason = run.reason or ""
-    assert "summary-only fallback" in reason and "runaway facts dropped" in reason
-    plain = [r for r in fake_api.requests if not r.get("tools")]
-    assert plain, "the summary was asked for alone"
+    assert "the summary kept, the facts asked alone" in reason
+    assert "facts answer cut off: dropped" in reason
+    # Only what was cut is asked again: the facts, without the summary.
+    tools = [(r.get("tool_choice") or {}).get("name") for r in fake_api.requests
+             if recap_kind(r) != "repair"]
+    assert tools == ["record_summary", "record_facts"]
+    assert run.resends == 1 and run.resend_input_tokens
     with transaction() as s:
         assert check_invariants(s, written={sid: list(texts)},
                                 written_texts={sid: texts}) == []
@@ -201,10 +214,21 @@ def test_a_fallback_summary_cut_off_too_is_asked_again_as_the_new_messages_own(
                           stop_reason="max_tokens")
         return None
 
+    def runaway_summary(request: Request) -> Reply | None:
+        # The summary itself runs away: nothing of the answer can be kept.
+        if request.tool == "record_summary":
+            return ok('{"facts": []}', stop_reason="max_tokens")
+        return None
+
     fake_api.route(runaway_plain_once)
+    fake_api.route(runaway_summary)
     fake_api.route(weak_model(Weak(loop_facts=True)))
     sid = "runaway-twice"
-    texts = {add_message(sid, role, text): text for role, text in conversation(12)}
+    # A batch too small to split.
+    short = [f"message {i} about the Lisbon trip in March, flights and hotels. " * 3
+             for i in range(12)]
+    texts = {add_message(sid, "user" if i % 2 == 0 else "assistant", text): text
+             for i, text in enumerate(short)}
     run_and_wait(sid, final={"applied", "dead"})
     [run] = runs(sid)
     assert run.status == "applied", run.error
@@ -218,25 +242,23 @@ def test_a_fallback_summary_cut_off_too_is_asked_again_as_the_new_messages_own(
                                 written_texts={sid: texts}) == []
 
 
-def test_the_same_unusable_answer_twice_is_not_retried_again(
+def test_a_deterministic_runaway_is_not_asked_again_the_same_way(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false"})
     fake_api.always(ok("", stop_reason="max_tokens"))  # a deterministic runaway
     sid = "deterministic"
-    for role, text in conversation(12):
-        add_message(sid, role, text)
+    ids = [add_message(sid, role, text) for role, text in conversation(12)]
     run_and_wait(sid, final={"applied", "dead"})
-    assert statuses(sid) == ["failed", "dead"]
-    dead = runs(sid)[-1]
-    assert "the same unusable answer twice" in (dead.error or "")
-    # Each attempt asked twice: the summary, then the new messages alone.
-    assert len(fake_api.requests) == 4
-    # recap stats says why the session is blocked.
+    [run] = runs(sid)
+    # Kept extractively in the same job, not retried: the first fold's third way
+    # (the new messages alone) is the same request, so it is asked with twice the
+    # room; cut off again, no way is left.
+    assert run.status == "applied" and run.fallback, run.error
+    assert "kept extractively" in (run.reason or "")
+    caps = [r["max_tokens"] for r in fake_api.requests]
+    assert caps == [get_settings().max_summary_tokens, 2 * get_settings().max_summary_tokens]
     with transaction() as s:
-        stats = collect_stats(db=s, settings=get_settings(), now=utcnow())
-    [(reason, count)] = stats.blocked_reasons.items()
-    assert count == 1 and "the same unusable answer twice" in reason
-    assert "why blocked" in format_stats(asdict(stats))
+        assert check_invariants(s, written={sid: ids}) == []
 
 
 def useless_repair(request: Request) -> Reply | None:
@@ -286,13 +308,19 @@ def test_a_dead_lettered_session_still_gets_its_aggressive_fold(
     budget = 6000
     settings_env(**{**GUARDED, "RECAP_EXTRACT_MEMORIES": "false",
                     "RECAP_CONTEXT_BUDGET_TOKENS": budget})
-    fake_api.always(ok("", stop_reason="max_tokens"))  # the fold fails, deterministically
+    # The fold fails for good below capacity (an unusable answer would be kept
+    # extractively instead: tests/jobs/test_fallback.py).
+    fake_api.always(error(400, "messages: bad"))
     sid = "over-budget"
     messages = conversation(200)
     for role, text in messages[:12]:
         add_message(sid, role, text)
     run_and_wait(sid, final={"applied", "dead"})
-    assert statuses(sid) == ["failed", "dead"]
+    assert statuses(sid) == ["dead"]
+    with transaction() as s:  # recap stats says why the session is blocked
+        [(reason, count)] = collect_stats(db=s, settings=get_settings(),
+                                          now=utcnow()).blocked_reasons.items()
+    assert count == 1 and "400" in reason
     fake_api.always(None)  # the model behaves again; the session is still cooling down
 
     def usage() -> float:

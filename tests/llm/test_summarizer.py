@@ -128,8 +128,11 @@ def test_faults_are_classified(fake_api: FakeAnthropic, reply: Reply, kind: type
     if reply.headers.get("retry-after"):
         assert getattr(info.value, "retry_after", None) == 7.0
     # The SDK itself never retries; an empty or cut-off answer is asked again once,
-    # another way (the new messages alone), before the job fails.
+    # another way (the new messages alone), before the job fails. Without a previous
+    # summary that way is the same request: after a cut-off one, it has twice the room.
     assert len(fake_api.requests) == (2 if reply.kind == "ok" else 1)
+    if reply.stop_reason == "max_tokens":
+        assert [r["max_tokens"] for r in fake_api.requests] == [1024, 2048]
 
 
 @pytest.mark.unit

@@ -10,6 +10,7 @@ import pytest
 
 from recap import cli
 from recap.core.prompts.summarize import SYSTEM_PROMPT
+from recap.core.retention.extractive import HEADER
 from recap.llm.templates import default_template
 from recap.llm.tokens import count_tokens
 from recap.settings import get_settings
@@ -68,7 +69,7 @@ AGAIN = {"empty content": ok("", stop_reason="max_tokens"),
 
 
 # Unusable answers are asked again another way inside the same job
-# (recap.llm.summarizer) before the job fails: tested below.
+# (recap.llm.summarizer), then kept extractively: tested below.
 UNUSABLE = ("empty content", "max_tokens cut-off")
 
 
@@ -104,7 +105,7 @@ def test_transient_fault_is_retried_and_changes_nothing(
 
 
 @pytest.mark.parametrize("name", UNUSABLE)
-def test_an_unusable_answer_is_asked_again_and_changes_nothing_until_applied(
+def test_an_answer_unusable_every_way_is_kept_extractively_not_retried(
         name: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     fault, expected = TRANSIENT[name]
     settings_env(**LOW, RECAP_LLM_TIMEOUT_S=1)
@@ -114,13 +115,14 @@ def test_an_unusable_answer_is_asked_again_and_changes_nothing_until_applied(
     fake_api.script(fault, AGAIN[name], ok(SECOND))
     run_and_wait(sid, n=2)
 
-    seen = statuses(sid)
-    assert seen[0] == "applied" and seen[-1] == "applied" and "dead" not in seen, seen
-    for run in runs(sid)[1:-1]:  # a failed attempt condensed nothing
-        assert run.messages_condensed == 0 and expected in (run.error or ""), run.error
+    # Every way was asked within the job: the batch is kept extractively, labelled,
+    # with no retry sending the same requests again (tests/jobs/test_fallback.py).
+    assert statuses(sid) == ["applied", "applied"]
+    run = runs(sid)[-1]
+    assert run.fallback and expected in (run.reason or ""), run.reason
     row = session_row(sid)
     assert row is not None and row.summary_version == 2
-    assert SECOND in (row.rolling_summary or "")
+    assert FIRST in (row.rolling_summary or "") and HEADER in (row.rolling_summary or "")
     assert message_ids(sid) == before[5:]
     assert_invariants({sid: ids})
 

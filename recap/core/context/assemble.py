@@ -55,6 +55,7 @@ from recap.core.memories.block import MEMORY_HEADERS as MEMORY_HEADERS
 from recap.core.memories.block import memories_block as memories_block
 from recap.core.memories.block import memory_group as memory_group
 from recap.core.memories.recall import Candidate
+from recap.core.retention import extractive
 from recap.core.retention.details import DETAILS_HEADERS
 from recap.errors import InvalidInput
 
@@ -220,7 +221,10 @@ def _summary_block(summary: str | None, *, summary_tokens: int,
     count and the wrapper's); None and 0 without a summary."""
     if not (summary and summary.strip()):
         return None, 0
-    block = SUMMARY_OPEN + defuse_summary(summary, keep=DETAILS_HEADERS.values()) + SUMMARY_CLOSE
+    # Recap's own headers stay as written: the details section, and the label of a
+    # part kept extractively (no model wrote it: recap.core.retention.extractive).
+    keep = (*DETAILS_HEADERS.values(), extractive.HEADER)
+    block = SUMMARY_OPEN + defuse_summary(summary, keep=keep) + SUMMARY_CLOSE
     return block, summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
 
 

@@ -101,7 +101,9 @@ def applied_run(claim: Claim, fold: Fold, *, job: Job, latency_ms: int) -> RunRe
                      input_tokens=fold.input_tokens, output_tokens=fold.output_tokens,
                      estimated_input_tokens=fold.estimated_input_tokens,
                      summary_tokens=fold.summary_tokens, latency_ms=latency_ms,
-                     model=fold.model, guard=fold.guard, frozen_answers=fold.frozen)
+                     model=fold.model, guard=fold.guard, frozen_answers=fold.frozen,
+                     resends=fold.resends, resend_input_tokens=fold.resend_input_tokens,
+                     fallback=fold.fallback)
 
 
 class Written(NamedTuple):

@@ -25,11 +25,14 @@ class Spent(NamedTuple):
     calls: int
     estimated_input_tokens: int
     frozen: int
+    resends: int = 0
+    resend_input_tokens: int = 0
 
     @classmethod
     def of(cls, usage: Usage) -> Spent:
         return cls(usage.model, usage.input_tokens, usage.output_tokens, usage.calls,
-                   usage.estimated_input_tokens, usage.frozen)
+                   usage.estimated_input_tokens, usage.frozen, usage.resends,
+                   usage.resend_input_tokens)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """What a summarize job that did not apply records: the lease released, and a
-``superseded``, ``failed`` or ``dead`` run. Nothing else changes.
+``superseded``, ``failed`` or ``dead`` run. Nothing else changes. (A job whose model
+gave no usable answer any way, or that ran out of retries at capacity, does not come
+here: recap.worker.jobs.fallback keeps its batch extractively and it applies.)
 
 :func:`record_failed` judges the error (a retry, or dead-lettered) and records it;
 :func:`record_failure` owns the one transaction that writes it;
@@ -85,7 +87,9 @@ def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status
             input_tokens=spent.input_tokens if spent else None,
             output_tokens=spent.output_tokens if spent else None,
             estimated_input_tokens=spent.estimated_input_tokens if spent else None,
-            frozen_answers=spent.frozen if spent else None), db=s)
+            frozen_answers=spent.frozen if spent else None,
+            resends=spent.resends if spent else None,
+            resend_input_tokens=spent.resend_input_tokens if spent else None), db=s)
     return Outcome(claim.session_id, status, reason, error=error, model=model,
                    latency_ms=latency_ms)
 

@@ -49,14 +49,18 @@ class Resources:
         base = self.summarizer
         if not isinstance(base, ClaudeSummarizer):
             return base
-        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file, base.plain) == (
+        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file, base.plain,
+                base.max_resends, base.max_facts_tokens) == (
                 tuned.model, tuned.max_summary_tokens, self.settings.prompt,
-                self.settings.prompt_file, tuned.summary_mode == "plain"):
+                self.settings.prompt_file, tuned.summary_mode == "plain",
+                tuned.max_resends, tuned.max_facts_tokens):
             return base
         return dataclasses.replace(base, config=base.config.with_model(tuned.model),
                                    max_tokens=tuned.max_summary_tokens,
                                    template=load_template(tuned.prompt_file, tuned.prompt),
-                                   plain=tuned.summary_mode == "plain")
+                                   plain=tuned.summary_mode == "plain",
+                                   max_resends=tuned.max_resends,
+                                   max_facts_tokens=tuned.max_facts_tokens)
 
     def model_for(self, tuned: Settings) -> str:
         """The model :meth:`summarizer_for` ``tuned`` calls, known without building
@@ -109,7 +113,9 @@ def build_resources(settings: Settings) -> Resources:
                           split=split_by_tokens)
     return Resources(settings, ClaudeSummarizer(config, max_tokens=settings.max_summary_tokens,
                                                 template=template,
-                                                plain=settings.summary_mode == "plain"),
+                                                plain=settings.summary_mode == "plain",
+                                                max_resends=settings.max_resends,
+                                                max_facts_tokens=settings.max_facts_tokens),
                      config)
 
 

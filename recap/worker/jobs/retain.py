@@ -53,6 +53,9 @@ class Fold:
     left: int
     guard: GuardCounts | None = None
     frozen: int = 0  # answers refused as frozen or empty (recap.core.prompts.frozen)
+    resends: int = 0  # times the batch was sent again after an unusable answer
+    resend_input_tokens: int = 0
+    fallback: bool = False  # kept extractively: no way of asking the model worked
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,8 @@ def decide(claim: Claim, answer: Answer, review: Review | None,
     spent = repair.spent if repair is not None else answer.spent
     result = SummaryResult(settled.summary, spent.model, spent.input_tokens,
                            spent.output_tokens, spent.calls, spent.estimated_input_tokens,
-                           list(review.facts), spent.frozen)
+                           list(review.facts), spent.frozen, spent.resends,
+                           spent.resend_input_tokens)
     return fold_of(claim, result, plan=plan, memories=settled.memories,
                    counts=_counts(review, settled, missing=missing, before=answer.spent,
                                  repair=repair))
@@ -205,4 +209,5 @@ def fold_of(claim: Claim, result: SummaryResult, *, plan: policy.Plan | None = N
                for m in memories))
     return Fold(result.text, tokens, plan, facts, result.model,
                 result.input_tokens, result.output_tokens, result.estimated_input_tokens,
-                after, len(left), counts, result.frozen)
+                after, len(left), counts, result.frozen, result.resends,
+                result.resend_input_tokens)

@@ -3,7 +3,9 @@
 1. claim (recap.worker.jobs.claim): the lease and everything the job reads, one transaction
 2. render (recap.worker.jobs.render): what the model is sent (pure)
 3. call (recap.worker.jobs.call): the model, with no transaction open
-4. retain (recap.worker.jobs.retain): the retention guard and the Fold (pure)
+4. retain (recap.worker.jobs.retain): the retention guard and the Fold (pure);
+   when no way of asking gave a usable answer, the batch kept extractively
+   instead (recap.worker.jobs.fallback)
 5. apply (recap.worker.jobs.apply): the fenced write, one transaction
 
 The apply is fenced by the lease token and the summary version, and deletes (or
@@ -18,7 +20,7 @@ import time
 from recap import tracing
 from recap.errors import Superseded
 from recap.llm.client import Usage
-from recap.worker.jobs import retain
+from recap.worker.jobs import fallback, retain
 from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.call import Answer, call_repair, call_summary
 from recap.worker.jobs.claim import claim_session
@@ -57,10 +59,18 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     answer: Answer | None = None
     started = time.monotonic()
     try:
-        answer = call_summary(prompt, summarizer=summarizer, usage=usage)
-        review = retain.review(claimed, answer)  # None: the guard is off
-        repair = call_repair(review.ask, summarizer=summarizer, usage=usage) if review else None
-        fold = retain.decide(claimed, answer, review, repair)
+        try:
+            answer = call_summary(prompt, summarizer=summarizer, usage=usage)
+            review = retain.review(claimed, answer)  # None: the guard is off
+            repair = (call_repair(review.ask, summarizer=summarizer, usage=usage)
+                      if review else None)
+            fold = retain.decide(claimed, answer, review, repair)
+        except Exception as exc:
+            # No usable answer any way, or no retry left at capacity: kept extractively.
+            if not fallback.due(claimed, exc, job=job):
+                raise
+            fold = fallback.fold(claimed, exc, usage=usage, reason=(answer or prompt).reason,
+                                 secret=res.secret)
         return apply_summary(claimed, fold, job=job, latency_ms=_ms(started))
     except Superseded as exc:
         return record_failure(claimed, exc, job=job, status="superseded",
