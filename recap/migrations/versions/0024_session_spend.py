@@ -8,7 +8,7 @@ other sums start at 0, counted from ``spend_since``: the upgrade for the session
 that existed before it (NULL, a later session's: since it was created).
 
 Revision ID: 0024_session_spend
-Revises: 0021_verbatim_user_memories
+Revises: 0023_run_resends
 Create Date: 2026-11-29 08:00:00
 """
 from alembic import op
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 
 revision = '0024_session_spend'
-down_revision = '0021_verbatim_user_memories'
+down_revision = '0023_run_resends'
 branch_labels = None
 depends_on = None
 
