@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from recap.core.planning import pricing
 from recap.core.planning.pricing import EXPECTED_ATTEMPTS, READ, WRITE, Choice
+
 # Newest messages always kept verbatim, whatever their size: the newest turn. The
 # one before it stays too when both fit the window (WINDOW_TOKENS); a large tool
 # result or pasted block that was answered already goes to the summary with the
