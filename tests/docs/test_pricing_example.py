@@ -38,6 +38,6 @@ def test_the_worked_example_adds_up() -> None:
             pytest.approx(c.fold.saved))
     agent = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
                    replies_so_far=10)
-    assert f"...; {agent.reason}`" in text.replace("\n", " ")
+    assert f"...; past it, {agent.reason}`" in text.replace("\n", " ")
     assert [choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
                    replies_so_far=n).action for n in (17, 18)] == ["wait", "fold"]

@@ -265,8 +265,10 @@ def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
     # rule (mode), and the metric says the same, never "other".
     t = policy.Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
                           keep_recent=1, context_budget_tokens=32000, adaptive=True)
-    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 500, False)
-            for i in range(20)]
+    # Twenty replies: enough left, by the policy's estimate, for the fold to pay for
+    # its call and the cache write (recap.core.planning.pricing).
+    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 250, False)
+            for i in range(40)]
     plan = policy.plan(msgs, summary_tokens=0, t=t)
     assert plan.reason.startswith("adaptive: ") and plan.mode == "normal", plan.reason
     add_run("adapt", "applied", plan.reason, mode=str(plan.mode), messages_condensed=20)

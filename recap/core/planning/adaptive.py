@@ -214,5 +214,5 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
                             over_capacity=context > ceiling,
                             expected_attempts=expected_attempts)
     fold_at = high if choice.action == "fold" else max(high, ceiling)
-    return Sizing(high, low, keep, memories, growth, f"{reason}; {choice.reason}", choice,
-                  fold_at)
+    return Sizing(high, low, keep, memories, growth, f"{reason}; past it, {choice.reason}",
+                  choice, fold_at)
