@@ -32,8 +32,8 @@ session is expected to have left. The replies so far are estimated from the
 active messages (two a reply): a lower bound once the session has folded, so the
 estimate errs towards keeping the cached prefix, which the capacity rule bounds.
 When the fold does not pay, the session waits and its mark moves up to the
-capacity rule's (less HEADROOM replies): a warm agent run near its end keeps its
-cached prefix, a long chat folds.
+capacity rule's (less HEADROOM replies): a young agent run of large tool results
+keeps its cached prefix, a long chat folds.
 
 Only ``message_count``, ``active_tokens`` and ``summary_tokens`` go in, the
 counters the hook reads, so the hook and the job reach the same decision.
