@@ -251,6 +251,10 @@ def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
 @pytest.mark.parametrize("reason, expected", [
     ("normal: 40 messages > 30 and batch 16000 tokens > 15000", "normal"),
     ("lease held by another job", "lease-held"),
+    ("below the high-water mark: about 4040 tokens a reply (24 messages, 48480 tokens); "
+     "keep 1 verbatim, memories 500: fold past 17904 tokens down to 1620; past it, the "
+     "cached prefix is cheaper to keep (over 12 replies: fold call 58176 + write 2650 vs "
+     "45000 saved); context 48480 tokens", "prefix-cheaper"),
     ("session 'x' not found", "not-found"),
     (None, "other"),
 ])
