@@ -29,8 +29,9 @@ Past the high-water mark a fold is still priced before it is made
 (:mod:`recap.core.planning.pricing`): its own call at full input price and the
 cache write it causes against the cache reads it saves over the replies the
 session is expected to have left. The replies so far are estimated from the
-active messages (two a reply): a lower bound once the session has folded, so the
-estimate errs towards keeping the cached prefix, which the capacity rule bounds.
+active messages (two a reply) and, once there is a summary, one fold's depth
+(:func:`replies_so_far`): a lower bound, so the estimate errs towards keeping the
+cached prefix, which the capacity rule bounds.
 When the fold does not pay, the session waits and its mark moves up to the
 capacity rule's (less HEADROOM replies): a young agent run of large tool results
 keeps its cached prefix, a long chat folds.
@@ -109,6 +110,15 @@ def repairs(per_message: int) -> bool:
     (details section, memories) instead of reading the whole summary again at full
     price."""
     return is_chat(per_message)
+
+
+def replies_so_far(message_count: int, summary_tokens: int, *, depth: int,
+                   growth: int) -> int:
+    """A lower bound of the replies a session has had, from its counters: two active
+    messages a reply, and, once it has a summary, at least one fold's depth of
+    replies before them (the fold that wrote the summary condensed that much)."""
+    folded = depth // max(1, growth) if summary_tokens else 0
+    return message_count // 2 + folded
 
 
 @dataclass(frozen=True)
@@ -210,7 +220,8 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
         return Sizing(high, low, keep, memories, growth, reason, None, high)
     choice = pricing.choose(batch_tokens=context - low, summary_tokens=summary_tokens,
                             rewritten_tokens=low + memories,
-                            replies_so_far=message_count // 2,
+                            replies_so_far=replies_so_far(message_count, summary_tokens,
+                                                          depth=high - low, growth=growth),
                             over_capacity=context > ceiling,
                             expected_attempts=expected_attempts)
     fold_at = high if choice.action == "fold" else max(high, ceiling)

@@ -43,11 +43,11 @@ EXPECTED_ATTEMPTS = 1.2
 # varies with the conversation), not a measurement.
 KEPT_SHARE = 0.2
 # Bounds of the expected remaining replies. At least one: the action is only
-# worth pricing if a reply follows it. At most MAX_REMAINING: past that a fold's
-# saving dwarfs its cost anyway, and no estimate of a session's future is
-# worth more.
+# worth pricing if a reply follows it. At most MAX_REMAINING: a guard against
+# counters that overstate a session's age, not a forecast; a fold that costs
+# less than MAX_REMAINING / 10 cache reads of what it removes pays.
 MIN_REMAINING = 1
-MAX_REMAINING = 50
+MAX_REMAINING = 200
 
 Action = Literal["fold", "wait", "clear"]
 
