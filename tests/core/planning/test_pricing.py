@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from recap.core.planning.adaptive import sizing
+from recap.core.planning.adaptive import replies_so_far, sizing
 from recap.core.planning.outlook import outlook
 from recap.core.planning.policy import MessageInfo, Thresholds, might_trigger, plan
 from recap.core.planning.pricing import (
@@ -155,3 +155,10 @@ def test_remaining_replies_are_bounded() -> None:
     assert remaining_replies(0) == 1
     assert remaining_replies(12) == 12
     assert remaining_replies(10_000) == MAX_REMAINING
+
+
+def test_replies_so_far_count_a_fold_once_there_is_a_summary() -> None:
+    # Two active messages a reply; a summary means a fold condensed at least one
+    # depth of replies before them (a lower bound of the session's age).
+    assert replies_so_far(20, 0, depth=8000, growth=1000) == 10
+    assert replies_so_far(20, 900, depth=8000, growth=1000) == 18
