@@ -22,6 +22,8 @@ REASON_CLASSES: tuple[tuple[str, str], ...] = (
     ("aggressive:%", "aggressive"),
     ("forced:%", "forced"),
     ("below thresholds:%", "below-thresholds"),
+    # Adaptive, past the high-water mark: the fold would cost more than it saves.
+    ("%; past it, the cached prefix is cheaper to keep%", "prefix-cheaper"),
     ("lease held by another job%", "lease-held"),
     ("session % not found", "not-found"),
     ("rejected session id:%", "rejected-id"),

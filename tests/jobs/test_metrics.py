@@ -251,6 +251,10 @@ def test_snapshot_on_sqlite_before_a_sweep(tmp_path: Path,
 @pytest.mark.parametrize("reason, expected", [
     ("normal: 40 messages > 30 and batch 16000 tokens > 15000", "normal"),
     ("lease held by another job", "lease-held"),
+    ("below the high-water mark: about 4040 tokens a reply (24 messages, 48480 tokens); "
+     "keep 1 verbatim, memories 500: fold past 17904 tokens down to 1620; past it, the "
+     "cached prefix is cheaper to keep (over 12 replies: fold call 58176 + write 2650 vs "
+     "45000 saved); context 48480 tokens", "prefix-cheaper"),
     ("session 'x' not found", "not-found"),
     (None, "other"),
 ])
@@ -265,8 +269,10 @@ def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
     # rule (mode), and the metric says the same, never "other".
     t = policy.Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
                           keep_recent=1, context_budget_tokens=32000, adaptive=True)
-    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 500, False)
-            for i in range(20)]
+    # Twenty replies: enough left, by the policy's estimate, for the fold to pay for
+    # its call and the cache write (recap.core.planning.pricing).
+    msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 250, False)
+            for i in range(40)]
     plan = policy.plan(msgs, summary_tokens=0, t=t)
     assert plan.reason.startswith("adaptive: ") and plan.mode == "normal", plan.reason
     add_run("adapt", "applied", plan.reason, mode=str(plan.mode), messages_condensed=20)

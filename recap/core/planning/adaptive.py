@@ -25,6 +25,17 @@ recall), a fold never pays just to save cache reads: the session folds only when
 the capacity rule's mark (less HEADROOM replies) is reached, and a conversation that
 fits its budget with room to spare is never folded.
 
+Past the high-water mark a fold is still priced before it is made
+(:mod:`recap.core.planning.pricing`): its own call at full input price and the
+cache write it causes against the cache reads it saves over the replies the
+session is expected to have left. The replies so far are estimated from the
+active messages (two a reply) and, once there is a summary, one fold's depth
+(:func:`replies_so_far`): a lower bound, so the estimate errs towards keeping the
+cached prefix, which the capacity rule bounds.
+When the fold does not pay, the session waits and its mark moves up to the
+capacity rule's (less HEADROOM replies): a young agent run of large tool results
+keeps its cached prefix, a long chat folds.
+
 Only ``message_count``, ``active_tokens`` and ``summary_tokens`` go in, the
 counters the hook reads, so the hook and the job reach the same decision.
 """
@@ -34,8 +45,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-WRITE = 1.25  # a cache write, relative to base input
-READ = 0.1  # a cache read
+from recap.core.planning import pricing
+from recap.core.planning.pricing import EXPECTED_ATTEMPTS, READ, WRITE, Choice
+
 # Newest messages always kept verbatim, whatever their size: the newest turn. The
 # one before it stays too when both fit the window (WINDOW_TOKENS); a large tool
 # result or pasted block that was answered already goes to the summary with the
@@ -100,6 +112,15 @@ def repairs(per_message: int) -> bool:
     return is_chat(per_message)
 
 
+def replies_so_far(message_count: int, summary_tokens: int, *, depth: int,
+                   growth: int) -> int:
+    """A lower bound of the replies a session has had, from its counters: two active
+    messages a reply, and, once it has a summary, at least one fold's depth of
+    replies before them (the fold that wrote the summary condensed that much)."""
+    folded = depth // max(1, growth) if summary_tokens else 0
+    return message_count // 2 + folded
+
+
 @dataclass(frozen=True)
 class Sizing:
     """What the adaptive policy decided for one session, and why."""
@@ -110,6 +131,11 @@ class Sizing:
     memory_budget: int  # tokens of the memories block
     growth: int  # tokens a reply (a user turn and its answer) adds, estimated
     reason: str
+    # The priced choice once the context is past high_water (None below it).
+    choice: Choice | None = None
+    # Where the session folds: high_water, or the capacity rule's mark (less
+    # HEADROOM replies) while the priced choice is to wait.
+    fold_at: int = 0
 
 
 def lowest_high_water(budget: int) -> int:
@@ -148,7 +174,8 @@ def best_depth(*, growth: int, low_water: int, summary_tokens: int,
 
 def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
            budget: int, keep_recent: int, memory_limit: int,
-           recall_cover: float = RECALL_COVER) -> Sizing:
+           recall_cover: float = RECALL_COVER,
+           expected_attempts: float = EXPECTED_ATTEMPTS) -> Sizing:
     """The adaptive decision for a session's counters.
 
     ``budget`` is the context budget; the high-water mark stays below 80% of it (the
@@ -156,7 +183,8 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     RECAP_MEMORY_BUDGET_TOKENS (:func:`memory_budget`); ``recall_cover`` the share
     of what a fold condenses that later replies still reach (RECALL_COVER with the
     archive and recall on, else 0): what a fold loses is priced by it
-    (:func:`net_read_rate`).
+    (:func:`net_read_rate`). ``expected_attempts``: the attempts a fold call takes
+    (:func:`recap.core.planning.pricing.choose`).
     """
     size = per_message(active_tokens, message_count)
     growth = 2 * size
@@ -187,4 +215,15 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
                    f"only room for {HEADROOM} replies below the capacity rule makes one)")
     elif high == ceiling:
         reason += f" (capped: room for {HEADROOM} replies below the capacity rule)"
-    return Sizing(high, low, keep, memories, growth, reason)
+    context = summary_tokens + active_tokens
+    if context <= high:
+        return Sizing(high, low, keep, memories, growth, reason, None, high)
+    choice = pricing.choose(batch_tokens=context - low, summary_tokens=summary_tokens,
+                            rewritten_tokens=low + memories,
+                            replies_so_far=replies_so_far(message_count, summary_tokens,
+                                                          depth=high - low, growth=growth),
+                            over_capacity=context > ceiling,
+                            expected_attempts=expected_attempts)
+    fold_at = high if choice.action == "fold" else max(high, ceiling)
+    return Sizing(high, low, keep, memories, growth, f"{reason}; past it, {choice.reason}",
+                  choice, fold_at)

@@ -79,11 +79,14 @@ def outlook(messages: Sequence[MessageInfo], *, summary_tokens: int,
     _, sized = adapt(t, message_count=len(messages), active_tokens=active,
                      summary_tokens=summary_tokens)
     if sized is not None:  # RECAP_POLICY=adaptive
-        below = sized.high_water - summary_tokens - active + 1
-        return Outlook(now, "below-high-water", now.reason,
-                       f"the context passing the high-water mark of {sized.high_water} tokens "
-                       f"({below} more; the mark follows the session's reply sizes), or "
-                       + capacity, n_forced, forced_tokens)
+        below = sized.fold_at - summary_tokens - active + 1
+        mark = (f"the context passing the high-water mark of {sized.high_water} tokens "
+                f"({below} more; the mark follows the session's reply sizes)"
+                if sized.choice is None else
+                f"a fold paying for itself ({sized.choice.reason}), or the context "
+                f"passing {sized.fold_at} tokens ({below} more)")
+        return Outlook(now, "below-high-water", now.reason, f"{mark}, or {capacity}",
+                       n_forced, forced_tokens)
     batch = (f"the candidate batch ({n_forced} oldest messages, {forced_tokens} tokens) is "
              f"not over {t.trigger_tokens} tokens")
     if now.normal_blocked:

@@ -27,7 +27,9 @@ Rules, in order:
   fewer summary calls re-send the summary; each message is still sent about once.
   Triggers are unchanged, so :func:`might_trigger` and ``normal_blocked`` are too.
 - ``adaptive``: the normal rule gives way to the session's own high-water mark,
-  keep window and low-water mark (:func:`adapt`); capacity and aggressive stay.
+  keep window and low-water mark (:func:`adapt`); past the mark a fold is priced
+  against the cached prefix it rewrites (recap.core.planning.pricing) and waits
+  while keeping the prefix is cheaper; capacity and aggressive stay.
 
 :func:`recap.core.planning.outlook.outlook` explains a plan that does not fire.
 """
@@ -40,6 +42,7 @@ from enum import StrEnum
 
 from recap.core.planning import adaptive
 from recap.core.planning.adaptive import RECALL_COVER
+from recap.core.planning.pricing import EXPECTED_ATTEMPTS
 
 
 class Mode(StrEnum):
@@ -76,6 +79,9 @@ class Thresholds:
     memory_limit: int = 0  # RECAP_MEMORY_BUDGET_TOKENS, from which adaptive sizes the block
     fold_at: int = 0  # adapted: fold when summary + active tokens pass this (0: no such rule)
     recall_cover: float = RECALL_COVER  # what later replies still reach (adaptive.sizing)
+    # Attempts a fold call is expected to take (resends, retries), for the adaptive
+    # policy's pricing of a fold against the cached prefix (pricing.choose).
+    expected_attempts: float = EXPECTED_ATTEMPTS
 
 
 @dataclass(frozen=True)
@@ -119,10 +125,10 @@ def adapt(t: Thresholds, *, message_count: int, active_tokens: int,
     s = adaptive.sizing(message_count=message_count, active_tokens=active_tokens,
                         summary_tokens=summary_tokens, budget=t.context_budget_tokens,
                         keep_recent=t.keep_recent, memory_limit=t.memory_limit,
-                        recall_cover=t.recall_cover)
+                        recall_cover=t.recall_cover, expected_attempts=t.expected_attempts)
     return replace(t, trigger_messages=NEVER, trigger_tokens=NEVER, keep_recent=s.keep_recent,
                    condense_to=s.low_water / t.context_budget_tokens, adaptive=False,
-                   fold_at=s.high_water), s
+                   fold_at=s.fold_at), s
 
 
 def might_trigger(*, message_count: int, active_tokens: int, summary_tokens: int,

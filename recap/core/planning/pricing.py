@@ -1,0 +1,142 @@
+"""Whether a fold (or a clear) pays for itself against a warm prompt cache. Pure.
+
+Claude's prompt cache makes a long prompt cheap to keep: each reply reads the
+cached prefix at 0.1x base input and writes only what is new. An action that
+shrinks the prompt is paid for at once and saves a little on every reply after it:
+
+- its own model call, at full input price: the batch it reads, the previous
+  summary and the prompt's instructions (PROMPT_TOKENS), times the attempts the
+  call is expected to take (resends after a frozen answer, retries);
+  ``expected_attempts``, EXPECTED_ATTEMPTS unless the caller knows the
+  session's or the model's own rate. Clearing old tool results (stubs in their
+  place) makes no call;
+- the cache write it causes: it changes a block near the start of the prompt, so
+  the next reply writes everything after that block again, once, at 1.25x;
+- the cache reads it saves: the tokens it removes are not read again, 0.1x a
+  reply, over the replies the session is expected to have left.
+
+The action is taken when what it saves is more than what it costs; otherwise
+the session waits, its cached prefix being the cheaper thing to keep. The
+capacity rule is not priced: a context about to pass its budget is folded
+whatever the sums say (``over_capacity``).
+
+All figures are in base-input tokens (1.0 = one uncached input token), so a
+:class:`Choice` says in one unit why it chose what it did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+WRITE = 1.25  # a cache write, relative to base input
+READ = 0.1  # a cache read
+# Tokens of a fold call's own prompt besides the batch and the previous summary:
+# the summarizer's instructions, the message wrappers and the answer's schema.
+PROMPT_TOKENS = 500
+# Attempts one fold call takes on average when nothing better is known: most
+# calls answer at once; a frozen or truncated answer is resent and a transient
+# error retried. Callers pass the session's or the model's observed rate.
+EXPECTED_ATTEMPTS = 1.2
+# Share of what a fold condenses that comes back as summary and memories: the
+# prompt shrinks by the rest. A design value (the summary's share of a batch
+# varies with the conversation), not a measurement.
+KEPT_SHARE = 0.2
+# Bounds of the expected remaining replies. At least one: the action is only
+# worth pricing if a reply follows it. At most MAX_REMAINING: a guard against
+# counters that overstate a session's age, not a forecast; a fold that costs
+# less than MAX_REMAINING / 10 cache reads of what it removes pays.
+MIN_REMAINING = 1
+MAX_REMAINING = 200
+
+Action = Literal["fold", "wait", "clear"]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What one action costs and saves over the remaining replies, in base-input tokens."""
+
+    call: float  # its own model call, times the expected attempts (0 for a clear)
+    write: float  # the cache write of everything after the first changed block
+    saved: float  # the cache reads it saves over the remaining replies
+
+    @property
+    def net(self) -> float:
+        """What the action saves less what it costs: positive, it pays."""
+        return self.saved - self.call - self.write
+
+    def describe(self) -> str:
+        return (f"call {self.call:.0f} + write {self.write:.0f} vs "
+                f"{self.saved:.0f} saved")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the policy does now, why, and the priced alternatives."""
+
+    action: Action
+    reason: str
+    remaining_replies: int
+    fold: Costs
+    clear: Costs | None = None  # None: nothing to clear
+
+
+def remaining_replies(replies_so_far: int) -> int:
+    """Expected replies a session has left: as many as it has had, bounded
+    (MIN_REMAINING, MAX_REMAINING). A session seen at some age is, with nothing
+    else known, as likely to be in its first half as its second, so its age is the
+    median of what it has left; a long chat is expected to go on, a young agent
+    run to end soon."""
+    return max(MIN_REMAINING, min(MAX_REMAINING, replies_so_far))
+
+
+def price(*, removed_tokens: int, call_tokens: int, rewritten_tokens: int,
+          remaining: int, expected_attempts: float) -> Costs:
+    """The :class:`Costs` of an action that removes ``removed_tokens`` from every
+    later prompt, reads ``call_tokens`` at full price in each of its
+    ``expected_attempts`` (0 for no call) and makes the next reply write
+    ``rewritten_tokens`` to the cache again."""
+    if expected_attempts < 1 and call_tokens:
+        raise ValueError(f"expected_attempts must be at least 1, got {expected_attempts}")
+    return Costs(call=call_tokens * expected_attempts, write=WRITE * rewritten_tokens,
+                 saved=READ * max(0, removed_tokens) * remaining)
+
+
+def choose(*, batch_tokens: int, summary_tokens: int, rewritten_tokens: int,
+           replies_so_far: int, clearable_tokens: int = 0,
+           clear_rewritten_tokens: int | None = None, over_capacity: bool = False,
+           expected_attempts: float = EXPECTED_ATTEMPTS) -> Choice:
+    """Fold, clear or wait, for a fold that would condense ``batch_tokens`` with a
+    previous summary of ``summary_tokens``, after which the next reply writes
+    ``rewritten_tokens`` again (summary, memories, verbatim window). A clear
+    replaces ``clearable_tokens`` of old tool results by stubs (no call), after
+    which the next reply writes ``clear_rewritten_tokens`` again (the prompt from
+    the first cleared result on; default ``rewritten_tokens``). The expected
+    remaining replies follow ``replies_so_far`` (:func:`remaining_replies`).
+    ``over_capacity``: the context must shrink now, so fold.
+
+    Raises ValueError for ``expected_attempts`` below 1.
+    """
+    remaining = remaining_replies(replies_so_far)
+    fold = price(removed_tokens=round(batch_tokens * (1 - KEPT_SHARE)),
+                 call_tokens=batch_tokens + summary_tokens + PROMPT_TOKENS,
+                 rewritten_tokens=rewritten_tokens, remaining=remaining,
+                 expected_attempts=expected_attempts)
+    clear = price(removed_tokens=clearable_tokens, call_tokens=0,
+                  rewritten_tokens=(rewritten_tokens if clear_rewritten_tokens is None
+                                    else clear_rewritten_tokens), remaining=remaining,
+                  expected_attempts=expected_attempts) if clearable_tokens > 0 else None
+    over = f"over {remaining} replies: fold {fold.describe()}"
+    if clear is not None:
+        over += f"; clear {clear.describe()}"
+    if over_capacity:
+        return Choice("fold", f"the context must fit its budget, so fold ({over})",
+                      remaining, fold, clear)
+    best: tuple[Action, Costs] = ("fold", fold)
+    if clear is not None and clear.net > fold.net:
+        best = ("clear", clear)
+    action, costs = best
+    if costs.net <= 0:
+        return Choice("wait", f"the cached prefix is cheaper to keep ({over})",
+                      remaining, fold, clear)
+    return Choice(action, f"a {action} pays ({over})", remaining, fold, clear)

@@ -1,0 +1,164 @@
+"""A fold priced against a warm cache: what it costs (its call, the cache write) and
+what it saves (cache reads over the remaining replies), and that the policy waits
+while keeping the cached prefix is cheaper, except where the capacity rule folds."""
+
+from __future__ import annotations
+
+import pytest
+
+from recap.core.planning.adaptive import replies_so_far, sizing
+from recap.core.planning.outlook import outlook
+from recap.core.planning.policy import MessageInfo, Thresholds, might_trigger, plan
+from recap.core.planning.pricing import (
+    EXPECTED_ATTEMPTS,
+    KEPT_SHARE,
+    MAX_REMAINING,
+    PROMPT_TOKENS,
+    READ,
+    WRITE,
+    choose,
+    remaining_replies,
+)
+
+pytestmark = pytest.mark.unit
+
+BUDGET = 100_000
+T = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+               context_budget_tokens=BUDGET, adaptive=True, memory_limit=2000)
+
+
+def agent_run(results: int, tokens: int = 2000) -> list[MessageInfo]:
+    """An agent run: each reply a tool call and a tool result of ``tokens``."""
+    out: list[MessageInfo] = []
+    for i in range(results):
+        call = f"t{i}"
+        out.append(MessageInfo(2 * i + 1, "assistant", 40, calls=(call,)))
+        out.append(MessageInfo(2 * i + 2, "user", tokens, answers=(call,)))
+    return out
+
+
+def chat(replies: int, tokens: int = 60) -> list[MessageInfo]:
+    return [MessageInfo(i + 1, "assistant" if i % 2 else "user", tokens)
+            for i in range(2 * replies)]
+
+
+def test_the_costs_add_up() -> None:
+    c = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
+               replies_so_far=10, expected_attempts=1.2)
+    assert c.fold.call == pytest.approx((30_000 + 600 + PROMPT_TOKENS) * 1.2)
+    assert c.fold.write == pytest.approx(WRITE * 3100)
+    assert c.fold.saved == pytest.approx(READ * 30_000 * (1 - KEPT_SHARE) * 10)
+    assert c.fold.net == pytest.approx(c.fold.saved - c.fold.call - c.fold.write)
+    assert c.remaining_replies == 10 and c.clear is None
+
+
+def test_warm_agent_session_with_few_replies_left_waits() -> None:
+    c = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
+               replies_so_far=10)
+    assert c.action == "wait" and c.fold.net < 0
+    assert c.reason.startswith("the cached prefix is cheaper to keep (over 10 replies: fold call")
+    # Through the policy: past its high-water mark, the run keeps its prefix, and
+    # the hook's check (counters only) agrees with the plan.
+    run = agent_run(12)
+    active = sum(m.token_count for m in run)
+    s = sizing(message_count=len(run), active_tokens=active, summary_tokens=0, budget=BUDGET,
+               keep_recent=10, memory_limit=2000)
+    assert active > s.high_water and s.choice is not None and s.choice.action == "wait"
+    assert s.fold_at > active
+    assert not plan(run, summary_tokens=0, t=T).should_summarize
+    assert not might_trigger(message_count=len(run), active_tokens=active, summary_tokens=0, t=T)
+    o = outlook(run, summary_tokens=0, t=T)
+    assert o.state == "below-high-water" and "the cached prefix is cheaper to keep" in o.why
+    assert o.trigger.startswith("a fold paying for itself (")
+
+
+def test_long_chat_with_many_replies_left_folds() -> None:
+    c = choose(batch_tokens=3500, summary_tokens=600, rewritten_tokens=2000,
+               replies_so_far=40)
+    assert c.action == "fold" and c.fold.net > 0 and c.reason.startswith("a fold pays")
+    talk = chat(45)
+    p = plan(talk, summary_tokens=0, t=T)
+    assert p.should_summarize and p.mode == "normal" and "a fold pays" in p.reason
+    assert might_trigger(message_count=len(talk), active_tokens=sum(m.token_count for m in talk),
+                         summary_tokens=0, t=T)
+
+
+def test_capacity_always_wins() -> None:
+    # However dear the fold, a context that must shrink is folded.
+    c = choose(batch_tokens=60_000, summary_tokens=900, rewritten_tokens=4000,
+               replies_so_far=1, over_capacity=True, expected_attempts=10.0)
+    assert c.action == "fold" and c.fold.net < 0
+    assert c.reason.startswith("the context must fit its budget")
+    # Through the policy: an agent run that would wait folds at the capacity rule.
+    run = agent_run(45)
+    active = sum(m.token_count for m in run)
+    assert active >= 0.8 * BUDGET
+    p = plan(run, summary_tokens=0, t=T)
+    assert p.should_summarize and p.mode == "capacity"
+    # Below 80% but within two replies' growth of it, a fold the sums say to skip
+    # (a model that needs ten attempts) is made all the same.
+    near, dear = agent_run(38), Thresholds(**{**T.__dict__, "expected_attempts": 10.0})
+    active = sum(m.token_count for m in near)
+    assert active < 0.8 * BUDGET
+    s = sizing(message_count=len(near), active_tokens=active, summary_tokens=0, budget=BUDGET,
+               keep_recent=10, memory_limit=2000, expected_attempts=10.0)
+    assert s.choice is not None and s.choice.action == "fold" and s.choice.fold.net < 0
+    assert s.choice.reason.startswith("the context must fit its budget")
+    p = plan(near, summary_tokens=0, t=dear)
+    assert p.should_summarize and "the context must fit its budget" in p.reason
+    assert might_trigger(message_count=len(near), active_tokens=active, summary_tokens=0, t=dear)
+
+
+@pytest.mark.parametrize(("batch", "replies"), [(30_000, 10), (3500, 40), (8000, 25)])
+def test_monotonic_in_expected_attempts(batch: int, replies: int) -> None:
+    choices = [choose(batch_tokens=batch, summary_tokens=600, rewritten_tokens=2500,
+                      replies_so_far=replies, expected_attempts=a)
+               for a in (1.0, 1.2, 1.5, 2.0, 3.0, 5.0)]
+    nets = [c.fold.net for c in choices]
+    assert nets == sorted(nets, reverse=True)
+    waited = [c.action == "wait" for c in choices]
+    assert waited == sorted(waited)  # once it waits, more attempts never make it fold
+    # And through the policy's thresholds: more attempts never lower the fold mark.
+    marks = [sizing(message_count=2 * replies, active_tokens=batch + 1500, summary_tokens=600,
+                    budget=BUDGET, keep_recent=10, memory_limit=2000,
+                    expected_attempts=a).fold_at for a in (1.0, 1.5, 3.0, 6.0)]
+    assert marks == sorted(marks)
+
+
+def test_expected_attempts_from_the_thresholds() -> None:
+    talk = chat(45)
+    assert plan(talk, summary_tokens=0, t=T).should_summarize
+    # A model that needs many resends makes the same fold not worth its calls.
+    dear = Thresholds(**{**T.__dict__, "expected_attempts": 6.0})
+    assert not plan(talk, summary_tokens=0, t=dear).should_summarize
+    assert EXPECTED_ATTEMPTS >= 1
+    with pytest.raises(ValueError, match="expected_attempts must be at least 1, got 0.5"):
+        choose(batch_tokens=3500, summary_tokens=600, rewritten_tokens=2000,
+               replies_so_far=40, expected_attempts=0.5)
+
+
+def test_a_clear_is_priced_with_no_call() -> None:
+    c = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
+               replies_so_far=10, clearable_tokens=24_000, clear_rewritten_tokens=8000)
+    assert c.clear is not None and c.clear.call == 0
+    assert c.clear.write == pytest.approx(WRITE * 8000)
+    assert c.clear.saved == pytest.approx(READ * 24_000 * 10)
+    assert c.action == "clear" and c.reason.startswith("a clear pays")
+    assert "; clear call 0 + write 10000 vs 24000 saved)" in c.reason
+    # Nothing worth clearing: the fold's verdict stands.
+    small = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
+                   replies_so_far=2, clearable_tokens=1000)
+    assert small.action == "wait"
+
+
+def test_remaining_replies_are_bounded() -> None:
+    assert remaining_replies(0) == 1
+    assert remaining_replies(12) == 12
+    assert remaining_replies(10_000) == MAX_REMAINING
+
+
+def test_replies_so_far_count_a_fold_once_there_is_a_summary() -> None:
+    # Two active messages a reply; a summary means a fold condensed at least one
+    # depth of replies before them (a lower bound of the session's age).
+    assert replies_so_far(20, 0, depth=8000, growth=1000) == 10
+    assert replies_so_far(20, 900, depth=8000, growth=1000) == 18
