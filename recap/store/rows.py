@@ -97,7 +97,15 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
 
 
 def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int) -> int:
-    """Copy the batch into archived_messages (same transaction as its delete)."""
+    """Copy the batch into archived_messages (same transaction as its delete). A
+    message the archive already holds keeps its first copy: that is its original
+    (a tool result cleared from the window, recap.worker.jobs.clear, is archived
+    whole before its stub replaces it)."""
+    held = set(db.scalars(select(ArchivedMessage.id).where(
+        ArchivedMessage.session_id == session_id, ArchivedMessage.id.in_(ids))))
+    ids = [i for i in ids if i not in held]
+    if not ids:
+        return 0
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
             MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
             MESSAGES.c.blocks, MESSAGES.c.tool_links)
