@@ -26,7 +26,8 @@ from sqlalchemy import bindparam, select, update
 
 from recap.core.content.message import Message
 from recap.core.content.render import digest, full_text
-from recap.core.planning.clearing import clearing_pays
+from recap.core.planning import policy
+from recap.core.planning.clearing import clearing_pays, replies_until_fold
 from recap.core.retention import stubs
 from recap.db import core_transaction, db_now
 from recap.errors import InvalidInput
@@ -50,6 +51,7 @@ class Window(NamedTuple):
     rows: tuple[stubs.Row, ...]
     tokens: tuple[int, ...]  # each row's stored token count
     replies: int  # the session's messages so far, condensed ones too, halved
+    summary_tokens: int
 
 
 class Rewrite(NamedTuple):
@@ -86,7 +88,8 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
                                    expires=lease_expiry(now, res.settings.lease_s))
                         .returning(SESSIONS.c.summary_version, SESSIONS.c.overrides,
                                    SESSIONS.c.message_count,
-                                   SESSIONS.c.summarized_message_count)).one_or_none()
+                                   SESSIONS.c.summarized_message_count,
+                                   SESSIONS.c.summary_tokens)).one_or_none()
         if row is None:
             return None  # held, or no such session: the claim after this says which
         try:
@@ -100,7 +103,8 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
     return Window(token, row.summary_version, tuned,
                   tuple(stubs.Row(r.id, r.role, r.content, r.blocks, r.pinned) for r in rows),
                   tuple(r.token_count for r in rows),
-                  (row.message_count + row.summarized_message_count) // 2)
+                  (row.message_count + row.summarized_message_count) // 2,
+                  row.summary_tokens)
 
 
 def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
@@ -118,11 +122,20 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
         rewrites.append(Rewrite(c.id, d.text, c.blocks, message_tokens(
             Message(d.text, c.blocks, d.countable, d.media_tokens))))
     new = {r.id: r.tokens for r in rewrites}
+    stored = dict(zip((r.id for r in rows), window.tokens, strict=True))
+    freed = sum(stored[i] - n for i, n in new.items())
     first = next(i for i, r in enumerate(rows) if r.id in new)
     after = sum(new.get(r.id, t) for r, t in zip(rows[first:], window.tokens[first:],
                                                   strict=True))
     cleared = sum(c.tokens for c in found)
-    if not clearing_pays(cleared, after, replies=window.replies):
+    # The next fold's mark, sized on the window as written (before clearing).
+    t, sizing = policy.adapt(window.settings.thresholds(), message_count=len(rows),
+                             active_tokens=sum(window.tokens),
+                             summary_tokens=window.summary_tokens)
+    until = replies_until_fold(window.summary_tokens + sum(window.tokens) - freed,
+                               fold_at=t.fold_at if sizing else None,
+                               growth=sizing.growth if sizing else 0)
+    if not clearing_pays(cleared, after, replies=window.replies, until_fold=until):
         return [], 0, 0
     return rewrites, sum(c.results for c in found), cleared
 

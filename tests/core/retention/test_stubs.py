@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from recap.core.content.render import full_text
-from recap.core.planning.clearing import clearing_pays
+from recap.core.planning.clearing import clearing_pays, replies_until_fold
 from recap.core.retention import stubs
 from recap.core.retention.salience import rank
 
@@ -125,3 +125,11 @@ def test_clearing_pays_only_for_a_big_enough_batch() -> None:
     assert clearing_pays(10_000, 20_000, replies=30)
     assert not clearing_pays(300, 20_000, replies=30)
     assert not clearing_pays(0, 0, replies=30)
+
+
+def test_a_stub_saves_reads_only_until_the_next_fold() -> None:
+    assert replies_until_fold(10_000, fold_at=None, growth=2_000) is None
+    assert replies_until_fold(10_000, fold_at=16_000, growth=2_000) == 3
+    assert replies_until_fold(17_000, fold_at=16_000, growth=2_000) == 1
+    assert clearing_pays(10_000, 5_000, replies=40, until_fold=None)
+    assert not clearing_pays(10_000, 5_000, replies=40, until_fold=1)
