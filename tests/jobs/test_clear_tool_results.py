@@ -127,3 +127,27 @@ def test_a_later_fold_is_sent_the_stubs_not_the_full_texts(
     assert sum(1 for t in archived.values() if t and "worker-" in t) == TASKS - 1
     valid(sid)
     assert_invariants({sid: written})
+
+
+def test_a_rewind_into_a_fold_of_cleared_results_restores_their_originals(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    from recap import rewind
+
+    settings_env(**QUIET)
+    sid = "clear-rewind"
+    written = agent_session(sid)
+    summarize(sid, job=Job(task_id="t-clear"), res=get_resources())
+    settings_env(**{**QUIET, "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100})
+    assert summarize(sid, job=Job(task_id="t-fold"), res=get_resources(),
+                     force=True).status == "applied"
+    done = rewind(sid, written[3])  # into the fold: the first result comes back
+    assert done.restored >= 1
+    rows = {i: b for i, b, _ in stored(sid)}
+    assert list(rows) == written[:4]
+    restored = rows[written[2]]
+    assert restored is not None and "ERR-4401" in restored[0]["content"]  # the original
+    with transaction() as s:
+        left = list(s.scalars(select(ArchivedMessage.id)
+                              .where(ArchivedMessage.session_id == sid)))
+    assert left == []
+    valid(sid)
