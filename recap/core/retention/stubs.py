@@ -178,6 +178,8 @@ def clear(rows: Sequence[Row], *, keep: int, texts: Sequence[str],
     messages, not pinned, at least ``min_tokens`` long, nothing stated or named
     again of them (see the module), and whose stub is at most half their size."""
     old = max(0, len(rows) - max(keep, 1))
+    if not any(b.get("type") == "tool_result" for r in rows[:old] for b in r.blocks or ()):
+        return []  # nothing to clear: no need to rank the window
     sal = rank([voice_of(r, t) for r, t in zip(rows[:old], texts[:old], strict=True)],
                [voice_of(r, t) for r, t in zip(rows[old:], texts[old:], strict=True)])
     out = []

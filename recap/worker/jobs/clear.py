@@ -29,13 +29,13 @@ from recap.core.content.render import digest, full_text
 from recap.core.planning import policy
 from recap.core.planning.clearing import clearing_pays, replies_until_fold
 from recap.core.retention import stubs
-from recap.db import core_transaction, db_now
+from recap.db import Db, core_transaction, db_now
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens, message_tokens
 from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.settings import Settings, effective
-from recap.store.fence import holds, lease_expiry, release, take_lease
+from recap.store.fence import holds, lease_expiry, take_lease
 from recap.store.rows import archive_messages
 from recap.store.runs import RunRecord, record_run
 from recap.worker.jobs.outcome import Job
@@ -84,8 +84,10 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
     token = str(uuid.uuid4())
     with core_transaction() as s:
         now = db_now(s)
+        # A lease left by a worker lost mid-job counts as lost here as in the claim.
         row = s.execute(take_lease(session_id, token=token, now=now,
-                                   expires=lease_expiry(now, res.settings.lease_s))
+                                   expires=lease_expiry(now, res.settings.lease_s),
+                                   count_lost=True)
                         .returning(SESSIONS.c.summary_version, SESSIONS.c.overrides,
                                    SESSIONS.c.message_count,
                                    SESSIONS.c.summarized_message_count,
@@ -97,7 +99,7 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
         except InvalidInput:
             tuned = None  # the job's own claim dead-letters it, naming the problem
         if tuned is None or not enabled(tuned):
-            release(session_id, db=s, token=token)
+            let_go(session_id, db=s, token=token)
             return None
         rows = s.execute(_WINDOW, {"sid": session_id}).all()
     return Window(token, row.summary_version, tuned,
@@ -146,19 +148,19 @@ def _apply(session_id: str, window: Window, rewrites: Sequence[Rewrite], *, resu
     was written (nothing to clear, or the fence no longer held)."""
     with core_transaction() as s:
         if not rewrites:
-            release(session_id, db=s, token=window.token)
+            let_go(session_id, db=s, token=window.token)
             return None
         ids = [r.id for r in rewrites]
         old = dict(s.execute(select(MESSAGES.c.id, MESSAGES.c.token_count).where(
             MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))).all())
         if len(old) != len(ids):
-            release(session_id, db=s, token=window.token)
+            let_go(session_id, db=s, token=window.token)
             return None  # a rewind or an edit removed some meanwhile
         freed = sum(old[r.id] - r.tokens for r in rewrites)
         fenced = s.execute(update(SESSIONS).where(holds(session_id, window.token,
                                                         window.version))
                            .values(active_tokens=SESSIONS.c.active_tokens - freed,
-                                   lease_token=None, lease_expires_at=None, lost_leases=0)
+                                   lease_token=None, lease_expires_at=None)
                            .returning(SESSIONS.c.id)).one_or_none()
         if fenced is None:
             return None  # the lease expired and another job took the session
@@ -172,6 +174,14 @@ def _apply(session_id: str, window: Window, rewrites: Sequence[Rewrite], *, resu
         s.execute(_REWRITE, [{"r_id": r.id, "r_content": r.content, "r_blocks": r.blocks,
                               "r_tokens": r.tokens} for r in rewrites])
         return reason
+
+
+def let_go(session_id: str, *, db: Db, token: str) -> None:
+    """Drop the lease if ``token`` still holds it, and nothing else: the lost-lease
+    count and the pending marker are the fold's claim's to judge, right after."""
+    db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id,
+                                      SESSIONS.c.lease_token == token)
+               .values(lease_token=None, lease_expires_at=None))
 
 
 _WINDOW = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks,
