@@ -228,8 +228,11 @@ def brief(blocks: list[dict[str, Any]], sal: Salience, *,
             continue
         kept = [line.strip() for line in body.split("\n") if line.strip() and any(
             sal.ranks.get(k, Rank.REST) < Rank.REST for k in map(key, extract_specifics(line)))]
-        text = stub(body, tokens=count(body), kept=kept)
-        new.append({**block, "content": text} if len(text) < len(body) else block)
+        size = count(body)
+        # As in the window: a small result, or one whose stub saves little, goes whole.
+        text = stub(body, tokens=size, kept=kept) if size >= MIN_CLEAR_TOKENS else ""
+        new.append({**block, "content": text} if text and count(text) * 2 <= size
+                   else block)
     return new
 
 
