@@ -31,6 +31,7 @@ from recap.core.context import lookback
 from recap.core.context.assemble import Context, Parts, Row, after_history, assemble
 from recap.core.memories.recall import Candidate, query_terms, topic_terms
 from recap.core.planning import adaptive
+from recap.core.retention import stubs
 from recap.core.retention.details import details_lines
 from recap.core.validate import text_or_raise
 from recap.errors import InvalidInput, SessionNotFound
@@ -140,14 +141,18 @@ def recall_read(window: Window, *, dialect: str, settings: Settings) -> Memories
     """The archive lookup for what the newest user turn (and the input of the tool
     call being answered) names that the summary and the window do not hold; None
     when recall is off (RECAP_RECALL_TOKENS=0, RECAP_ARCHIVE_SUMMARIZED=false),
-    before the first fold, or when nothing is named."""
-    if settings.recall_tokens <= 0 or not settings.archive_summarized or not window.summary:
+    before the first fold or cleared tool result, or when nothing is named."""
+    cleared = any(stubs.STUB_OPEN in r.content for r in window.rows)
+    if (settings.recall_tokens <= 0 or not settings.archive_summarized
+            or not (window.summary or cleared)):
         return None
     asked, used = lookback.split_asked(window.rows)
     if not asked:
         return None
-    context = "\n".join([window.summary, *(r.content for i, r in enumerate(window.rows)
-                                           if i not in used)])
+    # A name a stub lists is looked up: the archive holds the lines around it.
+    context = "\n".join([window.summary or "", *(stubs.strip_stubs(r.content)
+                                                 for i, r in enumerate(window.rows)
+                                                 if i not in used)])
     chosen = lookback.cues(asked, context=context)
     if not chosen:
         return None

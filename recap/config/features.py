@@ -65,6 +65,10 @@ class Retention(BaseModel):
     archive_summarized: bool = Field(True, description=(
         "Keep condensed messages in archived_messages; false: delete them only (then the "
         "guard keeps every specific and adaptive folds only near capacity)."))
+    # A cleared result costs a later reply a recall, not a model call now.
+    clear_tool_results: bool = Field(True, description=(
+        "With the archive on, tool results that left the keep window and that nothing "
+        "used become a short stub in the window, their full text in the archive."))
     # A year: long enough for any conversation that resumes, bounded for storage and
     # privacy. The sweeper deletes expired rows in batches, oldest first.
     archive_retention_days: int = Field(365, ge=0, le=36_500, description=(

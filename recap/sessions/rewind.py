@@ -193,8 +193,11 @@ def _unarchive(session_id: str, covers: int, after: int, undone: list[Any], *,
         raise InvalidInput(
             f"session {session_id!r}: only {archived} of the {condensed} messages to restore "
             "are archived (RECAP_ARCHIVE_SUMMARIZED was off when some were condensed)")
+    # A cleared tool result still in the window keeps its original archived.
+    cleared = list(db.scalars(select(MESSAGES.c.id).where(
+        MESSAGES.c.session_id == session_id, MESSAGES.c.id > covers, MESSAGES.c.id <= after)))
     between = (ArchivedMessage.session_id == session_id, ArchivedMessage.id > covers,
-               ArchivedMessage.id <= after)
+               ArchivedMessage.id <= after, ArchivedMessage.id.notin_(cleared))
     source = select(*(getattr(ArchivedMessage, c) for c in _MESSAGE_COLS)).where(*between)
     db.execute(insert(MESSAGES).from_select(list(_MESSAGE_COLS), source))
     return _count(db.execute(delete(ArchivedMessage).where(*between)))

@@ -97,7 +97,19 @@ def save_memories(session_id: str, facts: Sequence[Fact], *, db: Db, first_id: i
 
 
 def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int) -> int:
-    """Copy the batch into archived_messages (same transaction as its delete)."""
+    """Copy the batch into archived_messages (same transaction as its delete). A
+    message the archive already holds keeps its first copy: that is its original
+    (a tool result cleared from the window, recap.worker.jobs.clear, is archived
+    whole before its stub replaces it); the copy now belongs to ``run_id``, the
+    run that condensed it (what a rewind restores by)."""
+    held = set(db.scalars(select(ArchivedMessage.id).where(
+        ArchivedMessage.session_id == session_id, ArchivedMessage.id.in_(ids))))
+    if held:
+        db.execute(update(ArchivedMessage).where(ArchivedMessage.id.in_(held))
+                   .values(run_id=run_id))
+    ids = [i for i in ids if i not in held]
+    if not ids:
+        return len(held)
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
             MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
             MESSAGES.c.blocks, MESSAGES.c.tool_links)
@@ -113,7 +125,7 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int
             MESSAGES.c.blocks.isnot(None)))]
     if texts:
         db.execute(_SEARCH_TEXT, texts)
-    return copied
+    return copied + len(held)
 
 
 _SEARCH_TEXT = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b_id"))

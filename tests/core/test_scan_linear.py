@@ -28,7 +28,7 @@ from recap.core.memories import channels, provenance, verbatim
 from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
 from recap.core.prompts.summarize import Turn
-from recap.core.retention import details, entries, extractive
+from recap.core.retention import details, entries, extractive, stubs
 
 pytestmark = pytest.mark.unit
 
@@ -83,6 +83,12 @@ SCANNERS: dict[str, Callable[[str], object]] = {
         s, [Turn(1, "user", s), Turn(2, "assistant", s)], max_tokens=50, count=len),
     "recall labels": lambda s: lookback.choose_lines(
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
+    "stub": lambda s: stubs.stub(s, tokens=len(s), kept=[s]),
+    "stubs stripped": stubs.strip_stubs,
+    "stub selection": lambda s: stubs.clear(
+        [stubs.Row(1, "user", "", [{"type": "tool_result", "tool_use_id": "t", "content": s}]),
+         *(stubs.Row(2 + k, "assistant", "next", None) for k in range(3))],
+        keep=2, texts=[s, "next", "next", "next"], count=len),
 }
 
 

@@ -42,7 +42,8 @@ def conversation(sid: str, blocks: list[dict[str, Any]], *, answer: str = "") ->
 @pytest.mark.parametrize("kind", ["used_tool_result", "document"])
 def test_a_specific_in_the_middle_of_a_long_block_is_kept(
         kind: str, fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
-    settings_env(**LOW, RECAP_RETENTION_GUARD="true")
+    # The guard reads what a fold deletes: the tool result reaches the fold whole.
+    settings_env(**LOW, RECAP_RETENTION_GUARD="true", RECAP_CLEAR_TOOL_RESULTS="false")
     # The model leaves the specific out; only a guard that read it can keep it.
     fake_api.script(ok("The user asked about an order; the lookup returned a record."))
     specific = "ORD-77341"
@@ -69,7 +70,8 @@ def test_a_specific_in_the_middle_of_a_long_block_is_kept(
 @pytest.mark.usefixtures("celery_worker_thread")
 def test_a_tool_results_specific_nothing_used_stays_in_the_archive(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
-    settings_env(**LOW, RECAP_RETENTION_GUARD="true")
+    # The guard reads what a fold deletes: the tool result reaches the fold whole.
+    settings_env(**LOW, RECAP_RETENTION_GUARD="true", RECAP_CLEAR_TOOL_RESULTS="false")
     fake_api.script(ok("The user asked about an order; the lookup returned a record."))
     specific = "ORD-77341"
     conversation("unused", [{"type": "tool_result", "tool_use_id": "toolu_1",

@@ -44,7 +44,10 @@ USER = "trusting-user"
 SETTINGS = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 4,
             "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 400, "RECAP_KEEP_RECENT": 2,
             "RECAP_EXTRACT_MEMORIES": "true", "RECAP_RETENTION_GUARD": "true",
-            "RECAP_ARCHIVE_SUMMARIZED": "true", "RECAP_MEMORY_BUDGET_TOKENS": 3000}
+            "RECAP_ARCHIVE_SUMMARIZED": "true", "RECAP_MEMORY_BUDGET_TOKENS": 3000,
+            # The model reads every channel whole, tool results too, so each plant
+            # reaches it (a tool result it is sent as a stub cannot plant anything).
+            "RECAP_CLEAR_TOOL_RESULTS": "false"}
 _SYLLABLES = ["qua", "zor", "vex", "mib", "tul", "rak", "fen", "dov"]
 
 

@@ -49,3 +49,20 @@ def test_recall_reads_the_fts5_table_and_forget_empties_it(
     with db.transaction() as s:
         assert s.scalar(select(func.count()).select_from(text("archived_messages_fts"))) == 0
     assert RECALL_TAG not in json.dumps(ctx["system"])
+
+
+def test_a_cleared_tool_result_is_recalled_from_the_fts5_table(
+        sqlite_url: str, settings_env: Callable[..., None]) -> None:
+    from tests.jobs.test_clear_tool_results import QUIET, agent_session
+
+    settings_env(DATABASE_URL=sqlite_url, **QUIET)
+    agent_session("lite-clear")
+    assert summarize("lite-clear", job=Job(task_id="t-lite-clear"),
+                     res=get_resources()).status == "skipped"  # cleared; no fold due
+    ctx = build_context("lite-clear", system_prompt="")
+    assert "[tool output cleared by Recap: " in json.dumps(ctx["messages"])
+    add_message("lite-clear", "user", "What caused ERR-4421?")
+    ctx = build_context("lite-clear", system_prompt="")
+    recalled = [b["text"] for b in ctx["messages"][-1]["content"]
+                if b["text"].startswith(f"<{RECALL_TAG}>")]
+    assert len(recalled) == 1 and "ERR-4421 in src/api/handler2.py" in recalled[0]

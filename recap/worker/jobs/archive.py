@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 
 from recap.core.planning import policy
 from recap.core.prompts import echo
@@ -24,6 +24,7 @@ from recap.errors import InvalidInput, SessionBusy, SessionNotFound, Superseded
 from recap.llm.summarizer import SummaryResult, sent_texts
 from recap.llm.tokens import count_tokens
 from recap.models import ArchivedMessage, ChatSession
+from recap.models import messages_table as MESSAGES
 from recap.settings import Settings, effective
 from recap.store.fence import lease_expiry, release, take_lease
 from recap.store.plans import message_infos
@@ -93,8 +94,12 @@ def _claim_archive(session_id: str, *, token: str, lease_s: int
         if row is None:
             raise SessionNotFound(f"no chat session with id {session_id!r}")
         condensed, overrides, version, current = row
+        # A cleared tool result's original is archived while its stub is still in
+        # the window: only what left the window is rebuilt from.
+        condensed_only = (ArchivedMessage.session_id == session_id,
+                          ~exists().where(MESSAGES.c.id == ArchivedMessage.id))
         archived = s.scalar(select(func.count()).select_from(ArchivedMessage)
-                            .where(ArchivedMessage.session_id == session_id)) or 0
+                            .where(*condensed_only)) or 0
         if archived == 0 or archived != condensed:
             raise InvalidInput(
                 f"session {session_id!r} has {archived} archived of {condensed} condensed "
@@ -107,7 +112,7 @@ def _claim_archive(session_id: str, *, token: str, lease_s: int
         turns = [Turn(i, role, content) for i, role, content in s.execute(
             select(ArchivedMessage.id, ArchivedMessage.role,
                    func.coalesce(ArchivedMessage.search_text, ArchivedMessage.content))
-            .where(ArchivedMessage.session_id == session_id)
+            .where(*condensed_only)
             .order_by(ArchivedMessage.id))]
     return current, version, overrides, turns
 

@@ -21,10 +21,12 @@ from recap.core.content.render import full_text
 from recap.core.memories.provenance import own_text
 from recap.core.planning import policy
 from recap.core.prompts.summarize import Turn
+from recap.core.retention import salience, stubs
 from recap.core.retention.repairs import RepairOutcome
 from recap.core.retention.salience import Voice, Voices
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
+from recap.llm.tokens import count_tokens
 from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.settings import Settings, effective
@@ -58,6 +60,11 @@ class Claim:
     # The active messages the plan saw; what is left after the apply is these
     # minus the batch, unless more arrived during the call.
     messages: tuple[policy.MessageInfo, ...] = ()
+    # The batch as the summarizer is sent it when tool output is cleared
+    # (RECAP_CLEAR_TOOL_RESULTS): each tool result as its stub and the lines that
+    # hold what salience ranks above REST (recap.core.retention.stubs.brief). Empty:
+    # the stored turns are sent.
+    sent: tuple[Turn, ...] = ()
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (recap.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
@@ -177,16 +184,21 @@ def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:
     and, for the retention guard, the run history it decides by."""
     session_id, settings, batch_ids = claim.session_id, claim.settings, claim.plan.batch_ids
     # Only mined facts are checked against the user's own words (recap.worker.jobs.retain).
-    turns, own, voices = _load_turns(session_id, batch_ids, db=db,
-                                     own_words=settings.extract_memories,
-                                     voices=settings.retention_guard)
+    # Cleared tool output is sent as its stubs: the brief needs salience too.
+    briefed = settings.archive_summarized and settings.clear_tool_results
+    turns, own, voices, results = _load_turns(session_id, batch_ids, db=db,
+                                              own_words=settings.extract_memories,
+                                              voices=settings.retention_guard or briefed)
+    sent = stubs.brief_turns(turns, results, salience.rank(*voices),
+                             count=count_tokens) if briefed and results else ()
     known = (memories_for_prompt(session_id, db=db, limit=KNOWN_MEMORIES,
                                  query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
              if settings.extract_memories else [])
     guarded = settings.retention_guard
     taken = set(batch_ids)
     return dataclasses.replace(
-        claim, turns=tuple(turns), known=tuple(known), own_words=own, voices=voices,
+        claim, turns=tuple(turns), sent=sent, known=tuple(known), own_words=own,
+        voices=voices if settings.retention_guard else Voices(),
         recent_repairs=recent_repairs(model, db=db) if guarded else (),
         held_before=(held_before(session_id, [m.id for m in claim.messages if m.id in taken],
                                  db=db) if guarded else frozenset()))
@@ -264,13 +276,15 @@ _TURNS_FROM = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAG
 
 
 def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
-                voices: bool = False) -> tuple[list[Turn], tuple[str, ...], Voices]:
+                voices: bool = False) -> tuple[list[Turn], tuple[str, ...], Voices,
+                                                dict[int, list[dict[str, Any]]]]:
     """The batch as the summarizer and the retention guard read it: a block
     message in full (:func:`recap.core.content.render.full_text`), not its stored
     rendering, which cuts long tool results and documents to their ends; the
     guard must require the specifics of every line that the apply deletes. With
     ``own_words``, what the user typed in each user turn (:func:`own_text`). With
-    ``voices``, the batch and every message after it as salience reads them."""
+    ``voices``, the batch and every message after it as salience reads them. Last,
+    the content arrays of the batch's messages that hold tool results, by id."""
     wanted = set(ids)
     rows = db.execute(_TURNS_FROM if voices else _TURNS,
                       {"sid": session_id, "lo": min(wanted), "hi": max(wanted)}
@@ -279,15 +293,18 @@ def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
     own: list[str] = []
     batch: list[Voice] = []
     later: list[Voice] = []
+    results: dict[int, list[dict[str, Any]]] = {}
     for i, role, content, blocks in rows:
         text = full_text(blocks) if blocks else content
         if i in wanted:
             turns.append(Turn(i, role, text))
+            if blocks and any(b.get("type") == "tool_result" for b in blocks):
+                results[i] = blocks
             if own_words and role == "user":
                 own.append(own_text(role, content, blocks))
         if voices and (i in wanted or i > max(wanted)):
             (batch if i in wanted else later).append(voice(i, role, content, blocks, text))
-    return turns, tuple(own), Voices(tuple(batch), tuple(later))
+    return turns, tuple(own), Voices(tuple(batch), tuple(later)), results
 
 
 def voice(i: int, role: str, content: str, blocks: list[dict[str, Any]] | None,

@@ -2,8 +2,10 @@
 
 The claim holds the batch as stored; :func:`render` cuts what the call is sent
 from it (pasted blocks above the cap as excerpts, the whole within the job's
-token budget) and says so in the run's reason. The retention guard still reads
-the stored turns (recap.worker.jobs.retain).
+token budget) and says so in the run's reason; with tool output cleared, the
+batch's tool results are sent as their stubs and the lines that were used
+(:attr:`Claim.sent`). The retention guard still reads the stored turns
+(recap.worker.jobs.retain).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ class Prompt:
 def render(claim: Claim) -> Prompt:
     """The prompt of ``claim``'s summary call."""
     tuned = claim.settings
-    turns, excerpted = excerpt_turns(claim.turns, max_tokens=tuned.bulk_excerpt_tokens(),
-                                     count=count_tokens)
+    turns, excerpted = excerpt_turns(claim.sent or claim.turns,
+                                     max_tokens=tuned.bulk_excerpt_tokens(), count=count_tokens)
     turns, clipped = clip_turns(turns, max_tokens=tuned.job_token_budget(),
                                 count=count_tokens, split=split_by_tokens)
     notes = "".join(f"; {note}" for note in (excerpted, clipped) if note)

@@ -1,5 +1,8 @@
 """One summarize job, as a pipeline of steps called in order by :func:`summarize`:
 
+0. clear (recap.worker.jobs.clear): old tool output to the archive, stubs in the
+   window, no model call; its own lease and fenced write, then the steps below
+   decide on what is left whether a fold is still needed
 1. claim (recap.worker.jobs.claim): the lease and everything the job reads, one transaction
 2. render (recap.worker.jobs.render): what the model is sent (pure)
 3. call (recap.worker.jobs.call): the model, with no transaction open
@@ -24,6 +27,7 @@ from recap.worker.jobs import fallback, retain
 from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.call import Answer, call_repair, call_summary
 from recap.worker.jobs.claim import claim_session
+from recap.worker.jobs.clear import clear_tool_results
 from recap.worker.jobs.failure import record_failed, record_failure
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
 from recap.worker.jobs.render import render
@@ -50,6 +54,7 @@ def summarize(session_id: str, *, job: Job, res: Resources, force: bool = False)
 def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Outcome:
     """The steps of one job; the outcome is logged by the caller (a raised error's
     failed or dead run is logged where it is recorded)."""
+    clear_tool_results(session_id, job=job, res=res)  # free: no model call
     claimed = claim_session(session_id, job=job, res=res, force=force)
     if isinstance(claimed, Outcome):
         return claimed

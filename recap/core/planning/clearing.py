@@ -1,0 +1,50 @@
+"""Whether clearing tool output pays (pure), priced against Claude's prompt cache.
+
+Clearing (recap.core.retention.stubs) changes a message in the middle of the
+window: the next reply writes everything from the first changed message on to
+the cache again, once, at WRITE (1.25x base input). Each later reply then reads
+the cleared tokens less, at READ (0.1x), for as many replies as the session has
+left, or until the next fold condenses them anyway, whichever comes first. A
+session's remaining replies are not known; a session that has already gone on
+for ``replies`` is taken to go on about as long again (at least MIN_REPLIES), the
+usual estimate for lifetimes of unknown length.
+
+Clearing happens only when that pays, so stubs come in batches (many results at
+once) and do not change the prefix on every reply.
+"""
+
+from __future__ import annotations
+
+from recap.core.planning.adaptive import READ, WRITE
+
+# Replies expected of any session, however young: a tool loop goes on for a few.
+MIN_REPLIES = 4
+
+
+def remaining_replies(replies: int) -> int:
+    """Replies a session that has had ``replies`` is expected to have left."""
+    return max(MIN_REPLIES, replies)
+
+
+def replies_until_fold(context_tokens: int, *, fold_at: int | None, growth: int) -> int | None:
+    """Replies until a session of ``context_tokens`` (summary and window) reaches the
+    ``fold_at`` mark, growing ``growth`` tokens a reply; None when no mark is known
+    (the fixed rule). A fold condenses the oldest messages, the cleared ones first:
+    a stub saves cache reads until then, not for the rest of the session."""
+    if fold_at is None or growth <= 0:
+        return None
+    return max(1, (fold_at - context_tokens) // growth)
+
+
+def clearing_pays(cleared_tokens: int, rewritten_tokens: int, *, replies: int,
+                  until_fold: int | None = None) -> bool:
+    """Whether clearing ``cleared_tokens`` pays: the cache reads it saves over the
+    session's remaining replies (after ``replies`` so far), or until the next fold
+    condenses them (``until_fold``, :func:`replies_until_fold`), exceed the cache
+    write of the ``rewritten_tokens`` from the first changed message on (after
+    clearing)."""
+    horizon = remaining_replies(replies)
+    if until_fold is not None:
+        horizon = min(horizon, until_fold)
+    saved = cleared_tokens * READ * horizon
+    return cleared_tokens > 0 and saved > rewritten_tokens * WRITE

@@ -1,0 +1,193 @@
+"""Step 0 of a summarize job: clear old tool output from the window, with no model call.
+
+With the archive on (RECAP_ARCHIVE_SUMMARIZED) and RECAP_CLEAR_TOOL_RESULTS, the
+tool results that left the keep window and that nothing used become stubs
+(recap.core.retention.stubs) when that pays against the prompt cache
+(recap.core.planning.clearing). Three steps, as a fold's:
+
+1. claim: the lease and the window, one transaction;
+2. compute: the stubs (pure);
+3. apply: one fenced transaction that copies the originals to the archive, rewrites
+   those rows' content, blocks and token counts, moves the session's counters,
+   records the run and releases the lease.
+
+A crash before the apply changes nothing (the lease expires); the apply is all or
+nothing, and an archived copy is never replaced (recap.store.rows.archive_messages),
+so the archive keeps the original whatever runs later. A stub is never stubbed again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from sqlalchemy import bindparam, select, update
+
+from recap.core.content.message import Message
+from recap.core.content.render import digest, full_text
+from recap.core.planning import policy
+from recap.core.planning.clearing import clearing_pays, replies_until_fold
+from recap.core.retention import stubs
+from recap.db import Db, core_transaction, db_now
+from recap.errors import InvalidInput
+from recap.llm.tokens import count_tokens, message_tokens
+from recap.models import messages_table as MESSAGES
+from recap.models import sessions_table as SESSIONS
+from recap.settings import Settings, effective
+from recap.store.fence import holds, lease_expiry, take_lease
+from recap.store.rows import archive_messages
+from recap.store.runs import RunRecord, record_run
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import Resources
+
+
+class Window(NamedTuple):
+    """What the clear's claim read: the lease it holds and the window."""
+
+    token: str
+    version: int
+    settings: Settings
+    rows: tuple[stubs.Row, ...]
+    tokens: tuple[int, ...]  # each row's stored token count
+    replies: int  # the session's messages so far, condensed ones too, halved
+    summary_tokens: int
+
+
+class Rewrite(NamedTuple):
+    """One row's new content: its rendering, blocks and token count."""
+
+    id: int
+    content: str
+    blocks: list[dict[str, Any]]
+    tokens: int
+
+
+def enabled(settings: Settings) -> bool:
+    """Whether clearing is on: it needs the archive, which keeps what it removes."""
+    return settings.archive_summarized and settings.clear_tool_results
+
+
+def clear_tool_results(session_id: str, *, job: Job, res: Resources) -> str | None:
+    """Clear what pays to clear of the session's window; the run's reason, or None
+    when nothing was cleared (off, the lease held, nothing to clear or too little)."""
+    if not enabled(res.settings):
+        return None
+    window = _claim(session_id, res=res)
+    if window is None:
+        return None
+    rewrites, results, cleared = _compute(window)
+    return _apply(session_id, window, rewrites, results=results, cleared=cleared, job=job)
+
+
+def _claim(session_id: str, *, res: Resources) -> Window | None:
+    token = str(uuid.uuid4())
+    with core_transaction() as s:
+        now = db_now(s)
+        # A lease left by a worker lost mid-job counts as lost here as in the claim.
+        row = s.execute(take_lease(session_id, token=token, now=now,
+                                   expires=lease_expiry(now, res.settings.lease_s),
+                                   count_lost=True)
+                        .returning(SESSIONS.c.summary_version, SESSIONS.c.overrides,
+                                   SESSIONS.c.message_count,
+                                   SESSIONS.c.summarized_message_count,
+                                   SESSIONS.c.summary_tokens)).one_or_none()
+        if row is None:
+            return None  # held, or no such session: the claim after this says which
+        try:
+            tuned = effective(res.settings, row.overrides)
+        except InvalidInput:
+            tuned = None  # the job's own claim dead-letters it, naming the problem
+        if tuned is None or not enabled(tuned):
+            let_go(session_id, db=s, token=token)
+            return None
+        rows = s.execute(_WINDOW, {"sid": session_id}).all()
+    return Window(token, row.summary_version, tuned,
+                  tuple(stubs.Row(r.id, r.role, r.content, r.blocks, r.pinned) for r in rows),
+                  tuple(r.token_count for r in rows),
+                  (row.message_count + row.summarized_message_count) // 2,
+                  row.summary_tokens)
+
+
+def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
+    """The rows to rewrite, the results cleared and their tokens; nothing when
+    clearing would not pay (recap.core.planning.clearing)."""
+    rows = window.rows
+    texts = [full_text(r.blocks) if r.blocks else r.content for r in rows]
+    keep = window.settings.thresholds().keep_recent
+    found = stubs.clear(rows, keep=keep, texts=texts, count=count_tokens)
+    if not found:
+        return [], 0, 0
+    rewrites = []
+    for c in found:
+        d = digest(c.blocks)
+        rewrites.append(Rewrite(c.id, d.text, c.blocks, message_tokens(
+            Message(d.text, c.blocks, d.countable, d.media_tokens))))
+    new = {r.id: r.tokens for r in rewrites}
+    stored = dict(zip((r.id for r in rows), window.tokens, strict=True))
+    freed = sum(stored[i] - n for i, n in new.items())
+    first = next(i for i, r in enumerate(rows) if r.id in new)
+    after = sum(new.get(r.id, t) for r, t in zip(rows[first:], window.tokens[first:],
+                                                  strict=True))
+    cleared = sum(c.tokens for c in found)
+    # The next fold's mark, sized on the window as written (before clearing).
+    t, sizing = policy.adapt(window.settings.thresholds(), message_count=len(rows),
+                             active_tokens=sum(window.tokens),
+                             summary_tokens=window.summary_tokens)
+    until = replies_until_fold(window.summary_tokens + sum(window.tokens) - freed,
+                               fold_at=t.fold_at if sizing else None,
+                               growth=sizing.growth if sizing else 0)
+    if not clearing_pays(cleared, after, replies=window.replies, until_fold=until):
+        return [], 0, 0
+    return rewrites, sum(c.results for c in found), cleared
+
+
+def _apply(session_id: str, window: Window, rewrites: Sequence[Rewrite], *, results: int,
+           cleared: int, job: Job) -> str | None:
+    """The fenced write (one transaction); the run's reason, or None when nothing
+    was written (nothing to clear, or the fence no longer held)."""
+    with core_transaction() as s:
+        if not rewrites:
+            let_go(session_id, db=s, token=window.token)
+            return None
+        ids = [r.id for r in rewrites]
+        old = dict(s.execute(select(MESSAGES.c.id, MESSAGES.c.token_count).where(
+            MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))).all())
+        if len(old) != len(ids):
+            let_go(session_id, db=s, token=window.token)
+            return None  # a rewind or an edit removed some meanwhile
+        freed = sum(old[r.id] - r.tokens for r in rewrites)
+        fenced = s.execute(update(SESSIONS).where(holds(session_id, window.token,
+                                                        window.version))
+                           .values(active_tokens=SESSIONS.c.active_tokens - freed,
+                                   lease_token=None, lease_expires_at=None)
+                           .returning(SESSIONS.c.id)).one_or_none()
+        if fenced is None:
+            return None  # the lease expired and another job took the session
+        reason = (f"cleared {results} tool result{'s' if results != 1 else ''}, "
+                  f"{cleared:,} tokens, to the archive (no model call)")
+        run_id = record_run(RunRecord(
+            session_id=session_id, task_id=job.task_id, attempt=job.attempt,
+            status="skipped", reason=reason, first_message_id=ids[0],
+            last_message_id=ids[-1]), db=s, row_locked=True)
+        archive_messages(session_id, ids, db=s, run_id=run_id)  # the originals, first
+        s.execute(_REWRITE, [{"r_id": r.id, "r_content": r.content, "r_blocks": r.blocks,
+                              "r_tokens": r.tokens} for r in rewrites])
+        return reason
+
+
+def let_go(session_id: str, *, db: Db, token: str) -> None:
+    """Drop the lease if ``token`` still holds it, and nothing else: the lost-lease
+    count and the pending marker are the fold's claim's to judge, right after."""
+    db.execute(update(SESSIONS).where(SESSIONS.c.id == session_id,
+                                      SESSIONS.c.lease_token == token)
+               .values(lease_token=None, lease_expires_at=None))
+
+
+_WINDOW = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks,
+                  MESSAGES.c.pinned, MESSAGES.c.token_count)
+           .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
+_REWRITE = (update(MESSAGES).where(MESSAGES.c.id == bindparam("r_id"))
+            .values(content=bindparam("r_content"),
+                    blocks=bindparam("r_blocks", type_=MESSAGES.c.blocks.type),
+                    token_count=bindparam("r_tokens")))

@@ -1,0 +1,153 @@
+"""An agent session's old tool results leave the window as stubs with no model call
+(recap.worker.jobs.clear): the archive holds each original, recall brings its lines
+back when a later turn names one of its identifiers, the request stays valid, and
+a later fold's summarizer is sent the stubs, not the full texts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+
+from recap.api.context import as_request, build_context
+from recap.api.ingest import add_message
+from recap.core.context.lookback import RECALL_TAG
+from recap.core.retention.stubs import STUB_OPEN, is_stub
+from recap.db import transaction
+from recap.models import ArchivedMessage, ChatMessage, SummaryRun
+from recap.testing import FakeAnthropic, validate_messages_request
+from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.resources import get_resources
+from recap.worker.jobs.summarize import summarize
+from tests.helpers import assert_invariants, session_row
+
+TASKS = 6
+# No fold is due: only the clear runs.
+QUIET = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 1000,
+         "RECAP_TRIGGER_TOKENS": 1_000_000, "RECAP_KEEP_RECENT": 4,
+         "RECAP_BATCH_SIZE": 40}
+
+
+def log(k: int) -> str:
+    lines = [f"2026-03-1{k} worker-{k}{i:03d} request q{k}{i:05d} ok in {i} ms"
+             for i in range(120)]
+    lines[60] = f"2026-03-1{k} request failed with ERR-44{k}1 in src/api/handler{k}.py"
+    return f"logs/api-{k}.log\n" + "\n".join(lines)
+
+
+def agent_session(sid: str) -> list[int]:
+    ids = []
+    for k in range(TASKS):
+        ids.append(add_message(sid, "user", "Please read the next log file."))
+        ids.append(add_message(sid, "assistant", [{
+            "type": "tool_use", "id": f"toolu_{k}", "name": "read_file",
+            "input": {"path": f"logs/api-{k}.log"}}]))
+        ids.append(add_message(sid, "user", [{"type": "tool_result",
+                                              "tool_use_id": f"toolu_{k}",
+                                              "content": log(k)}]))
+        ids.append(add_message(sid, "assistant", "Read it; nothing stands out."))
+    return ids
+
+
+def valid(sid: str, question: str = "Next?") -> Any:
+    ctx = build_context(sid, system_prompt="You are a coding agent.")
+    body = {"model": "claude-test", "max_tokens": 64,
+            **as_request(ctx, user_message=question)}
+    assert validate_messages_request(body) is None, validate_messages_request(body)
+    return ctx
+
+
+def stored(sid: str) -> list[Any]:
+    with transaction() as s:
+        return list(s.execute(select(ChatMessage.id, ChatMessage.blocks, ChatMessage.token_count)
+                              .where(ChatMessage.session_id == sid)
+                              .order_by(ChatMessage.id)))
+
+
+def test_old_tool_results_become_stubs_with_no_model_call(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = "clear-agent"
+    written = agent_session(sid)
+    before = session_row(sid)
+    assert before is not None
+    calls = len(fake_api.requests)
+    out = summarize(sid, job=Job(task_id="t-clear"), res=get_resources())
+    assert len(fake_api.requests) == calls  # cleared without a model call
+    assert out.status == "skipped"  # and no fold is due
+    rows = stored(sid)
+    results = [(i, b[0]["content"]) for i, b, _ in rows if b and b[0]["type"] == "tool_result"]
+    cleared = [i for i, text in results if is_stub(text)]
+    assert len(cleared) == TASKS - 1  # the newest is in the keep window
+    assert all("names " in text for i, text in results if i in cleared)
+    after = session_row(sid)
+    assert after is not None
+    assert after.active_tokens == sum(t for _, _, t in rows) < before.active_tokens
+    with transaction() as s:
+        reasons = list(s.scalars(select(SummaryRun.reason).where(SummaryRun.session_id == sid)))
+        archived = dict(s.execute(select(ArchivedMessage.id, ArchivedMessage.search_text)
+                                  .where(ArchivedMessage.session_id == sid)).all())
+    assert any((r or "").startswith(f"cleared {TASKS - 1} tool results") for r in reasons), reasons
+    assert set(archived) == set(cleared)
+    assert all("ERR-44" in (text or "") and STUB_OPEN not in (text or "")
+               for text in archived.values())
+    # Stable: a second job clears nothing more and changes no stub.
+    summarize(sid, job=Job(task_id="t-clear-2"), res=get_resources())
+    assert stored(sid) == rows
+    assert_invariants({sid: written})
+
+    assert f"<{RECALL_TAG}>" not in str(valid(sid)["messages"])  # nothing named yet
+    add_message(sid, "user", "What caused ERR-4401 in that first log?")
+    ctx = valid(sid)
+    recalled = [b["text"] for b in ctx["messages"][-1]["content"]
+                if isinstance(b, dict) and b.get("text", "").startswith(f"<{RECALL_TAG}>")]
+    assert len(recalled) == 1 and "ERR-4401 in src/api/handler0.py" in recalled[0]
+
+
+def test_a_later_fold_is_sent_the_stubs_not_the_full_texts(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = "clear-fold"
+    written = agent_session(sid)
+    summarize(sid, job=Job(task_id="t-clear"), res=get_resources())
+    settings_env(**{**QUIET, "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100})
+    calls = len(fake_api.requests)
+    assert summarize(sid, job=Job(task_id="t-fold"), res=get_resources(),
+                     force=True).status == "applied"
+    sent = "\n".join(fake_api.prompts()[calls:])
+    assert STUB_OPEN in sent
+    # Nothing used the logs: their lines stay in the archive only.
+    assert "worker-0001 request q000001" not in sent and "ERR-4401" not in sent
+    with transaction() as s:
+        archived = dict(s.execute(select(ArchivedMessage.id, ArchivedMessage.search_text)
+                                  .where(ArchivedMessage.session_id == sid)).all())
+    # The fold kept the archived originals, not the stubs.
+    assert all(STUB_OPEN not in (t or "") for t in archived.values() if t and "ERR-44" in t)
+    assert sum(1 for t in archived.values() if t and "worker-" in t) == TASKS - 1
+    valid(sid)
+    assert_invariants({sid: written})
+
+
+def test_a_rewind_into_a_fold_of_cleared_results_restores_their_originals(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    from recap import rewind
+
+    settings_env(**QUIET)
+    sid = "clear-rewind"
+    written = agent_session(sid)
+    summarize(sid, job=Job(task_id="t-clear"), res=get_resources())
+    settings_env(**{**QUIET, "RECAP_TRIGGER_MESSAGES": 10, "RECAP_TRIGGER_TOKENS": 100})
+    assert summarize(sid, job=Job(task_id="t-fold"), res=get_resources(),
+                     force=True).status == "applied"
+    done = rewind(sid, written[3])  # into the fold: the first result comes back
+    assert done.restored >= 1
+    rows = {i: b for i, b, _ in stored(sid)}
+    assert list(rows) == written[:4]
+    restored = rows[written[2]]
+    assert restored is not None and "ERR-4401" in restored[0]["content"]  # the original
+    with transaction() as s:
+        left = list(s.scalars(select(ArchivedMessage.id)
+                              .where(ArchivedMessage.session_id == sid)))
+    assert left == []
+    valid(sid)
