@@ -10,7 +10,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from recap.core.content.message import prepare_content
@@ -67,6 +67,10 @@ def _edit(session_id: str, message_id: int, content: object, settings: Settings)
             token_count=tokens))
         s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
             active_tokens=SESSIONS.c.active_tokens + tokens - row.token_count))
+        # A tool result cleared to a stub keeps its original in the archive: the
+        # edited content replaces both, so recall never quotes the old text.
+        s.execute(delete(ArchivedMessage).where(ArchivedMessage.session_id == session_id,
+                                                ArchivedMessage.id == message_id))
         return Edited(session_id, message_id, tokens)
 
 

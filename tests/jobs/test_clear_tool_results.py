@@ -151,3 +151,36 @@ def test_a_rewind_into_a_fold_of_cleared_results_restores_their_originals(
                               .where(ArchivedMessage.session_id == sid)))
     assert left == []
     valid(sid)
+
+
+def test_a_stubs_original_outlives_archive_retention_and_an_edit_replaces_it(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    from datetime import timedelta
+
+    from recap import edit_message
+    from recap.settings import get_settings
+    from recap.worker.jobs.expire import purge_archive
+
+    settings_env(**QUIET, RECAP_ARCHIVE_RETENTION_DAYS=1)
+    sid = "clear-retention"
+    agent_session(sid)
+    summarize(sid, job=Job(task_id="t-clear"), res=get_resources())
+    cleared = [i for i, b, _ in stored(sid)
+               if b and b[0]["type"] == "tool_result" and is_stub(b[0]["content"])]
+    assert cleared
+    # Long past the retention period: the stubs are still in the window, so the
+    # archive is the only place their text lives, and it stays.
+    with transaction() as s:
+        now = s.scalar(select(ArchivedMessage.archived_at).where(
+            ArchivedMessage.session_id == sid).limit(1)) + timedelta(days=30)
+    purge_archive(get_settings(), now=now)
+    with transaction() as s:
+        held = set(s.scalars(select(ArchivedMessage.id).where(ArchivedMessage.session_id == sid)))
+    assert held == set(cleared)
+    # An edit replaces the message, and with it the original recall would quote.
+    edit_message(sid, cleared[0], [{"type": "tool_result", "tool_use_id": "toolu_0",
+                                    "content": "replaced by the app"}])
+    with transaction() as s:
+        held = set(s.scalars(select(ArchivedMessage.id).where(ArchivedMessage.session_id == sid)))
+    assert held == set(cleared[1:])
+    valid(sid)
