@@ -171,9 +171,10 @@ def test_a_stubs_original_outlives_archive_retention_and_an_edit_replaces_it(
     # Long past the retention period: the stubs are still in the window, so the
     # archive is the only place their text lives, and it stays.
     with transaction() as s:
-        now = s.scalar(select(ArchivedMessage.archived_at).where(
-            ArchivedMessage.session_id == sid).limit(1)) + timedelta(days=30)
-    purge_archive(get_settings(), now=now)
+        archived_at = s.scalar(select(ArchivedMessage.archived_at).where(
+            ArchivedMessage.session_id == sid).limit(1))
+    assert archived_at is not None
+    purge_archive(get_settings(), now=archived_at + timedelta(days=30))
     with transaction() as s:
         held = set(s.scalars(select(ArchivedMessage.id).where(ArchivedMessage.session_id == sid)))
     assert held == set(cleared)

@@ -15,7 +15,7 @@ once) and do not change the prefix on every reply.
 
 from __future__ import annotations
 
-from recap.core.planning.adaptive import READ, WRITE
+from recap.core.planning.pricing import READ, WRITE
 
 # Replies expected of any session, however young: a tool loop goes on for a few.
 MIN_REPLIES = 4

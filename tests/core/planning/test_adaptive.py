@@ -10,7 +10,6 @@ import pytest
 from recap.core.planning.adaptive import (
     CHAT_TOKENS,
     MIN_KEEP,
-    READ,
     RECALL_COVER,
     Sizing,
     memory_budget,
@@ -20,6 +19,7 @@ from recap.core.planning.adaptive import (
 )
 from recap.core.planning.outlook import outlook
 from recap.core.planning.policy import MessageInfo, Thresholds, might_trigger, plan
+from recap.core.planning.pricing import READ
 from recap.errors import ConfigError
 from recap.settings import load_settings
 from tests.core.planning.test_policy_replay import Fold, replay
