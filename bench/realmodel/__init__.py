@@ -11,7 +11,9 @@ the table gives medians. Skipped, with its reason, when no model is configured:
 - ``RECAP_BENCH_RUNS`` (default 3; 1 with --quick), ``RECAP_BENCH_POLICIES``
   (default ``threshold,adaptive``), ``RECAP_BENCH_MODES`` (default ``tool,plain``),
   ``RECAP_BENCH_CTX`` (the server's context window, default 8192),
-  ``RECAP_BENCH_THREADS`` (its CPU threads, default 2).
+  ``RECAP_BENCH_THREADS`` (its threads generating, default 1),
+  ``RECAP_BENCH_THREADS_BATCH`` (reading prompts, default every core),
+  ``RECAP_BENCH_CACHE_MB`` (its prompt cache, default 1024).
 
 Real models are slow on a CPU (a 1.5B model folds in about a minute on two free
 cores), so this never runs in CI; docs/EVALUATION.md has the figures and steps.
@@ -80,8 +82,7 @@ def served(name: str, path: Path) -> Iterator[str]:
     ctx = os.environ.get("RECAP_BENCH_CTX", "8192")
     proc = subprocess.Popen([llama_python(), "-m", "bench.realmodel.server", "--model",
                              str(path), "--name", name, "--port", str(port), "--ctx", ctx,
-                             "--threads", os.environ.get("RECAP_BENCH_THREADS", "2")],
-                            cwd=ROOT)
+                             *server_options()], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -102,6 +103,15 @@ def served(name: str, path: Path) -> Iterator[str]:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def server_options() -> list[str]:
+    """The server's threads and prompt cache, as RECAP_BENCH_* set them."""
+    options = [("--threads", "RECAP_BENCH_THREADS"),
+               ("--threads-batch", "RECAP_BENCH_THREADS_BATCH"),
+               ("--cache-mb", "RECAP_BENCH_CACHE_MB")]
+    return [part for flag, env in options if os.environ.get(env)
+            for part in (flag, os.environ[env])]
 
 
 def overrides(url: str, model: str, *, policy: str, mode: str) -> dict[str, Any]:
