@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from recap.testing.server import FakeAnthropic
 
 MESSAGES, CHAT = "/v1/messages", "/v1/chat/completions"
+COUNT = MESSAGES + "/count_tokens"
 
 
 class Server(ThreadingHTTPServer):
@@ -93,6 +94,8 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
             path = self.path.rstrip("/")
             chat = path == CHAT
+            if path == COUNT:
+                return self._count(raw)
             if path not in (MESSAGES, CHAT):
                 return self._send(404, _err("not_found_error", f"no route {self.path}"))
             try:
@@ -127,6 +130,21 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self._answer(fake.message(request, reply, number), reply.headers,
                              chat=chat, stream=stream)
             return None
+
+        def _count(self, raw: bytes) -> None:
+            """count_tokens, when the fake offers it (FakeAnthropic.count_tokens)."""
+            if fake.token_ratio is None:
+                return self._send(404, _err("not_found_error", f"no route {self.path}"))
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._send(400, _err("invalid_request_error", "invalid JSON"))
+            problem = validate_messages_request(
+                {**body, "max_tokens": 1} if isinstance(body, dict) else body)
+            if problem:
+                return self._send(400, _err("invalid_request_error", problem))
+            fake.counted.append(body)
+            return self._send(200, {"input_tokens": fake.model_tokens(body)})
 
         def _answer(self, message: dict[str, Any], headers: dict[str, str], *, chat: bool,
                     stream: bool) -> None:

@@ -18,13 +18,14 @@ import time
 from recap import tracing
 from recap.errors import Superseded
 from recap.llm.client import Usage
+from recap.llm.summarizer import token_ratio
 from recap.worker.jobs import retain
 from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.call import Answer, call_repair, call_summary
 from recap.worker.jobs.claim import claim_session
 from recap.worker.jobs.failure import record_failed, record_failure
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
-from recap.worker.jobs.render import render
+from recap.worker.jobs.render import Prompt, render
 from recap.worker.jobs.resources import Resources
 
 
@@ -51,12 +52,15 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     claimed = claim_session(session_id, job=job, res=res, force=force)
     if isinstance(claimed, Outcome):
         return claimed
-    prompt = render(claimed)
     summarizer = res.summarizer_for(claimed.settings)
     usage = Usage(summarizer.model)
     answer: Answer | None = None
+    prompt: Prompt | None = None
     started = time.monotonic()
     try:
+        # The model's tokens per Recap's: asked of the server once per process.
+        prompt = render(claimed, ratio=token_ratio(summarizer, claimed.previous_summary,
+                                                   claimed.turns))
         answer = call_summary(prompt, summarizer=summarizer, usage=usage)
         review = retain.review(claimed, answer)  # None: the guard is off
         repair = call_repair(review.ask, summarizer=summarizer, usage=usage) if review else None
@@ -66,7 +70,8 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
         return record_failure(claimed, exc, job=job, status="superseded",
                               model=summarizer.model, latency_ms=None)
     except Exception as exc:  # recorded and logged there, then raised for a retry
-        raised = record_failed(claimed, exc, job=job, reason=(answer or prompt).reason,
+        reason = (answer or prompt or claimed.plan).reason
+        raised = record_failed(claimed, exc, job=job, reason=reason,
                                model=summarizer.model, latency_ms=_ms(started),
                                secret=res.secret, spent=usage)
         if raised is exc:
