@@ -43,6 +43,23 @@ def _err(kind: str, message: str, *, chat: bool = False) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def other_route(fake: FakeAnthropic, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    """(status, body) for a POST to ``path``, neither /v1/messages nor the chat route:
+    count_tokens when the fake offers it (FakeAnthropic.count_tokens), else a 404."""
+    if path != COUNT or fake.token_ratio is None:
+        return 404, _err("not_found_error", f"no route {path}")
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return 400, _err("invalid_request_error", "invalid JSON")
+    problem = validate_messages_request(
+        {**body, "max_tokens": 1} if isinstance(body, dict) else body)
+    if problem:
+        return 400, _err("invalid_request_error", problem)
+    fake.counted.append(body)
+    return 200, {"input_tokens": fake.model_tokens(body)}
+
+
 def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -94,10 +111,8 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
             path = self.path.rstrip("/")
             chat = path == CHAT
-            if path == COUNT:
-                return self._count(raw)
             if path not in (MESSAGES, CHAT):
-                return self._send(404, _err("not_found_error", f"no route {self.path}"))
+                return self._send(*other_route(fake, path, raw))
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -130,21 +145,6 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self._answer(fake.message(request, reply, number), reply.headers,
                              chat=chat, stream=stream)
             return None
-
-        def _count(self, raw: bytes) -> None:
-            """count_tokens, when the fake offers it (FakeAnthropic.count_tokens)."""
-            if fake.token_ratio is None:
-                return self._send(404, _err("not_found_error", f"no route {self.path}"))
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                return self._send(400, _err("invalid_request_error", "invalid JSON"))
-            problem = validate_messages_request(
-                {**body, "max_tokens": 1} if isinstance(body, dict) else body)
-            if problem:
-                return self._send(400, _err("invalid_request_error", problem))
-            fake.counted.append(body)
-            return self._send(200, {"input_tokens": fake.model_tokens(body)})
 
         def _answer(self, message: dict[str, Any], headers: dict[str, str], *, chat: bool,
                     stream: bool) -> None:
