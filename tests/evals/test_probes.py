@@ -32,9 +32,9 @@ def test_probes_come_back_to_specifics_after_a_gap_spread_over_the_conversation(
         assert p.fact.expected not in p.turn  # it asks, it does not tell
     assert [p.after for p in probes] == sorted(p.after for p in probes)
     # The first and the last stated of the probed facts are among them.
-    stated = sorted(facts, key=lambda f: next(i for i, (_, t) in enumerate(messages)
-                                                if f.sentence in t))
-    assert stated[0] in {p.fact for p in probes}
+    in_order = sorted(facts, key=lambda f: next(i for i, (_, t) in enumerate(messages)
+                                                  if f.sentence in t))
+    assert in_order[0] in {p.fact for p in probes}
 
 
 def test_more_probes_than_facts_probes_each_fact_stated_early_enough_once() -> None:
