@@ -11,7 +11,9 @@ the table gives medians. Skipped, with its reason, when no model is configured:
 - ``RECAP_BENCH_RUNS`` (default 3; 1 with --quick), ``RECAP_BENCH_POLICIES``
   (default ``threshold,adaptive``), ``RECAP_BENCH_MODES`` (default ``tool,plain``),
   ``RECAP_BENCH_CTX`` (the server's context window, default 8192),
-  ``RECAP_BENCH_THREADS`` (its CPU threads, default 2).
+  ``RECAP_BENCH_THREADS`` (its threads generating, default 1),
+  ``RECAP_BENCH_THREADS_BATCH`` (reading prompts, default every core),
+  ``RECAP_BENCH_CACHE_MB`` (its prompt cache, default 1024).
 
 Real models are slow on a CPU (a 1.5B model folds in about a minute on two free
 cores), so this never runs in CI; docs/EVALUATION.md has the figures and steps.
@@ -43,8 +45,8 @@ SLOW = {"task_time_limit_s": 7200, "task_soft_time_limit_s": 6000, "lease_s": 80
         "llm_timeout_s": 600, "visibility_timeout_s": 20000}
 HEADERS = ("model", "policy", "mode", "runs", "folds", "kept of total",
            "where: prose / details / memories / window", "frozen answers",
-           "repairs (helped)", "s per fold", "stored per run",
-           "jobs dead-lettered per run (after message)")
+           "repairs (helped)", "answerable at reference (full history, same window)",
+           "s per fold", "stored per run", "jobs dead-lettered per run (after message)")
 
 
 def configured() -> tuple[list[tuple[str, Path]], str | None]:
@@ -80,8 +82,7 @@ def served(name: str, path: Path) -> Iterator[str]:
     ctx = os.environ.get("RECAP_BENCH_CTX", "8192")
     proc = subprocess.Popen([llama_python(), "-m", "bench.realmodel.server", "--model",
                              str(path), "--name", name, "--port", str(port), "--ctx", ctx,
-                             "--threads", os.environ.get("RECAP_BENCH_THREADS", "2")],
-                            cwd=ROOT)
+                             *server_options()], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -104,6 +105,15 @@ def served(name: str, path: Path) -> Iterator[str]:
             proc.kill()
 
 
+def server_options() -> list[str]:
+    """The server's threads and prompt cache, as RECAP_BENCH_* set them."""
+    options = [("--threads", "RECAP_BENCH_THREADS"),
+               ("--threads-batch", "RECAP_BENCH_THREADS_BATCH"),
+               ("--cache-mb", "RECAP_BENCH_CACHE_MB")]
+    return [part for flag, env in options if os.environ.get(env)
+            for part in (flag, os.environ[env])]
+
+
 def overrides(url: str, model: str, *, policy: str, mode: str) -> dict[str, Any]:
     ctx = int(os.environ.get("RECAP_BENCH_CTX", "8192"))
     return {"anthropic_api_key": "sk-local-no-key", "anthropic_base_url": url, "model": model,
@@ -118,7 +128,7 @@ def row(name: str, policy: str, mode: str, runs: Sequence[Any]) -> list[object]:
 
     ok = [r for r in runs if r.error is None]
     if not ok:
-        return [name, policy, mode, len(runs), "-", runs[0].error, "", "", "", "", "", ""]
+        return [name, policy, mode, len(runs), "-", runs[0].error, "", "", "", "", "", "", ""]
 
     def med(values: Sequence[float]) -> str:
         return f"{statistics.median(values):g}"
@@ -130,6 +140,8 @@ def row(name: str, policy: str, mode: str, runs: Sequence[Any]) -> list[object]:
             where, med([r.audit.frozen_answers for r in ok]),
             f"{med([r.audit.repairs_called for r in ok])} "
             f"({med([r.audit.repairs_helped for r in ok])})",
+            f"{med([r.answerable for r in ok])} of {ok[0].probes} "
+            f"({med([r.window_answerable for r in ok])})" if ok[0].probes else "-",
             f"{statistics.median(seconds):.0f}" if seconds else "-",
             " ".join(str(r.stored) for r in ok),
             " ".join(f"{len(r.dead_after)} ({', '.join(map(str, r.dead_after)) or '-'})"
@@ -142,6 +154,7 @@ def run(quick: bool = False) -> str:
         return report("Real models (planted facts)", f"skipped: {skip}")
     from recap.demo.conversation import load
     from recap.evals.facts import plant, weave
+    from recap.evals.probes import DEFAULT_PROBES, plan_probes
     from recap.evals.run import run_recap
 
     n, k = (QUICK_MESSAGES, QUICK_FACTS) if quick else (MESSAGES, FACTS)
@@ -150,6 +163,7 @@ def run(quick: bool = False) -> str:
     modes = os.environ.get("RECAP_BENCH_MODES", "tool,plain").split(",")
     facts = plant(k, seed=7)
     messages = weave(load(n), facts)
+    probes = plan_probes(messages, facts, DEFAULT_PROBES)
     rows: list[list[object]] = []
     for name, path in models:
         with served(name, path) as url:
@@ -160,16 +174,20 @@ def run(quick: bool = False) -> str:
                         started = time.monotonic()
                         s = run_recap(messages, facts, overrides=overrides(
                             url, name, policy=policy.strip(), mode=mode.strip()),
-                            progress=lambda line: print(line, flush=True))
+                            progress=lambda line: print(line, flush=True), probes=probes)
                         print(f"{name} {policy} {mode} run {i + 1}: stored {s.stored}, "
                               f"folds {s.folds}, where {s.where}, audit {s.audit}, "
                               f"s per fold {s.fold_seconds}, dead-lettered after {s.dead_after}, "
                               f"in context after each fold {s.after_fold}, "
-                              f"stored after each fold {s.stored_after_fold}, error {s.error}, "
+                              f"stored after each fold {s.stored_after_fold}, answerable at "
+                              f"reference {s.answerable}/{s.probes} (full history "
+                              f"{s.window_answerable}), error {s.error}, "
                               f"{time.monotonic() - started:.0f}s", flush=True)
                         series.append(s)
                     rows.append(row(name, policy.strip(), mode.strip(), series))
     body = (f"{n} messages of the demo's chat, {k} planted specifics (seed 7); medians of "
-            f"the runs. where: the place that holds each stored specific first.\n\n"
+            f"the runs. where: the place that holds each stored specific first. answerable "
+            f"at reference: later user turns asking for a planted specific whose reply's "
+            f"request carries it (in brackets: the full history cut to the same window).\n\n"
             + table(HEADERS, rows))
     return report("Real models (planted facts)", body)

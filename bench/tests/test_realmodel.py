@@ -36,6 +36,11 @@ class FakeLlama:
                              "finish_reason": self.finish}],
                 "usage": {"prompt_tokens": 42, "completion_tokens": 7}}
 
+    def count_prompt(self, messages: list[dict[str, str]]) -> int:
+        """A tokenizer of one token per word."""
+        self.calls.append({"counted": messages})
+        return sum(len(m["content"].split()) for m in messages)
+
 
 @pytest.fixture
 def server() -> Iterator[tuple[Any, list[FakeLlama]]]:
@@ -44,6 +49,9 @@ def server() -> Iterator[tuple[Any, list[FakeLlama]]]:
     class Proxy:
         def create_chat_completion(self, **kwargs: Any) -> Any:
             return holder[0].create_chat_completion(**kwargs)
+
+        def count_prompt(self, messages: list[dict[str, str]]) -> int:
+            return holder[0].count_prompt(messages)
 
     httpd = serve(Proxy(), model="tiny", host="127.0.0.1", port=0,
                   grammar_for=lambda schema: ("grammar", json.dumps(schema)))
@@ -56,8 +64,8 @@ def server() -> Iterator[tuple[Any, list[FakeLlama]]]:
         httpd.server_close()
 
 
-def post(httpd: Any, body: Any) -> tuple[int, dict[str, Any]]:
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1/messages"
+def post(httpd: Any, body: Any, route: str = "/v1/messages") -> tuple[int, dict[str, Any]]:
+    url = f"http://127.0.0.1:{httpd.server_address[1]}{route}"
     request = urllib.request.Request(url, data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
     try:
@@ -108,6 +116,23 @@ def test_a_tool_answer_cut_off_is_max_tokens_without_a_block(server: Any) -> Non
                                   "tool_choice": {"type": "tool", "name": "record_summary"},
                                   "messages": [{"role": "user", "content": "Summarize"}]})
     assert status == 200 and answer["stop_reason"] == "max_tokens" and answer["content"] == []
+
+
+def test_count_tokens_counts_the_prompt_messages_would_build(server: Any) -> None:
+    """The same prompt as /v1/messages: the system with the forced tool's instruction,
+    and no max_tokens needed; nothing is generated."""
+    httpd, holder = server
+    body = {"model": "tiny", "system": "Be brief.", "tools": [TOOL],
+            "tool_choice": {"type": "tool", "name": "record_summary"},
+            "messages": [{"role": "user", "content": "Summarize this please"}]}
+    status, counted = post(httpd, body, "/v1/messages/count_tokens")
+    assert status == 200
+    [call] = holder[0].calls
+    assert set(call) == {"counted"}  # counted, not completed
+    assert call["counted"] == parse_request({**body, "max_tokens": 1}).messages
+    assert counted == {"input_tokens": sum(len(m["content"].split()) for m in call["counted"])}
+    status, error = post(httpd, {"model": "tiny", "messages": []}, "/v1/messages/count_tokens")
+    assert status == 400 and "messages" in error["error"]["message"]
 
 
 @pytest.mark.parametrize(("body", "problem"), [

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from recap.cli.base import Progress, Subparsers, command, positive
+from recap.cli.base import Progress, Subparsers, command, positive, whole_number
+from recap.evals.probes import DEFAULT_PROBES
 
 QUICK_MESSAGES, QUICK_FACTS = 200, 12  # --quick: offline, well under a minute
 FULL_MESSAGES, FULL_FACTS = 1000, 40  # the whole demo conversation
@@ -37,6 +38,11 @@ def register(sub: Subparsers) -> None:
                         f"answer (default {DEFAULT_LOSS})")
     p.add_argument("--seed", type=int, default=7, help="planting and loss seed (default 7)")
     p.add_argument("--no-peers", action="store_true", help="Recap only")
+    p.add_argument("--probes", type=lambda text: whole_number(text, 0), default=DEFAULT_PROBES,
+                   metavar="N",
+                   help=f"later user turns that ask for a planted specific (default "
+                        f"{DEFAULT_PROBES}; 0: none), judged on the request Recap builds for "
+                        "the reply: answerable at reference k/n")
     p.add_argument("--base-url", metavar="URL",
                    help="evaluate the model behind URL, any server speaking the Messages "
                         "API (llama.cpp, vLLM, a proxy); needs --model")

@@ -108,6 +108,10 @@ class Calls(BaseModel):
     # Below the model's 200k window.
     llm_max_input_tokens: int = Field(150_000, ge=2000, le=1_000_000, description=(
         "Input tokens one request may carry; larger batches are summarized in chunks."))
+    # Recap counts with tiktoken; a model's own tokenizer may count more.
+    llm_calibrate_tokens: bool = Field(True, description=(
+        "Learn the model's tokens per Recap's from the server's count_tokens, once per "
+        "model, and size requests by it (no count_tokens: Recap's own count)."))
     # The offline extractive stand-in loses most details of what it condenses, and
     # condensed rows are deleted, so using it must be an explicit choice.
     summarizer: Literal["claude", "offline"] = Field("claude", description=(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from recap.demo.report import Out
 from recap.errors import ConfigError
 from recap.evals.facts import Message, Planted, plant, read_conversation, read_expectations, weave
+from recap.evals.probes import DEFAULT_PROBES, plan_probes
 from recap.evals.run import Ask, Series, run_peer, run_recap
 from recap.evals.where import PLACES
 
@@ -76,8 +77,9 @@ def main(args: argparse.Namespace, out: Out | None = None) -> int:
             base_url, ask, label, overrides = _configured(args)
         out.line(f"recap eval: {what}")
         out.line(f"model: {label}")
+        probes = plan_probes(messages, facts, getattr(args, "probes", DEFAULT_PROBES))
         rows = [run_recap(messages, facts, ask=ask, progress=out.progress, overrides=overrides,
-                          stand_in=args.quick)]
+                          stand_in=args.quick, probes=probes)]
         if not args.no_peers:
             rows += _peers(messages, facts, base_url=base_url, ask=ask, out=out,
                            have_key=args.quick or bool(getattr(args, "base_url", None))
@@ -220,11 +222,19 @@ def recap_detail(r: Series) -> str:
     a = r.audit
     dead = ("; jobs dead-lettered (nothing of them applied) after message "
             + ", ".join(str(i) for i in r.dead_after) if r.dead_after else "")
-    return (f"{r.name}: stored {_of(r.stored, r.total)}: {where}; summary answers refused "
-            f"as frozen or empty: {a.frozen_answers}; batches sent again {a.resends} "
-            f"({a.resend_input_tokens:,} input tokens); folds kept extractively "
-            f"{a.extractive_folds}; repair calls {a.repairs_called} "
+    return (f"{r.name}: stored {_of(r.stored, r.total)}: {where}{probes_detail(r)}; "
+            f"summary answers refused as frozen or empty: {a.frozen_answers}; batches sent "
+            f"again {a.resends} ({a.resend_input_tokens:,} input tokens); folds kept "
+            f"extractively {a.extractive_folds}; repair calls {a.repairs_called} "
             f"(helped {a.repairs_helped}, skipped {a.repairs_skipped}); {seconds}{dead}")
+
+
+def probes_detail(r: Series) -> str:
+    """"; answerable at reference k/n (...)" when probes were asked (recap.evals.probes)."""
+    if not r.probes:
+        return ""
+    return (f"; answerable at reference {r.answerable}/{r.probes} (full history cut to the "
+            f"last {r.window_tokens:,} tokens: {r.window_answerable}/{r.probes})")
 
 
 def _of(n: int | None, total: int) -> str:

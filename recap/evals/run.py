@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from recap import progress as steps
 from recap.evals.facts import Message, Planted, retained
+from recap.evals.probes import Probe, answerable, recent_window
 from recap.evals.where import Audit, audit, where_kept
 
 if TYPE_CHECKING:
     from recap.settings import Settings
+    from recap.worker.jobs.resources import Resources
 
 QA_PREFIX = "Question about our conversation: "
 QA_SUFFIX = "\nAnswer with the specific detail only."
@@ -55,6 +57,12 @@ class Series:
     audit: Audit | None = None
     fold_seconds: list[float] = field(default_factory=list)
     dead_after: list[int] = field(default_factory=list)
+    # Probes (recap.evals.probes): asked, answerable at reference from Recap's request,
+    # and from the full history cut to the same window of ``window_tokens``.
+    probes: int = 0
+    answerable: int = 0
+    window_answerable: int = 0
+    window_tokens: int = 0
 
     @property
     def worst(self) -> int | None:
@@ -104,19 +112,19 @@ Ask = Callable[[dict[str, Any]], str]  # a Messages API request (system, message
 
 def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
               ask: Ask | None = None, progress: Callable[[str], None] = lambda _: None,
-              overrides: dict[str, Any] | None = None, stand_in: bool = False) -> Series:
+              overrides: dict[str, Any] | None = None, stand_in: bool = False,
+              probes: Sequence[Probe] = ()) -> Series:
     """Recap on ``messages`` with the process's settings and ``overrides`` (by field
     name: summarizer, key, URL), on files of its own.
 
     ``ask`` (for --qa) answers one request built by ``as_request(build_context(...))``.
     ``stand_in``: the model is the local stand-in, so the row never wears a Claude
-    model's name.
+    model's name. ``probes`` (recap.evals.probes) are asked after their message.
     """
     from recap.api.context import build_context
     from recap.api.ingest import add_message
     from recap.demo.run import file_paths, migrate, remove_files, use_files
     from recap.worker.jobs.resources import get_resources, reset_process_state
-    from recap.worker.jobs.summarize import summarize
 
     data, broker = file_paths(None)
     series = Series("Recap", len(facts))
@@ -125,41 +133,19 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         migrate(settings.database_url)
         res = get_resources()
         series.name = "Recap (stand-in)" if stand_in else f"Recap ({res.summarizer.model})"
+        series.window_tokens = min(settings.context_budget_tokens, settings.llm_max_input_tokens)
         sid = f"eval-{uuid.uuid4().hex[:8]}"
         last_id = 0
         for i, (role, content) in enumerate(messages, start=1):
             last_id = add_message(sid, role, content)
             if role != "assistant" and i != len(messages):
                 continue
-            if series.dead_after and not _hook_would_queue(sid, settings):
-                continue  # dead-lettered: left alone, as the hook leaves it
-            while True:
-                try:
-                    outcome = _as_a_worker(lambda job: summarize(sid, job=job, res=res),
-                                           task_id=f"eval-{i}", retries=settings.max_retries)
-                except Exception as exc:
-                    if _last_run_status(sid) != "dead":
-                        raise
-                    series.dead_after.append(i)
-                    progress(f"  Recap job after message {i} dead-lettered, nothing of it "
-                             f"applied: {type(exc).__name__}: {exc}")
-                    break
-                if outcome.status in ("failed", "dead", "unrecorded"):
-                    raise RuntimeError(f"summarize job {outcome.status}: {outcome.error}")
-                if outcome.status != "applied":
-                    break
-                series.folds += 1
-                series.fold_seconds.append((outcome.latency_ms or 0) / 1000)
-                series.input_tokens += outcome.input_tokens or 0
-                series.output_tokens += outcome.output_tokens or 0
-                kept = retained(facts, context_text(build_context(sid, system_prompt="")))
-                series.after_fold.append(kept)
-                series.stored_after_fold.append(retained(facts, stored_text(sid)))
-                progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
-                         "specifics in the context")
-                steps.report("messages through Recap", done=i, total=len(messages))
-                if not outcome.more_work:
-                    break
+            if not series.dead_after or _hook_would_queue(sid, settings):
+                # dead-lettered: left alone, as the hook leaves it
+                _jobs_after(i, sid, res=res, settings=settings, facts=facts, series=series,
+                            progress=progress, total=len(messages))
+            for probe in (p for p in probes if p.after == i):
+                _probe(sid, probe, messages[:i], series=series, after=last_id)
         series.repairs = _repairs(sid)
         series.final = retained(facts, context_text(build_context(sid, system_prompt="")))
         series.stored = retained(facts, stored_text(sid))
@@ -175,6 +161,63 @@ def run_recap(messages: Sequence[Message], facts: Sequence[Planted], *,
         remove_files(data.parent)
         reset_process_state()  # back to the environment's settings
     return series
+
+
+def _jobs_after(i: int, sid: str, *, res: Resources, settings: Settings, facts: Sequence[Planted],
+                series: Series, progress: Callable[[str], None], total: int) -> None:
+    """The summarize jobs after message ``i``, as a worker runs them until one has
+    nothing more to do; each applied fold measured into ``series``."""
+    from recap.api.context import build_context
+    from recap.worker.jobs.summarize import summarize
+
+    while True:
+        try:
+            outcome = _as_a_worker(lambda job: summarize(sid, job=job, res=res),
+                                   task_id=f"eval-{i}", retries=settings.max_retries)
+        except Exception as exc:
+            if _last_run_status(sid) != "dead":
+                raise
+            series.dead_after.append(i)
+            progress(f"  Recap job after message {i} dead-lettered, nothing of it "
+                     f"applied: {type(exc).__name__}: {exc}")
+            return
+        if outcome.status in ("failed", "dead", "unrecorded"):
+            raise RuntimeError(f"summarize job {outcome.status}: {outcome.error}")
+        if outcome.status != "applied":
+            return
+        series.folds += 1
+        series.fold_seconds.append((outcome.latency_ms or 0) / 1000)
+        series.input_tokens += outcome.input_tokens or 0
+        series.output_tokens += outcome.output_tokens or 0
+        kept = retained(facts, context_text(build_context(sid, system_prompt="")))
+        series.after_fold.append(kept)
+        series.stored_after_fold.append(retained(facts, stored_text(sid)))
+        progress(f"  Recap fold {series.folds} after message {i}: {kept}/{len(facts)} "
+                 "specifics in the context")
+        steps.report("messages through Recap", done=i, total=total)
+        if not outcome.more_work:
+            return
+
+
+def _probe(session_id: str, probe: Probe, before: Sequence[Message], *, series: Series,
+           after: int) -> None:
+    """Judge ``probe`` (recap.evals.probes): stored as the newest user turn, so the
+    memories shown are those relevant to it, then rewound away; and on the full
+    history ``before`` it, cut to the same window."""
+    from recap.api.context import build_context
+    from recap.api.ingest import add_message
+    from recap.llm.tokens import count_tokens
+    from recap.sessions.rewind import rewind
+
+    add_message(session_id, "user", probe.turn)
+    try:
+        text = context_text(build_context(session_id, system_prompt=""))
+    finally:
+        rewind(session_id, after)
+    series.probes += 1
+    series.answerable += answerable(probe, text)
+    series.window_answerable += answerable(probe, recent_window(
+        [*before, ("user", probe.turn)], tokens=series.window_tokens, count=count_tokens))
 
 
 def _hook_would_queue(session_id: str, settings: Settings) -> bool:

@@ -38,6 +38,8 @@ class ClientConfig:
     max_input_tokens: int
     count: Callable[[str], int]
     split: Callable[[str, int], list[str]]
+    # Learn the model's own count of Recap's requests (recap.llm.calibrate).
+    calibrate: bool = False
 
     def with_model(self, model: str) -> ClientConfig:
         return self if model == self.model else dataclasses.replace(self, model=model)
@@ -178,7 +180,7 @@ def got_no_answer(exc: LLMError) -> bool:
     return isinstance(exc.__context__, anthropic.APIConnectionError)
 
 
-def _time_limit(exc: BaseException) -> BaseException | None:
+def time_limit_behind(exc: BaseException) -> BaseException | None:
     """The SoftTimeLimitExceeded behind ``exc`` (its cause or context chain), if any."""
     from celery.exceptions import SoftTimeLimitExceeded
 
@@ -225,7 +227,7 @@ def complete(config: ClientConfig, *, max_tokens: int, system: str, prompt: str,
         except LLMError:
             raise  # the deadline's own verdict, already classified
         except Exception as exc:
-            limit = _time_limit(exc)
+            limit = time_limit_behind(exc)
             if limit is not None:
                 # Celery's soft time limit fired inside the HTTP client, which the SDK
                 # wraps as a connection error: report it as what it is.

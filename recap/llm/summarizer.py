@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -18,6 +19,7 @@ from recap.core.prompts.frozen import frozen as frozen_reason
 from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, cap_summary, chunk_turns, render
 from recap.core.retention import guard, repairs
 from recap.errors import PromptTooLong, UnusableSummary
+from recap.llm import calibrate
 from recap.llm.client import ClientConfig, Usage, answer_digest, complete, estimate_turns
 from recap.llm.structured import (
     FACTS_INSTRUCTION,
@@ -134,16 +136,36 @@ class ClaudeSummarizer:
                   known: Sequence[tuple[int, str]] = ()) -> SummaryResult:
         """``known``: (id, fact) of stored memories the mining may mark as replaced."""
         usage = usage if usage is not None else Usage(self.model)
-        count = self.config.count
-        # Room for the turns: the input limit minus the prompt, the summary so far
-        # (which can grow to max_tokens) and the answer.
-        fixed = count(self.template) + count(SYSTEM_PROMPT) + 2 * self.max_tokens
-        room = max(MIN_CHUNK_TOKENS,
-                   self.config.max_input_tokens - fixed - count(previous or ""))
+        room = self._chunk_room(previous, self.token_ratio(previous, turns))
         mined: dict[str, Fact] | None = {} if facts else None
         text = self._fold(previous or "", list(turns), room, usage, mined, tuple(known),
                           reported=True)
         return SummaryResult.of(text, usage, list((mined or {}).values()))
+
+    def _chunk_room(self, previous: str | None, ratio: float) -> int:
+        """Recap's tokens of turns one request carries: the input limit minus the
+        summary so far (which can grow to max_tokens) and the answer, in the model's
+        tokens, less the prompt; ``ratio`` is the model's tokens per Recap's
+        (recap.llm.calibrate)."""
+        count = self.config.count
+        fixed = count(self.template) + count(SYSTEM_PROMPT) + count(previous or "")
+        model_room = self.config.max_input_tokens - 2 * self.max_tokens
+        return max(MIN_CHUNK_TOKENS, math.floor(model_room / ratio) - fixed)
+
+    def token_ratio(self, previous: str | None, turns: Sequence[Turn]) -> float:
+        """The model's tokens per Recap's (recap.llm.calibrate), learnt from the first
+        request of ``turns`` unless known: 1 when calibration is off or the server
+        does not count tokens."""
+        if not self.config.calibrate:
+            return 1.0
+        known = calibrate.known_ratio(self.config)
+        if known is not None:
+            return known
+        chunks = chunk_turns(list(turns), max_tokens=self._chunk_room(previous, 1.0),
+                             count=self.config.count, split=self.config.split)
+        prompt = render(self.template, previous_summary=previous or None,
+                        turns=chunks[0] if chunks else [])
+        return calibrate.token_ratio(self.config, system=SYSTEM_PROMPT, prompt=prompt)
 
     def repair(self, summary: str, items: Sequence[str], *, usage: Usage) -> str | None:
         """The retention guard's one repair call: ``summary`` revised to include the
@@ -396,6 +418,14 @@ def _request_key(system: str, prompt: str, cap: int, tool: str) -> str:
     """A digest of one request as the model reads it, with its cap."""
     return hashlib.sha256("\x00".join((system, prompt, str(cap), tool)).encode(
         "utf-8", "surrogatepass")).hexdigest()
+
+
+def token_ratio(summarizer: Summarizer, previous: str | None, turns: Sequence[Turn]) -> float:
+    """The model's tokens per Recap's for ``summarizer``'s requests (1 but for Claude's
+    summarizer with calibration on: :meth:`ClaudeSummarizer.token_ratio`)."""
+    if not isinstance(summarizer, ClaudeSummarizer):
+        return 1.0
+    return summarizer.token_ratio(previous, turns)
 
 
 def sent_texts(summarizer: Summarizer) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from recap.testing.server import FakeAnthropic
 
 MESSAGES, CHAT = "/v1/messages", "/v1/chat/completions"
+COUNT = MESSAGES + "/count_tokens"
 
 
 class Server(ThreadingHTTPServer):
@@ -40,6 +41,23 @@ def _err(kind: str, message: str, *, chat: bool = False) -> dict[str, Any]:
     if chat:  # the OpenAI SDK's error shape
         return {"error": {"type": kind, "message": message, "code": None, "param": None}}
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def other_route(fake: FakeAnthropic, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    """(status, body) for a POST to ``path``, neither /v1/messages nor the chat route:
+    count_tokens when the fake offers it (FakeAnthropic.count_tokens), else a 404."""
+    if path != COUNT or fake.token_ratio is None:
+        return 404, _err("not_found_error", f"no route {path}")
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return 400, _err("invalid_request_error", "invalid JSON")
+    problem = validate_messages_request(
+        {**body, "max_tokens": 1} if isinstance(body, dict) else body)
+    if problem:
+        return 400, _err("invalid_request_error", problem)
+    fake.counted.append(body)
+    return 200, {"input_tokens": fake.model_tokens(body)}
 
 
 def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
@@ -94,7 +112,7 @@ def handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             path = self.path.rstrip("/")
             chat = path == CHAT
             if path not in (MESSAGES, CHAT):
-                return self._send(404, _err("not_found_error", f"no route {self.path}"))
+                return self._send(*other_route(fake, path, raw))
             try:
                 body = json.loads(raw)
             except ValueError:

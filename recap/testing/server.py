@@ -13,6 +13,7 @@ does (recap.testing.validate) and recorded for assertions.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -59,6 +60,10 @@ class FakeAnthropic:
         self._gate: Gate | None = None
         self._cache: set[bytes] = set()  # request prefixes written to the "prompt cache"
         self._assistant: deque[Reply] = deque()
+        # count_tokens(): its tokenizer's count per the fake's usual one; None: the
+        # route answers 404, as a server without it does.
+        self.token_ratio: float | None = None
+        self.counted: list[dict[str, Any]] = []  # the count_tokens bodies
         self._server = Server(("127.0.0.1", port), handler(self))  # 0: any free port
         self._server.log_errors = log_errors
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -93,6 +98,8 @@ class FakeAnthropic:
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
+            self.token_ratio = None
+            self.counted.clear()
             self._neutral.forget()
             gate, self._gate = self._gate, None
         if gate is not None:
@@ -132,6 +139,21 @@ class FakeAnthropic:
         their specifics, deterministically by ``seed`` (see drop_specifics)."""
         with self._lock:
             self.lossy_fraction, self.lossy_seed = fraction, seed
+
+    def count_tokens(self, ratio: float = 1.0) -> None:
+        """Answer ``POST /v1/messages/count_tokens`` as a model whose tokenizer counts
+        ``ratio`` times the fake's own count (recap.testing.usage): above 1, a model
+        that counts more tokens than Recap's estimate assumes."""
+        if not ratio > 0:
+            raise ValueError(f"count_tokens: the ratio must be positive, got {ratio}")
+        with self._lock:
+            self.token_ratio = ratio
+
+    def model_tokens(self, body: dict[str, Any]) -> int:
+        """The input tokens of ``body`` by the tokenizer :meth:`count_tokens` set
+        (its ratio times the fake's own count; 1 when none is set)."""
+        ratio = self.token_ratio or 1.0
+        return math.ceil(ratio * request_usage(body)["input_tokens"])
 
     def trickle(self, seconds_per_byte: float) -> None:
         """Send every answer one byte every ``seconds_per_byte`` (0: off), status

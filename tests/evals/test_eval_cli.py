@@ -146,11 +146,12 @@ def test_a_failure_a_worker_would_retry_is_asked_again_not_the_end_of_the_run(
     assert cells[2].isdigit() and int(cells[2]) > 0, done.stdout[-2000:]
 
 
-def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
+def test_a_model_that_never_answers_usably_is_folded_extractively_and_reported(
         tmp_path: Path) -> None:
-    # Every summary answer runs to max_tokens: the job fails every way, twice, and is
-    # dead-lettered with nothing applied. The run reports it and goes on as a chat
-    # would (the hook leaves the session alone): every planted fact is still stored.
+    # Every summary answer runs to max_tokens: no way of asking gives a usable
+    # summary, so each fold is kept extractively (labelled, nothing lost) instead of
+    # leaving the session to grow. The run reports it: every planted fact is still
+    # stored, and no job was dead-lettered.
     from recap.testing import Reply, Request, ok, recap_kind
 
     summaries: list[str] = []
@@ -165,9 +166,10 @@ def test_a_dead_lettered_job_is_reported_and_the_conversation_goes_on(
     assert done.returncode == 0, done.stderr[-3000:]
     assert summaries
     cells = row(done.stdout, "Recap (local-model)")
-    assert cells[2] == "0" and cells[5] == "4/4", done.stdout[-2000:]
-    assert int(cells[7].replace(",", "")) > 0  # the failed calls' tokens are counted
-    assert "jobs dead-lettered (nothing of them applied) after message" in done.stdout
+    assert int(cells[2]) > 0 and cells[5] == "4/4", done.stdout[-2000:]
+    assert int(cells[7].replace(",", "")) > 0  # the unusable calls' tokens are counted
+    assert f"folds kept extractively {cells[2]};" in done.stdout, done.stdout[-2000:]
+    assert "dead-lettered" not in done.stdout
 
 
 def test_base_url_needs_a_model_and_an_http_url(tmp_path: Path) -> None:

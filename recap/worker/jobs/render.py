@@ -31,12 +31,13 @@ class Prompt:
     reason: str
 
 
-def render(claim: Claim) -> Prompt:
-    """The prompt of ``claim``'s summary call."""
+def render(claim: Claim, *, ratio: float = 1.0) -> Prompt:
+    """The prompt of ``claim``'s summary call; ``ratio``: the model's tokens per
+    Recap's (recap.llm.calibrate), so the job's budget holds in the model's tokens."""
     tuned = claim.settings
     turns, excerpted = excerpt_turns(claim.sent or claim.turns,
                                      max_tokens=tuned.bulk_excerpt_tokens(), count=count_tokens)
-    turns, clipped = clip_turns(turns, max_tokens=tuned.job_token_budget(),
+    turns, clipped = clip_turns(turns, max_tokens=int(tuned.job_token_budget() / ratio),
                                 count=count_tokens, split=split_by_tokens)
     notes = "".join(f"; {note}" for note in (excerpted, clipped) if note)
     # With memories on, the same calls mine the batch before its rows go.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from recap import db, tracing
 from recap.core.text import redact
 from recap.errors import ConfigError
+from recap.llm import calibrate
 from recap.llm.client import ClientConfig
 from recap.llm.offline import OfflineSummarizer
 from recap.llm.summarizer import ClaudeSummarizer, Summarizer
@@ -110,7 +111,7 @@ def build_resources(settings: Settings) -> Resources:
         open_telemetry=None if settings.otel_enabled else False)
     config = ClientConfig(client=client, model=settings.model, timeout_s=settings.llm_timeout_s,
                           max_input_tokens=settings.llm_max_input_tokens, count=count_tokens,
-                          split=split_by_tokens)
+                          split=split_by_tokens, calibrate=settings.llm_calibrate_tokens)
     return Resources(settings, ClaudeSummarizer(config, max_tokens=settings.max_summary_tokens,
                                                 template=template,
                                                 plain=settings.summary_mode == "plain",
@@ -135,5 +136,6 @@ def reset_process_state(*, close: bool = True) -> None:
     use_settings(None)
     db.reset_engines(close=close)
     _CURRENT.clear()
+    calibrate.forget()
     BREAKER.reset()
     tracing.configure(enabled=False)  # until the process settings say otherwise

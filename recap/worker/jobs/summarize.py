@@ -23,6 +23,7 @@ import time
 from recap import tracing
 from recap.errors import Superseded
 from recap.llm.client import Usage
+from recap.llm.summarizer import token_ratio
 from recap.worker.jobs import fallback, retain
 from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.call import Answer, call_repair, call_summary
@@ -30,7 +31,7 @@ from recap.worker.jobs.claim import claim_session
 from recap.worker.jobs.clear import clear_tool_results
 from recap.worker.jobs.failure import record_failed, record_failure
 from recap.worker.jobs.outcome import Job, Outcome, log_outcome
-from recap.worker.jobs.render import render
+from recap.worker.jobs.render import Prompt, render
 from recap.worker.jobs.resources import Resources
 
 
@@ -58,12 +59,15 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     claimed = claim_session(session_id, job=job, res=res, force=force)
     if isinstance(claimed, Outcome):
         return claimed
-    prompt = render(claimed)
     summarizer = res.summarizer_for(claimed.settings)
     usage = Usage(summarizer.model)
     answer: Answer | None = None
+    prompt: Prompt | None = None
     started = time.monotonic()
     try:
+        # The model's tokens per Recap's: asked of the server once per process.
+        prompt = render(claimed, ratio=token_ratio(summarizer, claimed.previous_summary,
+                                                   claimed.sent or claimed.turns))
         try:
             answer = call_summary(prompt, summarizer=summarizer, usage=usage)
             review = retain.review(claimed, answer)  # None: the guard is off
@@ -81,7 +85,8 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
         return record_failure(claimed, exc, job=job, status="superseded",
                               model=summarizer.model, latency_ms=None)
     except Exception as exc:  # recorded and logged there, then raised for a retry
-        raised = record_failed(claimed, exc, job=job, reason=(answer or prompt).reason,
+        reason = (answer or prompt or claimed.plan).reason
+        raised = record_failed(claimed, exc, job=job, reason=reason,
                                model=summarizer.model, latency_ms=_ms(started),
                                secret=res.secret, spent=usage)
         if raised is exc:
