@@ -51,11 +51,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('chat_sessions') as batch:
-        batch.drop_column('spend_prefix_at')
-        for name in reversed(SUMS):
-            batch.drop_column(name)
-        for name in reversed(COUNTS):
-            batch.drop_column(name)
-        batch.drop_column('spend_since')
-        batch.drop_column('history_tokens')
+    # One column at a time, never batch mode: on SQLite a batch drop copies the
+    # table and drops the old one, and with foreign keys on that drop would cascade
+    # to every message and memory of every session (SQLite 3.35+ drops a column
+    # in place).
+    for name in ('spend_prefix_at', *reversed(SUMS), *reversed(COUNTS), 'spend_since',
+                 'history_tokens'):
+        op.drop_column('chat_sessions', name)
