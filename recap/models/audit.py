@@ -99,6 +99,7 @@ class SummaryRun(Base):
     __table_args__ = (
         Index("ix_summary_runs_session_id_id", "session_id", "id"),
         Index("ix_summary_runs_status_created_at", "status", "created_at"),
+        Index("ix_summary_runs_model_status_id", "model", "status", "id"),
         CheckConstraint(
             "status IN ('applied', 'skipped', 'superseded', 'failed', 'dead')", name="status"),
         {"sqlite_autoincrement": True},

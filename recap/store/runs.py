@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Executable, bindparam, insert, select, update
 
+from recap.core.planning import resends
 from recap.core.retention import repairs
 from recap.core.retention.guard import GuardCounts
 from recap.db import Db
@@ -143,6 +144,15 @@ def recent_repairs(model: str, *, db: Db) -> tuple[repairs.RepairOutcome, ...]:
     return tuple(repairs.RepairOutcome(bool(r.repaired),
                                        bool(r.repaired) and r.specifics_missing_after
                                        < r.specifics_missing_before_repair) for r in rows)
+
+
+def recent_folds(model: str, *, db: Db) -> tuple[resends.FoldOutcome, ...]:
+    """Whether each of ``model``'s latest applied folds (any session) was kept
+    extractively, and its resends, newest first (recap.core.planning.resends)."""
+    rows = db.execute(select(RUNS.c.fallback, RUNS.c.resends)
+                      .where(RUNS.c.model == model, RUNS.c.status == "applied")
+                      .order_by(RUNS.c.id.desc()).limit(resends.WINDOW)).all()
+    return tuple(resends.FoldOutcome(bool(r.fallback), r.resends or 0) for r in rows)
 
 
 def held_before(session_id: str, batch: Sequence[int], *, db: Db) -> frozenset[int]:

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from recap.api.context import build_context
 from recap.cli.stats import format_stats
 from recap.core.context.assemble import system_text
+from recap.core.planning import resends
 from recap.core.prompts.summarize import NO_PREVIOUS
 from recap.core.retention.extractive import HEADER
 from recap.db import transaction, utcnow
@@ -154,6 +155,36 @@ def test_a_model_unusable_every_way_is_kept_extractively_and_asked_again_next_fo
     assert len(fake_api.requests) > asked
     with transaction() as s:
         assert check_invariants(s, written={sid: ids + more}) == []
+
+
+def test_a_model_whose_folds_keep_failing_is_asked_once_until_a_probe(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**GUARDED)
+    fake_api.route(unusable)
+    sid = "failing"
+    texts = feed(sid, conversation(40))
+    folds = [r for r in runs(sid) if r.status == "applied"]
+    assert len(folds) > resends.FALLBACK_STREAK and all(r.fallback for r in folds)
+    # tool -> plain -> the new messages alone: two resends, until a streak...
+    streak = folds[:resends.FALLBACK_STREAK]
+    assert [r.resends for r in streak] == [2] * len(streak)
+    # ...after which each fold asks the model once, and says why, but for a probe
+    # with full resends after PROBE_EVERY - 1 of them.
+    for i, run in enumerate(folds[resends.FALLBACK_STREAK:], start=1):
+        if i % resends.PROBE_EVERY == 0:
+            assert run.resends == 2, run.reason
+        else:
+            assert not run.resends and run.frozen_answers == 1, run.reason
+            assert "resends withheld: the model's last" in (run.reason or "")
+    with transaction() as s:
+        assert check_invariants(s, written={sid: list(texts)},
+                                written_texts={sid: texts}) == []
+
+    # The model works again: the next fold, asked once, gets a usable answer.
+    fake_api.reset()
+    feed(sid, conversation(12))
+    last = [r for r in runs(sid) if r.status == "applied"][-1]
+    assert not last.fallback, last.reason
 
 
 def test_exhausted_retries_at_capacity_fold_extractively_under_budget(

@@ -5,9 +5,9 @@ window: the next reply writes everything from the first changed message on to
 the cache again, once, at WRITE (1.25x base input). Each later reply then reads
 the cleared tokens less, at READ (0.1x), for as many replies as the session has
 left, or until the next fold condenses them anyway, whichever comes first. A
-session's remaining replies are not known; a session that has already gone on
-for ``replies`` is taken to go on about as long again (at least MIN_REPLIES), the
-usual estimate for lifetimes of unknown length.
+session's remaining replies are estimated as the fold's pricing estimates them
+(recap.core.planning.pricing.remaining_replies: about as many again as it has
+had), but at least MIN_REPLIES.
 
 Clearing happens only when that pays, so stubs come in batches (many results at
 once) and do not change the prefix on every reply.
@@ -15,6 +15,7 @@ once) and do not change the prefix on every reply.
 
 from __future__ import annotations
 
+from recap.core.planning import pricing
 from recap.core.planning.pricing import READ, WRITE
 
 # Replies expected of any session, however young: a tool loop goes on for a few.
@@ -22,8 +23,9 @@ MIN_REPLIES = 4
 
 
 def remaining_replies(replies: int) -> int:
-    """Replies a session that has had ``replies`` is expected to have left."""
-    return max(MIN_REPLIES, replies)
+    """Replies a session that has had ``replies`` is expected to have left, for
+    clearing (pricing's estimate, at least MIN_REPLIES)."""
+    return max(MIN_REPLIES, pricing.remaining_replies(replies))
 
 
 def replies_until_fold(context_tokens: int, *, fold_at: int | None, growth: int) -> int | None:

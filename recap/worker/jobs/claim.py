@@ -20,10 +20,11 @@ from sqlalchemy import Interval, Update, bindparam, func, select, update
 from recap.core.content.render import full_text
 from recap.core.memories.provenance import own_text
 from recap.core.planning import policy
+from recap.core.planning.resends import FoldOutcome
 from recap.core.prompts.summarize import Turn
 from recap.core.retention import salience, stubs
 from recap.core.retention.repairs import RepairOutcome
-from recap.core.retention.salience import Voice, Voices
+from recap.core.retention.salience import Salience, Voice, Voices
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens
@@ -33,7 +34,14 @@ from recap.settings import Settings, effective
 from recap.store.fence import lease_expiry, release, take_lease
 from recap.store.plans import message_infos, plan_flags
 from recap.store.recall import memories_for_prompt
-from recap.store.runs import RunRecord, held_before, last_run, recent_repairs, record_run
+from recap.store.runs import (
+    RunRecord,
+    held_before,
+    last_run,
+    recent_folds,
+    recent_repairs,
+    record_run,
+)
 from recap.worker.jobs.outcome import Job, Outcome, Status
 from recap.worker.jobs.resources import Resources
 
@@ -71,14 +79,18 @@ class Claim:
     # What the user typed in the batch (recap.core.memories.provenance.own_text, one entry
     # per user turn): a fact is the user's only if their own words back it.
     own_words: tuple[str, ...] = ()
-    # The batch and the messages after it as salience reads them (recap.core.retention.salience):
-    # read when the retention guard is on, which ranks what it keeps by them.
-    voices: Voices = Voices()
+    # The batch's specifics ranked by salience (recap.core.retention.salience) from the
+    # batch and the messages after it: read when the retention guard is on, which
+    # ranks what it keeps by them. None: not read, or an empty batch.
+    ranked: Salience | None = None
     # Read when the retention guard is on. Whether repairs helped the job's model
     # lately (recap.core.retention.repairs), and the batch's messages the last applied run
     # held back (they may not be held back again: recap.core.retention.guard.settle).
     recent_repairs: tuple[RepairOutcome, ...] = ()
     held_before: frozenset[int] = frozenset()
+    # How the job's model's latest folds went (recap.core.planning.resends): a model
+    # whose folds were all kept extractively lately is asked once, without resends.
+    recent_folds: tuple[FoldOutcome, ...] = ()
 
 
 def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
@@ -189,8 +201,9 @@ def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:
     turns, own, voices, results = _load_turns(session_id, batch_ids, db=db,
                                               own_words=settings.extract_memories,
                                               voices=settings.retention_guard or briefed)
-    sent = stubs.brief_turns(turns, results, salience.rank(*voices),
-                             count=count_tokens) if briefed and results else ()
+    ranked = salience.rank(*voices) if voices.batch else None
+    sent = (stubs.brief_turns(turns, results, ranked, count=count_tokens)
+            if briefed and results and ranked is not None else ())
     known = (memories_for_prompt(session_id, db=db, limit=KNOWN_MEMORIES,
                                  query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
              if settings.extract_memories else [])
@@ -198,8 +211,9 @@ def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:
     taken = set(batch_ids)
     return dataclasses.replace(
         claim, turns=tuple(turns), sent=sent, known=tuple(known), own_words=own,
-        voices=voices if settings.retention_guard else Voices(),
+        ranked=ranked if settings.retention_guard else None,
         recent_repairs=recent_repairs(model, db=db) if guarded else (),
+        recent_folds=recent_folds(model, db=db),
         held_before=(held_before(session_id, [m.id for m in claim.messages if m.id in taken],
                                  db=db) if guarded else frozenset()))
 

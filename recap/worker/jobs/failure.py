@@ -13,10 +13,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from recap.db import core_transaction, db_now
-from recap.errors import PermanentLLMError, UnusableSummary
+from recap.errors import PermanentLLMError
 from recap.llm.client import Usage, classify
 from recap.store.fence import release
-from recap.store.runs import RunRecord, last_run, record_run
+from recap.store.runs import RunRecord, record_run
 from recap.worker.jobs.claim import Claim
 from recap.worker.jobs.outcome import (
     Job,
@@ -34,30 +34,15 @@ def record_failed(claim: Claim, exc: Exception, *, job: Job, reason: str, model:
     ended the job with, and log it; returns the error the caller raises: ``exc``,
     or what it is classified as (recap.llm.client.classify)."""
     mapped = classify(exc)
-    repeat = isinstance(exc, UnusableSummary) and repeats_last_failure(
-        claim.session_id, describe_error(exc, secret=secret))
-    if repeat:
-        # The same unusable answer twice: the server is deterministic on this
-        # request, and the same request again would only spend more.
-        mapped = PermanentLLMError(f"the same unusable answer twice, not retried: {exc}")
     final = job.final_attempt or isinstance(mapped, PermanentLLMError)
     status: Status = "failed" if is_transient(mapped or exc) and not final else "dead"
     try:
-        log_outcome(record_failure(claim, mapped if repeat and mapped else exc, job=job,
-                                   status=status, reason=reason, model=model,
-                                   latency_ms=latency_ms, secret=secret, spent=spent), job)
+        log_outcome(record_failure(claim, exc, job=job, status=status, reason=reason,
+                                   model=model, latency_ms=latency_ms, secret=secret,
+                                   spent=spent), job)
     except Exception as unrecorded:
         log_outcome(record_unrecorded(claim, exc, unrecorded, job=job, secret=secret), job)
     return mapped if mapped is not None else exc
-
-
-def repeats_last_failure(session_id: str, error: str) -> bool:
-    """Whether the session's last run failed with exactly ``error`` (which names the
-    answer's digest, recap.llm.client.answer_digest)."""
-    with core_transaction() as s:
-        last = last_run(session_id, db=s)
-    return ("(answer sha256:" in error and last is not None and last.status == "failed"
-            and last.error == error)
 
 
 def record_failure(claim: Claim, exc: BaseException, *, job: Job, status: Status,

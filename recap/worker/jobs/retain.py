@@ -98,8 +98,8 @@ def review(claim: Claim, answer: Answer) -> Review | None:
                   if not echo.is_echo(f.fact, corpus) and not entries.restates(f.fact, kept_lines))
     turns = claim.turns  # as stored, not as cut for the call
     sal = dataclasses.replace(
-        salience.rank(claim.voices.batch, claim.voices.later) if claim.voices.batch
-        else guard.default_salience(turns), archive=settings.archive_summarized)
+        claim.ranked if claim.ranked is not None else guard.default_salience(turns),
+        archive=settings.archive_summarized)
     needed = guard.required(turns, previous, sal)
     missing = guard.missing(needed, summary=summary, facts=facts)
     skipped = bool(missing) and not may_repair

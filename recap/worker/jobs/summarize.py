@@ -3,7 +3,9 @@
 0. clear (recap.worker.jobs.clear): old tool output to the archive, stubs in the
    window, no model call; its own lease and fenced write, then the steps below
    decide on what is left whether a fold is still needed
-1. claim (recap.worker.jobs.claim): the lease and everything the job reads, one transaction
+1. claim (recap.worker.jobs.claim): the lease and everything the job reads, one
+   transaction; a model whose latest folds were all kept extractively is then
+   asked without resends (recap.core.planning.resends)
 2. render (recap.worker.jobs.render): what the model is sent (pure)
 3. call (recap.worker.jobs.call): the model, with no transaction open
 4. retain (recap.worker.jobs.retain): the retention guard and the Fold (pure);
@@ -21,6 +23,7 @@ from __future__ import annotations
 import time
 
 from recap import tracing
+from recap.core.planning import resends
 from recap.errors import Superseded
 from recap.llm.client import Usage
 from recap.llm.summarizer import token_ratio
@@ -59,8 +62,12 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     claimed = claim_session(session_id, job=job, res=res, force=force)
     if isinstance(claimed, Outcome):
         return claimed
-    summarizer = res.summarizer_for(claimed.settings)
+    # A model whose latest folds were all kept extractively is asked once.
+    budget = resends.allowed(claimed.recent_folds, claimed.settings.max_resends)
+    summarizer = res.summarizer_for(claimed.settings.model_copy(update={"max_resends": budget}))
     usage = Usage(summarizer.model)
+    if budget < claimed.settings.max_resends:
+        usage.notes.append(resends.withheld_note(claimed.recent_folds))
     answer: Answer | None = None
     prompt: Prompt | None = None
     started = time.monotonic()
