@@ -8,6 +8,8 @@ the table gives medians. Skipped, with its reason, when no model is configured:
 
 - ``RECAP_BENCH_MODELS``: ``name=path.gguf`` items, comma-separated.
 - ``RECAP_BENCH_LLAMA_PYTHON``: a Python with llama-cpp-python (default: this one).
+- ``RECAP_BENCH_MESSAGES`` and ``RECAP_BENCH_FACTS``: the conversation's length and
+  its planted specifics (default 120 and 40; 60 and 12 with --quick).
 - ``RECAP_BENCH_RUNS`` (default 3; 1 with --quick), ``RECAP_BENCH_POLICIES``
   (default ``threshold,adaptive``), ``RECAP_BENCH_MODES`` (default ``tool,plain``),
   ``RECAP_BENCH_CTX`` (the server's context window, default 8192),
@@ -148,6 +150,17 @@ def row(name: str, policy: str, mode: str, runs: Sequence[Any]) -> list[object]:
                      for r in ok)]
 
 
+def positive(name: str, default: int) -> int:
+    """The whole number the environment variable ``name`` sets (``default`` when it is
+    unset or empty); ValueError naming it when it is not a positive whole number."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name}={raw!r} is not a positive whole number")
+    return int(raw)
+
+
 def run(quick: bool = False) -> str:
     models, skip = configured()
     if skip:
@@ -158,6 +171,11 @@ def run(quick: bool = False) -> str:
     from recap.evals.run import run_recap
 
     n, k = (QUICK_MESSAGES, QUICK_FACTS) if quick else (MESSAGES, FACTS)
+    try:
+        n = positive("RECAP_BENCH_MESSAGES", n)
+        k = positive("RECAP_BENCH_FACTS", k)
+    except ValueError as exc:
+        return report("Real models (planted facts)", f"skipped: {exc}")
     runs = int(os.environ.get("RECAP_BENCH_RUNS") or (1 if quick else 3))
     policies = os.environ.get("RECAP_BENCH_POLICIES", "threshold,adaptive").split(",")
     modes = os.environ.get("RECAP_BENCH_MODES", "tool,plain").split(",")

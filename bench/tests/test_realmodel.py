@@ -180,3 +180,16 @@ def test_the_benchmarks_settings_are_accepted(policy: str) -> None:
     settings = load_settings(**overrides("http://127.0.0.1:1", "tiny", policy=policy,
                                          mode="tool"))
     assert settings.llm_timeout_s <= 600 and settings.policy == policy
+
+
+def test_the_conversations_size_is_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.realmodel import positive
+
+    monkeypatch.delenv("RECAP_BENCH_MESSAGES", raising=False)
+    assert positive("RECAP_BENCH_MESSAGES", 120) == 120
+    monkeypatch.setenv("RECAP_BENCH_MESSAGES", "24")
+    assert positive("RECAP_BENCH_MESSAGES", 120) == 24
+    for bad in ("0", "-3", "twelve", "2.5"):
+        monkeypatch.setenv("RECAP_BENCH_MESSAGES", bad)
+        with pytest.raises(ValueError, match="RECAP_BENCH_MESSAGES=.* is not a positive"):
+            positive("RECAP_BENCH_MESSAGES", 120)
