@@ -2,8 +2,8 @@
 
 Clearing (recap.core.retention.stubs) changes a message in the middle of the
 window: the next reply writes everything from the first changed message on to
-the cache again, once, at WRITE (1.25x base input). Each later reply then reads
-the cleared tokens less, at READ (0.1x), for as many replies as the session has
+the cache again, once, at pricing.WRITE (1.25x base input). Each later reply then reads
+the cleared tokens less, at pricing.READ (0.1x), for as many replies as the session has
 left, or until the next fold condenses them anyway, whichever comes first. A
 session's remaining replies are estimated as the fold's pricing estimates them
 (recap.core.planning.pricing.remaining_replies: about as many again as it has
@@ -16,7 +16,6 @@ once) and do not change the prefix on every reply.
 from __future__ import annotations
 
 from recap.core.planning import pricing
-from recap.core.planning.pricing import READ, WRITE
 
 # Replies expected of any session, however young: a tool loop goes on for a few.
 MIN_REPLIES = 4
@@ -48,5 +47,7 @@ def clearing_pays(cleared_tokens: int, rewritten_tokens: int, *, replies: int,
     horizon = remaining_replies(replies)
     if until_fold is not None:
         horizon = min(horizon, until_fold)
-    saved = cleared_tokens * READ * horizon
-    return cleared_tokens > 0 and saved > rewritten_tokens * WRITE
+    costs = pricing.price(removed_tokens=cleared_tokens, call_tokens=0,
+                          rewritten_tokens=rewritten_tokens, remaining=horizon,
+                          expected_attempts=1)
+    return cleared_tokens > 0 and costs.net > 0

@@ -1,4 +1,4 @@
-"""Whether a fold (or a clear) pays for itself against a warm prompt cache. Pure.
+"""Whether a fold pays for itself against a warm prompt cache. Pure.
 
 Claude's prompt cache makes a long prompt cheap to keep: each reply reads the
 cached prefix at 0.1x base input and writes only what is new. An action that
@@ -7,18 +7,19 @@ shrinks the prompt is paid for at once and saves a little on every reply after i
 - its own model call, at full input price: the batch it reads, the previous
   summary and the prompt's instructions (PROMPT_TOKENS), times the attempts the
   call is expected to take (resends after a frozen answer, retries);
-  ``expected_attempts``, EXPECTED_ATTEMPTS unless the caller knows the
-  session's or the model's own rate. Clearing old tool results (stubs in their
-  place) makes no call;
+  ``expected_attempts`` (EXPECTED_ATTEMPTS: the hook and the job decide from
+  the same counters, so both use it);
 - the cache write it causes: it changes a block near the start of the prompt, so
   the next reply writes everything after that block again, once, at 1.25x;
 - the cache reads it saves: the tokens it removes are not read again, 0.1x a
   reply, over the replies the session is expected to have left.
 
-The action is taken when what it saves is more than what it costs; otherwise
+The fold is made when what it saves is more than what it costs; otherwise
 the session waits, its cached prefix being the cheaper thing to keep. The
 capacity rule is not priced: a context about to pass its budget is folded
-whatever the sums say (``over_capacity``).
+whatever the sums say (``over_capacity``). Clearing old tool results (stubs in
+their place, recap.core.planning.clearing) is priced by the same :func:`price`,
+with no call; a job clears before it decides whether to fold.
 
 All figures are in base-input tokens (1.0 = one uncached input token), so a
 :class:`Choice` says in one unit why it chose what it did.
@@ -34,9 +35,9 @@ READ = 0.1  # a cache read
 # Tokens of a fold call's own prompt besides the batch and the previous summary:
 # the summarizer's instructions, the message wrappers and the answer's schema.
 PROMPT_TOKENS = 500
-# Attempts one fold call takes on average when nothing better is known: most
-# calls answer at once; a frozen or truncated answer is resent and a transient
-# error retried. Callers pass the session's or the model's observed rate.
+# Attempts one fold call takes on average: most calls answer at once; a frozen
+# or truncated answer is resent and a transient error retried. A design value,
+# not the model's observed rate (the hook reads counters only).
 EXPECTED_ATTEMPTS = 1.2
 # Share of what a fold condenses that comes back as summary and memories: the
 # prompt shrinks by the rest. A design value (the summary's share of a batch
@@ -49,14 +50,14 @@ KEPT_SHARE = 0.2
 MIN_REMAINING = 1
 MAX_REMAINING = 200
 
-Action = Literal["fold", "wait", "clear"]
+Action = Literal["fold", "wait"]
 
 
 @dataclass(frozen=True)
 class Costs:
     """What one action costs and saves over the remaining replies, in base-input tokens."""
 
-    call: float  # its own model call, times the expected attempts (0 for a clear)
+    call: float  # its own model call, times the expected attempts (0: no call)
     write: float  # the cache write of everything after the first changed block
     saved: float  # the cache reads it saves over the remaining replies
 
@@ -78,7 +79,6 @@ class Choice:
     reason: str
     remaining_replies: int
     fold: Costs
-    clear: Costs | None = None  # None: nothing to clear
 
 
 def remaining_replies(replies_so_far: int) -> int:
@@ -103,15 +103,11 @@ def price(*, removed_tokens: int, call_tokens: int, rewritten_tokens: int,
 
 
 def choose(*, batch_tokens: int, summary_tokens: int, rewritten_tokens: int,
-           replies_so_far: int, clearable_tokens: int = 0,
-           clear_rewritten_tokens: int | None = None, over_capacity: bool = False,
+           replies_so_far: int, over_capacity: bool = False,
            expected_attempts: float = EXPECTED_ATTEMPTS) -> Choice:
-    """Fold, clear or wait, for a fold that would condense ``batch_tokens`` with a
-    previous summary of ``summary_tokens``, after which the next reply writes
-    ``rewritten_tokens`` again (summary, memories, verbatim window). A clear
-    replaces ``clearable_tokens`` of old tool results by stubs (no call), after
-    which the next reply writes ``clear_rewritten_tokens`` again (the prompt from
-    the first cleared result on; default ``rewritten_tokens``). The expected
+    """Fold or wait, for a fold that would condense ``batch_tokens`` with a previous
+    summary of ``summary_tokens``, after which the next reply writes
+    ``rewritten_tokens`` again (summary, memories, verbatim window). The expected
     remaining replies follow ``replies_so_far`` (:func:`remaining_replies`).
     ``over_capacity``: the context must shrink now, so fold.
 
@@ -122,21 +118,10 @@ def choose(*, batch_tokens: int, summary_tokens: int, rewritten_tokens: int,
                  call_tokens=batch_tokens + summary_tokens + PROMPT_TOKENS,
                  rewritten_tokens=rewritten_tokens, remaining=remaining,
                  expected_attempts=expected_attempts)
-    clear = price(removed_tokens=clearable_tokens, call_tokens=0,
-                  rewritten_tokens=(rewritten_tokens if clear_rewritten_tokens is None
-                                    else clear_rewritten_tokens), remaining=remaining,
-                  expected_attempts=expected_attempts) if clearable_tokens > 0 else None
     over = f"over {remaining} replies: fold {fold.describe()}"
-    if clear is not None:
-        over += f"; clear {clear.describe()}"
     if over_capacity:
         return Choice("fold", f"the context must fit its budget, so fold ({over})",
-                      remaining, fold, clear)
-    best: tuple[Action, Costs] = ("fold", fold)
-    if clear is not None and clear.net > fold.net:
-        best = ("clear", clear)
-    action, costs = best
-    if costs.net <= 0:
-        return Choice("wait", f"the cached prefix is cheaper to keep ({over})",
-                      remaining, fold, clear)
-    return Choice(action, f"a {action} pays ({over})", remaining, fold, clear)
+                      remaining, fold)
+    if fold.net <= 0:
+        return Choice("wait", f"the cached prefix is cheaper to keep ({over})", remaining, fold)
+    return Choice("fold", f"a fold pays ({over})", remaining, fold)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from recap.core.planning.adaptive import replies_so_far, sizing
+from recap.core.planning.clearing import clearing_pays
 from recap.core.planning.outlook import outlook
 from recap.core.planning.policy import MessageInfo, Thresholds, might_trigger, plan
 from recap.core.planning.pricing import (
@@ -17,6 +18,7 @@ from recap.core.planning.pricing import (
     READ,
     WRITE,
     choose,
+    price,
     remaining_replies,
 )
 
@@ -49,7 +51,7 @@ def test_the_costs_add_up() -> None:
     assert c.fold.write == pytest.approx(WRITE * 3100)
     assert c.fold.saved == pytest.approx(READ * 30_000 * (1 - KEPT_SHARE) * 10)
     assert c.fold.net == pytest.approx(c.fold.saved - c.fold.call - c.fold.write)
-    assert c.remaining_replies == 10 and c.clear is None
+    assert c.remaining_replies == 10
 
 
 def test_warm_agent_session_with_few_replies_left_waits() -> None:
@@ -137,18 +139,18 @@ def test_expected_attempts_from_the_thresholds() -> None:
                replies_so_far=40, expected_attempts=0.5)
 
 
-def test_a_clear_is_priced_with_no_call() -> None:
-    c = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
-               replies_so_far=10, clearable_tokens=24_000, clear_rewritten_tokens=8000)
-    assert c.clear is not None and c.clear.call == 0
-    assert c.clear.write == pytest.approx(WRITE * 8000)
-    assert c.clear.saved == pytest.approx(READ * 24_000 * 10)
-    assert c.action == "clear" and c.reason.startswith("a clear pays")
-    assert "; clear call 0 + write 10000 vs 24000 saved)" in c.reason
-    # Nothing worth clearing: the fold's verdict stands.
-    small = choose(batch_tokens=30_000, summary_tokens=600, rewritten_tokens=3100,
-                   replies_so_far=2, clearable_tokens=1000)
-    assert small.action == "wait"
+def test_a_clear_is_priced_by_the_same_rule_with_no_call() -> None:
+    # 24,000 tokens of tool output cleared, 8,000 written again, 10 replies left:
+    # 2,400 read saved a reply for 10 replies against a 10,000 write.
+    c = price(removed_tokens=24_000, call_tokens=0, rewritten_tokens=8000, remaining=10,
+              expected_attempts=1)
+    assert (c.call, c.write, c.saved) == (0, pytest.approx(WRITE * 8000),
+                                          pytest.approx(READ * 24_000 * 10))
+    assert clearing_pays(24_000, 8000, replies=10)
+    # Too few replies left, or the next fold condenses them first: it does not pay.
+    assert not clearing_pays(24_000, 8000, replies=10, until_fold=4)
+    assert not clearing_pays(1000, 8000, replies=10)
+    assert not clearing_pays(0, 0, replies=10)
 
 
 def test_remaining_replies_are_bounded() -> None:
