@@ -47,7 +47,9 @@ class Retention(BaseModel):
     # (recap.core.retention.extractive) rather than spend more on a model that fails.
     max_resends: int = Field(3, ge=0, le=20, description=(
         "Times one job may send its batch again after an unusable answer (another way, "
-        "halves, facts alone); past it the batch is kept extractively. 0: never."))
+        "halves, facts alone); past it the batch is kept extractively. 0: never. None "
+        "while the model's latest 3 folds were all kept extractively (a probe with these "
+        "every 5th fold)."))
     # A quarter of the chunk, at least 1,024, at most this: a small model that fills
     # whatever room it is given needs far less.
     max_facts_tokens: int = Field(8192, ge=64, le=32_768, description=(
