@@ -233,8 +233,14 @@ def probes_detail(r: Series) -> str:
     """"; answerable at reference k/n (...)" when probes were asked (recap.evals.probes)."""
     if not r.probes:
         return ""
+    import statistics
+
+    sizes = r.request_tokens
+    size = (f"; Recap's request at the probes: {statistics.median(sizes):,.0f} tokens "
+            f"(median), {max(sizes):,} at most" if sizes else "")
     return (f"; answerable at reference {r.answerable}/{r.probes} (full history cut to the "
-            f"last {r.window_tokens:,} tokens: {r.window_answerable}/{r.probes})")
+            f"last {r.window_tokens:,} tokens, or to Recap's request when larger: "
+            f"{r.window_answerable}/{r.probes}){size}")
 
 
 def _of(n: int | None, total: int) -> str:

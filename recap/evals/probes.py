@@ -6,7 +6,9 @@ user who comes back to a specific could answer it: *answerable at reference* whe
 request built for that reply (for Recap, ``build_context`` after the probe is stored as
 the newest user turn, so the memories shown are those relevant to it) carries the
 specific, word for word. The same probe is judged on the full history cut to the same
-window (the latest messages that fit it), as a chat app without Recap would send.
+window (the latest messages that fit it, or that fit Recap's request when that is
+larger: the full history never gets less room than Recap took), as a chat app
+without Recap would send.
 Pure: the eval (recap.evals.run) asks and rewinds.
 """
 

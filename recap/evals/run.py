@@ -58,11 +58,14 @@ class Series:
     fold_seconds: list[float] = field(default_factory=list)
     dead_after: list[int] = field(default_factory=list)
     # Probes (recap.evals.probes): asked, answerable at reference from Recap's request,
-    # and from the full history cut to the same window of ``window_tokens``.
+    # and from the full history cut to the same window: ``window_tokens``, or the
+    # size of Recap's request at that probe (``request_tokens``) when it is larger,
+    # so the full history is never given less room than Recap took.
     probes: int = 0
     answerable: int = 0
     window_answerable: int = 0
     window_tokens: int = 0
+    request_tokens: list[int] = field(default_factory=list)
 
     @property
     def worst(self) -> int | None:
@@ -203,7 +206,8 @@ def _probe(session_id: str, probe: Probe, before: Sequence[Message], *, series: 
            after: int) -> None:
     """Judge ``probe`` (recap.evals.probes): stored as the newest user turn, so the
     memories shown are those relevant to it, then rewound away; and on the full
-    history ``before`` it, cut to the same window."""
+    history ``before`` it, cut to the same window (or to Recap's request, when that
+    is larger)."""
     from recap.api.context import build_context
     from recap.api.ingest import add_message
     from recap.llm.tokens import count_tokens
@@ -211,13 +215,15 @@ def _probe(session_id: str, probe: Probe, before: Sequence[Message], *, series: 
 
     add_message(session_id, "user", probe.turn)
     try:
-        text = context_text(build_context(session_id, system_prompt=""))
+        ctx = build_context(session_id, system_prompt="")
     finally:
         rewind(session_id, after)
     series.probes += 1
-    series.answerable += answerable(probe, text)
+    series.answerable += answerable(probe, context_text(ctx))
+    series.request_tokens.append(ctx["tokens"])
     series.window_answerable += answerable(probe, recent_window(
-        [*before, ("user", probe.turn)], tokens=series.window_tokens, count=count_tokens))
+        [*before, ("user", probe.turn)], tokens=max(series.window_tokens, ctx["tokens"]),
+        count=count_tokens))
 
 
 def _hook_would_queue(session_id: str, settings: Settings) -> bool:
