@@ -20,7 +20,13 @@ from tests.helpers import run_and_wait, runs, sentence, statuses
 
 SETTINGS = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 6,
             "RECAP_TRIGGER_TOKENS": 100, "RECAP_BATCH_SIZE": 200, "RECAP_KEEP_RECENT": 2,
-            "RECAP_RETENTION_GUARD": "true", "RECAP_EXTRACT_MEMORIES": "true"}
+            "RECAP_RETENTION_GUARD": "true", "RECAP_EXTRACT_MEMORIES": "true",
+            # The default task limit and the lease derived from it, not the test
+            # environment's short ones: on a machine busy with other tests a 2 MB
+            # fold can outlast a 30-second lease, and a second job would take over.
+            "RECAP_TASK_TIME_LIMIT_S": str(TIME_LIMIT_DEFAULT),
+            "RECAP_TASK_SOFT_TIME_LIMIT_S": "", "RECAP_LEASE_S": "",
+            "RECAP_VISIBILITY_TIMEOUT_S": ""}
 SAID = "My order is ORD-77812 and the refund of $45.99 is due on 2026-03-15."
 SIZE = 2_000_000
 SHAPES = {
