@@ -38,12 +38,7 @@ class FoldOutcome(NamedTuple):
 def streak(recent: Sequence[FoldOutcome]) -> int:
     """How many of ``recent`` (newest first) in a row, from the newest, were kept
     extractively."""
-    n = 0
-    for fold in recent:
-        if not fold.extractive:
-            break
-        n += 1
-    return n
+    return _leading(recent, asked_once=False)
 
 
 def allowed(recent: Sequence[FoldOutcome], configured: int) -> int:
@@ -55,12 +50,18 @@ def allowed(recent: Sequence[FoldOutcome], configured: int) -> int:
         raise ValueError(f"configured resends must be at least 0, got {configured}")
     if streak(recent) < FALLBACK_STREAK:
         return configured
-    withheld = 0
+    return configured if _leading(recent, asked_once=True) >= PROBE_EVERY - 1 else 0
+
+
+def _leading(recent: Sequence[FoldOutcome], *, asked_once: bool) -> int:
+    """How many of ``recent``, from the newest, were kept extractively (and, with
+    ``asked_once``, without a resend)."""
+    n = 0
     for fold in recent:
-        if not fold.extractive or fold.resends:
+        if not fold.extractive or (asked_once and fold.resends):
             break
-        withheld += 1
-    return configured if withheld >= PROBE_EVERY - 1 else 0
+        n += 1
+    return n
 
 
 def withheld_note(recent: Sequence[FoldOutcome]) -> str:

@@ -157,9 +157,12 @@ def claim_session(session_id: str, *, job: Job, res: Resources,
             back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
             return record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                           mode=plan.mode)
-        return _read_batch(Claim(session_id, token, row.summary_version, row.rolling_summary,
-                                 (), plan, settings, messages),
-                           db=s, model=res.model_for(settings))
+        claim, voices, results = _read_batch(
+            Claim(session_id, token, row.summary_version, row.rolling_summary, (), plan,
+                  settings, messages), db=s, model=res.model_for(settings))
+    # Pure and proportional to the batch (megabytes, at times): after the commit, so
+    # the session's row is not held meanwhile.
+    return _ranked(claim, voices, results)
 
 
 class Refusal(NamedTuple):
@@ -190,32 +193,45 @@ def _judge(session_id: str, row: Any, *, db: Db,
     return settings, Refusal("dead", dead_reason) if dead_reason else None
 
 
-def _read_batch(claim: Claim, *, db: Db, model: str) -> Claim:
+def _read_batch(claim: Claim, *, db: Db, model: str
+                ) -> tuple[Claim, Voices, dict[int, list[dict[str, Any]]]]:
     """``claim`` with what the later steps read of its batch: the turns (and what
-    salience and provenance need of them), the memories offered to the mining call,
-    and, for the retention guard, the run history it decides by."""
+    provenance needs of them), the memories offered to the mining call, and, for the
+    retention guard, the run history it decides by; also the batch and the messages
+    after it as salience reads them, and the batch's tool results, for
+    :func:`_ranked`."""
     session_id, settings, batch_ids = claim.session_id, claim.settings, claim.plan.batch_ids
     # Only mined facts are checked against the user's own words (recap.worker.jobs.retain).
-    # Cleared tool output is sent as its stubs: the brief needs salience too.
-    briefed = settings.archive_summarized and settings.clear_tool_results
     turns, own, voices, results = _load_turns(session_id, batch_ids, db=db,
                                               own_words=settings.extract_memories,
-                                              voices=settings.retention_guard or briefed)
-    ranked = salience.rank(*voices) if voices.batch else None
-    sent = (stubs.brief_turns(turns, results, ranked, count=count_tokens)
-            if briefed and results and ranked is not None else ())
+                                              voices=settings.retention_guard
+                                              or _briefed(settings))
     known = (memories_for_prompt(session_id, db=db, limit=KNOWN_MEMORIES,
                                  query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
              if settings.extract_memories else [])
     guarded = settings.retention_guard
     taken = set(batch_ids)
     return dataclasses.replace(
-        claim, turns=tuple(turns), sent=sent, known=tuple(known), own_words=own,
-        ranked=ranked if settings.retention_guard else None,
+        claim, turns=tuple(turns), known=tuple(known), own_words=own,
         recent_repairs=recent_repairs(model, db=db) if guarded else (),
         recent_folds=recent_folds(model, db=db),
         held_before=(held_before(session_id, [m.id for m in claim.messages if m.id in taken],
-                                 db=db) if guarded else frozenset()))
+                                 db=db) if guarded else frozenset())), voices, results
+
+
+def _briefed(settings: Settings) -> bool:
+    """Whether cleared tool output is sent as its stubs, which needs salience too."""
+    return settings.archive_summarized and settings.clear_tool_results
+
+
+def _ranked(claim: Claim, voices: Voices, results: dict[int, list[dict[str, Any]]]) -> Claim:
+    """``claim`` with its batch's specifics ranked by salience (pure, once: the brief
+    sent for cleared tool output and the retention guard both use the ranking)."""
+    ranked = salience.rank(*voices) if voices.batch else None
+    sent = (stubs.brief_turns(claim.turns, results, ranked, count=count_tokens)
+            if _briefed(claim.settings) and results and ranked is not None else ())
+    return dataclasses.replace(claim, sent=sent, ranked=(ranked if claim.settings.retention_guard
+                                                         else None))
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an
