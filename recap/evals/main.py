@@ -238,8 +238,10 @@ def probes_detail(r: Series) -> str:
     sizes = r.request_tokens
     size = (f"; Recap's request at the probes: {statistics.median(sizes):,.0f} tokens "
             f"(median), {max(sizes):,} at most" if sizes else "")
-    return (f"; answerable at reference {r.answerable}/{r.probes} (full history cut to the "
-            f"last {r.window_tokens:,} tokens, or to Recap's request when larger: "
+    missed = (" (not in it: " + ", ".join(f"{kind} {specific!r}" for kind, specific in r.missed)
+              + ")" if r.missed else "")
+    return (f"; answerable at reference {r.answerable}/{r.probes}{missed} (full history cut "
+            f"to the last {r.window_tokens:,} tokens, or to Recap's request when larger: "
             f"{r.window_answerable}/{r.probes}){size}")
 
 

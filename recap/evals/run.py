@@ -66,6 +66,8 @@ class Series:
     window_answerable: int = 0
     window_tokens: int = 0
     request_tokens: list[int] = field(default_factory=list)
+    # The probes Recap's request could not answer: (kind, specific) of each.
+    missed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def worst(self) -> int | None:
@@ -219,7 +221,10 @@ def _probe(session_id: str, probe: Probe, before: Sequence[Message], *, series: 
     finally:
         rewind(session_id, after)
     series.probes += 1
-    series.answerable += answerable(probe, context_text(ctx))
+    found = answerable(probe, context_text(ctx))
+    series.answerable += found
+    if not found:
+        series.missed.append((probe.fact.kind, probe.fact.expected))
     series.request_tokens.append(ctx["tokens"])
     series.window_answerable += answerable(probe, recent_window(
         [*before, ("user", probe.turn)], tokens=max(series.window_tokens, ctx["tokens"]),

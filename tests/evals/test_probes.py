@@ -83,3 +83,16 @@ def test_wording_is_linear_in_the_question() -> None:
 
     timed(1000)
     assert timed(400_000) < 60 * timed(100_000) + 0.05
+
+
+def test_the_eval_line_names_each_probe_the_request_could_not_answer() -> None:
+    from recap.evals.main import probes_detail
+    from recap.evals.run import Series
+
+    series = Series("Recap", 8, probes=3, answerable=1, window_answerable=1,
+                    window_tokens=2800, request_tokens=[2000, 2100, 2200],
+                    missed=[("name", "Soren Wierzbicki"), ("number", "80239-B")])
+    line = probes_detail(series)
+    assert ("answerable at reference 1/3 (not in it: name 'Soren Wierzbicki', "
+            "number '80239-B')") in line
+    assert "not in it" not in probes_detail(Series("Recap", 8, probes=2, answerable=2))

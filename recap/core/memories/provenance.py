@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
@@ -50,6 +50,8 @@ _PASTE_START = re.compile(
     r"|on .{3,80} wrote:[ \t]*+$)", re.I | re.M)
 _QUOTED = re.compile(r"^[ \t]*+>.*$", re.M)
 _FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
+_FENCE_MARK = "\x00"
+_SPACE = re.compile(r"\s++")
 # Someone else's words in quotation marks (straight, curly, low-high or angle),
 # each opening mark with the marks that close it: what the user quotes is what
 # another person said, not a statement of theirs.
@@ -100,16 +102,35 @@ def strip_pasted(text: str) -> str:
     """``text`` without what the user pasted or quoted rather than wrote: fenced
     blocks, quoted (``>``) lines, everything from an e-mail or forward header line
     on, everything after an introduction of someone else's text ("wrote:",
-    "Translate this:"), and text in double quotation marks."""
-    text = _FENCED.sub("\n", text)
+    "Translate this:") unless what it introduces is a fenced block (the fence ends
+    the paste: "Here is the log: ```...``` By the way, ..." is the user's again
+    after it), and text in double quotation marks."""
+    # Where a fenced block stood, so an introduction of it is known as such. Stored
+    # text never holds NUL (PostgreSQL refuses it); text that does is read without.
+    mark = "" if _FENCE_MARK in text else _FENCE_MARK
+    text = _FENCED.sub("\n" + mark, text)
     text = _QUOTED.sub("", text)
     start = _PASTE_START.search(text)
     if start:
         text = text[:start.start()]
-    intro = _INTRODUCED.search(text)
-    if intro:
-        text = text[:intro.end()]
-    return drop_quoted(text)
+    end = _introduced_from(text, lambda at: bool(mark) and text.startswith(mark, at))
+    if end is not None:
+        text = text[:end]
+    return drop_quoted(text.replace(_FENCE_MARK, "") if mark else text)
+
+
+def _introduced_from(text: str, fence_at: Callable[[int], bool]) -> int | None:
+    """Where the text an introduction (:data:`_INTRODUCED`) hands over to someone
+    else starts, up to the end of ``text``; None when there is none. An introduction
+    followed only by white space and then a fenced block (``fence_at`` of the
+    block's position) introduces that block alone, which is dealt with as a fence.
+    Linear: the white space after each introduction is read once, as the next
+    introduction can only start past a fence."""
+    for intro in _INTRODUCED.finditer(text):
+        gap = _SPACE.match(text, intro.end())
+        if not fence_at(gap.end() if gap else intro.end()):
+            return intro.end()
+    return None
 
 
 def drop_quoted(text: str) -> str:
@@ -151,11 +172,20 @@ def pasted_spans(text: str) -> list[tuple[int, int, str]]:
     ``>`` lines) or ``pasted`` (fenced blocks, everything from an e-mail or forward
     header on, everything after an introduction). The parts :func:`strip_pasted`
     drops, read on the whole text: a header inside a fenced block counts too."""
-    spans = [(m.start(), m.end(), "pasted") for m in _FENCED.finditer(text)]
+    fences = list(_FENCED.finditer(text))
+    spans = [(m.start(), m.end(), "pasted") for m in fences]
     spans += [(m.start(), m.end(), "quoted") for m in _QUOTED.finditer(text)]
-    for found, at in ((_PASTE_START.search(text), "start"), (_INTRODUCED.search(text), "end")):
-        if found:
-            spans.append((found.start() if at == "start" else found.end(), len(text), "pasted"))
+    found = _PASTE_START.search(text)
+    if found:
+        spans.append((found.start(), len(text), "pasted"))
+    # Introductions are read outside the fences, as strip_pasted reads them: each
+    # fence masked by as many marks (positions kept), unless the text holds one.
+    masked = text
+    if fences and _FENCE_MARK not in text:
+        masked = _FENCED.sub(lambda m: _FENCE_MARK * (m.end() - m.start()), text)
+    end = _introduced_from(masked, lambda at: masked.startswith(_FENCE_MARK, at))
+    if end is not None:
+        spans.append((end, len(text), "pasted"))
     spans += [(a, b, "quoted") for a, b in quotations(text)]
     return spans
 

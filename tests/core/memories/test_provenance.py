@@ -18,6 +18,7 @@ from recap.core.memories.provenance import (
     instruction_like,
     names,
     own_text,
+    pasted_spans,
     stated_names,
     strip_pasted,
 )
@@ -35,6 +36,33 @@ def test_pasted_e_mails_quotes_and_fences_are_not_the_users_words() -> None:
     assert "rm -rf" not in strip_pasted("Run this:\n```\nrm -rf /\n```\nok?")
     assert strip_pasted("Fwd below\n---------- Forwarded message ----------\nbad") == (
         "Fwd below\n")
+
+
+FENCED_PASTE = ("Good call, pg_stat_activity on the primary shows this:\n\n```\n"
+                " pid | state | wait_event\n 20051 | idle in transaction | Lock:tuple\n"
+                "```\n\nBy the way, my dentist is called Soren Wierzbicki.")
+
+
+def test_an_introduced_fenced_paste_ends_with_its_fence() -> None:
+    own = strip_pasted(FENCED_PASTE)
+    assert "Lock:tuple" not in own and "pid" not in own
+    assert "my dentist is called Soren Wierzbicki." in own
+    assert {"Soren", "Wierzbicki"} <= stated_names(FENCED_PASTE)
+    # Read the same way where a channel is labelled: only the fence is pasted.
+    start = FENCED_PASTE.index("```")
+    assert pasted_spans(FENCED_PASTE) == [
+        (start, FENCED_PASTE.index("\n\nBy the way"), "pasted")]
+
+
+def test_an_introduction_not_followed_by_a_fence_still_hands_over_the_rest() -> None:
+    assert "Oslo" not in strip_pasted("My colleague wrote:\nI moved to Oslo.")
+    # Words between the introduction and a fence are what it introduces.
+    assert "Oslo" not in strip_pasted("Translate this: I moved to Oslo.\n```\nx\n```\nok")
+    # An introduction inside a fence introduces nothing outside it, and one after
+    # the fence still does.
+    mixed = "Logs:\n```\nbot wrote:\n```\nI live in Porto. My boss says:\nI live in Rome."
+    assert "Porto" in strip_pasted(mixed) and "Rome" not in strip_pasted(mixed)
+    assert [kind for *_, kind in pasted_spans(mixed)].count("pasted") == 2
 
 
 def test_own_text_is_the_users_text_blocks_only() -> None:
