@@ -58,6 +58,7 @@ class Window(NamedTuple):
     # Archived lines the newest turn names (recap.core.context.lookback), best first.
     recalled: tuple[str, ...] = ()
     summary_version: int = 0
+    keep_recent: int | None = None  # the session's own RECAP_KEEP_RECENT override, if any
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -104,7 +105,8 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
                        load_blocks(r.blocks) if r.blocks is not None else None)
                    for r in rows], int(budget),
                   scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
-                  session_id=session_id, summary_version=int(head.version or 0))
+                  session_id=session_id, summary_version=int(head.version or 0),
+                  keep_recent=(overrides or {}).get("keep_recent"))
 
 
 # Candidates read for the per-reply part: it shows a handful.
@@ -213,13 +215,18 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
     """The context from the app's prompt and a window (``prompt_caching``: None
     means RECAP_PROMPT_CACHING); ``count`` counts tokens."""
     caching = settings.prompt_caching if prompt_caching is None else prompt_caching
+    # The recall block at its size: the window's oldest turns make room for it.
+    recall = (lookback.recall_part(window.recalled, room=settings.recall_tokens, count=count)[1]
+              if window.recalled and settings.recall_tokens > 0 else 0)
     ctx = assemble(system_prompt, window.rows, summary=window.summary,
                     summary_tokens=window.summary_tokens, budget=window.budget,
                     count=count, memories=window.memories,
                     memory_budget=memories_budget(window, settings=settings),
                     caching=bool(caching),
                     memories_cached=settings.memories_per == "version",
-                    topical=window.topical, topical_budget=settings.memory_reply_tokens)
+                    topical=window.topical, topical_budget=settings.memory_reply_tokens,
+                    per_reply=recall,
+                    keep_recent=window.keep_recent or settings.keep_recent)
     stored_parts(ctx, summary=window.summary, version=window.summary_version)
     return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
 

@@ -78,7 +78,9 @@ class ContextOut(BaseModel):
     budget: int
     parts: Parts = Field(description="what Recap put in the context: the summary (and its "
                                      "version), its details section, how many memories "
-                                     "and recalled archive lines")
+                                     "and recalled archive lines, and how many of the "
+                                     "window's oldest messages were left out of this "
+                                     "request to make room for what the newest turn asks")
     request: dict[str, Any]
 
 

@@ -13,6 +13,7 @@ from recap.core.context.assemble import (
     MEMORY_HEADERS,
     PLACEHOLDER_START,
     PLACEHOLDER_SUMMARIZED,
+    PLACEHOLDER_WITHHELD,
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
     SUMMARY_TAG,
@@ -262,7 +263,7 @@ def test_the_new_user_turn_takes_the_last_breakpoint() -> None:
 def test_parts_say_what_the_context_holds_as_it_was_assembled() -> None:
     empty = build([("user", "hi")])
     assert empty["parts"] == {"summary": False, "summary_version": None, "details": False,
-                              "memories": 0, "recalled": 0}
+                              "memories": 0, "recalled": 0, "withheld": 0}
     summary = f"They planned Lisbon.\n\n{DETAILS_HEADER} stated by the user\n- TP1357: my flight"
     facts = [Candidate(i, f"The user likes fact number {i}.", 3) for i in range(5)]
     ctx = assemble(PROMPT, rows(("user", "hi")), summary=summary, summary_tokens=len(summary),
@@ -270,15 +271,48 @@ def test_parts_say_what_the_context_holds_as_it_was_assembled() -> None:
     # The version and the details section are the stored session's: build_context
     # sets them (tests/api/test_recall_db.py).
     assert ctx["parts"] == {"summary": True, "summary_version": None, "details": False,
-                            "memories": 5, "recalled": 0}
+                            "memories": 5, "recalled": 0, "withheld": 0}
     stored_parts(ctx, summary=summary, version=7)
     assert ctx["parts"] == {"summary": True, "summary_version": 7, "details": True,
-                            "memories": 5, "recalled": 0}
+                            "memories": 5, "recalled": 0, "withheld": 0}
     # Only what fits is counted: room for the wrappers, the header and two facts.
     room = (len(MEMORIES_START) + len(MEMORIES_CLOSE) + len(MEMORY_HEADERS["user"]) + 1
             + 2 * len(f"- {facts[0].fact}") + 1)
     few = assemble(PROMPT, rows(("user", "hi")), summary="Plain.", summary_tokens=6,
                    budget=5000, count=len, memories=facts, memory_budget=room)
     assert few["parts"] == {"summary": True, "summary_version": None, "details": False,
-                            "memories": 2, "recalled": 0}
+                            "memories": 2, "recalled": 0, "withheld": 0}
     assert system_text(few["system"]).count("- The user likes fact number") == 2
+
+
+# -- room for what the newest turn asks ------------------------------------------------
+
+FULL = [("user", "u" * 300), ("assistant", "a" * 300), ("user", "v" * 300),
+        ("assistant", "b" * 300), ("user", "what was my dentist called?")]
+
+
+def test_the_oldest_turns_make_room_for_what_the_newest_turn_asks() -> None:
+    """A window that fills the budget leaves out its oldest turns, never the newest
+    ``keep_recent``, so the recall block and the topical memories fit beside it;
+    the memories block stays as it was with the whole window."""
+    topical = [Candidate(1, "The user's dentist is Soren Wierzbicki.", 3, rank=1.0)]
+    args: dict[str, Any] = dict(summary="Earlier: a deploy.", summary_tokens=18, budget=1300,
+                                count=len, memories=topical, memory_budget=400,
+                                memories_cached=True, topical=topical, topical_budget=200)
+    # Nothing the newest turn asks for: the whole window, over the budget as it is.
+    whole = assemble(PROMPT, rows(*FULL), **{**args, "topical": []})
+    assert whole["parts"]["withheld"] == 0 and "Soren" not in system_text(whole["system"])
+    assert len(whole["messages"]) == 5
+    ctx = assemble(PROMPT, rows(*FULL), **args, per_reply=150, keep_recent=2)
+    assert ctx["parts"]["withheld"] == 2  # 600 characters freed for the 150 asked and the memory
+    assert "Soren" in system_text(ctx["system"]) and ctx["tokens"] + 150 <= 1300
+    assert [m["content"] for m in ctx["messages"]] == [
+        "v" * 300, "b" * 300, "what was my dentist called?"]
+    assert_valid(ctx, user_message=None)
+    # The newest keep_recent rows are never left out, however little room is left.
+    tight = assemble(PROMPT, rows(*FULL), **args, per_reply=5000, keep_recent=4)
+    assert tight["parts"]["withheld"] == 1 and tight["messages"][0]["role"] == "user"
+    assert tight["messages"][0]["content"] == PLACEHOLDER_WITHHELD
+    # With room to spare nothing is left out.
+    roomy = assemble(PROMPT, rows(*FULL), **{**args, "budget": 5000}, per_reply=150)
+    assert roomy["parts"]["withheld"] == 0 and len(roomy["messages"]) == 5

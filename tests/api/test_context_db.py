@@ -184,7 +184,7 @@ def test_render_json_is_pretty_and_round_trips() -> None:
     data = json.loads(out)
     assert set(data) == {"system", "messages", "tokens", "budget", "parts"}
     assert data["parts"] == {"summary": False, "summary_version": None, "details": False,
-                             "memories": 0, "recalled": 0}
+                             "memories": 0, "recalled": 0, "withheld": 0}
     assert system_text(data["system"]) == "Ünïcode prompt"
 
 

@@ -86,7 +86,7 @@ def test_a_turn_naming_an_archived_identifier_recalls_its_line(
     # recalled (each quoted under its own "[tool result · message ..." label).
     quoted = block.count("[tool result · message ")
     assert ctx["parts"] == {"summary": True, "summary_version": 1, "details": False,
-                            "memories": 0, "recalled": quoted}
+                            "memories": 0, "recalled": quoted, "withheld": 0}
 
     settings_env(**QUIET, RECAP_RECALL_TOKENS=0)
     without = api.build_context(sid, system_prompt=PROMPT)

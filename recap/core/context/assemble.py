@@ -76,6 +76,9 @@ SUMMARY_CLOSE = f"\n</{SUMMARY_TAG}>"
 # them into ``system``, which would misattribute them.
 PLACEHOLDER_SUMMARIZED = "(earlier conversation summarized above)"
 PLACEHOLDER_START = "(conversation start)"
+# When the oldest turns of the window were left out of this request to make room
+# for what the newest turn asks (see :func:`assemble`).
+PLACEHOLDER_WITHHELD = "(earlier messages of this conversation left out here for room)"
 
 
 
@@ -102,6 +105,7 @@ class Parts(TypedDict):
     details: bool  # the summary's section of lines Recap kept verbatim
     memories: int
     recalled: int  # archive lines
+    withheld: int  # the window's oldest messages left out of this request for room
 
 
 class Context(TypedDict):
@@ -130,7 +134,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              summary_tokens: int, budget: int, count: Callable[[str], int],
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
              caching: bool = False, memories_cached: bool = False,
-             topical: Sequence[Candidate] = (), topical_budget: int = 0) -> Context:
+             topical: Sequence[Candidate] = (), topical_budget: int = 0,
+             per_reply: int = 0, keep_recent: int = 1) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -148,25 +153,48 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     must (after the last breakpoint with caching); ``parts`` says what went in (its
     ``summary_version`` and ``details`` are the caller's, who knows the summary's
     version and reads its sections). Raises InvalidInput on an unknown role.
+
+    **Room for what the newest turn asks.** ``per_reply`` is the tokens the caller
+    adds after this context for the newest turn (the ``<ARCHIVE_RECALL>`` block
+    at its size). When that block and the topical memories would not fit the
+    budget beside the window, the window's oldest turns are left out of this
+    request until they do (``parts["withheld"]`` counts them), never the newest
+    ``keep_recent`` rows (at least one): they stay stored and are folded as
+    usual. The memories block is sized as with the whole window, so it stays the
+    same bytes reply after reply.
     """
-    system_parts, turn_rows, tokens = _split_rows(system_prompt, rows, count=count)
-    messages, wrappers = replay(turn_rows, count=count)
-    tokens += wrappers
+    system_parts, turn_rows, turn_counts, tokens = _split_rows(system_prompt, rows, count=count)
     summary_block, used = _summary_block(summary, summary_tokens=summary_tokens, count=count)
     tokens += used
-    if messages and messages[0]["role"] == "assistant":
-        placeholder = PLACEHOLDER_SUMMARIZED if summary_block else PLACEHOLDER_START
-        messages.insert(0, {"role": "user", "content": placeholder})
-        tokens += count(placeholder)
-
     others = len(system_parts) + (1 if summary_block else 0)
     tokens += count(SEPARATOR) * max(0, others - 1)
-    block, extra, used, listed = _memory_blocks(
-        memories, topical, memory_budget=memory_budget, topical_budget=topical_budget,
-        cached=memories_cached, left=budget - tokens, others=others, count=count)
+    summarized = summary_block is not None
+    messages, turns = _turns(turn_rows, turn_counts, summarized=summarized, count=count)
+    reserve = min(topical_budget, memory_budget // 2) if memories_cached else 0
+    block, used, listed = _main_block(memories, memory_budget=memory_budget - reserve,
+                                      left=budget - tokens - turns, others=others,
+                                      count=count)
     tokens += used
-    parts = Parts(summary=summary_block is not None, summary_version=None, memories=listed,
-                  recalled=0, details=False)
+    unseen = _unseen(topical, block) if reserve else []
+    wanted = per_reply + (memories_part(unseen, room=reserve, count=count)[1]
+                          + count(SEPARATOR) if unseen else 0)
+    withheld = 0
+    if wanted and tokens + turns + wanted > budget:
+        turn_rows, turn_counts, withheld = leave_out_oldest(
+            turn_rows, turn_counts, free=tokens + turns + wanted - budget, keep=keep_recent)
+        if withheld:
+            messages, turns = _turns(turn_rows, turn_counts, summarized=summarized,
+                                     count=count, withheld=True)
+    tokens += turns
+    extra = None
+    if unseen:
+        gap = count(SEPARATOR)
+        extra, used, n = memories_part(unseen, count=count,
+                                       room=min(reserve, budget - tokens - gap))
+        tokens += used + (gap if extra else 0)
+        listed += n
+    parts = Parts(summary=summarized, summary_version=None, memories=listed,
+                  recalled=0, details=False, withheld=withheld)
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None
@@ -182,23 +210,28 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
               SEPARATOR.join(system_layout(system_parts[stable:], memories=cached_block,
                                            summary=summary_block))]
     system, messages = mark_cache_breakpoints(groups, messages)
-    per_reply = extra if memories_cached else block
-    if per_reply:
-        system, messages = after_history(per_reply, system, messages)
+    per_reply_block = extra if memories_cached else block
+    if per_reply_block:
+        system, messages = after_history(per_reply_block, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget, parts=parts)
 
 
+Turn = tuple[str, str, list[dict[str, Any]] | None]
+
+
 def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str], int]
-                ) -> tuple[list[str], list[tuple[str, str, list[dict[str, Any]] | None]], int]:
+                ) -> tuple[list[str], list[Turn], list[int], int]:
     """The parts of ``system`` (the app's prompt, then the window's ``system`` rows),
-    the rows that become turns, and their tokens. Raises InvalidInput on an unknown role."""
+    the rows that become turns with their tokens, and the tokens of ``system``'s
+    parts. Raises InvalidInput on an unknown role."""
     tokens = 0
     system_parts: list[str] = []
     if system_prompt.strip():
         system_parts.append(system_prompt)
         tokens += count(system_prompt)
-    turn_rows: list[tuple[str, str, list[dict[str, Any]] | None]] = []
+    turn_rows: list[Turn] = []
+    turn_counts: list[int] = []
     for row in rows:
         if not row.content.strip():
             continue  # ingest refuses blank text; a row written otherwise must not break the call
@@ -208,11 +241,39 @@ def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str
             continue
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(f"message with unknown role {row.role!r}")
-        tokens += row.token_count
+        turn_counts.append(row.token_count)
         # A message is data next to Recap's blocks: it can neither close nor fake one.
         turn_rows.append((row.role, neutralize(row.content),
                           defuse_blocks(row.blocks) if row.blocks is not None else None))
-    return system_parts, turn_rows, tokens
+    return system_parts, turn_rows, turn_counts, tokens
+
+
+def _turns(turn_rows: Sequence[Turn], turn_counts: Sequence[int], *, summarized: bool,
+           count: Callable[[str], int], withheld: bool = False
+           ) -> tuple[list[dict[str, Any]], int]:
+    """The turns of ``turn_rows`` and their tokens, opened by a placeholder user turn
+    when the first is the assistant's (the API wants the user's first)."""
+    messages, wrappers = replay(turn_rows, count=count)
+    tokens = sum(turn_counts) + wrappers
+    if messages and messages[0]["role"] == "assistant":
+        placeholder = (PLACEHOLDER_WITHHELD if withheld
+                       else PLACEHOLDER_SUMMARIZED if summarized else PLACEHOLDER_START)
+        messages.insert(0, {"role": "user", "content": placeholder})
+        tokens += count(placeholder)
+    return messages, tokens
+
+
+def leave_out_oldest(turn_rows: Sequence[Turn], turn_counts: Sequence[int], *, free: int,
+                     keep: int) -> tuple[list[Turn], list[int], int]:
+    """(the turns left, their tokens, how many were left out): the oldest of
+    ``turn_rows`` until their tokens reach ``free``, never the newest ``keep`` (at
+    least one)."""
+    most = max(0, len(turn_rows) - max(1, keep))
+    n = freed = 0
+    while n < most and freed < free:
+        freed += turn_counts[n]
+        n += 1
+    return list(turn_rows[n:]), list(turn_counts[n:]), n
 
 
 def _summary_block(summary: str | None, *, summary_tokens: int,
@@ -228,34 +289,23 @@ def _summary_block(summary: str | None, *, summary_tokens: int,
     return block, summary_tokens + count(SUMMARY_OPEN) + count(SUMMARY_CLOSE)
 
 
-def _memory_blocks(memories: Sequence[Candidate], topical: Sequence[Candidate], *,
-                   memory_budget: int, topical_budget: int, cached: bool, left: int,
-                   others: int, count: Callable[[str], int]
-                   ) -> tuple[str | None, str | None, int, int]:
-    """The memories block, the topical block (only with ``cached``: the topical
-    memories it does not show), the tokens both add with their separators, within
-    ``left`` tokens of the budget, and how many memories they show; ``others`` is
-    the number of other ``system`` parts (a block after one is separated from it)."""
-    block = extra = None
-    added = listed = 0
-    # The reserve does not depend on what this reply's turn finds, so the cached
-    # block is the same on every reply until a fold.
-    reserve = min(topical_budget, memory_budget // 2) if cached else 0
-    if memories and memory_budget > reserve:
-        gap = count(SEPARATOR) if others else 0
-        block, used, n = memories_part(memories, count=count,
-                                       room=min(memory_budget - reserve, left - gap))
-        added += used + (gap if block else 0)
-        listed += n
-    if reserve and topical:
-        shown = set(block.split("\n")) if block else set()
-        unseen = [c for c in topical if f"- {defuse_entry(c.fact)}" not in shown]
-        gap = count(SEPARATOR)
-        extra, used, n = memories_part(unseen, count=count,
-                                       room=min(reserve, left - added - gap))
-        added += used + (gap if extra else 0)
-        listed += n
-    return block, extra, added, listed
+def _main_block(memories: Sequence[Candidate], *, memory_budget: int, left: int,
+                others: int, count: Callable[[str], int]) -> tuple[str | None, int, int]:
+    """The memories block within ``memory_budget`` and ``left`` tokens of the budget,
+    the tokens it adds with its separator, and how many memories it shows;
+    ``others`` is the number of other ``system`` parts (a block after one is
+    separated from it)."""
+    if not memories or memory_budget <= 0:
+        return None, 0, 0
+    gap = count(SEPARATOR) if others else 0
+    block, used, n = memories_part(memories, count=count, room=min(memory_budget, left - gap))
+    return block, used + (gap if block else 0), n
+
+
+def _unseen(topical: Sequence[Candidate], block: str | None) -> list[Candidate]:
+    """The ``topical`` memories the memories block does not show."""
+    shown = set(block.split("\n")) if block else set()
+    return [c for c in topical if f"- {defuse_entry(c.fact)}" not in shown]
 
 
 def mark_cache_breakpoints(system_parts: Sequence[str], messages: list[dict[str, Any]]
