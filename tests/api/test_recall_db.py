@@ -33,9 +33,9 @@ LOG = ("collected 40 items\n" + "\n".join(f"tests/test_{i}.py ....... ok" for i 
 QUIET = {**LOW, "RECAP_RETENTION_GUARD": "false", "RECAP_EXTRACT_MEMORIES": "false"}
 
 
-def folded_session(api: Api, sid: str) -> None:
+def folded_session(api: Api, sid: str, *, ask: bool = True) -> None:
     """A session whose first batch (holding LOG as a tool result) was folded by the
-    worker into the archive, then a user turn asking about LGR-3621."""
+    worker into the archive, then (``ask``) a user turn asking about LGR-3621."""
     api.add_message(sid, "user", "Run the ledger tests please.")
     api.add_message(sid, "assistant", [{"type": "tool_use", "id": "toolu_1", "name": "pytest",
                                         "input": {"args": "tests/"}}])
@@ -47,7 +47,8 @@ def folded_session(api: Api, sid: str) -> None:
     with transaction() as s:
         assert s.scalar(select(func.count()).select_from(ArchivedMessage)
                         .where(ArchivedMessage.session_id == sid)) == 5
-    api.add_message(sid, "user", "Where was LGR-3621 raised?")
+    if ask:
+        api.add_message(sid, "user", "Where was LGR-3621 raised?")
 
 
 def recall_block(ctx: Context) -> str:
@@ -145,3 +146,29 @@ def test_retention_and_forget_delete_the_archive(
     assert counts["archived_messages"] == 5
     with transaction() as s:
         assert s.scalar(select(func.count()).select_from(ArchivedMessage)) == 0
+
+
+def test_a_window_that_fills_the_budget_makes_room_for_the_recalled_line(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    """Long turns after the fold fill the budget: the oldest of them are left out of
+    this request (never the newest RECAP_KEEP_RECENT), so the line the question
+    names is quoted within the budget; they stay stored."""
+    settings_env(**QUIET)
+    sid = f"recall-room-{api.name}"
+    folded_session(api, sid, ask=False)
+    for i in range(4):
+        api.add_message(sid, "assistant" if i % 2 == 0 else "user", sentence(i, 260))
+    api.add_message(sid, "user", "Where was LGR-3621 raised?")
+    settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1200)
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in recall_block(ctx)
+    assert ctx["parts"]["withheld"] > 0 and ctx["tokens"] <= ctx["budget"]
+    texts = [json.dumps(m["content"]) for m in ctx["messages"]]
+    # The newest RECAP_KEEP_RECENT rows are kept: two user rows, one turn.
+    assert "Where was LGR-3621 raised?" in texts[-1] and sentence(3, 260) in texts[-1]
+    assert_valid(ctx)
+    # Without recall nothing asks for room: the whole window, as stored.
+    settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1200,
+                 RECAP_RECALL_TOKENS=0)
+    whole = api.build_context(sid, system_prompt=PROMPT)
+    assert whole["parts"]["withheld"] == 0 and whole["tokens"] > whole["budget"]
