@@ -4,6 +4,8 @@
     ├── ConfigError          a setting is missing or invalid (raised at start-up)
     │   └── DatabaseNotReady     the database is unreachable or not at the migration head
     ├── InvalidInput         a caller passed something Recap refuses to store
+    │   ├── EditDropsOriginal    an edit would lose a cleared tool result's archived original
+    │   └── ForgedStub           an edit holds a stub Recap did not write for that message
     ├── SessionNotFound      no chat session with that id
     ├── UserNotFound         no session names that user
     ├── SessionBusy          another job holds the session's lease; try again later
@@ -39,6 +41,14 @@ class DatabaseNotReady(ConfigError):
 
 class InvalidInput(RecapError, ValueError):
     """Input Recap refuses to store; nothing was written."""
+
+
+class EditDropsOriginal(InvalidInput):
+    """An edit would change or leave out a stub whose original only the archive holds."""
+
+
+class ForgedStub(InvalidInput):
+    """An edit holds a stub Recap did not write over an original of that message."""
 
 
 class SessionNotFound(RecapError, LookupError):

@@ -1,7 +1,10 @@
 """``edit_message``: change an active message in place, under the session's lease
 (recap.sessions.lock): blocks and token counts follow, the session's counters
 stay exact. A summarized message cannot change in place: the error says how to
-rewind to it instead (recap.sessions.rewind). Emits one ``edit`` log event.
+rewind to it instead (recap.sessions.rewind). A tool result Recap cleared to a
+stub keeps its archived original when the edit keeps the stub as it reads; an
+edit that would lose the original, or forge a stub, is refused
+(recap.sessions.cleared). Emits one ``edit`` log event.
 """
 
 from __future__ import annotations
@@ -9,11 +12,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from recap.core.content.message import prepare_content
+from recap.core.content.message import Message, prepare_content
+from recap.core.content.render import full_text
 from recap.core.validate import MAX_ROW_ID, check_session_id, check_whole
 from recap.db import db_now, transaction
 from recap.errors import InvalidInput
@@ -21,6 +26,7 @@ from recap.llm.tokens import message_tokens
 from recap.models import ArchivedMessage
 from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
+from recap.sessions.cleared import reconcile
 from recap.sessions.lock import WAIT_S, exists, live_runs, locked, retrying
 from recap.settings import Settings, get_settings
 
@@ -41,7 +47,10 @@ def edit_message(session_id: str, message_id: int, content: object, *,
 
     Raises SessionNotFound; InvalidInput for bad content or a message that is not
     active (a summarized one cannot change in place: the error says how to
-    rewind); SessionBusy as :func:`rewind`.
+    rewind); EditDropsOriginal and ForgedStub (InvalidInput's, see
+    recap.sessions.cleared) for an edit that would lose a cleared tool result's
+    archived original or write a stub Recap did not;
+    SessionBusy as :func:`rewind`. Nothing changes then.
     """
     check_session_id(session_id)
     check_whole(message_id, "message_id", low=1, high=MAX_ROW_ID)
@@ -55,23 +64,41 @@ def edit_message(session_id: str, message_id: int, content: object, *,
 def _edit(session_id: str, message_id: int, content: object, settings: Settings) -> Edited:
     with transaction() as s:
         locked(session_id, db=s, now=db_now(s))
-        row = s.execute(select(MESSAGES.c.role, MESSAGES.c.token_count).where(
-            MESSAGES.c.session_id == session_id, MESSAGES.c.id == message_id)).one_or_none()
+        row = s.execute(select(MESSAGES.c.role, MESSAGES.c.token_count, MESSAGES.c.blocks)
+                        .where(MESSAGES.c.session_id == session_id,
+                               MESSAGES.c.id == message_id)).one_or_none()
         if row is None:
             raise InvalidInput(_not_active(session_id, message_id, settings, db=s))
         msg = prepare_content(row.role, content,
                               max_inline_chars=settings.max_inline_base64_chars)
+        _keep_originals(session_id, message_id, row.role, row.blocks, msg, db=s,
+                        settings=settings)
         tokens = message_tokens(msg)
         s.execute(update(MESSAGES).where(MESSAGES.c.id == message_id).values(
             content=msg.content, blocks=msg.blocks, tool_links=msg.tool_links,
             token_count=tokens))
         s.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(
             active_tokens=SESSIONS.c.active_tokens + tokens - row.token_count))
-        # A tool result cleared to a stub keeps its original in the archive: the
-        # edited content replaces both, so recall never quotes the old text.
-        s.execute(delete(ArchivedMessage).where(ArchivedMessage.session_id == session_id,
-                                                ArchivedMessage.id == message_id))
         return Edited(session_id, message_id, tokens)
+
+
+def _keep_originals(session_id: str, message_id: int, role: str, stored: Any, msg: Message,
+                    *, db: Session, settings: Settings) -> None:
+    """Rewrite the message's archived copy, if it has one (a tool result cleared to a
+    stub), to the edited message with each kept stub's original in its place, so
+    recall quotes the edit and the originals and a later fold keeps them; drop the
+    copy when no stub is kept (the window then holds the whole message). Raises as
+    recap.sessions.cleared.reconcile, before anything is written."""
+    where = (ArchivedMessage.session_id == session_id, ArchivedMessage.id == message_id)
+    archived = db.scalar(select(ArchivedMessage.blocks).where(*where))
+    merged = reconcile(message_id, stored=stored, edited=msg.blocks, archived=archived)
+    if merged is None:
+        db.execute(delete(ArchivedMessage).where(*where))
+        return
+    whole = prepare_content(role, merged, max_inline_chars=settings.max_inline_base64_chars)
+    db.execute(update(ArchivedMessage).where(*where).values(
+        content=whole.content, blocks=whole.blocks, tool_links=whole.tool_links,
+        token_count=message_tokens(whole), search_text=full_text(merged)))
 
 
 def _not_active(session_id: str, message_id: int, settings: Settings, *, db: Session) -> str:

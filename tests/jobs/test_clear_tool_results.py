@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from recap.api.context import as_request, build_context
@@ -15,6 +16,7 @@ from recap.api.ingest import add_message
 from recap.core.context.lookback import RECALL_TAG
 from recap.core.retention.stubs import STUB_OPEN, is_stub
 from recap.db import transaction
+from recap.errors import InvalidInput
 from recap.models import ArchivedMessage, ChatMessage, SummaryRun
 from recap.testing import FakeAnthropic, validate_messages_request
 from recap.worker.jobs.outcome import Job
@@ -153,7 +155,7 @@ def test_a_rewind_into_a_fold_of_cleared_results_restores_their_originals(
     valid(sid)
 
 
-def test_a_stubs_original_outlives_archive_retention_and_an_edit_replaces_it(
+def test_a_stubs_original_outlives_archive_retention_and_an_edit_keeps_it(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     from datetime import timedelta
 
@@ -178,9 +180,14 @@ def test_a_stubs_original_outlives_archive_retention_and_an_edit_replaces_it(
     with transaction() as s:
         held = set(s.scalars(select(ArchivedMessage.id).where(ArchivedMessage.session_id == sid)))
     assert held == set(cleared)
-    # An edit replaces the message, and with it the original recall would quote.
+    # An edit that would replace the stub, and with it the only copy of the
+    # original, is refused (tests/sessions/test_edit.py); given back whole, the
+    # original is in the window again and needs no archived copy.
+    with pytest.raises(InvalidInput, match="kept only in the archive"):
+        edit_message(sid, cleared[0], [{"type": "tool_result", "tool_use_id": "toolu_0",
+                                        "content": "replaced by the app"}])
     edit_message(sid, cleared[0], [{"type": "tool_result", "tool_use_id": "toolu_0",
-                                    "content": "replaced by the app"}])
+                                    "content": log(0)}])
     with transaction() as s:
         held = set(s.scalars(select(ArchivedMessage.id).where(ArchivedMessage.session_id == sid)))
     assert held == set(cleared[1:])
