@@ -4,7 +4,8 @@ stored about one session or one user, in one transaction (``recap.forget``).
 With ``--source KIND`` only memories go: what the session (or the user's
 sessions) stated as KIND (user, assistant, tool, document, unverified, guard,
 legacy), a memory going when its last source goes (``recap.forget_memories``);
-messages and summaries stay.
+messages and summaries stay. ``--source user`` also drops the ``unverified``
+paraphrases the model attributed to the user.
 
 Deletes the messages (active and archived), the session rows (summary, title,
 settings), the memories and the audit rows (summary_runs, title_runs) of the
@@ -28,7 +29,9 @@ def register(sub: Subparsers) -> None:
                              "and the user's memories")
     p.add_argument("--source", metavar="KIND",
                    help="only drop the memories stated as KIND (user, assistant, tool, "
-                        "document, unverified, guard, legacy); nothing else is erased")
+                        "document, unverified, guard, legacy; user also drops the "
+                        "unverified paraphrases of what the user said); nothing else is "
+                        "erased")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -78,13 +78,21 @@ def forget(*, session_id: str | None = None, user_id: str | None = None) -> dict
         return erase(s, ids, [scope, *(f"s:{sid}" for sid in ids)])
 
 
+# What goes with a kind of source when it is forgotten: a memory the model said the
+# user stated and Recap could not find in their words (``unverified``) is derived
+# from what the user said, so forgetting the user's statements forgets it too.
+DERIVED: dict[str, tuple[str, ...]] = {"user": ("unverified",)}
+
+
 def forget_memories(*, source: str, session_id: str | None = None,
                     user_id: str | None = None) -> int:
     """Drop what ``session_id`` (or every session of ``user_id``: exactly one) stated
     as ``source`` (a kind of recap.models.SOURCE_KINDS: ``tool``, ``document``,
     ``guard``...), in one transaction; returns the memories deleted. A memory goes
     when its last source goes: one another session (or another kind) also stated
-    stays. Messages, summaries and other memories are untouched.
+    stays. Messages, summaries and other memories are untouched. ``user`` also
+    drops what was derived from the user's statements (:data:`DERIVED`): the
+    ``unverified`` paraphrases the model attributed to the user.
 
     Raises InvalidInput for an unknown kind, neither or both ids, or an unusable id.
     """
@@ -100,7 +108,8 @@ def forget_memories(*, source: str, session_id: str | None = None,
             check_user_id(user_id)
             ids = list(s.scalars(select(ChatSession.id).where(
                 _in_tenant(ChatSession.user_id == user_id))))
-        return drop_sources(MemorySource.session_id.in_(ids) & (MemorySource.kind == source),
+        kinds = (source, *DERIVED.get(source, ()))
+        return drop_sources(MemorySource.session_id.in_(ids) & MemorySource.kind.in_(kinds),
                             db=s)
 
 

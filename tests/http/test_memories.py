@@ -1,5 +1,6 @@
 """Memories over HTTP: listed with their sources, deleted by the kind of source
-that stated them, by session or by user; a bad kind is a 422 that names the kinds."""
+that stated them, by session or by user (``user`` with the unverified paraphrases
+of what the user said); a bad kind is a 422 that names the kinds."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from recap.api.ingest import add_message
 from recap.testing import FakeAnthropic
 from tests.helpers import run_and_wait, sentence, statuses
+from tests.sessions.test_forget import PARAPHRASE, TOOL_FACT, stated
 
 pytestmark = pytest.mark.system
 
@@ -59,3 +61,17 @@ def test_a_bad_source_or_session_is_a_clear_error(api: httpx.Client) -> None:
     r = api.delete("/v1/sessions/mem-c/memories")
     assert r.status_code == 422 and "source" in r.json()["error"]["message"]
     assert api.get("/v1/sessions/no-such-session/memories").status_code == 404
+
+
+def test_deleting_what_a_user_stated_deletes_its_unverified_paraphrases(
+        api: httpx.Client, celery_worker_thread: object, fake_api: FakeAnthropic,
+        settings_env: Callable[..., None]) -> None:
+    settings_env(**WHOLE)
+    for sid in ("mem-p1", "mem-p2"):
+        assert stated(fake_api, sid, "u-para")[PARAPHRASE] == ["unverified"]
+    r = api.delete("/v1/users/u-para/memories", params={"source": "user"})
+    assert r.status_code == 200 and r.json() == {"deleted": 3}  # one sentence, 2 paraphrases
+    for sid in ("mem-p1", "mem-p2"):
+        left = api.get(f"/v1/sessions/{sid}/memories").json()["memories"]
+        assert [(m["fact"], [s["kind"] for s in m["sources"]]) for m in left] == [
+            (TOOL_FACT, ["tool"])]

@@ -17,7 +17,9 @@ from recap.sessions.overrides import memories
 router = APIRouter(prefix="/v1", tags=["memories"])
 
 Source = Annotated[str, Query(description="the kind of source to delete: user, assistant, "
-                                          "tool, document, unverified, guard or legacy")]
+                                          "tool, document, unverified, guard or legacy "
+                                          "(user also deletes the unverified paraphrases "
+                                          "of what the user said)")]
 
 
 @router.get("/sessions/{session_id:id}/memories", response_model=MemoriesOut,
