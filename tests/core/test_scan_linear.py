@@ -87,7 +87,7 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "stub": lambda s: stubs.stub(s, tokens=len(s), kept=[s]),
     "stubs stripped": stubs.strip_stubs,
     "named rows": lambda s: withhold.named_rows(
-        [Row("assistant", s, 1), Row("user", "Was LGR-3621 or TP 1357 in " + s, 1)], summary=s),
+        [Row("assistant", s, 1), Row("user", "Was LGR-3621 or TP 1357 in " + s, 1)], elsewhere=s),
     "named quotes": lambda s: withhold.quotes(Row("tool", s, 1), ["1357", "ab", "2,400"]),
     "stub selection": lambda s: stubs.clear(
         [stubs.Row(1, "user", "", [{"type": "tool_result", "tool_use_id": "t", "content": s}]),

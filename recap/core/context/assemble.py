@@ -193,7 +193,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                  count=count)
     messages, turns, withheld, quoted = make_room(
         [r for r in rows if r.content.strip() and r.role != "system"], turn_rows,
-        turn_counts, room=room, summary=summary, messages=messages, turns=turns)
+        turn_counts, room=room, elsewhere=SEPARATOR.join([*system_parts, summary or ""]),
+        messages=messages, turns=turns)
     tokens += turns
     extra = None
     if unseen:
@@ -315,19 +316,20 @@ class _Room:
 
 
 def make_room(sources: Sequence[Row], turn_rows: Sequence[Turn], turn_counts: Sequence[int],
-              *, room: _Room, summary: str | None, messages: list[dict[str, Any]],
+              *, room: _Room, elsewhere: str, messages: list[dict[str, Any]],
               turns: int) -> tuple[list[dict[str, Any]], int, int, list[str]]:
     """(messages, their tokens, how many rows were left out, lines quoted from them)
     with the window's oldest rows left out until what ``room`` asks fits beside it,
     never the newest ``room.keep`` (at least one). ``sources`` are the stored rows
-    of ``turn_rows``. Every turn is counted as built, the placeholder opening the
-    window included. A row holding what the newest turn names (:func:`named_rows`)
-    goes last, and then only quoted in the recall block instead, or when the window
-    alone is past the budget."""
+    of ``turn_rows``, ``elsewhere`` the rest of the request's text (``system``'s
+    parts). Every turn is counted as built, the placeholder opening the window
+    included. A row holding what the newest turn names and ``elsewhere`` does not
+    (:func:`named_rows`) goes last, and then only quoted in the recall block
+    instead, or when the window alone is past the budget."""
     if not (room.wanted or room.recall(())[0]) or room.excess(turns, ()) <= 0:
         return messages, turns, 0, []  # nothing asks for room: the window as stored
     eligible = range(max(0, len(turn_rows) - max(1, room.keep)))
-    named = named_rows(sources, summary=summary)
+    named = named_rows(sources, elsewhere=elsewhere)
     out: set[int] = set()
     quoted: list[str] = []
 

@@ -43,14 +43,15 @@ class Message(Protocol):
     def id(self) -> int | None: ...
 
 
-def named_rows(rows: Sequence[Message], *, summary: str | None) -> dict[int, list[str]]:
+def named_rows(rows: Sequence[Message], *, elsewhere: str) -> dict[int, list[str]]:
     """{index in ``rows``: the words it must carry}: for each word the newest turn
-    names that the summary does not hold, the newest other row that holds it (its
-    stubs' lines left out, as recall reads the window). The rows the newest turn
-    comes from (lookback.split_asked) carry nothing: they are never left out."""
+    names that ``elsewhere`` (the rest of the request: the summary, the
+    instructions) does not hold, the newest other row that holds it (its stubs'
+    lines left out, as recall reads the window). The rows the newest turn comes
+    from (lookback.split_asked) carry nothing: they are never left out."""
     asked, used = split_asked(rows)
     terms = named_terms(asked) if asked else []
-    left = set(terms) - held(terms, summary or "")
+    left = set(terms) - held(terms, elsewhere)
     out: dict[int, list[str]] = {}
     for i in range(len(rows) - 1, -1, -1):
         if not left:

@@ -93,12 +93,12 @@ def test_a_named_row_too_big_to_keep_is_quoted_in_the_recall_block() -> None:
     assert carries(kept, NAMED) and kept["parts"]["withheld"] == 4
 
 
-def test_what_the_summary_or_a_kept_row_holds_protects_nothing() -> None:
+def test_the_newest_row_holding_a_named_word_carries_it_unless_the_summary_does() -> None:
     window = rows(*WINDOW)
-    assert named_rows(window, summary=SUMMARY) == {0: ["db-7731.internal"]}
-    assert named_rows(window, summary="db-7731.internal was set up.") == {}
+    assert named_rows(window, elsewhere=SUMMARY) == {0: ["db-7731.internal"]}
+    assert named_rows(window, elsewhere="db-7731.internal was set up.") == {}
     again = rows(*WINDOW[:-1], ("assistant", "Still db-7731.internal."), ("user", QUESTION))
-    assert named_rows(again, summary=None) == {5: ["db-7731.internal"]}
+    assert named_rows(again, elsewhere="") == {5: ["db-7731.internal"]}
     assert quotes(window[0], ["db-7731.internal"]) == [f"- [assistant · message 0] {NAMED}"]
 
 
