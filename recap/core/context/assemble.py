@@ -342,14 +342,14 @@ def make_room(sources: Sequence[Row], turn_rows: Sequence[Turn], turn_counts: Se
     while (excess := room.excess(turns, quoted)) > 0:
         # Enough rows for the excess and the placeholder the window may then open
         # with; counted again as built, so a merge's separator is counted too.
-        need, freed = excess + room.count(PLACEHOLDER_WITHHELD), 0
+        need, freed, before = excess + room.count(PLACEHOLDER_WITHHELD), 0, len(out)
         for i in plain:
             out.add(i)
             freed += turn_counts[i]
             if freed >= need:
                 break
-        if not freed:
-            break
+        if len(out) == before:
+            break  # every row that may go is gone
         messages, turns = rebuild()
     for i in sorted(set(named) & set(eligible)):
         if room.excess(turns, quoted) <= 0:
