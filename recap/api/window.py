@@ -28,7 +28,7 @@ from sqlalchemy import (
 
 from recap.api.core import load_blocks
 from recap.core.context import lookback
-from recap.core.context.assemble import Context, Parts, Row, after_history, assemble
+from recap.core.context.assemble import Context, Row, assemble
 from recap.core.memories.recall import Candidate, query_terms, topic_terms
 from recap.core.planning import adaptive
 from recap.core.retention import stubs
@@ -102,7 +102,7 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
     budget = (overrides or {}).get("context_budget_tokens", default_budget)
     return Window(head.content, int(head.tokens or 0),
                   [Row(r.role, r.content, int(r.tokens),
-                       load_blocks(r.blocks) if r.blocks is not None else None)
+                       load_blocks(r.blocks) if r.blocks is not None else None, int(r.id))
                    for r in rows], int(budget),
                   scopes(session_id, head.user_id), policy=(overrides or {}).get("policy"),
                   session_id=session_id, summary_version=int(head.version or 0),
@@ -215,20 +215,17 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
     """The context from the app's prompt and a window (``prompt_caching``: None
     means RECAP_PROMPT_CACHING); ``count`` counts tokens."""
     caching = settings.prompt_caching if prompt_caching is None else prompt_caching
-    # The recall block at its size: the window's oldest turns make room for it.
-    recall = (lookback.recall_part(window.recalled, room=settings.recall_tokens, count=count)[1]
-              if window.recalled and settings.recall_tokens > 0 else 0)
     ctx = assemble(system_prompt, window.rows, summary=window.summary,
-                    summary_tokens=window.summary_tokens, budget=window.budget,
-                    count=count, memories=window.memories,
-                    memory_budget=memories_budget(window, settings=settings),
-                    caching=bool(caching),
-                    memories_cached=settings.memories_per == "version",
-                    topical=window.topical, topical_budget=settings.memory_reply_tokens,
-                    per_reply=recall,
-                    keep_recent=window.keep_recent or settings.keep_recent)
+                   summary_tokens=window.summary_tokens, budget=window.budget,
+                   count=count, memories=window.memories,
+                   memory_budget=memories_budget(window, settings=settings),
+                   caching=bool(caching),
+                   memories_cached=settings.memories_per == "version",
+                   topical=window.topical, topical_budget=settings.memory_reply_tokens,
+                   recalled=window.recalled, recall_room=max(0, settings.recall_tokens),
+                   keep_recent=window.keep_recent or settings.keep_recent)
     stored_parts(ctx, summary=window.summary, version=window.summary_version)
-    return with_recall(ctx, window.recalled, room=settings.recall_tokens, count=count)
+    return ctx
 
 
 def stored_parts(ctx: Context, *, summary: str | None, version: int) -> None:
@@ -237,25 +234,3 @@ def stored_parts(ctx: Context, *, summary: str | None, version: int) -> None:
     if ctx["parts"]["summary"]:
         ctx["parts"]["summary_version"] = version
         ctx["parts"]["details"] = bool(details_lines(summary or ""))
-
-
-def with_recall(ctx: Context, lines: Sequence[str], *, room: int,
-                count: Callable[[str], int]) -> Context:
-    """``ctx`` with the ``<ARCHIVE_RECALL>`` block of ``lines`` (at most ``room``
-    tokens, never past the budget). With caching it goes after the last cache
-    breakpoint (:func:`recap.core.context.assemble.after_history`), so the cached prefix is
-    the same bytes with and without it; without, at the end of ``system``.
-    ``parts["recalled"]`` counts the lines it quotes."""
-    room = min(room, ctx["budget"] - ctx["tokens"])
-    block, used, quoted = (lookback.recall_part(lines, room=room, count=count) if lines
-                           else (None, 0, 0))
-    if block is None:
-        return ctx
-    parts = Parts(**{**ctx["parts"], "recalled": quoted})
-    if isinstance(ctx["system"], list):  # prompt caching: system is blocks
-        blocks, messages = after_history(block, ctx["system"], ctx["messages"])
-        return Context(system=blocks, messages=messages, tokens=ctx["tokens"] + used,
-                       budget=ctx["budget"], parts=parts)
-    text = f"{ctx['system']}\n\n{block}" if ctx["system"] else block
-    return Context(system=text, messages=ctx["messages"], tokens=ctx["tokens"] + used,
-                   budget=ctx["budget"], parts=parts)

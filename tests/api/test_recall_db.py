@@ -172,3 +172,73 @@ def test_a_window_that_fills_the_budget_makes_room_for_the_recalled_line(
                  RECAP_RECALL_TOKENS=0)
     whole = api.build_context(sid, system_prompt=PROMPT)
     assert whole["parts"]["withheld"] == 0 and whole["tokens"] > whole["budget"]
+
+
+# The window holds it, so recall does not look it up: leaving it out would lose it.
+NAMED = "The staging database is db-7731.internal on port 5433."
+BOTH = "Where was LGR-3621 raised, and which port does db-7731.internal use?"
+
+
+def test_withholding_keeps_the_message_the_newest_turn_names(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    """The oldest message after the fold holds what the question names besides the
+    archived error code: the long turns after it are left out, it stays."""
+    settings_env(**QUIET)
+    sid = f"recall-named-{api.name}"
+    folded_session(api, sid, ask=False)
+    api.add_message(sid, "assistant", NAMED)
+    for i in range(4):
+        api.add_message(sid, "user" if i % 2 == 0 else "assistant", sentence(i, 260))
+    api.add_message(sid, "user", BOTH)
+    settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1100)
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in recall_block(ctx)
+    assert ctx["parts"]["withheld"] >= 3 and ctx["tokens"] <= ctx["budget"]
+    texts = [json.dumps(m["content"]) for m in ctx["messages"]]
+    assert any(NAMED in t for t in texts) and not any(sentence(0, 260) in t for t in texts)
+    assert_valid(ctx)
+
+
+def test_a_named_message_too_big_to_keep_is_quoted_in_the_recall_block(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    """Kept whole it would not fit beside the newest turns: its line is quoted first
+    in the recall block instead, labelled with its message id."""
+    settings_env(**QUIET)
+    sid = f"recall-named-big-{api.name}"
+    folded_session(api, sid, ask=False)
+    named_id = api.add_message(sid, "assistant", "\n".join(
+        [sentence(1, 400), NAMED, sentence(2, 400)]))
+    api.add_message(sid, "user", sentence(3, 40))
+    api.add_message(sid, "assistant", sentence(4, 40))
+    api.add_message(sid, "user", BOTH)
+    settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1100)
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    block = recall_block(ctx)
+    assert block.startswith(f"{RECALL_OPEN}- [assistant · message {named_id}] {NAMED}")
+    assert "ERROR LGR-3621 raised at:" in block and ctx["parts"]["recalled"] == 2
+    assert ctx["parts"]["withheld"] >= 1 and ctx["tokens"] <= ctx["budget"]
+    assert not any(sentence(1, 400) in json.dumps(m["content"]) for m in ctx["messages"])
+    assert_valid(ctx)
+
+
+def test_short_turns_left_out_leave_the_recall_block_its_room(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    """Hundreds of short turns fill the budget: whichever of them the window then
+    starts with, the placeholder opening it is counted, so the recall block keeps
+    the room computed for it and the context stays within the budget."""
+    settings_env(**QUIET)
+    sid = f"recall-short-{api.name}"
+    folded_session(api, sid, ask=False)
+    for i in range(400):
+        api.add_message(sid, "assistant" if i % 2 == 0 else "user", f"noted, step {i}")
+    api.add_message(sid, "user", "Where was LGR-3621 raised?")
+    starts = set()
+    for budget in range(1100, 1108):
+        settings_env(**QUIET, RECAP_CONTEXT_BUDGET_TOKENS=budget)
+        ctx = api.build_context(sid, system_prompt=PROMPT)
+        assert ctx["parts"]["withheld"] > 200, budget
+        assert "ERROR LGR-3621 raised at:" in recall_block(ctx), (budget, ctx["parts"])
+        assert ctx["tokens"] <= budget
+        assert_valid(ctx)
+        starts.add(json.dumps(ctx["messages"][0]["content"]).startswith('"(earlier'))
+    assert starts == {True, False}  # both shapes of the window's start were built

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from recap.core import defuse, specifics, text
-from recap.core.context import lookback
+from recap.core.context import lookback, withhold
 from recap.core.context import lookback as quote
+from recap.core.context.assemble import Row
 from recap.core.memories import channels, provenance, verbatim
 from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
@@ -85,6 +86,9 @@ SCANNERS: dict[str, Callable[[str], object]] = {
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
     "stub": lambda s: stubs.stub(s, tokens=len(s), kept=[s]),
     "stubs stripped": stubs.strip_stubs,
+    "named rows": lambda s: withhold.named_rows(
+        [Row("assistant", s, 1), Row("user", "Was LGR-3621 or TP 1357 in " + s, 1)], elsewhere=s),
+    "named quotes": lambda s: withhold.quotes(Row("tool", s, 1), ["1357", "ab", "2,400"]),
     "stub selection": lambda s: stubs.clear(
         [stubs.Row(1, "user", "", [{"type": "tool_result", "tool_use_id": "t", "content": s}]),
          *(stubs.Row(2 + k, "assistant", "next", None) for k in range(3))],

@@ -39,13 +39,16 @@ becomes text blocks and the last turn's content a list of blocks, with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) reads on 3.11
 
+from recap.core.context import lookback
 from recap.core.context.lookback import RECALL_OPEN
 from recap.core.context.replay import SEPARATOR, replay
 from recap.core.context.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
+from recap.core.context.withhold import named_rows, quotes
 from recap.core.defuse import defuse_blocks, defuse_entry, defuse_summary, defuse_text
 from recap.core.memories.block import MEMORIES_CLOSE as MEMORIES_CLOSE
 from recap.core.memories.block import MEMORIES_OPEN as MEMORIES_OPEN
@@ -90,6 +93,7 @@ class Row(NamedTuple):
     content: str
     token_count: int
     blocks: list[dict[str, Any]] | None = None
+    id: int | None = None  # the stored message's id (labels a line quoted from it)
 
 
 # The breakpoint Recap places: the API's default 5-minute cache, refreshed on every
@@ -135,7 +139,8 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
              caching: bool = False, memories_cached: bool = False,
              topical: Sequence[Candidate] = (), topical_budget: int = 0,
-             per_reply: int = 0, keep_recent: int = 1) -> Context:
+             per_reply: int = 0, keep_recent: int = 1, recalled: Sequence[str] = (),
+             recall_room: int = 0) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -154,14 +159,19 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     ``summary_version`` and ``details`` are the caller's, who knows the summary's
     version and reads its sections). Raises InvalidInput on an unknown role.
 
-    **Room for what the newest turn asks.** ``per_reply`` is the tokens the caller
-    adds after this context for the newest turn (the ``<ARCHIVE_RECALL>`` block
-    at its size). When that block and the topical memories would not fit the
-    budget beside the window, the window's oldest turns are left out of this
-    request until they do (``parts["withheld"]`` counts them), never the newest
-    ``keep_recent`` rows (at least one): they stay stored and are folded as
-    usual. The memories block is sized as with the whole window, so it stays the
-    same bytes reply after reply.
+    **Room for what the newest turn asks.** ``recalled`` are the archived lines
+    the newest turn names (recap.core.context.lookback.choose_lines), quoted in an
+    ``<ARCHIVE_RECALL>`` block of at most ``recall_room`` tokens, after the last
+    cache breakpoint with caching, else at the end of ``system``; ``per_reply``
+    is any tokens the caller adds after this context. When that block and the
+    topical memories would not fit the budget beside the window, the window's
+    oldest rows are left out of this request until they do (:func:`make_room`;
+    ``parts["withheld"]`` counts them), never the newest ``keep_recent`` rows (at
+    least one): they stay stored and are folded as usual. A row holding what the
+    newest turn names (an identifier, number, path or name recall did not look
+    up because the window held it) is left out last, and then its line is quoted
+    first in the recall block. The memories block is sized as with the whole
+    window, so it stays the same bytes reply after reply.
     """
     system_parts, turn_rows, turn_counts, tokens = _split_rows(system_prompt, rows, count=count)
     summary_block, used = _summary_block(summary, summary_tokens=summary_tokens, count=count)
@@ -178,13 +188,13 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     unseen = _unseen(topical, block) if reserve else []
     wanted = per_reply + (memories_part(unseen, room=reserve, count=count)[1]
                           + count(SEPARATOR) if unseen else 0)
-    withheld = 0
-    if wanted and tokens + turns + wanted > budget:
-        turn_rows, turn_counts, withheld = leave_out_oldest(
-            turn_rows, turn_counts, free=tokens + turns + wanted - budget, keep=keep_recent)
-        if withheld:
-            messages, turns = _turns(turn_rows, turn_counts, summarized=summarized,
-                                     count=count, withheld=True)
+    room = _Room(tokens=tokens, budget=budget, wanted=wanted, recalled=tuple(recalled),
+                 recall_room=recall_room, keep=keep_recent, summarized=summarized,
+                 count=count)
+    messages, turns, withheld, quoted = make_room(
+        [r for r in rows if r.content.strip() and r.role != "system"], turn_rows,
+        turn_counts, room=room, elsewhere=SEPARATOR.join([*system_parts, summary or ""]),
+        messages=messages, turns=turns)
     tokens += turns
     extra = None
     if unseen:
@@ -193,14 +203,22 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                        room=min(reserve, budget - tokens - gap))
         tokens += used + (gap if extra else 0)
         listed += n
+    # Without caching the recall block ends ``system``, after a blank line.
+    gap = count(SEPARATOR) if not caching and (system_parts or summary_block or block
+                                               or extra) else 0
+    recall, used, n = lookback.recall_part([*quoted, *recalled], count=count,
+                                           room=min(recall_room, budget - tokens - gap))
+    tokens += used + (gap if recall else 0)
     parts = Parts(summary=summarized, summary_version=None, memories=listed,
-                  recalled=0, details=False, withheld=withheld)
+                  recalled=n, details=False, withheld=withheld)
 
     if not caching:
         both = SEPARATOR.join(b for b in (block, extra) if b) or None
-        return Context(system=SEPARATOR.join(system_layout(
-            system_parts, memories=both, summary=summary_block)), messages=messages,
-            tokens=tokens, budget=budget, parts=parts)
+        system_str = SEPARATOR.join([*system_layout(system_parts, memories=both,
+                                                    summary=summary_block),
+                                     *([recall] if recall else [])])
+        return Context(system=system_str, messages=messages, tokens=tokens, budget=budget,
+                       parts=parts)
     # The app's prompt is stable for the session's life, the system rows and the
     # summary only between folds: one block (and breakpoint) each.
     # Memories chosen per summary version change with it: they share its part.
@@ -211,8 +229,9 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
                                            summary=summary_block))]
     system, messages = mark_cache_breakpoints(groups, messages)
     per_reply_block = extra if memories_cached else block
-    if per_reply_block:
-        system, messages = after_history(per_reply_block, system, messages)
+    for part in (per_reply_block, recall):
+        if part:
+            system, messages = after_history(part, system, messages)
     return Context(system=system, messages=messages, tokens=tokens,
                    budget=budget, parts=parts)
 
@@ -263,17 +282,90 @@ def _turns(turn_rows: Sequence[Turn], turn_counts: Sequence[int], *, summarized:
     return messages, tokens
 
 
-def leave_out_oldest(turn_rows: Sequence[Turn], turn_counts: Sequence[int], *, free: int,
-                     keep: int) -> tuple[list[Turn], list[int], int]:
-    """(the turns left, their tokens, how many were left out): the oldest of
-    ``turn_rows`` until their tokens reach ``free``, never the newest ``keep`` (at
-    least one)."""
-    most = max(0, len(turn_rows) - max(1, keep))
-    n = freed = 0
-    while n < most and freed < free:
-        freed += turn_counts[n]
-        n += 1
-    return list(turn_rows[n:]), list(turn_counts[n:]), n
+@dataclass(frozen=True)
+class _Room:
+    """What :func:`make_room` makes room for: ``wanted`` tokens (the topical memories
+    and what the caller adds) and the recall block of ``recalled`` lines (at most
+    ``recall_room``) beside the window, within ``budget`` with ``tokens`` (the rest
+    of the context) spent."""
+
+    tokens: int
+    budget: int
+    wanted: int
+    recalled: tuple[str, ...]
+    recall_room: int
+    keep: int
+    summarized: bool
+    count: Callable[[str], int]
+
+    def recall(self, quoted: Sequence[str], *, left: int | None = None) -> tuple[int, bool]:
+        """(tokens of the recall block holding ``quoted`` first, then the recalled
+        lines, with its separator; whether all of ``quoted`` fit in it), within
+        ``recall_room`` and ``left`` tokens."""
+        lines = [*quoted, *self.recalled]
+        limit = self.recall_room if left is None else min(self.recall_room, left)
+        if not lines or limit <= 0:
+            return 0, not quoted
+        block, used, _ = lookback.recall_part(lines, room=limit, count=self.count)
+        if block is None:
+            return 0, not quoted
+        return used + self.count(SEPARATOR), all(line in block for line in quoted)
+
+    def excess(self, turns: int, quoted: Sequence[str]) -> int:
+        return self.tokens + turns + self.wanted + self.recall(quoted)[0] - self.budget
+
+
+def make_room(sources: Sequence[Row], turn_rows: Sequence[Turn], turn_counts: Sequence[int],
+              *, room: _Room, elsewhere: str, messages: list[dict[str, Any]],
+              turns: int) -> tuple[list[dict[str, Any]], int, int, list[str]]:
+    """(messages, their tokens, how many rows were left out, lines quoted from them)
+    with the window's oldest rows left out until what ``room`` asks fits beside it,
+    never the newest ``room.keep`` (at least one). ``sources`` are the stored rows
+    of ``turn_rows``, ``elsewhere`` the rest of the request's text (``system``'s
+    parts). Every turn is counted as built, the placeholder opening the window
+    included. A row holding what the newest turn names and ``elsewhere`` does not
+    (:func:`named_rows`) goes last, and then only quoted in the recall block
+    instead, or when the window alone is past the budget."""
+    if not (room.wanted or room.recall(())[0]) or room.excess(turns, ()) <= 0:
+        return messages, turns, 0, []  # nothing asks for room: the window as stored
+    eligible = range(max(0, len(turn_rows) - max(1, room.keep)))
+    named = named_rows(sources, elsewhere=elsewhere)
+    out: set[int] = set()
+    quoted: list[str] = []
+
+    def rebuild() -> tuple[list[dict[str, Any]], int]:
+        return _turns([t for i, t in enumerate(turn_rows) if i not in out],
+                      [c for i, c in enumerate(turn_counts) if i not in out],
+                      summarized=room.summarized, count=room.count, withheld=bool(out))
+
+    plain = iter([i for i in eligible if i not in named])
+    while (excess := room.excess(turns, quoted)) > 0:
+        # Enough rows for the excess and the placeholder the window may then open
+        # with; counted again as built, so a merge's separator is counted too.
+        need, freed, before = excess + room.count(PLACEHOLDER_WITHHELD), 0, len(out)
+        for i in plain:
+            out.add(i)
+            freed += turn_counts[i]
+            if freed >= need:
+                break
+        if len(out) == before:
+            break  # every row that may go is gone
+        messages, turns = rebuild()
+    for i in sorted(set(named) & set(eligible)):
+        if room.excess(turns, quoted) <= 0:
+            break
+        out.add(i)
+        trial = rebuild()
+        # Its lines must fit what is left beside the window without it and the rest.
+        left = (room.budget - room.tokens - trial[1] - room.wanted - room.count(SEPARATOR))
+        lines = quotes(sources[i], named[i])
+        fits = bool(lines) and room.recall([*quoted, *lines], left=left)[1]
+        if not fits and room.tokens + turns <= room.budget:
+            out.discard(i)  # kept: nothing else carries it, and the window alone fits
+            continue
+        quoted += lines if fits else []
+        messages, turns = trial
+    return messages, turns, len(out), quoted
 
 
 def _summary_block(summary: str | None, *, summary_tokens: int,

@@ -142,14 +142,11 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def cues(asked: str, *, context: str) -> list[Cue]:
-    """The cues of ``asked`` (the newest user turn and the tool input being
-    answered): its words that are not stop words, not single characters (plain
-    words: at least 3) and absent from ``context`` (everything else the request
-    shows: :func:`held`), the :data:`MAX_CUES` most specific first, first ones
-    first among equals. Linear in ``asked`` plus ``context``: the context is read
-    once, however many words the turn has."""
-    found: dict[str, float] = {}  # first occurrences, in order
+def asked_terms(asked: str) -> dict[str, float]:
+    """The words of ``asked`` recall may look up (lower-cased, first occurrences in
+    order) with their :func:`weight`: not stop words, not single characters
+    (plain words: at least 3). Linear in ``asked``."""
+    found: dict[str, float] = {}
     for token in tokens(asked[:MAX_SCAN_CHARS]):
         term = token.lower()
         if term in found or term in STOP_WORDS or len(term) < 2:
@@ -158,6 +155,26 @@ def cues(asked: str, *, context: str) -> list[Cue]:
         if w == WORD_WEIGHT and len(term) < 3:
             continue
         found[term] = w
+    return found
+
+
+def named_terms(asked: str) -> list[str]:
+    """What ``asked`` names: its :data:`MAX_CUES` most specific words (identifiers,
+    numbers, paths, names: :attr:`Cue.specific`) as :func:`cues` reads them, most
+    specific first, first ones first among equals."""
+    found = asked_terms(asked)
+    named = [t for t in found if found[t] >= NAME_WEIGHT]
+    return sorted(named, key=lambda t: -found[t])[:MAX_CUES]
+
+
+def cues(asked: str, *, context: str) -> list[Cue]:
+    """The cues of ``asked`` (the newest user turn and the tool input being
+    answered): its words that are not stop words, not single characters (plain
+    words: at least 3) and absent from ``context`` (everything else the request
+    shows: :func:`held`), the :data:`MAX_CUES` most specific first, first ones
+    first among equals. Linear in ``asked`` plus ``context``: the context is read
+    once, however many words the turn has."""
+    found = asked_terms(asked)
     present = held(found, context)
     chosen: list[Cue] = []
     for term in sorted(found, key=lambda t: -found[t]):  # stable: first ones first
@@ -181,8 +198,9 @@ def label(hit: Hit, stretches: Sequence[tuple[int, int]] = ()) -> str:
     found = channel(hit.excerpt, stretches, role=hit.role, tool=hit.tool,
                     from_start=hit.offset == 0)
     who = CHANNEL_LABELS.get(found, found)
+    which = f" · message {hit.id}" if hit.id >= 0 else ""  # -1: a message without its id
     when = f" · {hit.at:%Y-%m-%d %H:%M} UTC" if hit.at is not None else ""
-    return f"[{who} · message {hit.id}{when}]"
+    return f"[{who}{which}{when}]"
 
 
 def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
@@ -210,11 +228,16 @@ def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
         quoted = snippet_spans(best.excerpt, chosen[best.cue].term)
         if quoted is None or quoted[0] in seen:
             continue
-        text, stretches = quoted
-        seen.add(text)
-        body = defuse_quoted(text).replace("\n", "\n  ")
-        lines.append(f"- {label(best, stretches)} {body}")
+        seen.add(quoted[0])
+        lines.append(quote_line(best, *quoted))
     return lines
+
+
+def quote_line(hit: Hit, text: str, stretches: Sequence[tuple[int, int]]) -> str:
+    """The block's line quoting ``text`` (:func:`snippet_spans` of the hit's excerpt)
+    under its :func:`label`, defused so it cannot close or fake a block."""
+    body = defuse_quoted(text).replace("\n", "\n  ")
+    return f"- {label(hit, stretches)} {body}"
 
 
 def recall_block(lines: Sequence[str], *, room: int,
@@ -237,7 +260,8 @@ def recall_part(lines: Sequence[str], *, room: int,
     return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used + wrappers, len(kept)
 
 
-def _is_tool_result(blocks: list[dict[str, Any]] | None) -> bool:
+def is_tool_result(blocks: list[dict[str, Any]] | None) -> bool:
+    """Whether ``blocks`` are a tool result (a user-role message answering a tool call)."""
     return bool(blocks) and all(b.get("type") == "tool_result" for b in blocks or ())
 
 
@@ -272,7 +296,7 @@ def split_asked(rows: Sequence[Any]) -> tuple[str, set[int]]:
                 parts.extend(inputs)
                 used.add(i)
                 tool_taken = True
-        elif row.role == "user" and not _is_tool_result(row.blocks):
+        elif row.role == "user" and not is_tool_result(row.blocks):
             parts.append(row.content)
             used.add(i)
             break
