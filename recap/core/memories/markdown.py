@@ -24,6 +24,7 @@ outer block), and the element scan resumes where its last element ended.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 
@@ -68,6 +69,13 @@ def normalized(text: str) -> str:
     return text.translate(NORMAL)
 
 
+# Parsing is the slow part of reading a turn (a few seconds for a megabyte of dense
+# Markdown), and the same turn is read by every reader of a fold and of a reply:
+# its blocks are remembered by the text's digest.
+_MEMORY: dict[bytes, tuple[tuple[int, int, str], ...]] = {}
+MAX_REMEMBERED = 1024
+
+
 def blocks(text: str) -> list[tuple[int, int, str]]:
     """The code blocks and elements (``pasted``) and quotations (``quoted``) of
     ``text`` (already :func:`normalized`), as (start, end, kind) in document order;
@@ -75,6 +83,19 @@ def blocks(text: str) -> list[tuple[int, int, str]]:
     of its first line to the end of its last (without the line break)."""
     if not _MAY_HOLD.search(text):
         return []
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _MEMORY.get(digest)
+    if found is None:
+        found = tuple(parse(text))
+        if len(_MEMORY) >= MAX_REMEMBERED:
+            _MEMORY.clear()
+        if MAX_REMEMBERED:
+            _MEMORY[digest] = found
+    return list(found)
+
+
+def parse(text: str) -> list[tuple[int, int, str]]:
+    """:func:`blocks`, read afresh (never remembered)."""
     # The parser reads "\r\n" and "\r" as line breaks; written as " \n" and "\n"
     # they stay one character each, so its line numbers index ``text``.
     source = text.replace("\r\n", " \n").replace("\r", "\n")
