@@ -14,9 +14,8 @@ tool results that left the keep window and that nothing used become stubs
 A crash before the apply changes nothing (the lease expires); the apply is all or
 nothing, and an archived copy is never replaced (recap.store.rows.archive_messages),
 so the archive keeps the original whatever runs later. A stub is never stubbed again;
-only Recap writes stubs: a stored block is Recap's stub when it differs from the
-archived original of its message, and a tool result that merely reads as a stub
-(an app or a tool can send one byte for byte) is cleared like any other.
+only Recap writes stubs (recap.worker.jobs.own_stubs): a tool result that merely
+reads as one is cleared like any other.
 """
 
 from __future__ import annotations
@@ -36,14 +35,15 @@ from recap.core.retention import stubs
 from recap.db import Db, core_transaction, db_now
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens, message_tokens
-from recap.models import ArchivedMessage
 from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.settings import Settings, effective
 from recap.store.fence import holds, lease_expiry, take_lease
 from recap.store.rows import archive_messages
 from recap.store.runs import RunRecord, record_run
+from recap.worker.jobs import own_stubs
 from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.own_stubs import as_data
 from recap.worker.jobs.resources import Resources
 
 
@@ -110,7 +110,7 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
             let_go(session_id, db=s, token=token)
             return None
         rows = s.execute(_WINDOW, {"sid": session_id}).all()
-        originals = {i: b for i, b in s.execute(_ARCHIVED, {"sid": session_id}) if b}
+        originals = own_stubs.window_originals(session_id, db=s)
     return Window(token, row.summary_version, tuned,
                   tuple(stubs.Row(r.id, r.role, r.content, r.blocks, r.pinned) for r in rows),
                   tuple(r.token_count for r in rows), originals,
@@ -124,7 +124,8 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
     rows = window.rows
     texts = [full_text(r.blocks) if r.blocks else r.content for r in rows]
     keep = window.settings.thresholds().keep_recent
-    shown = [_as_data(r, window.originals.get(r.id)) for r in rows]
+    shown = [replace(r, blocks=as_data(r.blocks, window.originals.get(r.id))) if r.blocks
+             else r for r in rows]
     by_id = {r.id: (r, seen) for r, seen in zip(rows, shown, strict=True)}
     found = [_restored(c, *by_id[c.id])
              for c in stubs.clear(shown, keep=keep, texts=texts, count=count_tokens)]
@@ -154,28 +155,10 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
     return rewrites, sum(c.results for c in found), cleared
 
 
-def _as_data(row: stubs.Row, original: list[dict[str, Any]] | None) -> stubs.Row:
-    """``row`` as clearing is to read it. Only Recap's own stubs are stubs: a block
-    Recap cleared differs from its archived original. A tool result that reads as
-    a stub but is the block the app sent (the row has no archived copy, or the
-    same block there) is data: it is shown with its first character as a
-    character reference, so it is cleared like any other tool result."""
-    if not row.blocks:
-        return row
-    shown: list[dict[str, Any]] = []
-    for i, block in enumerate(row.blocks):
-        body = stubs.body_of(block) if block.get("type") == "tool_result" else None
-        recaps = original is not None and i < len(original) and original[i] != block
-        if body is None or recaps or not stubs.is_stub(body):
-            shown.append(block)
-        else:
-            shown.append({**block, "content": f"&#{ord(body[0])};{body[1:]}"})
-    return replace(row, blocks=shown)
-
-
 def _restored(cleared: stubs.Cleared, row: stubs.Row, shown: stubs.Row) -> stubs.Cleared:
-    """``cleared`` (of ``shown``, :func:`_as_data` of ``row``) with each block it
-    left as shown written back as stored: only the stubs it wrote are new."""
+    """``cleared`` (of ``shown``, what recap.worker.jobs.own_stubs.as_data shows
+    of ``row``) with each block it left as shown written back as stored: only the
+    stubs it wrote are new."""
     blocks = [old if new is seen else new for old, seen, new in zip(
         row.blocks or (), shown.blocks or (), cleared.blocks, strict=True)]
     return replace(cleared, blocks=blocks)
@@ -226,12 +209,6 @@ def let_go(session_id: str, *, db: Db, token: str) -> None:
 _WINDOW = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks,
                   MESSAGES.c.pinned, MESSAGES.c.token_count)
            .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
-# The archived originals of the window's rows (what Recap cleared keeps its
-# original there while its stub is in the window).
-_ARCHIVED = (select(ArchivedMessage.id, ArchivedMessage.blocks)
-             .where(ArchivedMessage.session_id == bindparam("sid"),
-                    ArchivedMessage.id.in_(select(MESSAGES.c.id).where(
-                        MESSAGES.c.session_id == bindparam("sid")))))
 _REWRITE = (update(MESSAGES).where(MESSAGES.c.id == bindparam("r_id"))
             .values(content=bindparam("r_content"),
                     blocks=bindparam("r_blocks", type_=MESSAGES.c.blocks.type),
