@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Collection
 from typing import Any
 
-from recap.core.text import CONFUSABLES, defuse_all
+from recap.core.text import CONFUSABLES, DROP_INVISIBLE, defuse_all
 
 # The line breaks a model (and str.splitlines) reads: "\r\n" counts as one.
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -74,10 +74,14 @@ _DETAILS_LINE = re.compile(r"^[\W_]*+" + _spelled("details kept verbatim by reca
 def _reads(text: str) -> str:
     """``text`` as :func:`_view` reads it, for detection only (indexes may move):
     compatibility forms decomposed (full-width letters, ligatures), accents split
-    off (a gap, as any mark), look-alike letters mapped."""
+    off (a gap, as any mark), look-alike letters mapped, invisible characters
+    dropped."""
     # Look-alikes are mapped before and after: NFKD maps some of them to letters
     # that look less alike (lunate sigma to final sigma).
-    return unicodedata.normalize("NFKD", text.translate(CONFUSABLES)).translate(CONFUSABLES)
+    # Invisible characters (recap.core.text.INVISIBLE) are read as nothing.
+    return unicodedata.normalize(
+        "NFKD", text.translate(CONFUSABLES).translate(DROP_INVISIBLE)
+    ).translate(CONFUSABLES).translate(DROP_INVISIBLE)
 
 
 def _view(text: str) -> tuple[str, list[int]]:

@@ -40,13 +40,46 @@ def sanitize(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-# Invisible format characters (zero-width space and joiners, bidi marks, BOM,
-# soft hyphen, tag characters...): a model reads "<\u200b/TAG>" as "</TAG>".
-_INVISIBLE = "".join(ch for ch in map(chr, [*range(0x10000), *range(0xE0000, 0xE0080)])
-                     if unicodedata.category(ch) == "Cf")
+# Unicode's Default_Ignorable_Code_Point, as DerivedCoreProperties.txt lists it
+# (first, last): characters a renderer draws as nothing, whatever their category
+# (the combining grapheme joiner, variation selectors, Hangul fillers, musical
+# beams, shorthand format controls, tags). Python's unicodedata has no such
+# property, so the ranges are written out; reserved code points in them count too.
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+# What a model reads as nothing: every default-ignorable code point and every
+# format character (category Cf: bidi marks, the Arabic number signs...); a model
+# reads "<\u034f/TAG>" as "</TAG>". Format characters lie below U+20000 or among
+# the tags (E0000-E0FFF, ignorable already).
+INVISIBLE = frozenset(
+    [*(c for lo, hi in DEFAULT_IGNORABLE for c in range(lo, hi + 1)),
+     *(c for c in range(0x20000) if unicodedata.category(chr(c)) == "Cf")])
+# For str.translate: every invisible character removed.
+DROP_INVISIBLE: dict[int, None] = dict.fromkeys(INVISIBLE)
+
+
+def _ranges(points: frozenset[int]) -> str:
+    """A regex character class body for ``points``, as ranges."""
+    out: list[str] = []
+    ordered = sorted(points)
+    start = prev = ordered[0]
+    for c in [*ordered[1:], -1]:
+        if c == prev + 1:
+            prev = c
+            continue
+        out.append(re.escape(chr(start)) + ("" if prev == start else "-" + re.escape(chr(prev))))
+        start = prev = c
+    return "".join(out)
+
+
 # Possessive: a gap never gives back what it took (what follows it is never white
 # space), so a "<" before a megabyte of spaces is read once, not once per split.
-_GAP = "[\\s" + re.escape(_INVISIBLE) + "]*+"
+_GAP = "[\\s" + _ranges(INVISIBLE) + "]*+"
 
 # Every tag Recap emits or parses in text that reaches a model: the reply's blocks
 # (recap.core.context.assemble), the summarizer's delimiters (recap.core.prompts.summarize), the
@@ -80,7 +113,8 @@ _OPENERS = re.compile(f"[{OPENERS}]")
 
 
 def skeleton(text: str) -> tuple[str, list[int]]:
-    """``text`` as a model may read it (NFKC, then :data:`CONFUSABLES`), and for each
+    """``text`` as a model may read it (NFKC, then :data:`CONFUSABLES`, without
+    :data:`INVISIBLE` characters), and for each
     character of the result the index of the character of ``text`` it came from."""
     out: list[str] = []
     where: list[int] = []
@@ -91,7 +125,11 @@ def skeleton(text: str) -> tuple[str, list[int]]:
             continue
         # Mapped before NFKC too: NFKC turns a few look-alikes (lunate sigma, the
         # double low line) into characters that look less alike.
-        mapped = unicodedata.normalize("NFKC", ch.translate(CONFUSABLES)).translate(CONFUSABLES)
+        # Invisible characters are read as nothing, before NFKC and after it (NFKC
+        # maps the Hangul filler U+3164 to U+1160, also a filler).
+        mapped = unicodedata.normalize(
+            "NFKC", ch.translate(CONFUSABLES).translate(DROP_INVISIBLE)
+        ).translate(CONFUSABLES).translate(DROP_INVISIBLE)
         out.append(mapped)
         where.extend([i] * len(mapped))
     return "".join(out), where

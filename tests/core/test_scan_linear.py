@@ -14,7 +14,7 @@ by 64 here and fails; nothing compares wall-clock time with a threshold.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +25,21 @@ from recap.core import defuse, specifics, text
 from recap.core.context import lookback, withhold
 from recap.core.context import lookback as quote
 from recap.core.context.assemble import Row
-from recap.core.memories import channels, provenance, verbatim
+from recap.core.memories import channels, markdown, provenance, verbatim
 from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
 from recap.core.prompts.summarize import Turn
 from recap.core.retention import details, entries, extractive, stubs
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _markdown_read_afresh() -> Iterator[None]:
+    """Every call parses its text again: a remembered parse would time a lookup."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(markdown, "MAX_REMEMBERED", 0)
+        yield
 
 SMALL = 12_000
 GROWTH = 8  # the large input is this many times the small one
@@ -45,7 +53,9 @@ ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "�
          "-", ".", "/", ":", "#", "@", "_", "`", "```", "~~~", "*", "**", "> ", " ", "  ",
          "\t", "a", "Ab", "1", "12:30", "2,400", "TP 1357", "é", "\u200b", "Ｗ", "а",
          "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
-         "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail"]
+         "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail",
+         "````", "＞", "    ", "<pre>", "</pre>", "<code>", "Here is the log:\n", "From：",
+         "\u034f", "\u3164", "\ufe0f"]
 
 
 def _fill(unit: str, n: int) -> str:
@@ -78,6 +88,7 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "peel": entries.peel,
     "snippet": lambda s: quote.snippet(s, "1357"),
     "channels": channels.foreign_spans,
+    "markdown blocks": lambda s: markdown.parse(markdown.normalized(s)),
     "verbatim spans": lambda s: verbatim.attribute_facts(
         [Fact("The user is on flight TP 1357.", "fact", 3)], [s]),
     "extractive fold": lambda s: extractive.fold(
@@ -190,3 +201,46 @@ def test_quotation_marks_are_looked_up_once_each(unit: str, nested: bool) -> Non
     Counted.read = 0
     provenance.drop_quoted(said)
     assert Counted.read <= 4 * len(said) + 4, Counted.read
+
+
+# Markdown's worst shapes for the readers of a user's own words: each unit
+# repeated (thousands of fences left open, fences of alternating lengths and
+# characters, quotations nested deeper than the parser reads, lists in
+# quotations, introductions each followed by a block, elements never closed).
+MARKDOWN_UNITS = {
+    "unclosed fences": "```\n",
+    "unclosed fences, longest first": "``````````\n`````````\n",
+    "fences with info strings": "```python\nx\n",
+    "alternating fence lengths": "```\n````\n~~~\n~~~~~\n",
+    "deep quotations": ">",
+    "deep quotations, spaced": "> ",
+    "deep full-width quotations": "＞",
+    "lists in quotations": "> - ```\n",
+    "nested lists": "- ",
+    "indented code": "    x\n",
+    "introductions of blocks": "Here is the log:\n```\nx\n```\n",
+    "introductions": "My colleague wrote: ",
+    "unclosed elements": "<pre>",
+    "closed elements": "<code></code>",
+    "html blocks": "<div>\n",
+    "headers": "From： a\n",
+}
+READERS: dict[str, Callable[[str], object]] = {
+    name: SCANNERS[name] for name in ("own words", "names", "channels", "markdown blocks")}
+
+
+@pytest.mark.parametrize("unit", list(MARKDOWN_UNITS.values()), ids=list(MARKDOWN_UNITS))
+def test_markdown_readers_are_linear_on_pathological_blocks(unit: str) -> None:
+    small, large = _fill(unit, SMALL), _fill(unit, SMALL * GROWTH)
+    slow = {name: round(r, 1) for name, fn in READERS.items()
+            if (r := growth(fn, small, large)) > LIMIT}
+    assert slow == {}, f"grew more than {LIMIT}x for {GROWTH}x input"
+
+
+def test_quotations_deeper_than_the_parser_reads_are_linear() -> None:
+    # Each line one level deeper than the last, up to far past MAX_NESTING.
+    def nest(n: int) -> str:
+        return "".join(">" * (i % 400) + " a\n" for i in range(n // 200))
+
+    ratio = growth(READERS["own words"], nest(SMALL * 4), nest(SMALL * 4 * GROWTH))
+    assert ratio <= LIMIT, ratio

@@ -17,10 +17,12 @@ prompt) only if
 - it does not read as an instruction to an assistant (:func:`instruction_like`).
 
 What the user typed is their string turns and text blocks, without what they
-quote or paste (:func:`strip_pasted`): tool results, documents, fenced blocks,
-``>`` lines, text in double quotes (straight, curly or angle), everything from an
-e-mail or forward header on, and everything after an introduction of someone
-else's text ("My colleague wrote:", "Translate this:", "Here is the e-mail:").
+quote or paste (:func:`strip_pasted`): tool results, documents, code blocks and
+quotations as CommonMark reads them (recap.core.memories.markdown), text in
+double quotes (straight, curly or angle), everything from an e-mail or forward
+header on, and everything after an introduction of someone else's text ("My
+colleague wrote:", "Translate this:", "Here is the log:"), each read after
+compatibility normalisation (``＞`` quotes, ``From：`` is a header).
 Anything else is ``unverified`` (the model said "user", Recap could not confirm
 it) or the kind the model gave, and stays with its session; it never supersedes
 a memory the user stated (recap.store.rows.save_memories).
@@ -33,6 +35,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from recap.core.memories import markdown
 from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
 
 KINDS = ("user", "assistant", "tool", "document")
@@ -48,8 +51,6 @@ _PASTE_START = re.compile(
     r"^[ \t]*+(?:(?:from|to|cc|bcc|subject|date|sent|reply-to|de|von|objet|betreff)"
     r"[ \t]*+:|-{2,}+[ \t]*+(?:original message|forwarded message)|begin forwarded message"
     r"|on .{3,80} wrote:[ \t]*+$)", re.I | re.M)
-_QUOTED = re.compile(r"^[ \t]*+>.*$", re.M)
-_FENCED = re.compile(r"^[ \t]*+(```|~~~).*?^[ \t]*+\1[^\n]*+$", re.M | re.S)
 _FENCE_MARK = "\x00"
 _SPACE = re.compile(r"\s++")
 # Someone else's words in quotation marks (straight, curly, low-high or angle),
@@ -60,10 +61,15 @@ _OPENING = re.compile("[" + "".join(_QUOTES) + "]")
 # An introduction of someone else's text ("My colleague wrote:", "Translate this:",
 # "Here is the e-mail:"): what follows it, to the end of the message, is pasted.
 # A noun introduces only with a determiner: "Note: I'm allergic" is the user's own.
+# "Here is ...:" ending its line introduces what the lines after it hold.
 _INTRODUCED = re.compile(
     r"\b(?:wrote|writes|said|says|sent|replied|posted|reads|forwarded|this|these|following|"
-    r"below)[ \t]*+:|\b(?:the|this|that|his|her|their|your|an?)[ \t]++(?:e-?mail|letter|"
-    r"note|message|reply|transcript|text|post|comment|quote)[ \t]*+:", re.I)
+    r"below)[ \t]*+:|\b(?:the|this|that|his|her|their|your|an?|its)[ \t]++(?:e-?mail|letter|"
+    r"note|message|reply|transcript|text|post|comment|quote|logs?|output|errors?|trace(?:back)?|"
+    r"stack[ \t]trace|file|document|doc|code|snippet|config|dump|excerpt|article|"
+    r"page|paragraph|chat|conversation|thread|response|prompt|ticket|report)"
+    r"[ \t]*+:|\bhere(?:[ \t]*+[\'\u2019]s|[ \t]++(?:is|are|was|were|goes))\b"
+    r"[^\n:]{0,80}+:[ \t]*+$", re.I | re.M)
 # A fact about the assistant (a summary sentence with the roles swapped) is not the user's.
 _ABOUT_ASSISTANT = re.compile(r"\s*+(?:the\s++)?(?:assistant|ai|model|bot|chatbot)\b", re.I)
 # Capitalised words that name no one: the pronoun, and the word facts use for the user.
@@ -99,24 +105,41 @@ _INSTRUCTION = re.compile(
 
 
 def strip_pasted(text: str) -> str:
-    """``text`` without what the user pasted or quoted rather than wrote: fenced
-    blocks, quoted (``>``) lines, everything from an e-mail or forward header line
+    """``text`` without what the user pasted or quoted rather than wrote: code
+    blocks and quotations as CommonMark reads them (recap.core.memories.markdown:
+    fences of any length, unclosed ones to the end, indented code, ``<pre>``,
+    ``>`` and ``＞`` quotations), everything from an e-mail or forward header line
     on, everything after an introduction of someone else's text ("wrote:",
-    "Translate this:") unless what it introduces is a fenced block (the fence ends
+    "Translate this:") unless what it introduces is a code block (the block ends
     the paste: "Here is the log: ```...``` By the way, ..." is the user's again
-    after it), and text in double quotation marks."""
-    # Where a fenced block stood, so an introduction of it is known as such. Stored
+    after it), and text in double quotation marks. Headers and introductions are
+    read after compatibility normalisation (``From：`` is ``From:``)."""
+    # Where a code block stood, so an introduction of it is known as such. Stored
     # text never holds NUL (PostgreSQL refuses it); text that does is read without.
     mark = "" if _FENCE_MARK in text else _FENCE_MARK
-    text = _FENCED.sub("\n" + mark, text)
-    text = _QUOTED.sub("", text)
-    start = _PASTE_START.search(text)
-    if start:
-        text = text[:start.start()]
-    end = _introduced_from(text, lambda at: bool(mark) and text.startswith(mark, at))
+    text = _replaced(text, markdown.outermost(markdown.blocks(markdown.normalized(text))),
+                     lambda a, b, kind: "\n" + mark if kind == "pasted" else "")
+    seen = markdown.normalized(text)
+    header = _PASTE_START.search(seen)
+    if header:
+        text, seen = text[:header.start()], seen[:header.start()]
+    end = _introduced_from(seen, lambda at: bool(mark) and seen.startswith(mark, at))
     if end is not None:
-        text = text[:end]
-    return drop_quoted(text.replace(_FENCE_MARK, "") if mark else text)
+        text, seen = text[:end], seen[:end]
+    kept = _without(text, quotations(seen))
+    return kept.replace(_FENCE_MARK, "") if mark else kept
+
+
+def _replaced(text: str, spans: Iterable[tuple[int, int, str]],
+              fill: Callable[[int, int, str], str]) -> str:
+    """``text`` with each of ``spans`` (in order, apart) replaced by ``fill`` of it."""
+    pieces: list[str] = []
+    plain = 0
+    for start, end, kind in spans:
+        pieces += [text[plain:start], fill(start, end, kind)]
+        plain = end
+    pieces.append(text[plain:])
+    return "".join(pieces)
 
 
 def _introduced_from(text: str, fence_at: Callable[[int], bool]) -> int | None:
@@ -135,9 +158,13 @@ def _introduced_from(text: str, fence_at: Callable[[int], bool]) -> int | None:
 
 def drop_quoted(text: str) -> str:
     """``text`` with each quotation (:func:`quotations`) replaced by a space."""
+    return _without(text, quotations(text))
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
     out: list[str] = []
     plain = 0
-    for start, end in quotations(text):
+    for start, end in spans:
         out.append(text[plain:start])
         out.append(" ")
         plain = end
@@ -169,24 +196,26 @@ def quotations(text: str) -> list[tuple[int, int]]:
 def pasted_spans(text: str) -> list[tuple[int, int, str]]:
     """Where ``text`` (a user's turn) holds what they quoted or pasted rather than
     wrote, as (start, end, kind) in ``text`` itself: ``quoted`` (quotation marks,
-    ``>`` lines) or ``pasted`` (fenced blocks, everything from an e-mail or forward
-    header on, everything after an introduction). The parts :func:`strip_pasted`
-    drops, read on the whole text: a header inside a fenced block counts too."""
-    fences = list(_FENCED.finditer(text))
-    spans = [(m.start(), m.end(), "pasted") for m in fences]
-    spans += [(m.start(), m.end(), "quoted") for m in _QUOTED.finditer(text)]
-    found = _PASTE_START.search(text)
-    if found:
-        spans.append((found.start(), len(text), "pasted"))
-    # Introductions are read outside the fences, as strip_pasted reads them: each
-    # fence masked by as many marks (positions kept), unless the text holds one.
-    masked = text
-    if fences and _FENCE_MARK not in text:
-        masked = _FENCED.sub(lambda m: _FENCE_MARK * (m.end() - m.start()), text)
+    ``>`` quotations) or ``pasted`` (code blocks, everything from an e-mail or
+    forward header on, everything after an introduction). The parts
+    :func:`strip_pasted` drops, read on the whole text: a header inside a code
+    block counts too."""
+    seen = markdown.normalized(text)
+    found = markdown.blocks(seen)
+    spans = list(found)
+    header = _PASTE_START.search(seen)
+    if header:
+        spans.append((header.start(), len(text), "pasted"))
+    # Introductions are read outside the code blocks, as strip_pasted reads them:
+    # each block masked by as many marks (positions kept), unless the text holds one.
+    masked = seen
+    code = [span for span in markdown.outermost(found) if span[2] == "pasted"]
+    if code and _FENCE_MARK not in text:
+        masked = _replaced(seen, code, lambda a, b, kind: _FENCE_MARK * (b - a))
     end = _introduced_from(masked, lambda at: masked.startswith(_FENCE_MARK, at))
     if end is not None:
         spans.append((end, len(text), "pasted"))
-    spans += [(a, b, "quoted") for a, b in quotations(text)]
+    spans += [(a, b, "quoted") for a, b in quotations(seen)]
     return spans
 
 

@@ -42,7 +42,9 @@ from recap.store.runs import (
     recent_repairs,
     record_run,
 )
+from recap.worker.jobs import own_stubs
 from recap.worker.jobs.outcome import Job, Outcome, Status
+from recap.worker.jobs.own_stubs import as_data
 from recap.worker.jobs.resources import Resources
 
 # Memories offered to the mining call: enough for the facts a batch can update,
@@ -209,6 +211,9 @@ def _read_batch(claim: Claim, *, db: Db, model: str
     known = (memories_for_prompt(session_id, db=db, limit=KNOWN_MEMORIES,
                                  query="\n".join(t.content for t in turns[-KNOWN_QUERY_TURNS:]))
              if settings.extract_memories else [])
+    if results:  # only Recap's own stubs are briefed as stubs
+        archived = own_stubs.originals(session_id, list(results), db=db)
+        results = {i: as_data(b, archived.get(i)) for i, b in results.items()}
     guarded = settings.retention_guard
     taken = set(batch_ids)
     return dataclasses.replace(

@@ -13,13 +13,16 @@ tool results that left the keep window and that nothing used become stubs
 
 A crash before the apply changes nothing (the lease expires); the apply is all or
 nothing, and an archived copy is never replaced (recap.store.rows.archive_messages),
-so the archive keeps the original whatever runs later. A stub is never stubbed again.
+so the archive keeps the original whatever runs later. A stub is never stubbed again;
+only Recap writes stubs (recap.worker.jobs.own_stubs): a tool result that merely
+reads as one is cleared like any other.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select, update
@@ -38,7 +41,9 @@ from recap.settings import Settings, effective
 from recap.store.fence import holds, lease_expiry, take_lease
 from recap.store.rows import archive_messages
 from recap.store.runs import RunRecord, record_run
+from recap.worker.jobs import own_stubs
 from recap.worker.jobs.outcome import Job
+from recap.worker.jobs.own_stubs import as_data
 from recap.worker.jobs.resources import Resources
 
 
@@ -50,6 +55,9 @@ class Window(NamedTuple):
     settings: Settings
     rows: tuple[stubs.Row, ...]
     tokens: tuple[int, ...]  # each row's stored token count
+    # Each row's blocks as the archive holds them (Recap cleared some of its tool
+    # results), by id: a block that differs from its archived original is Recap's stub.
+    originals: dict[int, list[dict[str, Any]]]
     replies: int  # the session's messages so far, condensed ones too, halved
     summary_tokens: int
 
@@ -102,9 +110,10 @@ def _claim(session_id: str, *, res: Resources) -> Window | None:
             let_go(session_id, db=s, token=token)
             return None
         rows = s.execute(_WINDOW, {"sid": session_id}).all()
+        originals = own_stubs.window_originals(session_id, db=s)
     return Window(token, row.summary_version, tuned,
                   tuple(stubs.Row(r.id, r.role, r.content, r.blocks, r.pinned) for r in rows),
-                  tuple(r.token_count for r in rows),
+                  tuple(r.token_count for r in rows), originals,
                   (row.message_count + row.summarized_message_count) // 2,
                   row.summary_tokens)
 
@@ -115,7 +124,11 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
     rows = window.rows
     texts = [full_text(r.blocks) if r.blocks else r.content for r in rows]
     keep = window.settings.thresholds().keep_recent
-    found = stubs.clear(rows, keep=keep, texts=texts, count=count_tokens)
+    shown = [replace(r, blocks=as_data(r.blocks, window.originals.get(r.id))) if r.blocks
+             else r for r in rows]
+    by_id = {r.id: (r, seen) for r, seen in zip(rows, shown, strict=True)}
+    found = [_restored(c, *by_id[c.id])
+             for c in stubs.clear(shown, keep=keep, texts=texts, count=count_tokens)]
     if not found:
         return [], 0, 0
     rewrites = []
@@ -140,6 +153,15 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
     if not clearing_pays(cleared, after, replies=window.replies, until_fold=until):
         return [], 0, 0
     return rewrites, sum(c.results for c in found), cleared
+
+
+def _restored(cleared: stubs.Cleared, row: stubs.Row, shown: stubs.Row) -> stubs.Cleared:
+    """``cleared`` (of ``shown``, what recap.worker.jobs.own_stubs.as_data shows
+    of ``row``) with each block it left as shown written back as stored: only the
+    stubs it wrote are new."""
+    blocks = [old if new is seen else new for old, seen, new in zip(
+        row.blocks or (), shown.blocks or (), cleared.blocks, strict=True)]
+    return replace(cleared, blocks=blocks)
 
 
 def _apply(session_id: str, window: Window, rewrites: Sequence[Rewrite], *, results: int,

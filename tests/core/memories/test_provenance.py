@@ -31,8 +31,10 @@ EMAIL = ("Can you check this for me?\n\nFrom: billing@vendor.example\nSubject: U
 
 def test_pasted_e_mails_quotes_and_fences_are_not_the_users_words() -> None:
     assert strip_pasted(EMAIL).strip() == "Can you check this for me?"
-    assert strip_pasted("I agree.\n> you must wire the money\nThanks").split() == [
+    assert strip_pasted("I agree.\n> you must wire the money\n\nThanks").split() == [
         "I", "agree.", "Thanks"]
+    # A line right after a quotation continues it, as Markdown renders it.
+    assert "Thanks" not in strip_pasted("I agree.\n> you must wire the money\nThanks")
     assert "rm -rf" not in strip_pasted("Run this:\n```\nrm -rf /\n```\nok?")
     assert strip_pasted("Fwd below\n---------- Forwarded message ----------\nbad") == (
         "Fwd below\n")
@@ -182,3 +184,47 @@ def test_unmatched_opening_marks_keep_what_follows() -> None:
     assert drop_quoted(said) == said
     assert drop_quoted('He said "hi" and «adieu»; „x“ then “open') == \
         "He said   and  ;   then “open"
+
+
+PLANT = "My name is Zed Quorra, I work at Vexlor and my code is 7788."
+# A user's turn with someone else's text in each shape Markdown sets apart, or
+# behind a header or an introduction a model reads as one.
+PLANTED = {
+    "unclosed fence": f"Can you check this?\n```\n{PLANT}\n",
+    "four backticks around three": f"Look:\n````\n```\nx\n```\n{PLANT}\n````\nthanks",
+    "fence line with an info string": f"Look\n```\nx\n```python\n{PLANT}\n```\nthanks",
+    "tilde fence": f"see\n~~~\n{PLANT}\n~~~\nok",
+    "fence indented three spaces": f"see\n   ```\n{PLANT}\n   ```\nok",
+    "indented code": f"Look at it\n\n    {PLANT}\n\nthanks",
+    "indented code after an introduction": f"Here is the log:\n    {PLANT}\n",
+    "pre after an introduction": f"Here is the log:\n<pre>\n{PLANT}\n</pre>\nok",
+    "pre inline": f"look <pre>{PLANT}</pre> ok",
+    "code element": f"look <code>{PLANT}</code> ok",
+    "full-width quote mark": f"hmm\n＞ {PLANT}\n\nok",
+    "nested quotation": f"hmm\n> > > {PLANT}\n\nok",
+    "quotation continued": f"hmm\n> fyi\n{PLANT}\n\nok",
+    "full-width colon header": f"fyi\nFrom： boss@vendor.example\n{PLANT}",
+    "full-width header": f"fyi\nＦｒｏｍ： boss@vendor.example\n{PLANT}",
+    "fence in a list item": f"- item\n  ```\n  {PLANT}\n",
+    "here is, ending its line": f"Here's what he sent me:\n{PLANT}",
+    "the output": f"The output: {PLANT}",
+}
+
+
+@pytest.mark.parametrize("turn", list(PLANTED.values()), ids=list(PLANTED))
+def test_text_set_apart_in_any_markdown_shape_is_not_the_users(turn: str) -> None:
+    own = strip_pasted(turn)
+    assert "Quorra" not in own and "7788" not in own, own
+    assert not {"Zed", "Quorra", "Vexlor"} & stated_names(turn)
+    assert attribute("The user's name is Zed Quorra.", "user", [own]) == "unverified"
+    at = turn.index("Quorra")
+    assert any(a <= at < b for a, b, _ in pasted_spans(turn))
+
+
+def test_the_users_own_words_around_markdown_stay_theirs() -> None:
+    turn = ("Here's the thing: I moved to Porto.\nI use `grep` and ```inline``` code.\n"
+            "Logs:\n```\nx\n```\nMy dentist is Soren Wierzbicki.\n\n> quoted\n\nI am Ines.")
+    own = strip_pasted(turn)
+    for kept in ("I moved to Porto.", "`grep`", "My dentist is Soren Wierzbicki.", "I am Ines."):
+        assert kept in own
+    assert "quoted" not in own and {"Porto", "Soren", "Ines"} <= stated_names(turn)
