@@ -28,6 +28,7 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    text,
 )
 
 from recap.errors import DatabaseNotReady
@@ -41,6 +42,9 @@ SHARED_VERSION_TABLE = "alembic_version"
 # alembic_version counts as Recap's only beside them: an app's own history may
 # name its revisions 0001, 0002, ... too.
 RECAP_MARKERS = frozenset({"chat_sessions", "summary_runs"})
+# The PostgreSQL advisory lock every Recap migration holds ("recap" in ASCII): a
+# number of Recap's own, so an app's advisory locks do not collide with it.
+MIGRATION_LOCK = 0x7265636170
 
 
 def script_location() -> Path:
@@ -95,6 +99,16 @@ def _version_table(name: str) -> Table:
 def _recorded(conn: Connection, name: str) -> tuple[str, ...]:
     table = _version_table(name)
     return tuple(sorted(conn.execute(select(table.c.version_num)).scalars()))
+
+
+def lock_migrations(conn: Connection) -> None:
+    """Wait for any other Recap migration of this PostgreSQL database to finish, and
+    hold it off until ``conn``'s transaction ends: two upgrades started at once
+    (two deploys, two containers) take turns, and the second finds the first's
+    revisions recorded and runs none of them. SQLite needs none: a migration's
+    transaction starts with BEGIN IMMEDIATE, which does the same."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
 
 
 def adopt_legacy_version(conn: Connection) -> tuple[str, ...]:

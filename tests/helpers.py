@@ -6,12 +6,13 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from celery.signals import task_postrun
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from recap.api.ingest import add_message
 from recap.db import transaction
@@ -69,6 +70,30 @@ def seed(session_id: str, n: int, *, words: int = 40, pinned: set[int] | None = 
         ids.append(add_message(session_id, role, sentence(i, words),
                                pinned=bool(pinned and i in pinned)))
     return ids
+
+
+REFUSED = "refused for the test"
+
+
+@contextmanager
+def refusing_inserts(table: str, session_id: str) -> Iterator[None]:
+    """While open, PostgreSQL refuses every new row of ``table`` for ``session_id``
+    (an error naming :data:`REFUSED`), as it refuses a row it cannot hold: a fault
+    inside a job's apply, through the real database."""
+    with transaction() as s:
+        s.execute(text(
+            "CREATE FUNCTION test_refuse_insert() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF NEW.session_id = TG_ARGV[0] THEN "
+            f"RAISE EXCEPTION '{REFUSED}'; END IF; RETURN NEW; END $$"))
+        s.execute(text(f"CREATE TRIGGER test_refuse_insert BEFORE INSERT ON {table} "
+                       "FOR EACH ROW EXECUTE FUNCTION test_refuse_insert(:sid)"
+                       .replace(":sid", "'" + session_id.replace("'", "''") + "'")))
+    try:
+        yield
+    finally:
+        with transaction() as s:
+            s.execute(text(f"DROP TRIGGER test_refuse_insert ON {table}"))
+            s.execute(text("DROP FUNCTION test_refuse_insert()"))
 
 
 def session_row(session_id: str) -> ChatSession | None:

@@ -88,9 +88,10 @@ def _migrate(url: str, revision: str, *, where: str, up: bool) -> int:
     )
 
     before = _read(url)
+    ran = [0]
     if up:
         pending = _pending(before.recap or before.legacy, revision)
-        with _migration_lines(Progress("db upgrade"), pending):
+        with _migration_lines(Progress("db upgrade"), pending, ran=ran):
             upgrade(url, revision)
     else:
         downgrade(url, revision)
@@ -103,6 +104,11 @@ def _migrate(url: str, revision: str, *, where: str, up: bool) -> int:
     was = before.recap or before.legacy
     if was == after.recap:
         print(f"{where}: already at {_revs(after.recap)}")
+    elif up and ran[0] == 0:
+        # This upgrade waited for another one (recap.revisions.lock_migrations),
+        # which did the work.
+        print(f"{where}: already at {_revs(after.recap)}: another upgrade migrated it "
+              f"from {_revs(was)} meanwhile")
     else:
         verb = "upgraded" if up else "downgraded"
         print(f"{where}: {verb} from {_revs(was)} to {_revs(after.recap)}")
@@ -162,22 +168,21 @@ MIGRATION_LOGGER = "alembic.runtime.migration"
 
 
 @contextlib.contextmanager
-def _migration_lines(progress: Progress, total: int | None) -> Iterator[None]:
-    """A progress line per migration while the block runs (on a terminal only)."""
-    if not progress.on:
-        yield
-        return
-    started = 0
+def _migration_lines(progress: Progress, total: int | None, *,
+                     ran: list[int]) -> Iterator[None]:
+    """Count the migrations the block runs in ``ran[0]``, and show a progress line
+    for each (on a terminal only)."""
 
     class Line(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            nonlocal started
             message = record.getMessage()
             if message.startswith("Running upgrade "):
-                started += 1
-                source, _, rest = message.removeprefix("Running upgrade ").partition(" -> ")
-                progress.step(started, total, "migrations",
-                              f"{source.strip() or 'empty'} -> {rest}")
+                ran[0] += 1
+                if progress.on:
+                    source, _, rest = message.removeprefix("Running upgrade ").partition(
+                        " -> ")
+                    progress.step(ran[0], total, "migrations",
+                                  f"{source.strip() or 'empty'} -> {rest}")
 
     logger = logging.getLogger(MIGRATION_LOGGER)
     handler, level = Line(), logger.level

@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 
 from recap.db import make_engine
 from recap.models import Base, modelled
-from recap.revisions import VERSION_TABLE, adopt_legacy_version
+from recap.revisions import VERSION_TABLE, adopt_legacy_version, lock_migrations
 from recap.settings import get_settings
 
 config = context.config
@@ -49,6 +49,7 @@ def _run(connection: Connection) -> None:
     # One transaction holds the move of an older Recap's revision and every
     # migration after it (on SQLite too): a failed upgrade leaves both as they were.
     with _transaction(connection):
+        lock_migrations(connection)  # another upgrade at once: its turn first
         adopt_legacy_version(connection)
         context.configure(connection=connection, target_metadata=target_metadata,
                           compare_type=True, include_name=modelled,

@@ -220,6 +220,9 @@ class ArchivedMessage(Base):
     # through ix_archived_messages_search (PostgreSQL) or archived_messages_fts
     # (SQLite), built by the migrations only (see SEARCH_OBJECTS).
     search_text: Mapped[str | None] = mapped_column(Text)
+    # What ix_archived_messages_search reads instead when the message is too long
+    # for a tsvector (PostgreSQL): its distinct words, bounded (recap.store.search).
+    search_terms: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         Index("ix_archived_messages_session_id_id", "session_id", "id"),

@@ -2,7 +2,7 @@
 one statement, a few indexed reads per cue, no model call.
 
 PostgreSQL: the GIN index ``ix_archived_messages_search`` over
-``to_tsvector('simple', coalesce(search_text, content))``, matched with
+``to_tsvector('simple', coalesce(search_terms, search_text, content))``, matched with
 ``plainto_tsquery('simple', cue)`` (the cue parsed as the text was); the index
 has no pending list (``fastupdate`` off), so a cue found nowhere costs a few
 index pages, not a read of every entry inserted since the last vacuum. SQLite: the
@@ -11,7 +11,9 @@ a phrase. Either way each cue reads at most ``PER_CUE + 1`` rows, each as an
 excerpt around the cue's first occurrence, so the read stays small however long
 the archive and its messages are. ``search_text`` is the full rendering of a
 content-array message (``content`` cuts long tool results); NULL for a string
-message, whose ``content`` is whole.
+message, whose ``content`` is whole. ``search_terms`` (PostgreSQL) holds the
+distinct words of a message too long for a tsvector (recap.store.search): such a
+message is found by those words, and its excerpt still comes from its whole text.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ FTS_TABLE = "archived_messages_fts"
 
 def _body() -> Any:
     return func.coalesce(A.search_text, A.content)
+
+
+def _indexed() -> Any:
+    """What ix_archived_messages_search reads (PostgreSQL)."""
+    return func.coalesce(A.search_terms, A.search_text, A.content)
 
 
 def _start(term: Any, *, dialect: str) -> Any:
@@ -89,7 +96,7 @@ def lookup_statement(cues: int, *, dialect: str) -> Select[Any]:
     for i in range(cues):
         term = bindparam(f"cue_{i}", type_=Text)
         if dialect == "postgresql":
-            match = func.to_tsvector(literal_column("'simple'"), _body()).bool_op("@@")(
+            match = func.to_tsvector(literal_column("'simple'"), _indexed()).bool_op("@@")(
                 func.plainto_tsquery(literal_column("'simple'"), term))
         else:
             phrase = bindparam(f"phrase_{i}", type_=Text)

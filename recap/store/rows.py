@@ -12,22 +12,26 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     bindparam,
+    case,
     delete,
     exists,
+    func,
     insert,
     literal,
+    null,
     select,
     update,
 )
 
 from recap.core.content.render import full_text
 from recap.core.memories.facts import Fact, may_replace
-from recap.db import Db, insert_or_update, rowcount
+from recap.db import Db, dialect_name, insert_or_update, rowcount
 from recap.models import SOURCE_KINDS, ArchivedMessage, Memory, MemorySource
 from recap.models import messages_table as MESSAGES
 from recap.models import sessions_table as SESSIONS
 from recap.models import versions_table as VERSIONS
 from recap.store.recall import session_scopes
+from recap.store.search import MAX_INDEXED_CHARS, needs_terms, search_terms
 from recap.store.sentences import holding_memory
 from recap.store.sources import add_source
 
@@ -101,7 +105,9 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int
     message the archive already holds keeps its first copy: that is its original
     (a tool result cleared from the window, recap.worker.jobs.clear, is archived
     whole before its stub replaces it); the copy now belongs to ``run_id``, the
-    run that condensed it (what a rewind restores by)."""
+    run that condensed it (what a rewind restores by). On PostgreSQL a message too
+    long for a tsvector gets ``search_terms`` (recap.store.search), what the recall
+    index reads instead of its text; the text is kept whole."""
     held = set(db.scalars(select(ArchivedMessage.id).where(
         ArchivedMessage.session_id == session_id, ArchivedMessage.id.in_(ids))))
     if held:
@@ -110,26 +116,41 @@ def archive_messages(session_id: str, ids: Sequence[int], *, db: Db, run_id: int
     ids = [i for i in ids if i not in held]
     if not ids:
         return len(held)
+    indexed = dialect_name(db) == "postgresql"
+    # Recall searches a content array's whole rendering: content cuts long tool results.
+    texts = [{"b_id": i, "b_text": (body := full_text(blocks)),
+              "b_terms": search_terms(body) if indexed and needs_terms(body) else None}
+             for i, blocks in db.execute(select(MESSAGES.c.id, MESSAGES.c.blocks).where(
+                 MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids),
+                 MESSAGES.c.blocks.isnot(None)))]
+    long = [{"b_id": i, "b_terms": search_terms(content)} for i, content in db.execute(
+        select(MESSAGES.c.id, MESSAGES.c.content).where(
+            MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids),
+            MESSAGES.c.blocks.is_(None),
+            func.char_length(MESSAGES.c.content) > MAX_INDEXED_CHARS))] if indexed else []
     cols = (MESSAGES.c.id, MESSAGES.c.session_id, MESSAGES.c.role, MESSAGES.c.content,
             MESSAGES.c.token_count, MESSAGES.c.pinned, MESSAGES.c.created_at,
             MESSAGES.c.blocks, MESSAGES.c.tool_links)
-    source = select(*cols, literal(run_id, BigInteger())).where(
+    # A row too long to index whole is inserted with empty terms (PostgreSQL's index
+    # could not hold its content), then given its own below.
+    terms = (case((func.char_length(MESSAGES.c.content) > MAX_INDEXED_CHARS, ""),
+                  else_=null()) if indexed else null())
+    source = select(*cols, literal(run_id, BigInteger()), terms).where(
         MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids))
     copied = rowcount(db.execute(insert(ArchivedMessage).from_select(
         ["id", "session_id", "role", "content", "token_count", "pinned", "created_at",
-         "blocks", "tool_links", "run_id"], source)))
-    # Recall searches a content array's whole rendering: content cuts long tool results.
-    texts = [{"b_id": i, "b_text": full_text(blocks)} for i, blocks in db.execute(
-        select(MESSAGES.c.id, MESSAGES.c.blocks).where(
-            MESSAGES.c.session_id == session_id, MESSAGES.c.id.in_(ids),
-            MESSAGES.c.blocks.isnot(None)))]
-    if texts:
+         "blocks", "tool_links", "run_id", "search_terms"], source)))
+    if texts:  # the full rendering and, when it is too long, its terms: one write
         db.execute(_SEARCH_TEXT, texts)
+    if long:
+        db.execute(_SEARCH_TERMS, long)
     return copied + len(held)
 
 
 _SEARCH_TEXT = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b_id"))
-                .values(search_text=bindparam("b_text")))
+                .values(search_text=bindparam("b_text"), search_terms=bindparam("b_terms")))
+_SEARCH_TERMS = (update(ArchivedMessage).where(ArchivedMessage.id == bindparam("b_id"))
+                 .values(search_terms=bindparam("b_terms")))
 
 
 # Built once, with bound parameters: building an INSERT and its cache key costs a

@@ -17,6 +17,7 @@ import pytest
 from recap.cli import main
 from recap.migrate import head_revisions
 from tests.env import PG_ADMIN, TEST_DB, _admin_execute, migrate
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.system
 
@@ -146,3 +147,37 @@ def test_without_database_url_the_embedded_default_is_created_and_said_once(
     current = recap("db", "current", cwd=cwd, data=data)
     assert current.stdout == f"sqlite:///{database}: {HEAD} (at the head)\n"
     assert list(cwd.iterdir()) == []  # nothing lands in the current directory
+
+
+def test_two_upgrades_at_once_take_turns_and_both_report_the_head(
+        scratch_postgres: str) -> None:
+    """Two ``recap db upgrade`` processes on an empty database (two deploys starting
+    together): the second waits for the first's migrations, runs none of its own,
+    says so and exits 0. The test holds the migration lock until both wait on it,
+    so both have read the empty database before either migrates."""
+    from sqlalchemy import create_engine, text
+
+    from recap.revisions import MIGRATION_LOCK
+
+    env = {**os.environ, "DATABASE_URL": scratch_postgres}
+    engine = create_engine(scratch_postgres)
+    try:
+        with engine.connect() as holder:
+            holder.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK})
+            procs = [subprocess.Popen([RECAP, "db", "upgrade"], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                     for _ in range(2)]
+            waiting = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                           "AND NOT granted AND objid = :lo")
+            wait_for(lambda: holder.execute(waiting, {"lo": MIGRATION_LOCK & 0xFFFFFFFF})
+                     .scalar() == 2, timeout=60, what="both upgrades waiting on the lock")
+            holder.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
+            results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    finally:
+        engine.dispose()
+    assert [code for code, _, _ in results] == [0, 0], results
+    assert all(err == "" for _, _, err in results), results
+    lines = sorted(out.strip().split(": ", 1)[1] for _, out, _ in results)
+    assert lines == [f"already at {HEAD}: another upgrade migrated it from no revision "
+                     "(empty) meanwhile", f"upgraded from no revision (empty) to {HEAD}"]
+    assert all("hunter2" not in out for _, out, _ in results)

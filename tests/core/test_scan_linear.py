@@ -30,6 +30,7 @@ from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
 from recap.core.prompts.summarize import Turn
 from recap.core.retention import details, entries, extractive, stubs
+from recap.store import search
 
 pytestmark = pytest.mark.unit
 
@@ -104,6 +105,8 @@ SCANNERS: dict[str, Callable[[str], object]] = {
         [stubs.Row(1, "user", "", [{"type": "tool_result", "tool_use_id": "t", "content": s}]),
          *(stubs.Row(2 + k, "assistant", "next", None) for k in range(3))],
         keep=2, texts=[s, "next", "next", "next"], count=len),
+    "archive search terms": search.search_terms,
+    "archive search terms (small budget)": lambda s: search.search_terms(s, budget=64),
 }
 
 

@@ -68,3 +68,40 @@ def test_the_recall_index_has_no_pending_list(empty_pg: str) -> None:
     assert _index_options(empty_pg) == ["fastupdate=off"]
     migrate(empty_pg, "0018_frozen_answers", down=True)
     assert _index_options(empty_pg) is None
+
+
+def _index_definition(url: str) -> str:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT indexdef FROM pg_indexes "
+                                  "WHERE indexname = 'ix_archived_messages_search'")).scalar()
+    engine.dispose()
+    return str(found)
+
+
+def test_a_downgrade_below_search_terms_refuses_while_a_long_message_is_archived(
+        empty_pg: str) -> None:
+    """The recall index before search_terms cannot hold a message of too many
+    distinct words: the downgrade names them and changes nothing, then proceeds
+    once they are gone."""
+    migrate(empty_pg)
+    assert "search_terms" in _index_definition(empty_pg)
+    engine = create_engine(empty_pg)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO chat_sessions (id) VALUES ('long')"))
+        conn.execute(text(
+            "INSERT INTO archived_messages (id, session_id, role, content, token_count, "
+            "created_at, run_id, search_terms) VALUES (1, 'long', 'user', "
+            "(SELECT string_agg('w' || i, ' ') FROM generate_series(1, 200000) i), 1, now(), 1, "
+            "'w1 w2')"))
+    with pytest.raises(RuntimeError, match="1 archived message.* too long for the previous"):
+        migrate(empty_pg, "0025_runs_by_model", down=True)
+    assert "search_terms" in _index_definition(empty_pg)  # nothing changed
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM archived_messages"))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM archived_messages"))  # as the refusal says
+    engine.dispose()
+    migrate(empty_pg, "0025_runs_by_model", down=True)
+    assert "search_terms" not in _index_definition(empty_pg)
+    assert "fastupdate=off" in _index_definition(empty_pg)

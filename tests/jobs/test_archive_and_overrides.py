@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
+from sqlalchemy.exc import DBAPIError
 
 from recap.api.ingest import after_reply
 from recap.cli import main as recap
@@ -24,7 +25,17 @@ from recap.testing import FakeAnthropic, ok
 from recap.worker.jobs.archive import resummarize
 from recap.worker.jobs.resources import get_resources
 from tests.checks import check_invariants
-from tests.helpers import LOW, message_ids, run_and_wait, runs, seed, session_row, statuses
+from tests.helpers import (
+    LOW,
+    REFUSED,
+    message_ids,
+    refusing_inserts,
+    run_and_wait,
+    runs,
+    seed,
+    session_row,
+    statuses,
+)
 
 pytestmark = pytest.mark.usefixtures("celery_worker_thread")
 
@@ -166,6 +177,29 @@ def test_resummarize_of_a_leased_session_is_busy(settings_env: Callable[..., Non
         resummarize("busy", res=get_resources())
     row = session_row("busy")
     assert row is not None and row.lease_token == "a-job" and row.summary_version == 1
+
+
+def test_a_failed_resummarize_apply_releases_its_lease(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    """The rebuild's write fails and writes nothing: the lease goes with it, so the
+    session's next job runs instead of waiting for the lease to expire."""
+    settings_env(**LOW, RECAP_ARCHIVE_SUMMARIZED="true")
+    ids = seed("refused", 12)
+    run("refused")
+    before = session_row("refused")
+    assert before is not None
+    with refusing_inserts("summary_runs", "refused"), \
+            pytest.raises(DBAPIError, match=REFUSED):
+        resummarize("refused", res=get_resources())
+    row = session_row("refused")
+    assert row is not None and row.lease_token is None and row.lease_expires_at is None
+    assert (row.summary_version, row.rolling_summary) == (before.summary_version,
+                                                          before.rolling_summary)
+    ids += seed("refused", 5)
+    run("refused", 2)
+    assert statuses("refused") == ["applied", "applied"]
+    with transaction() as s:
+        assert check_invariants(s, written={"refused": ids}) == []
 
 
 @pytest.mark.parametrize("change", ["lease taken over", "version changed"])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from recap.api.context import as_request, build_context
 from recap.api.ingest import add_message
@@ -23,7 +24,7 @@ from recap.testing import FakeAnthropic, validate_messages_request
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.summarize import summarize
-from tests.helpers import assert_invariants, session_row
+from tests.helpers import REFUSED, assert_invariants, refusing_inserts, session_row
 
 TASKS = 6
 # No fold is due: only the clear runs.
@@ -259,4 +260,68 @@ def test_a_fold_is_sent_a_tool_result_that_reads_as_a_stub_as_data(
     assert STUB_OPEN in sent  # Recap's own stubs of the logs
     assert fake not in sent and fake[1:] in sent  # the look-alike, as data
     valid(sid)
+
+def dump(chars: int) -> str:
+    """A tool's output of about ``chars`` characters, no word twice: far more than a
+    tsvector can hold."""
+    items = [f"sku{i:07d} qty{i % 97}" for i in range(chars // 16 + 1)]
+    return "\n".join(" ".join(items[i:i + 10]) for i in range(0, len(items), 10))[:chars]
+
+
+def big_result_session(sid: str, result: str) -> list[int]:
+    ids = [add_message(sid, "user", "Dump the orders table."),
+           add_message(sid, "assistant", [{"type": "tool_use", "id": "toolu_dump",
+                                           "name": "dump_table", "input": {"table": "orders"}}]),
+           add_message(sid, "user", [{"type": "tool_result", "tool_use_id": "toolu_dump",
+                                      "content": result}]),
+           add_message(sid, "assistant", "Dumped it; nothing stands out.")]
+    for k in range(3):
+        ids.append(add_message(sid, "user", f"Anything else in round {k}?"))
+        ids.append(add_message(sid, "assistant", f"Nothing else in round {k}."))
+    return ids
+
+
+def test_a_two_million_character_tool_result_clears_and_is_recalled(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = "clear-huge"
+    result = dump(2_000_000)
+    written = big_result_session(sid, result)
+    out = summarize(sid, job=Job(task_id="t-clear-huge"), res=get_resources())
+    assert out.status == "skipped"
+    blocks = dict((i, b) for i, b, _ in stored(sid))[written[2]]
+    assert blocks is not None and is_stub(blocks[0]["content"])
+    with transaction() as s:
+        text, terms, reason = s.execute(
+            select(ArchivedMessage.search_text, ArchivedMessage.search_terms, SummaryRun.reason)
+            .join(SummaryRun, SummaryRun.id == ArchivedMessage.run_id)
+            .where(ArchivedMessage.id == written[2])).one()
+    assert (reason or "").startswith("cleared 1 tool result")
+    assert text is not None and result in text  # the original, whole
+    assert terms is not None and len(terms) < len(text)
+    add_message(sid, "user", "What was the quantity of sku0001234?")
+    ctx = valid(sid)
+    recalled = [b["text"] for b in ctx["messages"][-1]["content"]
+                if isinstance(b, dict) and b.get("text", "").startswith(f"<{RECALL_TAG}>")]
+    assert len(recalled) == 1 and "sku0001234 qty70 sku0001235" in recalled[0], recalled
+
+
+def test_a_failed_clearing_releases_its_lease_and_the_next_job_clears(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = "clear-fails"
+    written = agent_session(sid)
+    before = stored(sid)
+    with refusing_inserts("archived_messages", sid):
+        for attempt in (1, 2):  # the second one is not held off by the first's lease
+            with pytest.raises(DBAPIError, match=REFUSED):
+                summarize(sid, job=Job(task_id=f"t-refused-{attempt}"), res=get_resources())
+            row = session_row(sid)
+            assert row is not None and row.lease_token is None and row.lease_expires_at is None
+            assert stored(sid) == before  # nothing written
+    out = summarize(sid, job=Job(task_id="t-after"), res=get_resources())
+    assert out.status == "skipped" and out.reason != "lease held", out
+    with transaction() as s:
+        reasons = list(s.scalars(select(SummaryRun.reason).where(SummaryRun.session_id == sid)))
+    assert any((r or "").startswith(f"cleared {TASKS - 1} tool results") for r in reasons)
     assert_invariants({sid: written})

@@ -66,3 +66,26 @@ def test_a_cleared_tool_result_is_recalled_from_the_fts5_table(
     recalled = [b["text"] for b in ctx["messages"][-1]["content"]
                 if b["text"].startswith(f"<{RECALL_TAG}>")]
     assert len(recalled) == 1 and "ERR-4421 in src/api/handler2.py" in recalled[0]
+
+
+def test_a_two_million_character_tool_result_clears_and_is_recalled_whole(
+        sqlite_url: str, settings_env: Callable[..., None]) -> None:
+    """FTS5 has no tsvector limit: the embedded default indexes the whole text, and
+    keeps no search terms."""
+    from recap.models import ArchivedMessage
+    from tests.jobs.test_clear_tool_results import QUIET, big_result_session, dump
+
+    settings_env(DATABASE_URL=sqlite_url, **QUIET)
+    result = dump(2_000_000)
+    written = big_result_session("lite-huge", result)
+    assert summarize("lite-huge", job=Job(task_id="t-lite-huge"),
+                     res=get_resources()).status == "skipped"
+    with db.transaction() as s:
+        text_, terms = s.execute(select(ArchivedMessage.search_text, ArchivedMessage.search_terms)
+                                 .where(ArchivedMessage.id == written[2])).one()
+    assert text_ is not None and result in text_ and terms is None
+    add_message("lite-huge", "user", "What was the quantity of sku0110000?")
+    ctx = build_context("lite-huge", system_prompt="")
+    recalled = [b["text"] for b in ctx["messages"][-1]["content"]
+                if b["text"].startswith(f"<{RECALL_TAG}>")]
+    assert len(recalled) == 1 and "sku0110000 qty" in recalled[0], recalled

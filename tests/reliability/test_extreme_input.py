@@ -1,5 +1,6 @@
-"""Extreme input: a 1 MB message, a 10,000-message backlog, a batch past the bind
-parameter limit, prompt injection, and a broken prompt template at start-up."""
+"""Extreme input: a 1 MB message, 2 MB of distinct words, a 10,000-message backlog,
+a batch past the bind parameter limit, prompt injection, and a broken prompt
+template at start-up."""
 
 from __future__ import annotations
 
@@ -12,18 +13,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from recap.api.context import build_context
 from recap.api.ingest import add_message
+from recap.core.content.message import MAX_CONTENT_CHARS
 from recap.core.context.assemble import system_text
+from recap.core.context.lookback import RECALL_TAG
 from recap.core.prompts.summarize import SYSTEM_PROMPT, Turn, render
 from recap.db import transaction
 from recap.errors import ConfigError
 from recap.llm.templates import default_template
 from recap.llm.tokens import count_tokens
-from recap.models import ChatMessage, ChatSession
+from recap.models import ArchivedMessage, ChatMessage, ChatSession
 from recap.settings import get_settings, load_settings
+from recap.store.search import needs_terms
 from recap.testing import FakeAnthropic, ok
 from recap.worker.jobs.outcome import Job, Outcome
 from recap.worker.jobs.resources import build_resources
@@ -83,6 +87,46 @@ def test_one_megabyte_message_is_clipped_and_summarized_in_chunks(
     assert sum(giant_calls) < count_tokens(giant) // 2  # not the whole megabyte
     assert any("tokens of this message left out" in p for p in fake_api.prompts())
     assert_invariants({"mega": ids})
+
+
+def distinct_words(chars: int, *, per_line: int = 10) -> str:
+    """About ``chars`` characters of words that never repeat (``w0000000`` on), ten a
+    line: far more than a tsvector can hold."""
+    words = [f"w{i:07d}" for i in range(chars // 9 + 1)]
+    return "\n".join(" ".join(words[i:i + per_line])
+                     for i in range(0, len(words), per_line))[:chars].rstrip()
+
+
+def recalled(sid: str, question: str) -> tuple[int, str]:
+    """Ask ``question``: its id, and the archive recall block of the next context."""
+    asked = add_message(sid, "user", question)
+    last = build_context(sid, system_prompt="You are helpful.")["messages"][-1]["content"]
+    blocks = [b.get("text", "") for b in last if isinstance(b, dict)] \
+        if isinstance(last, list) else [last]
+    return asked, "\n".join(b for b in blocks if b.startswith(f"<{RECALL_TAG}>"))
+
+
+@worker_thread
+def test_two_million_characters_of_distinct_words_fold_into_the_archive_and_are_recalled(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    """PostgreSQL's recall index cannot hold such a message whole: it is indexed by
+    its first distinct words (recap.store.search), and stored whole."""
+    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=30_000, RECAP_ARCHIVE_SUMMARIZED="true")
+    giant = distinct_words(MAX_CONTENT_CHARS - 97_152)
+    assert len(giant) > 1_990_000 and needs_terms(giant)
+    ids = [add_message("huge", "user", giant)] + seed("huge", 11)
+
+    run_and_wait("huge", n=2)
+    assert statuses("huge") == ["applied", "applied"], [r.error for r in runs("huge")]
+    assert message_ids("huge") == ids[6:]
+    with transaction() as s:
+        content, terms = s.execute(select(ArchivedMessage.content, ArchivedMessage.search_terms)
+                                   .where(ArchivedMessage.id == ids[0])).one()
+    assert content == giant  # the whole message, as it was written
+    assert terms is not None and terms.startswith("w0000000 w0000001 ")
+    asked, found = recalled("huge", "What came right after w0040000 there?")
+    assert "w0040000 w0040001" in found, found
+    assert_invariants({"huge": [*ids, asked]})
 
 
 def bulk_seed(sid: str, n: int, *, words: int = 30) -> list[int]:

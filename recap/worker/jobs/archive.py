@@ -64,12 +64,14 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
     tuned = effective(res.settings, overrides)
     try:
         rebuilt = _rebuild(turns, current=current, tuned=tuned, res=res)
+        after = _apply_rebuild(session_id, rebuilt, token=token, version=version,
+                               tuned=tuned, job=job, turns=turns)
     except BaseException:
+        # The call failed, or the apply did and wrote nothing: the lease goes now,
+        # so the session's next job is not held off until it expires.
         with transaction() as s:
             release(session_id, db=s, token=token)
         raise
-    after = _apply_rebuild(session_id, rebuilt, token=token, version=version, tuned=tuned,
-                           job=job, turns=turns)
     if after is None:
         raise Superseded(f"session {session_id!r} changed during resummarize; try again")
     result = rebuilt.result

@@ -20,6 +20,7 @@ reads as one is cleared like any other.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -45,6 +46,8 @@ from recap.worker.jobs import own_stubs
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.own_stubs import as_data
 from recap.worker.jobs.resources import Resources
+
+log = logging.getLogger(__name__)
 
 
 class Window(NamedTuple):
@@ -84,8 +87,26 @@ def clear_tool_results(session_id: str, *, job: Job, res: Resources) -> str | No
     window = _claim(session_id, res=res)
     if window is None:
         return None
-    rewrites, results, cleared = _compute(window)
-    return _apply(session_id, window, rewrites, results=results, cleared=cleared, job=job)
+    try:
+        rewrites, results, cleared = _compute(window)
+        return _apply(session_id, window, rewrites, results=results, cleared=cleared,
+                      job=job)
+    except Exception:
+        # Nothing was written (the apply is one transaction): the lease goes, so the
+        # fold's claim right after, or the next job, is not held off until it expires.
+        _let_go_after_failure(session_id, token=window.token)
+        raise
+
+
+def _let_go_after_failure(session_id: str, *, token: str) -> None:
+    """Release the lease in a transaction of its own; when even that fails (the
+    database is down) the lease expires."""
+    try:
+        with core_transaction() as s:
+            let_go(session_id, db=s, token=token)
+    except Exception:
+        log.warning("session %s: the clearing's lease could not be released; it expires",
+                    session_id, exc_info=True)
 
 
 def _claim(session_id: str, *, res: Resources) -> Window | None:
