@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Executable, bindparam, insert, select, update
+from sqlalchemy import BigInteger, Executable, bindparam, func, insert, select, update
 
 from recap.core.planning import resends
 from recap.core.retention import repairs
@@ -148,8 +148,10 @@ def _tenant_rows(model: str, tenant: str | None, *columns: Any, db: Db, limit: i
     latest = (select(RUNS.c.id, RUNS.c.session_id, *columns)
               .where(RUNS.c.model == model, RUNS.c.status == "applied", *where)
               .order_by(RUNS.c.id.desc()).limit(TENANT_SCAN).subquery())
-    mine = (latest.c.session_id.startswith(tenant + "/", autoescape=True)
-            if tenant is not None else latest.c.session_id.not_like("%/%"))
+    # substr, not LIKE: SQLite's LIKE ignores case, and "Acme" is not "acme".
+    prefix = None if tenant is None else tenant + "/"
+    mine = (func.substr(latest.c.session_id, 1, len(prefix)) == prefix
+            if prefix is not None else latest.c.session_id.not_like("%/%"))
     return db.execute(select(*(latest.c[c.name] for c in columns)).where(mine)
                       .order_by(latest.c.id.desc()).limit(limit)).all()
 
