@@ -217,3 +217,32 @@ def test_the_stand_in_answers_count_tokens_as_the_api_does(api: FakeAnthropic) -
     api.count_tokens(None)
     with pytest.raises(anthropic.NotFoundError, match="no route /v1/messages/count_tokens"):
         client.messages.count_tokens(**body)
+
+
+@pytest.mark.system
+def test_a_worker_on_the_stand_in_server_learns_its_count_without_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import subprocess
+    import sys
+
+    server = subprocess.Popen([sys.executable, "-m", "recap.testing", "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # "... listening on http://127.0.0.1:PORT"
+        url = line.rsplit(" ", 1)[-1].strip()
+        assert url.startswith("http://127.0.0.1:"), line
+        calibrate.forget()
+        with caplog.at_level(logging.INFO, logger="recap.llm"):
+            s = summarizer(anthropic_base_url=url)
+            assert s.summarize(None, turns(10)).text
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert (calibrate.known_ratio(s.config) or 0) >= 1
+        assert any("counts" in r.getMessage() and "requests are sized by" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        calibrate.forget()
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stdout is not None:
+            server.stdout.close()
