@@ -47,8 +47,6 @@ OVER_LIMITS: dict[str, Size] = {
     "recap.testing.blocks:_block_problem": Size(33, 26, 3),
     "recap.testing.blocks:validate_content_blocks": Size(44, 19, 1),
     "recap.testing.chat_completions:to_messages_request": Size(41, 21, 1),
-    "recap.testing.handler:handler": Size(88, 20, 1),
-    "recap.testing.handler:handler.Handler.do_POST": Size(38, 13, 0),
     "recap.testing.neutral:Neutral.summary": Size(26, 15, 1),
     "recap.testing.neutral:fill": Size(23, 14, 3),
     "recap.testing.recap:answer": Size(38, 14, 2),

@@ -113,7 +113,8 @@ class Calls(BaseModel):
     # Recap counts with tiktoken; a model's own tokenizer may count more.
     llm_calibrate_tokens: bool = Field(True, description=(
         "Learn the model's tokens per Recap's from the server's count_tokens, once per "
-        "model, and size requests by it (no count_tokens: Recap's own count)."))
+        "model and tenant, and size requests by it (no count_tokens, or an implausible "
+        "count: Recap's own count)."))
     # The offline extractive stand-in loses most details of what it condenses, and
     # condensed rows are deleted, so using it must be an explicit choice.
     summarizer: Literal["claude", "offline"] = Field("claude", description=(

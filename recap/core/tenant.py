@@ -56,6 +56,15 @@ def tenant(name: str | None) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+def tenant_of(some_id: str) -> str | None:
+    """The tenant namespace ``some_id`` is under: its first path segment (``acme`` of
+    ``acme/42``), or None for an id without one. What the worker learns from one
+    tenant's sessions (how the model folded them, how it counts their tokens) is
+    kept and read per this namespace, so it never steers another tenant's folds."""
+    head, slash, _ = some_id.partition("/")
+    return head if slash else None
+
+
 def in_scope(some_id: str) -> bool:
     """Whether ``some_id`` is reachable under the current scope."""
     name = _CURRENT.get()

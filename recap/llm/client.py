@@ -40,9 +40,15 @@ class ClientConfig:
     split: Callable[[str, int], list[str]]
     # Learn the model's own count of Recap's requests (recap.llm.calibrate).
     calibrate: bool = False
+    # The tenant whose requests these are (recap.core.tenant.tenant_of): what
+    # calibration learns from one tenant's text sizes only that tenant's requests.
+    tenant: str | None = None
 
     def with_model(self, model: str) -> ClientConfig:
         return self if model == self.model else dataclasses.replace(self, model=model)
+
+    def for_tenant(self, tenant: str | None) -> ClientConfig:
+        return self if tenant == self.tenant else dataclasses.replace(self, tenant=tenant)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Executable, bindparam, insert, select, update
+from sqlalchemy import BigInteger, Executable, bindparam, func, insert, select, update
 
 from recap.core.planning import resends
 from recap.core.retention import repairs
@@ -133,25 +133,50 @@ def last_run(session_id: str, *, db: Db, status: str | None = None) -> Any:
     return db.execute(query.order_by(RUNS.c.id.desc()).limit(1)).one_or_none()
 
 
-def recent_repairs(model: str, *, db: Db) -> tuple[repairs.RepairOutcome, ...]:
+# The most of a model's latest applied runs a claim looks through for its tenant's:
+# a tenant with fewer folds among them is read as having no streak (the default:
+# full resends, repairs as configured), and the claim's read stays bounded however
+# much other tenants fold.
+TENANT_SCAN = 2000
+
+
+def _tenant_rows(model: str, tenant: str | None, *columns: Any, db: Db, limit: int,
+                 where: Sequence[Any] = ()) -> Sequence[Any]:
+    """``columns`` of ``model``'s latest applied runs (matching ``where``) of sessions
+    under ``tenant`` (recap.core.tenant.tenant_of; None: ids without one), newest
+    first, at most ``limit``, among the model's latest TENANT_SCAN."""
+    latest = (select(RUNS.c.id, RUNS.c.session_id, *columns)
+              .where(RUNS.c.model == model, RUNS.c.status == "applied", *where)
+              .order_by(RUNS.c.id.desc()).limit(TENANT_SCAN).subquery())
+    # substr, not LIKE: SQLite's LIKE ignores case, and "Acme" is not "acme".
+    prefix = None if tenant is None else tenant + "/"
+    mine = (func.substr(latest.c.session_id, 1, len(prefix)) == prefix
+            if prefix is not None else latest.c.session_id.not_like("%/%"))
+    return db.execute(select(*(latest.c[c.name] for c in columns)).where(mine)
+                      .order_by(latest.c.id.desc()).limit(limit)).all()
+
+
+def recent_repairs(model: str, *, tenant: str | None,
+                   db: Db) -> tuple[repairs.RepairOutcome, ...]:
     """The repair outcomes of ``model``'s latest applied runs that had something
-    missing before repair (any session), newest first."""
-    rows = db.execute(select(RUNS.c.repaired, RUNS.c.specifics_missing_before_repair,
-                             RUNS.c.specifics_missing_after)
-                      .where(RUNS.c.model == model, RUNS.c.status == "applied",
-                             RUNS.c.specifics_missing_before_repair > 0)
-                      .order_by(RUNS.c.id.desc()).limit(repairs.REPAIR_WINDOW)).all()
+    missing before repair, of ``tenant``'s sessions (any of them), newest first:
+    another tenant's folds never decide whether this tenant's are repaired."""
+    rows = _tenant_rows(model, tenant, RUNS.c.repaired, RUNS.c.specifics_missing_before_repair,
+                        RUNS.c.specifics_missing_after, db=db, limit=repairs.REPAIR_WINDOW,
+                        where=(RUNS.c.specifics_missing_before_repair > 0,))
     return tuple(repairs.RepairOutcome(bool(r.repaired),
                                        bool(r.repaired) and r.specifics_missing_after
                                        < r.specifics_missing_before_repair) for r in rows)
 
 
-def recent_folds(model: str, *, db: Db) -> tuple[resends.FoldOutcome, ...]:
-    """Whether each of ``model``'s latest applied folds (any session) was kept
-    extractively, and its resends, newest first (recap.core.planning.resends)."""
-    rows = db.execute(select(RUNS.c.fallback, RUNS.c.resends)
-                      .where(RUNS.c.model == model, RUNS.c.status == "applied")
-                      .order_by(RUNS.c.id.desc()).limit(resends.WINDOW)).all()
+def recent_folds(model: str, *, tenant: str | None,
+                 db: Db) -> tuple[resends.FoldOutcome, ...]:
+    """Whether each of ``model``'s latest applied folds of ``tenant``'s sessions (any
+    of them) was kept extractively, and its resends, newest first
+    (recap.core.planning.resends): another tenant's folds never withhold this
+    tenant's resends."""
+    rows = _tenant_rows(model, tenant, RUNS.c.fallback, RUNS.c.resends, db=db,
+                        limit=resends.WINDOW)
     return tuple(resends.FoldOutcome(bool(r.fallback), r.resends or 0) for r in rows)
 
 

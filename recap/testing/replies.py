@@ -32,6 +32,9 @@ class Reply:
     # Tool calls the answer makes, each {"name": ..., "input": {...}} (tool_call()):
     # an assistant's turn that calls tools, after its ``text`` if any.
     calls: list[dict[str, Any]] = field(default_factory=list)
+    # A count_tokens answer's ``input_tokens``, sent as given, any JSON value (count()):
+    # None answers the fake's own count of the request.
+    input_tokens: Any = None
 
 
 def ok(text: str | None = None, **kw: Any) -> Reply:
@@ -39,6 +42,13 @@ def ok(text: str | None = None, **kw: Any) -> Reply:
     default answer. ``stop_reason``, ``headers``, ``delay`` and ``trickle`` as in
     :class:`Reply`."""
     return Reply("ok", text=text, **kw)
+
+
+def count(input_tokens: Any, **kw: Any) -> Reply:
+    """A 200 count_tokens answer saying ``input_tokens``, sent as given (a huge, negative,
+    fractional or non-numeric value, as a broken server or proxy sends);
+    ``delay`` and ``trickle`` as in :class:`Reply`. See FakeAnthropic.counts."""
+    return Reply("ok", input_tokens=input_tokens, **kw)
 
 
 def tool_call(name: str, input: dict[str, Any] | None = None, *, text: str | None = None,

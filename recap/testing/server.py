@@ -62,8 +62,9 @@ class FakeAnthropic:
         self._assistant: deque[Reply] = deque()
         # count_tokens(): its tokenizer's count per the fake's usual one; None: the
         # route answers 404, as a server without it does.
-        self.token_ratio: float | None = None
+        self.token_ratio: float | None = 1.0
         self.counted: list[dict[str, Any]] = []  # the count_tokens bodies
+        self._counts: deque[Reply] = deque()  # counts(): the next count_tokens answers
         self._server = Server(("127.0.0.1", port), handler(self))  # 0: any free port
         self._server.log_errors = log_errors
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -98,8 +99,9 @@ class FakeAnthropic:
             self.lossy_fraction, self.lossy_seed = 0.0, 0
             self.calls_started.clear()
             self._cache.clear()
-            self.token_ratio = None
+            self.token_ratio = 1.0
             self.counted.clear()
+            self._counts.clear()
             self._neutral.forget()
             gate, self._gate = self._gate, None
         if gate is not None:
@@ -140,14 +142,31 @@ class FakeAnthropic:
         with self._lock:
             self.lossy_fraction, self.lossy_seed = fraction, seed
 
-    def count_tokens(self, ratio: float = 1.0) -> None:
+    def count_tokens(self, ratio: float | None = 1.0) -> None:
         """Answer ``POST /v1/messages/count_tokens`` as a model whose tokenizer counts
-        ``ratio`` times the fake's own count (recap.testing.usage): above 1, a model
-        that counts more tokens than Recap's estimate assumes."""
-        if not ratio > 0:
+        ``ratio`` times the fake's own count (recap.testing.usage, the count its
+        ``usage`` reports; 1 until set, and after :meth:`reset`): above 1, a model that
+        counts more tokens than Recap's estimate assumes. None: the route answers 404,
+        as a server without ``count_tokens`` does."""
+        if ratio is not None and not ratio > 0:
             raise ValueError(f"count_tokens: the ratio must be positive, got {ratio}")
         with self._lock:
             self.token_ratio = ratio
+
+    def counts(self, *replies: Reply) -> None:
+        """Answer the next valid ``count_tokens`` calls with ``replies``, in order, then
+        as :meth:`count_tokens` says: ``count(10**15)`` (recap.testing.replies.count)
+        says that count, sent as given; ``ok(trickle=0.05)`` the fake's own count a
+        byte every 50 ms; ``error(529)``, ``Reply("hang")``, ``Reply("reset")``,
+        ``Reply("malformed")`` as for ``/v1/messages``. Routes, the script and
+        ``always`` answer ``/v1/messages`` only."""
+        with self._lock:
+            self._counts.extend(replies)
+
+    def count_reply(self) -> Reply:
+        """The reply the next valid count_tokens call gets (:meth:`counts`)."""
+        with self._lock:
+            return self._counts.popleft() if self._counts else Reply()
 
     def model_tokens(self, body: dict[str, Any]) -> int:
         """The input tokens of ``body`` by the tokenizer :meth:`count_tokens` set

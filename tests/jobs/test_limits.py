@@ -124,6 +124,8 @@ def test_a_giant_message_is_clipped_and_summarized_within_the_budget(
 def test_a_backlog_is_condensed_a_budget_at_a_time(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**BOUNDED, "RECAP_BATCH_SIZE": 20})
+    # A job's budget is in Recap's own tokens: sized by them, its calls fit the job.
+    fake_api.count_tokens(None)
     budget = get_settings().job_token_budget()
     seed("backlog", 30, words=300)  # ~400 tokens each: 20 of them are far above budget
     out = summarize("backlog", job=Job(task_id="t-backlog"), res=get_resources())

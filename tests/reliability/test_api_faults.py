@@ -171,6 +171,7 @@ def test_prompt_too_long_halves_the_chunk_instead_of_retrying(
     fixed = (count_tokens(default_template()) + count_tokens(SYSTEM_PROMPT)
              + 2 * get_settings().max_summary_tokens)
     settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=fixed + 2000)
+    fake_api.count_tokens(None)  # requests sized by Recap's own count, as the room above
     sid = "too-long"
     ids = seed(sid, 12, words=250)
     fake_api.script(error(400, "prompt is too long: 210000 tokens > 200000 maximum"))
@@ -193,6 +194,7 @@ def test_prompt_too_long_at_every_size_is_dead_after_a_few_requests(
     fixed = (count_tokens(default_template()) + count_tokens(SYSTEM_PROMPT)
              + 2 * get_settings().max_summary_tokens)
     settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=fixed + 2000)
+    fake_api.count_tokens(None)  # requests sized by Recap's own count, as the room above
     sid = "too-long-always"
     ids = seed(sid, 12, words=250)
     fake_api.always(error(400, "prompt is too long: 210000 tokens > 200000 maximum"))

@@ -9,6 +9,8 @@ and a fold on a CPU takes minutes each. So once the model's latest folds were al
 kept extractively, a job asks it once, without resends; every few folds of such a
 streak it is given its full resends again (a probe), so a model that recovers, or
 a prompt that changed, gets them back at once. Every fold still asks the model.
+The folds read are the tenant's own (recap.store.runs.recent_folds): what one
+tenant sends never withholds another tenant's resends.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-# The model's latest applied folds (any session) that must all have been kept
-# extractively before its resends are withheld.
+# The model's latest applied folds (any session of the tenant) that must all have
+# been kept extractively before its resends are withheld.
 FALLBACK_STREAK = 3
 # Within such a streak, the fold after this many withheld ones gets the full
 # resends (a probe).
@@ -64,7 +66,11 @@ def _leading(recent: Sequence[FoldOutcome], *, asked_once: bool) -> int:
     return n
 
 
-def withheld_note(recent: Sequence[FoldOutcome]) -> str:
-    """The run's reason note when :func:`allowed` withholds the resends."""
-    return (f"resends withheld: the model's last {streak(recent)} folds were kept "
+def withheld_note(recent: Sequence[FoldOutcome], *, tenant: str | None = None) -> str:
+    """The run's reason note when :func:`allowed` withholds the resends; ``recent``
+    are the folds of ``tenant``'s sessions (None: of ids without a tenant), and the
+    note says so: it describes no other tenant's folds."""
+    whose = (f"of tenant {tenant!r}'s sessions" if tenant is not None
+             else "of sessions outside any tenant")
+    return (f"resends withheld: the model's last {streak(recent)} folds {whose} were kept "
             f"extractively (asked once; a probe with full resends every {PROBE_EVERY} folds)")

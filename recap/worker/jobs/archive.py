@@ -63,7 +63,7 @@ def resummarize(session_id: str, *, res: Resources, job: Job | None = None) -> O
                                                         lease_s=res.settings.lease_s)
     tuned = effective(res.settings, overrides)
     try:
-        rebuilt = _rebuild(turns, current=current, tuned=tuned, res=res)
+        rebuilt = _rebuild(turns, session_id=session_id, current=current, tuned=tuned, res=res)
         after = _apply_rebuild(session_id, rebuilt, token=token, version=version,
                                tuned=tuned, job=job, turns=turns)
     except BaseException:
@@ -119,10 +119,10 @@ def _claim_archive(session_id: str, *, token: str, lease_s: int
     return current, version, overrides, turns
 
 
-def _rebuild(turns: list[Turn], *, current: str | None, tuned: Settings,
+def _rebuild(turns: list[Turn], *, session_id: str, current: str | None, tuned: Settings,
              res: Resources) -> _Rebuilt:
     """The model call, no transaction open, then the guard when it is on."""
-    summarizer = res.summarizer_for(tuned)
+    summarizer = res.summarizer_for(tuned, session_id=session_id)
     # Sent as a job sends them: pasted blocks above the cap as excerpts.
     sent, excerpted = excerpt_turns(turns, max_tokens=tuned.bulk_excerpt_tokens(),
                                     count=count_tokens)

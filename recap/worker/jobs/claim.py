@@ -25,6 +25,7 @@ from recap.core.prompts.summarize import Turn
 from recap.core.retention import salience, stubs
 from recap.core.retention.repairs import RepairOutcome
 from recap.core.retention.salience import Salience, Voice, Voices
+from recap.core.tenant import tenant_of
 from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens
@@ -216,10 +217,11 @@ def _read_batch(claim: Claim, *, db: Db, model: str
         results = {i: as_data(b, archived.get(i)) for i, b in results.items()}
     guarded = settings.retention_guard
     taken = set(batch_ids)
+    tenant = tenant_of(session_id)  # how other tenants' folds went never steers this one
     return dataclasses.replace(
         claim, turns=tuple(turns), known=tuple(known), own_words=own,
-        recent_repairs=recent_repairs(model, db=db) if guarded else (),
-        recent_folds=recent_folds(model, db=db),
+        recent_repairs=recent_repairs(model, tenant=tenant, db=db) if guarded else (),
+        recent_folds=recent_folds(model, tenant=tenant, db=db),
         held_before=(held_before(session_id, [m.id for m in claim.messages if m.id in taken],
                                  db=db) if guarded else frozenset())), voices, results
 

@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from recap import db, tracing
+from recap.core.tenant import tenant_of
 from recap.core.text import redact
 from recap.errors import ConfigError
 from recap.llm import calibrate
@@ -45,18 +46,22 @@ class Resources:
         """``text`` with the API key removed (for logs, events and audit rows)."""
         return redact(text, self.secret)
 
-    def summarizer_for(self, tuned: Settings) -> Summarizer:
-        """The summarizer re-tuned for one session's effective settings."""
+    def summarizer_for(self, tuned: Settings, *, session_id: str | None = None) -> Summarizer:
+        """The summarizer re-tuned for one session's effective settings; with
+        ``session_id``, its calls are that session's tenant's (recap.llm.calibrate
+        learns and sizes per tenant)."""
         base = self.summarizer
         if not isinstance(base, ClaudeSummarizer):
             return base
-        if (base.model, base.max_tokens, tuned.prompt, tuned.prompt_file, base.plain,
+        config = base.config.with_model(tuned.model).for_tenant(
+            None if session_id is None else tenant_of(session_id))
+        if (base.max_tokens, tuned.prompt, tuned.prompt_file, base.plain,
                 base.max_resends, base.max_facts_tokens) == (
-                tuned.model, tuned.max_summary_tokens, self.settings.prompt,
+                tuned.max_summary_tokens, self.settings.prompt,
                 self.settings.prompt_file, tuned.summary_mode == "plain",
                 tuned.max_resends, tuned.max_facts_tokens):
-            return base
-        return dataclasses.replace(base, config=base.config.with_model(tuned.model),
+            return base if config is base.config else dataclasses.replace(base, config=config)
+        return dataclasses.replace(base, config=config,
                                    max_tokens=tuned.max_summary_tokens,
                                    template=load_template(tuned.prompt_file, tuned.prompt),
                                    plain=tuned.summary_mode == "plain",

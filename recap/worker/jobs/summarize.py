@@ -24,6 +24,7 @@ import time
 
 from recap import tracing
 from recap.core.planning import resends
+from recap.core.tenant import tenant_of
 from recap.errors import Superseded
 from recap.llm.client import Usage
 from recap.llm.summarizer import token_ratio
@@ -64,10 +65,12 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
         return claimed
     # A model whose latest folds were all kept extractively is asked once.
     budget = resends.allowed(claimed.recent_folds, claimed.settings.max_resends)
-    summarizer = res.summarizer_for(claimed.settings.model_copy(update={"max_resends": budget}))
+    summarizer = res.summarizer_for(claimed.settings.model_copy(update={"max_resends": budget}),
+                                    session_id=session_id)
     usage = Usage(summarizer.model)
     if budget < claimed.settings.max_resends:
-        usage.notes.append(resends.withheld_note(claimed.recent_folds))
+        usage.notes.append(resends.withheld_note(claimed.recent_folds,
+                                                  tenant=tenant_of(session_id)))
     answer: Answer | None = None
     prompt: Prompt | None = None
     started = time.monotonic()

@@ -56,4 +56,7 @@ def test_nothing_to_withhold_and_bad_settings() -> None:
 
 def test_the_note_names_the_streak() -> None:
     assert streak((ONCE, FULL, FULL, GOOD, FULL)) == 3
-    assert "last 3 folds were kept extractively" in withheld_note((ONCE, FULL, FULL, GOOD))
+    assert "last 3 folds of sessions outside any tenant were kept extractively" in \
+        withheld_note((ONCE, FULL, FULL, GOOD))
+    assert "last 3 folds of tenant 'acme''s sessions were kept" in \
+        withheld_note((ONCE, FULL, FULL, GOOD), tenant="acme")
