@@ -184,12 +184,17 @@ def rarity(df: int) -> float:
     return 1.0 + math.log(PER_CUE / max(1, min(df, PER_CUE)))
 
 
+def hit_channel(hit: Hit, stretches: Sequence[tuple[int, int]] = ()) -> str:
+    """The channel of ``stretches`` of the hit's excerpt (all of it when none)."""
+    return channel(hit.excerpt, stretches, role=hit.role, tool=hit.tool,
+                   from_start=hit.offset == 0)
+
+
 def label(hit: Hit, stretches: Sequence[tuple[int, int]] = ()) -> str:
     """Where a quoted line came from: the channel of ``stretches`` of the hit's
     excerpt (all of it when none are given: recap.core.memories.channels, so ``user`` only
     for the user's own typed words), its message id and time."""
-    found = channel(hit.excerpt, stretches, role=hit.role, tool=hit.tool,
-                    from_start=hit.offset == 0)
+    found = hit_channel(hit, stretches)
     who = CHANNEL_LABELS.get(found, found)
     when = f" · {hit.at:%Y-%m-%d %H:%M} UTC" if hit.at is not None else ""
     return f"[{who} · message {hit.id}{when}]"
@@ -243,8 +248,10 @@ def quotes(found: Sequence[Hit], chosen: Sequence[Cue], *,
         source = (sources or {}).get(best.id)
         if source is not None:
             keys = {token_key(chosen[i].term) for i in matched}
-            out.append(passage(source, asked=asked or {}, cue_keys=keys,
-                               label=label(_as_hit(best, source))))
+            read = _as_hit(best, source)
+            kind = hit_channel(read)
+            out.append(passage(source, asked=asked or {}, cue_keys=keys, label=label(read),
+                               channel=CHANNEL_LABELS.get(kind, kind)))
             continue
         quoted = snippet_spans(best.excerpt, chosen[best.cue].term)
         if quoted is None or quoted[0] in seen:

@@ -45,6 +45,8 @@ MAX_CALL_CHARS = 300
 GAP = "…"
 # Below this many tokens left, no further line is tried.
 MIN_LINE_TOKENS = 4
+# Times the chosen lines are counted joined, the least dropped each time it is over.
+RECOUNTS = 8
 
 _PATH = re.compile(r"[\w.-]/[\w.-]|\w\.[A-Za-z]{1,5}(?::\d+)?\b")
 _HASH = re.compile(r"\b(?=[0-9a-f]{0,63}[a-f])(?=[0-9a-f]{0,63}\d)[0-9a-f]{7,64}\b")
@@ -77,6 +79,8 @@ class Passage:
     order: tuple[int, ...]
     whole: bool  # ``lines`` are the whole message
     call: str | None = None  # what the output is: the tool call it answers
+    message_id: int = 0
+    channel: str = ""  # the label's channel alone (recap.core.memories.channels)
 
 
 def shape(line: str) -> float:
@@ -143,7 +147,7 @@ def _distances(marked: Sequence[bool]) -> list[int]:
 
 
 def passage(source: Source, *, asked: Mapping[str, float], cue_keys: set[str],
-            label: str) -> Passage:
+            label: str, channel: str = "") -> Passage:
     """The passage of ``source`` for a turn with ``asked`` keys, the message
     selected by ``cue_keys`` (the keys of the cues it holds)."""
     spans = split_lines(source)
@@ -155,7 +159,7 @@ def passage(source: Source, *, asked: Mapping[str, float], cue_keys: set[str],
     lines = tuple(defuse_quoted(_cut(line)) for line in raw)
     call = defuse_quoted(_cut(source.call, MAX_CALL_CHARS)).replace("\n", " ") \
         if source.call else None
-    return Passage(label, lines, tuple(order), source.whole, call)
+    return Passage(label, lines, tuple(order), source.whole, call, source.id, channel)
 
 
 def _cut(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -167,35 +171,50 @@ def render(p: Passage, *, room: int, count: Callable[[str], int]) -> tuple[str |
     it fits, else its best lines in order with ``…`` for what is left out; (None,
     0) when not even its best line fits."""
     head = f"- {p.label}" + (f" output of {p.call}" if p.call else "")
-    if p.whole and any(line.strip() for line in p.lines):
-        text = head + _body(p.lines, range(len(p.lines)))
-        used = count(text)
-        if used <= room:
-            return text, used
-    taken: list[int] = []
-    used = count(head)
-    for i in p.order:
-        if room - used < MIN_LINE_TOKENS:
-            break
-        cost = count("\n  " + p.lines[i]) + count(f"\n  {GAP}")
-        if used + cost <= room:
-            taken.append(i)
-            used += cost
-    if not taken:
+    shown = shown_lines(p, room=room, count=count, head=head, indent="\n  ")
+    if shown is None:
         return None, 0
-    text = head + _body(p.lines, sorted(taken), gaps=True)
+    text = head + "".join(f"\n  {line}" for line in shown)
     return text, count(text)
 
 
-def _body(lines: Sequence[str], chosen: Sequence[int] | range, *, gaps: bool = False) -> str:
-    """The ``chosen`` lines (in order), indented, ``…`` between ones not adjacent."""
+def shown_lines(p: Passage, *, room: int, count: Callable[[str], int], head: str = "",
+                indent: str = "\n") -> list[str] | None:
+    """The lines of ``p`` that ``head`` and they, each after ``indent``, fit in ``room``
+    tokens: all of them when the whole message fits, else the best in order with
+    ``…`` where lines are left out; None when not even the best line fits."""
+    if p.whole and any(line.strip() for line in p.lines):
+        if count(head + "".join(indent + line for line in p.lines)) <= room:
+            return list(p.lines)
+    taken: list[int] = []
+    used = count(head)
+    gap = count(indent + GAP)
+    for i in p.order:
+        if room - used < MIN_LINE_TOKENS:
+            break
+        cost = count(indent + p.lines[i]) + gap
+        if used + cost <= room:
+            taken.append(i)
+            used += cost
+    for _ in range(RECOUNTS):  # the joined text's count may differ from its parts' sum
+        if not taken:
+            break
+        shown = _with_gaps(p.lines, sorted(taken))
+        if count(head + "".join(indent + line for line in shown)) <= room:
+            return shown
+        taken.pop()  # the least of them
+    return None
+
+
+def _with_gaps(lines: Sequence[str], chosen: Sequence[int]) -> list[str]:
+    """The ``chosen`` lines (in order), ``…`` where lines between them are left out."""
     out: list[str] = []
     last = -1
     for i in chosen:
-        if gaps and ((last >= 0 and i != last + 1) or (last < 0 and i > 0)):
+        if (last >= 0 and i != last + 1) or (last < 0 and i > 0):
             out.append(GAP)
         out.append(lines[i])
         last = i
-    if gaps and last < len(lines) - 1:
+    if last < len(lines) - 1:
         out.append(GAP)
-    return "".join(f"\n  {line}" for line in out)
+    return out
