@@ -236,3 +236,21 @@ def test_a_reference_in_the_users_own_words_finds_the_row_that_answers_it(
     block = recall_block(api.build_context(sid, system_prompt=PROMPT))
     assert "| 2026-11-14 | APAC | refunds | 1,200 |" in block
     assert 'output of [tool call query (toolu_7): {"sql": "select * from daily"}]' in block
+
+
+def test_a_code_a_later_turn_names_still_recalls_what_its_output_said_besides(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"held-{api.name}"
+    folded_output(api, sid, READ, tool="read_file", args={"path": "tests/fixtures/ledger.py"})
+    api.add_message(sid, "assistant", "The run hit E-4471; I'll keep going.")
+    api.add_message(sid, "user", "Going back to E-4471: where was it raised, and which "
+                                 "fixture hash was pinned with it?")
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    block = recall_block(ctx)
+    assert "FIXTURE_SHA = '9f2c1e7ab41d'" in block and "tests/fixtures/ledger.py:88" in block
+    assert_valid(ctx)
+    # Naming it again and asking nothing else of it recalls nothing.
+    api.add_message(sid, "assistant", "Noted.")
+    api.add_message(sid, "user", "Fine, E-4471 it is.")
+    assert RECALL_TAG not in json.dumps(api.build_context(sid, system_prompt=PROMPT))

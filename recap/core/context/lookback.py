@@ -95,6 +95,9 @@ class Cue:
 
     term: str
     weight: float
+    # The context names it too: looked up for what its archived message says
+    # besides it, never for the line that names it.
+    held: bool = False
 
     @property
     def specific(self) -> bool:
@@ -123,6 +126,10 @@ PATH_WEIGHT = 3.0
 NUMBER_WEIGHT = 3.0
 NAME_WEIGHT = 1.5
 WORD_WEIGHT = 1.0
+# A cue the context holds is looked up when at least this specific (a path or a
+# number of 3+ digits, an identifier); it counts this share of its weight.
+HELD_WEIGHT = PATH_WEIGHT
+HELD_SHARE = 0.5
 
 
 def weight(token: str) -> float:
@@ -157,8 +164,11 @@ def cues(asked: str, *, context: str) -> list[Cue]:
     answered): its words that are not stop words, not single characters (plain
     words: at least 3) and absent from ``context`` (everything else the request
     shows: :func:`held`), the :data:`MAX_CUES` most specific first, first ones
-    first among equals. Linear in ``asked`` plus ``context``: the context is read
-    once, however many words the turn has."""
+    first among equals; then, while there is room, the identifiers, paths and
+    long numbers the context does name (``held``: the summary or a later turn
+    naming an error code is not the log line that says where it was raised).
+    Linear in ``asked`` plus ``context``: the context is read once, however many
+    words the turn has."""
     found: dict[str, float] = {}  # first occurrences, in order
     for token in tokens(asked[:MAX_SCAN_CHARS]):
         term = token.lower()
@@ -169,12 +179,10 @@ def cues(asked: str, *, context: str) -> list[Cue]:
             continue
         found[term] = w
     present = held(found, context)
-    chosen: list[Cue] = []
-    for term in sorted(found, key=lambda t: -found[t]):  # stable: first ones first
-        if term not in present:
-            chosen.append(Cue(term, found[term]))
-            if len(chosen) == MAX_CUES:
-                break
+    ranked = sorted(found, key=lambda t: -found[t])  # stable: first ones first
+    chosen = [Cue(t, found[t]) for t in ranked if t not in present][:MAX_CUES]
+    chosen += [Cue(t, found[t], held=True) for t in ranked
+               if t in present and found[t] >= HELD_WEIGHT][:MAX_CUES - len(chosen)]
     return chosen
 
 
@@ -211,7 +219,8 @@ def ranked_messages(found: Sequence[Hit], chosen: Sequence[Cue]
     for h in found:
         df[h.cue] += 1
         by_id.setdefault(h.id, []).append(h)
-    score = [c.weight * rarity(df[i]) for i, c in enumerate(chosen)]
+    score = [c.weight * rarity(df[i]) * (HELD_SHARE if c.held else 1.0)
+             for i, c in enumerate(chosen)]
     ranked: list[tuple[float, int, Hit, frozenset[int]]] = []
     for msg_id, hits in by_id.items():
         matched = frozenset(h.cue for h in hits)
@@ -246,13 +255,18 @@ def quotes(found: Sequence[Hit], chosen: Sequence[Cue], *,
     seen: set[str] = set()
     for best, matched in ranked_messages(found, chosen):
         source = (sources or {}).get(best.id)
+        known = all(chosen[i].held for i in matched)  # the context names all it matched
         if source is not None:
             keys = {token_key(chosen[i].term) for i in matched}
             read = _as_hit(best, source)
             kind = hit_channel(read)
-            out.append(passage(source, asked=asked or {}, cue_keys=keys, label=label(read),
-                               channel=CHANNEL_LABELS.get(kind, kind)))
+            p = passage(source, asked=asked or {}, cue_keys=keys, label=label(read),
+                        channel=CHANNEL_LABELS.get(kind, kind))
+            if not known or p.answers:
+                out.append(p)
             continue
+        if known:
+            continue  # its line naming the cue: the context names it already
         quoted = snippet_spans(best.excerpt, chosen[best.cue].term)
         if quoted is None or quoted[0] in seen:
             continue

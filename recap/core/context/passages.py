@@ -40,6 +40,8 @@ K1 = 1.2
 B = 0.75
 # A quoted line longer than this is cut (the start kept, an ellipsis after).
 MAX_LINE_CHARS = 400
+# Best lines read for a key of the turn besides the cue's (Passage.answers).
+MAX_ANSWER_LINES = 12
 # Characters of the tool call quoted as what the output is.
 MAX_CALL_CHARS = 300
 GAP = "…"
@@ -81,6 +83,9 @@ class Passage:
     call: str | None = None  # what the output is: the tool call it answers
     message_id: int = 0
     channel: str = ""  # the label's channel alone (recap.core.memories.channels)
+    # A line worth quoting holds a key of the turn besides the cue's: the message
+    # says something the turn asks beyond the name it was found by.
+    answers: bool = True
 
 
 def shape(line: str) -> float:
@@ -156,10 +161,12 @@ def passage(source: Source, *, asked: Mapping[str, float], cue_keys: set[str],
     floor = MIN_SHARE * max(ranked, default=0.0)
     order = sorted((i for i, s in enumerate(ranked) if s > 0 and s >= floor),
                    key=lambda i: (-ranked[i], i))
+    others = asked.keys() - cue_keys
+    answers = any(line_keys(raw[i]) & others for i in order[:MAX_ANSWER_LINES])
     lines = tuple(defuse_quoted(_cut(line)) for line in raw)
     call = defuse_quoted(_cut(source.call, MAX_CALL_CHARS)).replace("\n", " ") \
         if source.call else None
-    return Passage(label, lines, tuple(order), source.whole, call, source.id, channel)
+    return Passage(label, lines, tuple(order), source.whole, call, source.id, channel, answers)
 
 
 def _cut(line: str, limit: int = MAX_LINE_CHARS) -> str:

@@ -107,3 +107,20 @@ def test_the_block_quotes_passages_and_lines_within_its_room() -> None:
     block, _, quoted = recall_part(found, room=400, count=count)
     assert block is not None and quoted == 2 and "9f2c1e7ab41d" in block
     assert "[assistant · message 2] I saw E-4471 once before." in block
+
+
+def test_a_code_the_context_names_is_looked_up_for_what_else_its_message_says() -> None:
+    from recap.core.context.lookback import cues
+
+    # The summary names the code (a paraphrase), not the hash pinned with it.
+    found = cues(ASKED, context="The run hit E-4471 in the ledger fixtures.")
+    assert [(c.term, c.held) for c in found][-1] == ("e-4471", True)
+    assert all(not c.held for c in found[:-1])
+    chosen = [c for c in found if c.held]
+    hits = [Hit(0, 7, "user", None, READ[:1600], tool=True)]
+    [p] = quotes(hits, chosen, sources={7: read_source()}, asked=asked_keys(ASKED))
+    assert isinstance(p, Passage) and p.answers
+    # A turn asking nothing of it besides its name quotes nothing: the context has that.
+    assert quotes(hits, chosen, sources={7: read_source()},
+                  asked=asked_keys("Fix E-4471 now")) == []
+    assert quotes(hits, chosen) == []  # nor its line alone
