@@ -88,15 +88,7 @@ def recall(session_id: str, *, message_id: int | None = None, tool_use_id: str |
 def _checked(*, message_id: object, tool_use_id: object, query: object,
              max_tokens: object) -> str:
     """The query's text ("" for none) once every argument is checked."""
-    if message_id is not None and tool_use_id is not None:
-        raise InvalidInput("pass message_id or tool_use_id, not both")
-    if message_id is not None and (isinstance(message_id, bool) or not isinstance(
-            message_id, int) or not 1 <= message_id <= MAX_ROW_ID):
-        raise InvalidInput(f"message_id must be an int from 1 to {MAX_ROW_ID}, "
-                           f"got {message_id!r}")
-    if tool_use_id is not None and (not isinstance(tool_use_id, str)
-                                    or not TOOL_USE_ID.fullmatch(tool_use_id)):
-        raise InvalidInput("tool_use_id must be 1 to 255 letters, digits, '_' or '-'")
+    _check_ids(message_id, tool_use_id)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) \
             or not 1 <= max_tokens <= MAX_TOKENS:
         raise InvalidInput(f"max_tokens must be an int from 1 to {MAX_TOKENS}, "
@@ -106,6 +98,19 @@ def _checked(*, message_id: object, tool_use_id: object, query: object,
             raise InvalidInput("pass message_id, tool_use_id or query")
         return ""
     return check_str(query, "query", max_chars=MAX_QUERY_CHARS)
+
+
+def _check_ids(message_id: object, tool_use_id: object) -> None:
+    """Raise InvalidInput unless at most one id is given, and it is well formed."""
+    if message_id is not None and tool_use_id is not None:
+        raise InvalidInput("pass message_id or tool_use_id, not both")
+    if message_id is not None and (isinstance(message_id, bool) or not isinstance(
+            message_id, int) or not 1 <= message_id <= MAX_ROW_ID):
+        raise InvalidInput(f"message_id must be an int from 1 to {MAX_ROW_ID}, "
+                           f"got {message_id!r}")
+    if tool_use_id is not None and (not isinstance(tool_use_id, str)
+                                    or not TOOL_USE_ID.fullmatch(tool_use_id)):
+        raise InvalidInput("tool_use_id must be 1 to 255 letters, digits, '_' or '-'")
 
 
 def _one(session_id: str, *, message_id: int | None, tool_use_id: str | None,

@@ -151,6 +151,24 @@ def asked_keys(asked: str, *, weight: Callable[[str], float],
     number); words in ``skip`` (stop words, lower-cased) and one-letter tokens
     left out. A date's day and month words are not keys of their own."""
     stop = set(skip)
+    out, covered = _dates_and_numbers(asked, weight=weight)
+    i = 0  # dates and tokens both come in order: one pointer walks the dates
+    for m in _TOKEN.finditer(asked):
+        while i < len(covered) and covered[i][1] <= m.start():
+            i += 1
+        token = m.group().strip(_EDGE)
+        if (not token or len(token) < 2 or token.lower() in stop
+                or (i < len(covered) and covered[i][0] <= m.start())):
+            continue
+        key = token_key(token)
+        out[key] = max(out.get(key, 0.0), weight(token))
+    return out
+
+
+def _dates_and_numbers(asked: str, *, weight: Callable[[str], float]
+                       ) -> tuple[dict[str, float], list[tuple[int, int]]]:
+    """(the keys of the dates and grouped numbers ``asked`` writes, the stretches
+    they cover in order, not overlapping)."""
     out: dict[str, float] = {}
     spans: list[tuple[int, int]] = []
     for key, start, end in date_keys(asked):
@@ -163,17 +181,7 @@ def asked_keys(asked: str, *, weight: Callable[[str], float],
     for start, end in sorted(spans):
         if not covered or covered[-1][1] <= start:
             covered.append((start, end))
-    i = 0  # dates and tokens both come in order: one pointer walks the dates
-    for m in _TOKEN.finditer(asked):
-        while i < len(covered) and covered[i][1] <= m.start():
-            i += 1
-        token = m.group().strip(_EDGE)
-        if (not token or len(token) < 2 or token.lower() in stop
-                or (i < len(covered) and covered[i][0] <= m.start())):
-            continue
-        key = token_key(token)
-        out[key] = max(out.get(key, 0.0), weight(token))
-    return out
+    return out, covered
 
 
 def spellings(term: str) -> tuple[str, str]:
