@@ -8,6 +8,7 @@
     │   └── ForgedStub           an edit holds a stub Recap did not write for that message
     ├── SessionNotFound      no chat session with that id
     ├── UserNotFound         no session names that user
+    ├── ArchivedMessageNotFound  the session's archive holds no such message
     ├── SessionBusy          another job holds the session's lease; try again later
     ├── Superseded           a job's claim no longer holds; it changed nothing
     ├── BrokerUnavailable    a job could not be published to the broker
@@ -57,6 +58,10 @@ class SessionNotFound(RecapError, LookupError):
 
 class UserNotFound(RecapError, LookupError):
     """No session names this user (or the user is outside the caller's tenant)."""
+
+
+class ArchivedMessageNotFound(RecapError, LookupError):
+    """The session's archive holds no message with this id (or answering this tool call)."""
 
 
 class SessionBusy(RecapError):

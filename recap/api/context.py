@@ -9,6 +9,7 @@ import json
 
 from sqlalchemy.orm import Session
 
+from recap.api.passages import passages_read, with_passages
 from recap.api.window import (
     Window,
     assemble_window,
@@ -60,6 +61,10 @@ def _read(session_id: str, s: Session) -> Window:
     for read in memories_queries(window, dialect=dialect, settings=settings):
         rows = s.execute(read.query, read.values).all()
         window = with_memories(window, read, rows, dialect=dialect)
+    # The passages of the archived messages recall chose: which ones, the read above tells.
+    follow = passages_read(window)
+    if follow is not None:
+        window = with_passages(window, s.execute(follow.query, follow.values).all())
     return window
 
 

@@ -29,6 +29,7 @@ from sqlalchemy import (
 from recap.api.core import load_blocks
 from recap.core.context import lookback
 from recap.core.context.assemble import Context, Row, assemble
+from recap.core.context.passages import Passage
 from recap.core.memories.recall import Candidate, query_terms, topic_terms
 from recap.core.planning import adaptive
 from recap.core.retention import stubs
@@ -55,10 +56,13 @@ class Window(NamedTuple):
     topical: tuple[Candidate, ...] = ()
     policy: str | None = None  # the session's own RECAP_POLICY override, if any
     session_id: str = ""
-    # Archived lines the newest turn names (recap.core.context.lookback), best first.
-    recalled: tuple[str, ...] = ()
+    # Archived lines and passages the newest turn names (recap.core.context.lookback),
+    # best first; the hits and cues they come from, for the passages read.
+    recalled: tuple[str | Passage, ...] = ()
     summary_version: int = 0
     keep_recent: int | None = None  # the session's own RECAP_KEEP_RECENT override, if any
+    recall_hits: tuple[lookback.Hit, ...] = ()
+    recall_cues: tuple[lookback.Cue, ...] = ()
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -191,8 +195,9 @@ def with_memories(window: Window, read: MemoriesRead, rows: Sequence[Any], *,
                   dialect: str) -> Window:
     """``window`` with the memories (or archived lines) ``read`` returned (``rows``)."""
     if read.kind == "recall":
-        return window._replace(recalled=tuple(lookback.choose_lines(to_hits(rows),
-                                                                    read.cues)))
+        hits = to_hits(rows)
+        return window._replace(recalled=tuple(lookback.quotes(hits, read.cues)),
+                               recall_hits=tuple(hits), recall_cues=read.cues)
     found = to_candidates(rows, read.terms, dialect=dialect)
     if read.kind == "topical":  # only what the question is about, not the best-known facts
         return window._replace(topical=tuple(c for c in found if c.rank > 0))

@@ -13,7 +13,7 @@ from recap.http.fast import ReplyPath
 from recap.http.guard import ASGIApp, Guard, parse_keys
 from recap.http.hosts import LOOPBACK_NAMES, parse_hosts
 from recap.http.openapi import declare_bearer_key
-from recap.http.routes import health, memories, messages, sessions
+from recap.http.routes import health, memories, messages, recall, sessions
 from recap.http.schemas import V1_ERRORS
 
 # Set by ``recap serve --no-auth`` (only on a loopback address) for its workers.
@@ -44,7 +44,7 @@ def build_api() -> FastAPI:
 
     api = FastAPI(title="Recap", version=VERSION, description=DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    for router in (messages.router, sessions.router, memories.router):
+    for router in (messages.router, sessions.router, memories.router, recall.router):
         api.include_router(router, responses=V1_ERRORS)
     api.include_router(health.router)
     errors.install(api)

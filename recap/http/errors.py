@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recap.errors import (
+    ArchivedMessageNotFound,
     BrokerUnavailable,
     ConfigError,
     DatabaseNotReady,
@@ -64,7 +65,7 @@ def classify(exc: BaseException) -> ApiError | None:
         return exc
     if isinstance(exc, InvalidInput):  # the request's fault: nothing was written
         return ApiError(422, "invalid_input", str(exc))
-    if isinstance(exc, SessionNotFound | UserNotFound):
+    if isinstance(exc, SessionNotFound | UserNotFound | ArchivedMessageNotFound):
         return ApiError(404, "not_found", str(exc))
     if isinstance(exc, SessionBusy):  # a job holds the lease: the same request works later
         return ApiError(409, "session_busy", str(exc),

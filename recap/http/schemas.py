@@ -7,6 +7,7 @@ being ignored. Values are checked again by the Python API behind each route
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
@@ -161,6 +162,35 @@ class MemoriesOut(BaseModel):
 class MemoriesDeleted(BaseModel):
     deleted: int = Field(description="memories deleted (one still backed by another "
                                      "source stays)")
+
+
+class RecallIn(_Request):
+    """What ``recap.recall`` takes: one message (``message_id`` or ``tool_use_id``,
+    ``query`` ranking its lines when it is long), or ``query`` alone."""
+
+    message_id: int | None = Field(None, ge=1, le=MAX_ROW_ID, description=(
+        "an archived message's id, as a recall label shows it"))
+    tool_use_id: str | None = Field(None, description=(
+        "the tool_use id whose result was cleared (its stub's tool_result)"))
+    query: str | None = Field(None, description=(
+        "words, names, numbers or identifiers to find in the archive"))
+    max_tokens: int = Field(4000, ge=1, le=100_000, description=(
+        "tokens the answer may hold: the original whole when it fits, else its passage"))
+
+
+class RecalledOut(BaseModel):
+    message_id: int
+    channel: str = Field(description="as the recall block labels it: user, tool result, "
+                                     "document, assistant, quoted or pasted by the user...")
+    created_at: datetime | None
+    call: str | None = Field(description="the tool call a tool result answers")
+    text: str = Field(description="the original, or its passage ('…' for lines left out)")
+    whole: bool
+
+
+class RecallOut(BaseModel):
+    session_id: str
+    recalled: list[RecalledOut]
 
 
 class ErrorDetail(BaseModel):

@@ -19,8 +19,8 @@ from tests.env import ROOT
 pytestmark = pytest.mark.unit
 
 PUBLIC = ["SessionView", "add_message", "after_reply", "aio", "as_request", "build_context",
-          "configure_session", "edit_message", "errors", "forget", "forget_memories", "rewind",
-          "session", "summary_at", "tenant", "warm_up"]
+          "configure_session", "edit_message", "errors", "forget", "forget_memories", "recall",
+          "rewind", "session", "summary_at", "tenant", "warm_up"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",
              "recap.llm.client", "recap.worker.jobs.summarize", "recap.worker.tasks",

@@ -6,6 +6,7 @@ unchanged; then retention and erasure of the archive."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -15,6 +16,7 @@ from sqlalchemy import func, select, update
 from recap.core.context.assemble import EPHEMERAL, Context, system_text
 from recap.core.context.lookback import RECALL_OPEN, RECALL_TAG
 from recap.db import transaction, utcnow
+from recap.llm.tokens import count_tokens
 from recap.models import ArchivedMessage
 from recap.sessions.forget import forget
 from recap.settings import get_settings
@@ -29,6 +31,8 @@ PROMPT = "You are a careful coding assistant."
 LOG = ("collected 40 items\n" + "\n".join(f"tests/test_{i}.py ....... ok" for i in range(30))
        + "\nERROR LGR-3621 raised at:\n  src/ledger/loader.py:212\n"
        + "\n".join(f"teardown step {i} done" for i in range(30)))
+# The line naming the code and the path on the next one, as quoted (indented).
+NAMED_AND_NEXT = re.compile(r"ERROR LGR-3621 raised at:\n +src/ledger/loader\.py:212\n")
 # Keep what a fold condenses out of the summary: the test is about the archive.
 QUIET = {**LOW, "RECAP_RETENTION_GUARD": "false", "RECAP_EXTRACT_MEMORIES": "false"}
 
@@ -79,8 +83,9 @@ def test_a_turn_naming_an_archived_identifier_recalls_its_line(
     ctx = api.build_context(sid, system_prompt=PROMPT)
     assert "LGR-3621 raised at" not in system_text(ctx["system"])  # the fold dropped it
     block = recall_block(ctx)
-    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in block
-    assert "[tool result · message " in block and " UTC] ERROR LGR-3621" in block
+    assert NAMED_AND_NEXT.search(block)
+    assert "[tool result · message " in block
+    assert " UTC] output of [tool call pytest (toolu_1): {\"args\": \"tests/\"}]" in block
     assert ctx["tokens"] <= ctx["budget"]
     assert_valid(ctx)
     # What went in, counted as it was assembled: the first fold's summary, the lines
@@ -161,7 +166,7 @@ def test_a_window_that_fills_the_budget_makes_room_for_the_recalled_line(
     api.add_message(sid, "user", "Where was LGR-3621 raised?")
     settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1200)
     ctx = api.build_context(sid, system_prompt=PROMPT)
-    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in recall_block(ctx)
+    assert NAMED_AND_NEXT.search(recall_block(ctx))
     assert ctx["parts"]["withheld"] > 0 and ctx["tokens"] <= ctx["budget"]
     texts = [json.dumps(m["content"]) for m in ctx["messages"]]
     # The newest RECAP_KEEP_RECENT rows are kept: two user rows, one turn.
@@ -192,7 +197,8 @@ def test_withholding_keeps_the_message_the_newest_turn_names(
     api.add_message(sid, "user", BOTH)
     settings_env(**{**QUIET, "RECAP_KEEP_RECENT": 2}, RECAP_CONTEXT_BUDGET_TOKENS=1100)
     ctx = api.build_context(sid, system_prompt=PROMPT)
-    assert "ERROR LGR-3621 raised at:\n  src/ledger/loader.py:212" in recall_block(ctx)
+    block = recall_block(ctx)  # a passage keeps the log's own indentation
+    assert re.search(r"ERROR LGR-3621 raised at:\n\s+src/ledger/loader\.py:212", block)
     assert ctx["parts"]["withheld"] >= 3 and ctx["tokens"] <= ctx["budget"]
     texts = [json.dumps(m["content"]) for m in ctx["messages"]]
     assert any(NAMED in t for t in texts) and not any(sentence(0, 260) in t for t in texts)
@@ -242,3 +248,80 @@ def test_short_turns_left_out_leave_the_recall_block_its_room(
         assert_valid(ctx)
         starts.add(json.dumps(ctx["messages"][0]["content"]).startswith('"(earlier'))
     assert starts == {True, False}  # both shapes of the window's start were built
+
+
+# A file read: the error code near its top, where it is raised and the fixture hash
+# pinned with it 20-30 lines further down, filler around them.
+READ = "\n".join(
+    ["# ledger fixtures", "ERRORS = {", "    'E-4471': 'balance mismatch',", "}"]
+    + [f"def helper_{i}(x):\n    return x + {i}" for i in range(12)]
+    + ["def load_ledger(path):", "    if mismatch(path):",
+       "        raise LedgerError('E-4471')  # tests/fixtures/ledger.py:88",
+       "FIXTURE_SHA = '9f2c1e7ab41d'  # fixture hash pinned for the E-4471 runs"]
+    + [f"def tail_{i}():\n    return {i}" for i in range(120)])
+TABLE = "\n".join(["| day | region | metric | value |"] + [
+    f"| 2026-11-{d:02d} | {r} | {m} | {v} |" for d in range(10, 18)
+    for r in ("APAC", "EMEA", "AMER") for m, v in
+    (("revenue", "9,100"), ("refunds", "1,200" if (d, r) == (14, "APAC") else "310"))])
+
+
+def folded_output(api: Api, sid: str, output: str, *, tool: str, args: dict[str, str]
+                  ) -> None:
+    """A session whose first batch (a tool call and its ``output``) was folded."""
+    api.add_message(sid, "user", "Look into the failing ledger run please.")
+    api.add_message(sid, "assistant", [{"type": "tool_use", "id": "toolu_7", "name": tool,
+                                        "input": args}])
+    api.add_message(sid, "user", [{"type": "tool_result", "tool_use_id": "toolu_7",
+                                   "content": output}])
+    for i in range(9):
+        api.add_message(sid, "assistant" if i % 2 == 0 else "user", sentence(i, 30))
+    run_and_wait(sid)
+
+
+def test_recall_quotes_the_passage_a_later_turn_is_about_with_the_call_it_answers(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"passage-{api.name}"
+    folded_output(api, sid, READ, tool="read_file", args={"path": "tests/fixtures/ledger.py"})
+    # Another spelling of the code, the words of the question in other forms.
+    api.add_message(sid, "user", "Where does e4471 get raised, and which fixture hash "
+                                 "did we pin with it?")
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    block = recall_block(ctx)
+    assert "raise LedgerError('E-4471')  # tests/fixtures/ledger.py:88" in block
+    assert "FIXTURE_SHA = '9f2c1e7ab41d'" in block
+    assert ('output of [tool call read_file (toolu_7): {"path": "tests/fixtures/ledger.py"}]'
+            in block)
+    assert "def tail_90" not in block  # the passage, not the whole read
+    assert count_tokens(block) <= get_settings().recall_tokens
+    assert ctx["tokens"] <= ctx["budget"]
+    assert_valid(ctx)
+
+
+def test_a_reference_in_the_users_own_words_finds_the_row_that_answers_it(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"own-words-{api.name}"
+    folded_output(api, sid, TABLE, tool="query", args={"sql": "select * from daily"})
+    api.add_message(sid, "user", "What was the refunds figure for APAC on the 14th?")
+    block = recall_block(api.build_context(sid, system_prompt=PROMPT))
+    assert "| 2026-11-14 | APAC | refunds | 1,200 |" in block
+    assert 'output of [tool call query (toolu_7): {"sql": "select * from daily"}]' in block
+
+
+def test_a_code_a_later_turn_names_still_recalls_what_its_output_said_besides(
+        api: Api, settings_env: Callable[..., None]) -> None:
+    settings_env(**QUIET)
+    sid = f"held-{api.name}"
+    folded_output(api, sid, READ, tool="read_file", args={"path": "tests/fixtures/ledger.py"})
+    api.add_message(sid, "assistant", "The run hit E-4471; I'll keep going.")
+    api.add_message(sid, "user", "Going back to E-4471: where was it raised, and which "
+                                 "fixture hash was pinned with it?")
+    ctx = api.build_context(sid, system_prompt=PROMPT)
+    block = recall_block(ctx)
+    assert "FIXTURE_SHA = '9f2c1e7ab41d'" in block and "tests/fixtures/ledger.py:88" in block
+    assert_valid(ctx)
+    # Naming it again and asking nothing else of it recalls nothing.
+    api.add_message(sid, "assistant", "Noted.")
+    api.add_message(sid, "user", "Fine, E-4471 it is.")
+    assert RECALL_TAG not in json.dumps(api.build_context(sid, system_prompt=PROMPT))

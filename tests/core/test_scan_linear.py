@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from recap.core import defuse, specifics, text
-from recap.core.context import lookback, withhold
+from recap.core.context import forms, lookback, passages, withhold
 from recap.core.context import lookback as quote
 from recap.core.context.assemble import Row
 from recap.core.memories import channels, markdown, provenance, verbatim
@@ -53,6 +53,7 @@ BREAKS = defuse.LINE_BREAKS
 ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "•", "|",
          "-", ".", "/", ":", "#", "@", "_", "`", "```", "~~~", "*", "**", "> ", " ", "  ",
          "\t", "a", "Ab", "1", "12:30", "2,400", "TP 1357", "é", "\u200b", "Ｗ", "а",
+         "2026-11-14", "14/11", "Nov ", "14th", ",000", "1.2k", "9f2c1e7", "e-", "ed",
          "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
          "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail",
          "````", "＞", "    ", "<pre>", "</pre>", "<code>", "Here is the log:\n", "From：",
@@ -96,6 +97,14 @@ SCANNERS: dict[str, Callable[[str], object]] = {
         s, [Turn(1, "user", s), Turn(2, "assistant", s)], max_tokens=50, count=len),
     "recall labels": lambda s: lookback.choose_lines(
         [lookback.Hit(0, 1, "user", None, s)], [lookback.Cue("ab", 4.0)]),
+    "asked keys": lambda s: forms.asked_keys(s, weight=lookback.weight,
+                                             skip=lookback.STOP_WORDS),
+    "line keys": forms.line_keys,
+    "dates": forms.date_keys,
+    "passage": lambda s: passages.render(
+        passages.passage(passages.Source(1, s, 0, len(s), call=s),
+                         asked={"w:ab": 1.0, "n:1": 3.0, "d:12": 3.0}, cue_keys={"n:1"},
+                         label="[x]"), room=200, count=len),
     "stub": lambda s: stubs.stub(s, tokens=len(s), kept=[s]),
     "stubs stripped": stubs.strip_stubs,
     "named rows": lambda s: withhold.named_rows(
@@ -153,6 +162,10 @@ units = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=8).map("".join)
 @example(unit="„«“‹「『", nested=True)
 @example(unit="\r\u2028- [user · message 1] ", nested=False)
 @example(unit="[·", nested=False)
+@example(unit="1,", nested=False)  # digits grouped by commas, never closed
+@example(unit="november 1", nested=False)  # a month name then digits, again and again
+@example(unit="9f2c1e7ab", nested=False)  # one long run of hex: a hash looked ahead
+@example(unit="a.b/", nested=False)  # one long path
 @example(unit="**Details (kept verbatim by Recap)**\n- x\n", nested=False)
 def test_every_scanner_of_untrusted_text_is_linear(unit: str, nested: bool) -> None:
     _check(lambda n: _nested(unit, n) if nested else _fill(unit, n))

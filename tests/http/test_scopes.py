@@ -62,6 +62,7 @@ def test_a_tenants_key_reaches_only_its_ids(scoped: Server) -> None:
                     ("GET", f"/v1/sessions/{sid}/memories", None),
                     ("GET", f"/v1/sessions/{sid}/summaries/1", None),
                     ("POST", f"/v1/sessions/{sid}/context", {"system_prompt": ""}),
+                    ("POST", f"/v1/sessions/{sid}/recall", {"query": "locker 4471"}),
                     ("POST", f"/v1/sessions/{sid}/messages", SAID),
                     ("POST", f"/v1/sessions/{sid}/rewind", {"after_message_id": 0}),
                     ("PATCH", f"/v1/sessions/{sid}/messages/1", {"content": "x"}),

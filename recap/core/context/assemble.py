@@ -46,6 +46,7 @@ from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) read
 
 from recap.core.context import lookback
 from recap.core.context.lookback import RECALL_OPEN
+from recap.core.context.passages import Passage
 from recap.core.context.replay import SEPARATOR, replay
 from recap.core.context.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
 from recap.core.context.withhold import named_rows, quotes
@@ -139,7 +140,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              memories: Sequence[Candidate] = (), memory_budget: int = 0,
              caching: bool = False, memories_cached: bool = False,
              topical: Sequence[Candidate] = (), topical_budget: int = 0,
-             per_reply: int = 0, keep_recent: int = 1, recalled: Sequence[str] = (),
+             per_reply: int = 0, keep_recent: int = 1, recalled: Sequence[str | Passage] = (),
              recall_room: int = 0) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
@@ -292,7 +293,7 @@ class _Room:
     tokens: int
     budget: int
     wanted: int
-    recalled: tuple[str, ...]
+    recalled: tuple[str | Passage, ...]
     recall_room: int
     keep: int
     summarized: bool

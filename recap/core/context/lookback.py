@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from recap.core.context import forms
+from recap.core.context.forms import token_key
 from recap.core.context.held import held
+from recap.core.context.passages import Passage, Source, passage, render
 from recap.core.defuse import defuse_quoted
 from recap.core.memories.channels import CHANNEL_LABELS, channel
-from recap.core.memories.recall import fit
 from recap.core.text import lower_by_index
 
 RECALL_TAG = "ARCHIVE_RECALL"
@@ -49,6 +51,14 @@ PER_CUE = 8
 # (EXCERPT_BEFORE before it): enough for its whole line and the next one.
 EXCERPT_BEFORE = 700
 EXCERPT_CHARS = 1600
+# Archived messages, the best the cues select, read for their passage (a stretch
+# of PASSAGE_CHARS from PASSAGE_BEFORE characters before the cue): a file read
+# states the path and the hash tens of lines from the error code it is found by.
+PASSAGES = 3
+PASSAGE_BEFORE = 6_000
+PASSAGE_CHARS = 24_000
+# Tokens a passage leaves for each passage after it in the block.
+PASSAGE_FLOOR = 120
 # Characters of the newest turn scanned for cues (a pasted log is not a question).
 MAX_SCAN_CHARS = 20_000
 # A quoted line longer than this is cut around the cue, at whitespace.
@@ -85,6 +95,9 @@ class Cue:
 
     term: str
     weight: float
+    # The context names it too: looked up for what its archived message says
+    # besides it, never for the line that names it.
+    held: bool = False
 
     @property
     def specific(self) -> bool:
@@ -113,6 +126,10 @@ PATH_WEIGHT = 3.0
 NUMBER_WEIGHT = 3.0
 NAME_WEIGHT = 1.5
 WORD_WEIGHT = 1.0
+# A cue the context holds is looked up when at least this specific (a path or a
+# number of 3+ digits, an identifier); it counts this share of its weight.
+HELD_WEIGHT = PATH_WEIGHT
+HELD_SHARE = 0.5
 
 
 def weight(token: str) -> float:
@@ -172,16 +189,17 @@ def cues(asked: str, *, context: str) -> list[Cue]:
     answered): its words that are not stop words, not single characters (plain
     words: at least 3) and absent from ``context`` (everything else the request
     shows: :func:`held`), the :data:`MAX_CUES` most specific first, first ones
-    first among equals. Linear in ``asked`` plus ``context``: the context is read
-    once, however many words the turn has."""
+    first among equals; then, while there is room, the identifiers, paths and
+    long numbers the context does name (``held``: the summary or a later turn
+    naming an error code is not the log line that says where it was raised).
+    Linear in ``asked`` plus ``context``: the context is read once, however many
+    words the turn has."""
     found = asked_terms(asked)
     present = held(found, context)
-    chosen: list[Cue] = []
-    for term in sorted(found, key=lambda t: -found[t]):  # stable: first ones first
-        if term not in present:
-            chosen.append(Cue(term, found[term]))
-            if len(chosen) == MAX_CUES:
-                break
+    ranked = sorted(found, key=lambda t: -found[t])  # stable: first ones first
+    chosen = [Cue(t, found[t]) for t in ranked if t not in present][:MAX_CUES]
+    chosen += [Cue(t, found[t], held=True) for t in ranked
+               if t in present and found[t] >= HELD_WEIGHT][:MAX_CUES - len(chosen)]
     return chosen
 
 
@@ -191,46 +209,88 @@ def rarity(df: int) -> float:
     return 1.0 + math.log(PER_CUE / max(1, min(df, PER_CUE)))
 
 
+def hit_channel(hit: Hit, stretches: Sequence[tuple[int, int]] = ()) -> str:
+    """The channel of ``stretches`` of the hit's excerpt (all of it when none)."""
+    return channel(hit.excerpt, stretches, role=hit.role, tool=hit.tool,
+                   from_start=hit.offset == 0)
+
+
 def label(hit: Hit, stretches: Sequence[tuple[int, int]] = ()) -> str:
     """Where a quoted line came from: the channel of ``stretches`` of the hit's
     excerpt (all of it when none are given: recap.core.memories.channels, so ``user`` only
     for the user's own typed words), its message id and time."""
-    found = channel(hit.excerpt, stretches, role=hit.role, tool=hit.tool,
-                    from_start=hit.offset == 0)
+    found = hit_channel(hit, stretches)
     who = CHANNEL_LABELS.get(found, found)
     which = f" · message {hit.id}" if hit.id >= 0 else ""  # -1: a message without its id
     when = f" · {hit.at:%Y-%m-%d %H:%M} UTC" if hit.at is not None else ""
     return f"[{who}{which}{when}]"
 
 
-def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
-    """The lines to quote, best first: each archived message once, ranked by the
-    summed rarity-weighted score of the cues it holds (newest first among
-    equals); a message needs a specific cue or two plain words to be quoted, so
-    a line is never recalled for one common word."""
+def ranked_messages(found: Sequence[Hit], chosen: Sequence[Cue]
+                    ) -> list[tuple[Hit, frozenset[int]]]:
+    """Each archived message the hits name once, best first, as (its best hit, the
+    cues it holds): ranked by the summed rarity-weighted score of its cues (newest
+    first among equals); a message needs a specific cue or two plain words, so
+    nothing is recalled for one common word."""
     df = [0] * len(chosen)
     by_id: dict[int, list[Hit]] = {}
     for h in found:
         df[h.cue] += 1
         by_id.setdefault(h.id, []).append(h)
-    score = [c.weight * rarity(df[i]) for i, c in enumerate(chosen)]
-    ranked: list[tuple[float, int, Hit]] = []
+    score = [c.weight * rarity(df[i]) * (HELD_SHARE if c.held else 1.0)
+             for i, c in enumerate(chosen)]
+    ranked: list[tuple[float, int, Hit, frozenset[int]]] = []
     for msg_id, hits in by_id.items():
-        matched = {h.cue for h in hits}
+        matched = frozenset(h.cue for h in hits)
         if not (any(chosen[i].specific for i in matched) or len(matched) >= 2):
             continue
         best = max(hits, key=lambda h: score[h.cue])
-        ranked.append((sum(score[i] for i in matched), msg_id, best))
+        ranked.append((sum(score[i] for i in matched), msg_id, best, matched))
     ranked.sort(key=lambda r: (-r[0], -r[1]))
-    lines: list[str] = []
+    return [(best, matched) for _, _, best, matched in ranked]
+
+
+def cue_at(hit: Hit, term: str) -> int:
+    """Where in its message ``hit``'s cue first occurs (the excerpt's start when the
+    cue matched in another spelling)."""
+    at = _boundary_find(lower_by_index(hit.excerpt), term)
+    return hit.offset + max(0, at)
+
+
+def choose_lines(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[str]:
+    """The lines to quote, best first (:func:`ranked_messages`): for each message
+    the line naming its best cue with its neighbours (:func:`snippet_spans`)."""
+    return [q for q in quotes(found, chosen) if isinstance(q, str)]
+
+
+def quotes(found: Sequence[Hit], chosen: Sequence[Cue], *,
+           sources: Mapping[int, Source] | None = None,
+           asked: Mapping[str, float] | None = None) -> list[str | Passage]:
+    """What to quote, best first: for a message read for its passage (``sources``,
+    by id) the passage the ``asked`` keys rank (:mod:`recap.core.context.passages`),
+    for any other the line naming its best cue (:func:`snippet_spans`)."""
+    out: list[str | Passage] = []
     seen: set[str] = set()
-    for _, _, best in ranked:
+    for best, matched in ranked_messages(found, chosen):
+        source = (sources or {}).get(best.id)
+        known = all(chosen[i].held for i in matched)  # the context names all it matched
+        if source is not None:
+            keys = {token_key(chosen[i].term) for i in matched}
+            read = _as_hit(best, source)
+            kind = hit_channel(read)
+            p = passage(source, asked=asked or {}, cue_keys=keys, label=label(read),
+                        channel=CHANNEL_LABELS.get(kind, kind))
+            if not known or p.answers:
+                out.append(p)
+            continue
+        if known:
+            continue  # its line naming the cue: the context names it already
         quoted = snippet_spans(best.excerpt, chosen[best.cue].term)
         if quoted is None or quoted[0] in seen:
             continue
         seen.add(quoted[0])
-        lines.append(quote_line(best, *quoted))
-    return lines
+        out.append(quote_line(best, *quoted))
+    return out
 
 
 def quote_line(hit: Hit, text: str, stretches: Sequence[tuple[int, int]]) -> str:
@@ -240,24 +300,57 @@ def quote_line(hit: Hit, text: str, stretches: Sequence[tuple[int, int]]) -> str
     return f"- {label(hit, stretches)} {body}"
 
 
-def recall_block(lines: Sequence[str], *, room: int,
+def _as_hit(hit: Hit, source: Source) -> Hit:
+    """``hit`` with the stretch read for its passage as its excerpt (its label is
+    read over all of it)."""
+    return Hit(hit.cue, hit.id, hit.role, hit.at, source.text, hit.tool, source.offset)
+
+
+def passage_reads(found: Sequence[Hit], chosen: Sequence[Cue]) -> list[tuple[int, int]]:
+    """(message id, where to start reading) of the :data:`PASSAGES` best messages:
+    :data:`PASSAGE_BEFORE` characters before their best cue's first occurrence."""
+    return [(best.id, max(0, cue_at(best, chosen[best.cue].term) - PASSAGE_BEFORE))
+            for best, _ in ranked_messages(found, chosen)[:PASSAGES]]
+
+
+def asked_keys(asked: str) -> dict[str, float]:
+    """The keys of the newest turn (:func:`recap.core.context.forms.asked_keys`)."""
+    return forms.asked_keys(asked[:MAX_SCAN_CHARS], weight=weight, skip=STOP_WORDS)
+
+
+def recall_block(lines: Sequence[str | Passage], *, room: int,
                  count: Callable[[str], int]) -> tuple[str | None, int]:
     """(the ``<ARCHIVE_RECALL>`` block, its tokens): :func:`recall_part` without the count."""
     block, used, _ = recall_part(lines, room=room, count=count)
     return block, used
 
 
-def recall_part(lines: Sequence[str], *, room: int,
+def recall_part(lines: Sequence[str | Passage], *, room: int,
                 count: Callable[[str], int]) -> tuple[str | None, int, int]:
-    """(the ``<ARCHIVE_RECALL>`` block, its tokens, how many lines it quotes) holding
-    the first ``lines`` that fit ``room`` tokens with the wrappers; a line too long
-    for what is left is skipped so a shorter one may still fit. (None, 0, 0) if
-    none fits."""
-    wrappers = count(RECALL_OPEN) + count(RECALL_CLOSE)
-    kept, used = fit(lines, budget=room - wrappers, count=count)
+    """(the ``<ARCHIVE_RECALL>`` block, its tokens, how many quotes it holds) within
+    ``room`` tokens with the wrappers, quotes in order: a line too long for what
+    is left is skipped so a shorter one may still fit; a passage takes what is
+    left but :data:`PASSAGE_FLOOR` for each passage after it (its best lines, or
+    the whole message when it fits). (None, 0, 0) if nothing fits."""
+    budget = room - count(RECALL_OPEN) - count(RECALL_CLOSE)
+    later = sum(1 for q in lines if isinstance(q, Passage))
+    kept: list[str] = []
+    used = 0
+    for q in lines:
+        sep = count("\n") if kept else 0
+        if isinstance(q, Passage):
+            later -= 1
+            share = budget - used - sep - min(later * PASSAGE_FLOOR, (budget - used) // 2)
+            text, cost = render(q, room=share, count=count)
+        else:
+            text, cost = q, count(q)
+        if text is not None and used + sep + cost <= budget:
+            kept.append(text)
+            used += sep + cost
     if not kept:
         return None, 0, 0
-    return RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE, used + wrappers, len(kept)
+    block = RECALL_OPEN + "\n".join(kept) + RECALL_CLOSE
+    return block, used + count(RECALL_OPEN) + count(RECALL_CLOSE), len(kept)
 
 
 def is_tool_result(blocks: list[dict[str, Any]] | None) -> bool:
