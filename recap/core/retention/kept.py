@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from recap.core.retention.details import DETAILS_HEADERS
 from recap.core.retention.entries import entries_for
 from recap.core.retention.salience import Origin, Rank, Salience
-from recap.core.specifics import contains
+from recap.core.specifics import first_holding
 
 # A guard-made memory's importance by the rank of what it keeps: the memories
 # block shows the best-ranked first (recap.core.memories.recall.rank_key).
@@ -37,10 +37,13 @@ def lines_for(lost: Sequence[str], texts: Sequence[str], found: Sequence[frozens
     """The entry lines (recap.core.retention.entries.entries_for) of ``lost`` (best-ranked
     first), each with the rank and origin of the specific it was made for."""
     lines = entries_for(lost, texts, found)
+    first = first_holding(lost, lines)
     out: list[Line] = []
+    taken: set[str] = set()
     for x in lost:
-        at = next((i for i, line in enumerate(lines) if contains(line, x)), None)
-        if at is not None and all(line.text != lines[at] for line in out):
+        at = first.get(x)
+        if at is not None and lines[at] not in taken:
+            taken.add(lines[at])
             out.append(Line(sal.rank(x), sal.origin(x), lines[at]))
     return out
 
