@@ -12,6 +12,7 @@ import bisect
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from recap.core.memories.provenance import names
 from recap.core.specifics import (
@@ -152,18 +153,32 @@ class _Reading:
         found = self.places(wanted)
         return {s: self.around(found[s], s) if s in found else s for s in wanted}
 
+    def sentence(self, at: int) -> tuple[int, int]:
+        """The start and end of the sentence holding place ``at`` (in the NFKC text)."""
+        start, end = self._line(at)
+        bounds = self._bounds(start, end)
+        j = min(bisect.bisect_right(bounds, at - start), len(bounds) - 1) - 1
+        return start + bounds[j], start + bounds[j + 1]
+
+    def _line(self, at: int) -> tuple[int, int]:
+        i = bisect.bisect_left(self.breaks, at)
+        return (self.breaks[i - 1] + 1 if i else 0,
+                self.breaks[i] if i < len(self.breaks) else len(self.text))
+
+    def _bounds(self, start: int, end: int) -> list[int]:
+        bounds = self.sentences.get(start)
+        if bounds is None:
+            line = self.text[start:end]
+            bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
+            self.sentences[start] = bounds
+        return bounds
+
     def around(self, at: int, specific: str) -> str:
         """The context of ``specific``, found at ``at`` (:meth:`places`)."""
         text = self.text
-        i = bisect.bisect_left(self.breaks, at)
-        start = self.breaks[i - 1] + 1 if i else 0
-        end = self.breaks[i] if i < len(self.breaks) else len(text)
+        start, end = self._line(at)
         pos = at - start
-        bounds = self.sentences.get(start)
-        if bounds is None:
-            line = text[start:end]
-            bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
-            self.sentences[start] = bounds
+        bounds = self._bounds(start, end)
         j = min(bisect.bisect_right(bounds, pos), len(bounds) - 1) - 1
         a, b = bounds[j], bounds[j + 1]
         line, pos = text[start + a:start + b], pos - a
@@ -271,6 +286,15 @@ def entry(text: str, specific: str) -> str:
     return bounded(specific, context(text, specific))
 
 
+class Kept(NamedTuple):
+    """An entry line, the index of the text it was read from (None: read from no
+    text) and the stretch of that text (NFKC) its words come from: their sentence."""
+
+    line: str
+    source: int | None = None
+    stretch: tuple[int, int] = (0, 0)
+
+
 def entries_for(lost: Sequence[str], texts: Sequence[str],
                 found: Sequence[frozenset[str]]) -> list[str]:
     """One :func:`entry` line per specific of ``lost`` (each read from the first of
@@ -278,6 +302,12 @@ def entries_for(lost: Sequence[str], texts: Sequence[str],
     already carries: one sentence with several specifics ("flight TP1357, booking
     code QX7K2P") gives a line that holds them with their neighbours, not a line
     each whose window cuts the others. Each text is read once for all of them."""
+    return [k.line for k in entries_at(lost, texts, found)]
+
+
+def entries_at(lost: Sequence[str], texts: Sequence[str],
+               found: Sequence[frozenset[str]]) -> list[Kept]:
+    """:func:`entries_for`, each line with where it was read (:class:`Kept`)."""
     first: dict[str, int] = {}
     for i, f in enumerate(found):
         for s in f:
@@ -287,20 +317,28 @@ def entries_for(lost: Sequence[str], texts: Sequence[str],
         groups.setdefault(first[s], []).append(s)
     # Each text read once; a window is cut only for a specific no line holds yet.
     readings = {i: _Reading(texts[i]) for i in groups}
-    places = {s: (readings[i], at) for i, group in groups.items()
+    places = {s: (i, at) for i, group in groups.items()
               for s, at in readings[i].places(group).items()}
     keys = {s: search_key(s) for s in lost}
     needles = Needles(keys.values())
     carried: set[str] = set()  # the keys of ``lost`` the lines so far hold
-    out: list[str] = []
+    out: list[Kept] = []
     for s in lost:
         if (keys[s] in carried) or (not keys[s] and out):
             continue
-        reading, at = places.get(s, (None, 0))
-        line = bounded(s, reading.around(at, s) if reading is not None else s)
-        out.append(line)
-        carried |= needles.held_by([line])
+        if s in places:
+            i, at = places[s]
+            kept = Kept(bounded(s, readings[i].around(at, s)), i, readings[i].sentence(at))
+        else:
+            kept = Kept(bounded(s, s))
+        out.append(kept)
+        carried |= needles.held_by([kept.line])
     return out
+
+
+def normalized(text: str) -> str:
+    """``text`` as entries read it (NFKC): a :class:`Kept` stretch is a place in it."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def restates(fact: str, lines: Sequence[str]) -> bool:

@@ -306,6 +306,7 @@ def _walk_units(turns: Sequence[Turn], units: Sequence[Sequence[int]], *, kept: 
     does not fit: it and every unit after it are held back, unless it is the first,
     was held before or the fold ``spill``s (then its overflow goes to memories)."""
     by_id = {t.id: t.content for t in turns}
+    roles = {t.id: t.role for t in turns}
     need = {t.id: kept_of(t, sal) for t in turns}
     covered: set[str] = set()
     total: set[str] = set()
@@ -317,7 +318,7 @@ def _walk_units(turns: Sequence[Turn], units: Sequence[Sequence[int]], *, kept: 
         found = frozenset().union(*(need[m] for m in unit))
         lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
         texts = [by_id[m] for m in unit]
-        lines = lines_for(lost, texts, [need[m] for m in unit], sal)
+        lines = lines_for(lost, texts, [need[m] for m in unit], sal, [roles[m] for m in unit])
         if not section.place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
