@@ -53,7 +53,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 MAX_SPECIFIC_CHARS = 100
@@ -281,16 +281,102 @@ def contains(text: str, specific: str) -> bool:
     return bool(_pattern(specific).search(canonical(text)))
 
 
+def carries(text: str, specific: str) -> bool:
+    """:func:`contains` without building a pattern for ``specific``: for a short
+    ``text`` and a specific looked for once (a window cut around it)."""
+    k = search_key(specific)
+    return not k or k in Needles([k]).held_by([text])
+
+
 def joined(names: Iterable[str], specifics: Iterable[str]) -> frozenset[str]:
     """The ``names`` that are not the letters of a code among ``specifics`` ("TP" of
-    "TP 1357" or "TP1357"): keeping the code keeps them, however it is spaced."""
-    keys = [canonical(s).replace(" ", "") for s in specifics]
-    return frozenset(n for n in names
-                     if not any(k.startswith(canonical(n)) and k[len(canonical(n)):][:1].isdigit()
-                                for k in keys))
+    "TP 1357" or "TP1357"): keeping the code keeps them, however it is spaced.
+    Each code is read once, whatever the number of names."""
+    wanted = {n: canonical(n) for n in names}
+    heads = set(wanted.values())
+    letters: set[str] = set()  # the heads that some code continues with a digit
+    for s in specifics:
+        k = search_key(s)
+        letters.update(k[:i] for i in range(1, len(k)) if k[i].isdigit() and k[:i] in heads)
+    return frozenset(n for n, c in wanted.items() if c not in letters)
 
 
 def absent(specifics: Iterable[str], texts: Iterable[str]) -> frozenset[str]:
-    """The specifics present in none of ``texts`` (each text canonicalized once)."""
-    haystack = "\n".join(canonical(t) for t in texts)
-    return frozenset(s for s in specifics if not _pattern(s).search(haystack))
+    """The specifics present in none of ``texts`` (each text canonicalized once, and
+    read once for all of them: :class:`Needles`)."""
+    wanted = {s: search_key(s) for s in specifics}
+    held = Needles(wanted.values()).held_by(texts)
+    return frozenset(s for s, k in wanted.items() if k and k not in held)
+
+
+def search_key(specific: str) -> str:
+    """``specific`` as :class:`Needles` looks for it in what :func:`contains` reads
+    (canonical, white space removed; "" is in every text)."""
+    return canonical(specific).replace(" ", "")
+
+
+def first_holding(specifics: Iterable[str], texts: Sequence[str]) -> dict[str, int]:
+    """For each of ``specifics`` that one of ``texts`` holds (:func:`contains`), the
+    index of the first that does; every text read once for all of them."""
+    wanted = {s: search_key(s) for s in specifics}
+    needles = Needles(wanted.values())
+    first: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        for k in needles.held_by([text]):
+            first.setdefault(k, i)
+    return {s: 0 if not k else first[k] for s, k in wanted.items()
+            if (not k and texts) or k in first}
+
+
+class Needles:
+    """Many strings looked for in a text at once, each start of the text read once:
+    at a position only the strings that start with its character are looked up, one
+    slice per length they come in. So a search costs the text's length times the
+    number of lengths (at most a specific's MAX_SPECIFIC_CHARS, and a handful in
+    practice), whatever the number of strings: a line of a hundred thousand ids is
+    read once, not once per id."""
+
+    def __init__(self, needles: Iterable[str]) -> None:
+        self.by_start: dict[str, dict[int, set[str]]] = {}
+        for n in needles:
+            if n:
+                self.by_start.setdefault(n[0], {}).setdefault(len(n), set()).add(n)
+        self.starts = re.compile(
+            "[" + "".join(map(re.escape, self.by_start)) + "]" if self.by_start else "(?!)")
+
+    def first(self, hay: str, *, fits: Callable[[int, int], bool] | None = None
+              ) -> dict[str, int]:
+        """Where each needle first starts in ``hay`` (those it holds), at a start and
+        end ``fits`` accepts (default any)."""
+        found: dict[str, int] = {}
+        for m in self.starts.finditer(hay):
+            at = m.start()
+            for size, group in self.by_start[hay[at]].items():
+                piece = hay[at:at + size]
+                if piece in group and piece not in found and (
+                        fits is None or fits(at, at + size)):
+                    found[piece] = at
+        return found
+
+    def held_by(self, texts: Iterable[str]) -> frozenset[str]:
+        """The needles (keys: :func:`canonical`, white space removed) that
+        :func:`contains` finds in one of ``texts``."""
+        canon = "\n".join(canonical(t) for t in texts)
+        # White space is ignored (a key is matched with the spaces taken out), but a
+        # letter or digit on either side must not be glued on through a space.
+        spaced = {m.start() - k for k, m in enumerate(_ONE_SPACE.finditer(canon))}
+        hay = canon.replace(" ", "")
+
+        def fits(lo: int, hi: int) -> bool:
+            return ((lo == 0 or lo in spaced or not _edge(hay[lo]) or not _edge(hay[lo - 1]))
+                    and (hi == len(hay) or hi in spaced or not _edge(hay[hi - 1])
+                         or not _edge(hay[hi])))
+        return frozenset(self.first(hay, fits=fits))
+
+
+_ONE_SPACE = re.compile(" ")
+
+
+def _edge(ch: str) -> bool:
+    """Whether ``ch`` is a letter or digit that :func:`contains` will not see run on."""
+    return ch.isascii() and ch.isalnum() and not ch.isupper()

@@ -260,3 +260,60 @@ def test_quotations_deeper_than_the_parser_reads_are_linear() -> None:
 
     ratio = growth(READERS["own words"], nest(SMALL * 4), nest(SMALL * 4 * GROWTH))
     assert ratio <= LIMIT, ratio
+
+
+# The retention guard on one message of many specifics: it finds each specific's
+# words in one reading of the message, whatever their number (one long line of
+# distinct ids, the same ids again and again, ids with no white space between).
+MAX_MESSAGE_CHARS = 2_097_152  # the longest message Recap stores (recap.core.validate)
+
+
+def _distinct_ids(n: int) -> str:
+    return " ".join(f"ID-{100_000 + i}" for i in range(n // 10 + 1))[:n]
+
+
+def _repeated_ids(n: int) -> str:
+    return _fill("LGR-3621 TP1357 tests/load.py:88 2026-03-15 ", n)
+
+
+def _glued_ids(n: int) -> str:
+    # No white space to cut at: ids run on through commas and CJK separators.
+    return "、".join(f"ID-{i},{i}号" for i in range(n // 12 + 1))[:n]
+
+
+def _fold(message: str) -> object:
+    from recap.core.retention import guard
+
+    turns = [Turn(1, "user", message), Turn(2, "assistant", "Noted.")]
+    needed = guard.required(turns, None)
+    lost = guard.missing(needed, summary="A summary.")
+    guard.repair_items(turns, None, lost, limit=200)
+    return guard.settle(turns=turns, units=[[1, 2]], previous=None, summary="A summary.",
+                        facts=(), details_cap=400, count=len, spill=True)
+
+
+@pytest.mark.parametrize("make", [_distinct_ids, _repeated_ids, _glued_ids])
+def test_the_guard_reads_a_message_of_many_specifics_once(make: Callable[[int], str]) -> None:
+    ratio = growth(_fold, make(SMALL), make(SMALL * GROWTH))
+    assert ratio <= LIMIT, ratio
+
+
+@pytest.mark.slow  # two folds of about a minute each at the top size
+@pytest.mark.parametrize("make", [_distinct_ids, _glued_ids])
+def test_the_guard_is_linear_up_to_the_longest_message(make: Callable[[int], str]) -> None:
+    # The same growth, at the top of the sizes a message can have.
+    small, large = make(MAX_MESSAGE_CHARS // GROWTH), make(MAX_MESSAGE_CHARS)
+    a, b = _best(_fold, small, large, calls=1)
+    assert b / max(a, 1e-4) <= LIMIT, (a, b)
+
+
+@pytest.mark.parametrize("make", [_distinct_ids, _repeated_ids, _glued_ids])
+def test_many_specifics_are_looked_up_in_one_pass(make: Callable[[int], str]) -> None:
+    def lookups(message: str) -> object:
+        found = specifics.extract_specifics.__wrapped__(message)
+        specifics.absent(found, [message[: len(message) // 2]])
+        entries.contexts(message, sorted(found))
+        return specifics.joined(provenance.names(message), found)
+
+    ratio = growth(lookups, make(SMALL), make(SMALL * GROWTH))
+    assert ratio <= LIMIT, ratio

@@ -2,7 +2,8 @@
 typed words, text they quoted or pasted, a document, a tool result, the assistant.
 
 A label says ``user`` only for what the user typed themselves: in a user turn,
-outside what they quote or paste (recap.core.memories.provenance.pasted_spans) and
+outside what they quote or paste (recap.core.memories.provenance.pasted_spans) or
+paste as a block (a log, a table, code: :func:`bulk_spans`), and
 before any document or tool result the turn carries (recap.core.content.render writes
 each as a ``[document ...`` or ``[tool result for ...`` line, and what follows it
 may be that block's text). When the stretch read does not start at the start of
@@ -16,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 from recap.core.memories.provenance import pasted_spans
+from recap.core.specifics import segments
 
 # From the least to the most foreign: a stretch takes the most foreign channel
 # any part of it came through.
@@ -35,10 +37,35 @@ CHANNEL_LABELS = {
 _RENDERED = re.compile(r"^\[(?:(document)\b|(tool result) for )", re.M)
 
 
+def bulk_spans(text: str) -> list[tuple[int, int, str]]:
+    """The blocks of ``text`` that were pasted rather than typed, as (start, end,
+    ``pasted``): two or more lines of a log, a table, a stack trace or indented code,
+    and fenced blocks, as recap.core.specifics reads bulk (its :func:`segments`)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    return [(starts[seg.start], starts[seg.stop] - 1, "pasted")
+            for seg in segments(lines) if seg.bulk]
+
+
+def typed_words(text: str) -> str:
+    """``text`` (what the user wrote themselves: recap.core.memories.provenance.own_text)
+    without its pasted blocks (:func:`bulk_spans`): a pasted log line is never the
+    user's own statement, whatever it says."""
+    out: list[str] = []
+    at = 0
+    for start, end, _ in bulk_spans(text):
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
 def foreign_spans(text: str) -> list[tuple[int, int, str]]:
     """The stretches of a user turn's rendering that are not the user's own typed
     words, as (start, end, channel)."""
-    spans = pasted_spans(text)
+    spans = pasted_spans(text) + bulk_spans(text)
     block = _RENDERED.search(text)
     if block is not None:
         spans.append((block.start(), len(text), "document" if block.group(1) else "tool"))

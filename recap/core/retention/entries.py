@@ -8,12 +8,20 @@ one prefix: a context that starts with a bullet or with another entry's
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from recap.core.memories.provenance import names
-from recap.core.specifics import MAX_SPECIFIC_CHARS, contains, extract_specifics
+from recap.core.specifics import (
+    MAX_SPECIFIC_CHARS,
+    Needles,
+    carries,
+    extract_specifics,
+    search_key,
+)
 
 CONTEXT_WORDS = 12
 CONTEXT_CHARS = 40  # for text without spaces (Japanese, Chinese)
@@ -43,7 +51,9 @@ def peel(text: str) -> str:
         at = m.end()
 
 
-def _bounded(specific: str, around: str) -> str:
+def bounded(specific: str, around: str) -> str:
+    """The entry of ``specific`` read with ``around`` (its :func:`context`): one
+    prefix deep, at most MAX_ENTRY_CHARS long."""
     around = peel(around)
     if len(around) > MAX_CONTEXT_CHARS:
         at = max(0, around.casefold().find(specific.casefold()))
@@ -72,37 +82,129 @@ def tidy(line: str) -> str:
     m = _LEADER.match(line)
     if m is None or m.group(1) is None or not is_prefix(m.group(1)):
         return line if len(line) <= MAX_ENTRY_CHARS else line[:MAX_ENTRY_CHARS].rstrip()
-    return _bounded(m.group(1).strip(), line[m.end():])
+    return bounded(m.group(1).strip(), line[m.end():])
 
 
 def context(text: str, specific: str) -> str:
     """A few words around ``specific`` in ``text``: its sentence, clipped to about
     CONTEXT_WORDS words (CONTEXT_CHARS characters where words have no spaces), or
     wider to hold the other specifics of the sentence with it while that stays
-    within MAX_CONTEXT_CHARS."""
-    text = unicodedata.normalize("NFKC", text)
-    found = re.search(r"(?<![0-9A-Za-z])" + re.escape(specific) + r"(?![0-9A-Za-z])", text,
-                      re.I) or re.search(re.escape(specific), text, re.I)
-    if found is None:
-        return specific
-    at = found.start()
-    start = text.rfind("\n", 0, at) + 1
-    end = text.find("\n", at)
-    line = text[start:end if end >= 0 else len(text)]
-    pos = at - start
-    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        if a <= pos < b:
-            line, pos = line[a:b], pos - a
-            break
-    words = line.split()
-    if len(words) <= 1:  # no spaces to cut at
-        lo = max(0, pos - CONTEXT_CHARS // 2)
-        clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
-    else:
-        index = len(line[:pos].split()) - (0 if line[:pos].endswith(" ") or not pos else 1)
-        clip = " ".join(_with_neighbours(words, max(0, min(index, len(words) - 1))))
-    return clip if contains(clip, specific) else specific
+    within MAX_CONTEXT_CHARS. For many specifics of one text, :func:`contexts`."""
+    return contexts(text, [specific])[specific]
+
+
+def contexts(text: str, specifics: Iterable[str]) -> dict[str, str]:
+    """:func:`context` of each of ``specifics`` in ``text``, the text normalised and
+    read once for all of them (its lines, sentences and words are split once each
+    as a specific first needs them): linear in the text however many there are."""
+    return _Reading(text).contexts(specifics)
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _fold(text: str) -> str:
+    """``text`` with case ignored letter by letter, as a case-blind regular expression
+    compares it: each letter's lower case (a dotted capital I is an i), every sigma
+    alike; the same length, so a place in it is a place in ``text``."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = "".join(c.lower()[0] for c in text)
+    return low.replace("ς", "σ")
+
+
+def _glued(ch: str) -> bool:
+    """Whether ``ch`` would run on into a specific (an ASCII letter or digit, in any
+    case: a long s or a dotless i too)."""
+    if ch.isascii():
+        return ch.isalnum()
+    return any(c.isascii() and c.isalnum() for c in (ch.upper(), ch.lower()))
+
+
+class _Reading:
+    """One text as :func:`contexts` reads it: normalised once, with the place of
+    each specific found in one pass (:class:`recap.core.specifics.Needles`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = unicodedata.normalize("NFKC", text)
+        self.low = _fold(self.text)
+        self.breaks = [m.start() for m in re.finditer("\n", self.text)]
+        self.sentences: dict[int, list[int]] = {}  # a line's start: its sentence bounds
+        self.words: dict[tuple[int, int], list[int]] = {}  # a sentence: its words' starts
+
+    def places(self, specifics: Iterable[str]) -> dict[str, int]:
+        """Where each of ``specifics`` first stands on its own (no letter or digit
+        glued to either end), else where it first occurs; absent ones are left out."""
+        folded = {s: _fold(s) for s in specifics}
+        needles = Needles(folded.values())
+        low = self.low
+
+        def alone(lo: int, hi: int) -> bool:
+            return ((lo == 0 or not _glued(low[lo - 1]))
+                    and (hi == len(low) or not _glued(low[hi])))
+        at = needles.first(low, fits=alone)
+        rest = set(folded.values()) - set(at)
+        if rest:
+            at.update(Needles(rest).first(low))
+        return {s: at[f] for s, f in folded.items() if f in at}
+
+    def contexts(self, specifics: Iterable[str]) -> dict[str, str]:
+        wanted = list(dict.fromkeys(specifics))
+        found = self.places(wanted)
+        return {s: self.around(found[s], s) if s in found else s for s in wanted}
+
+    def sentence(self, at: int) -> tuple[int, int]:
+        """The start and end of the sentence holding place ``at`` (in the NFKC text)."""
+        start, end = self._line(at)
+        bounds = self._bounds(start, end)
+        j = min(bisect.bisect_right(bounds, at - start), len(bounds) - 1) - 1
+        return start + bounds[j], start + bounds[j + 1]
+
+    def _line(self, at: int) -> tuple[int, int]:
+        i = bisect.bisect_left(self.breaks, at)
+        return (self.breaks[i - 1] + 1 if i else 0,
+                self.breaks[i] if i < len(self.breaks) else len(self.text))
+
+    def _bounds(self, start: int, end: int) -> list[int]:
+        bounds = self.sentences.get(start)
+        if bounds is None:
+            line = self.text[start:end]
+            bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(line)), len(line)]
+            self.sentences[start] = bounds
+        return bounds
+
+    def around(self, at: int, specific: str) -> str:
+        """The context of ``specific``, found at ``at`` (:meth:`places`)."""
+        text = self.text
+        start, end = self._line(at)
+        pos = at - start
+        bounds = self._bounds(start, end)
+        j = min(bisect.bisect_right(bounds, pos), len(bounds) - 1) - 1
+        a, b = bounds[j], bounds[j + 1]
+        line, pos = text[start + a:start + b], pos - a
+        starts = self.words.get((start, a))
+        if starts is None:
+            starts = [m.start() for m in _WORD.finditer(line)]
+            self.words[(start, a)] = starts
+        if len(starts) <= 1:  # no spaces to cut at
+            lo = max(0, pos - CONTEXT_CHARS // 2)
+            clip = line[lo:pos + len(specific) + CONTEXT_CHARS // 2].strip()
+        else:
+            index = bisect.bisect_left(starts, pos) - (
+                0 if not pos or line[pos - 1] == " " else 1)
+            words = _words_near(line, starts, max(0, min(index, len(starts) - 1)))
+            clip = " ".join(_with_neighbours(*words))
+        return clip if carries(clip, specific) else specific
+
+
+def _words_near(line: str, starts: list[int], index: int) -> tuple[list[str], int]:
+    """The words of ``line`` (``starts``: where each begins) that can join its word
+    ``index`` in a context, and that word's index among them: those within
+    MAX_CONTEXT_CHARS of it counted as :func:`_within_reach` counts (a word and a
+    space each, so at most half as many words on either side)."""
+    reach = MAX_CONTEXT_CHARS // 2 + 1
+    lo, hi = max(0, index - reach), min(len(starts), index + reach + 1)
+    return line[starts[lo]:starts[hi] if hi < len(starts) else len(line)].split(), index - lo
 
 
 def _with_neighbours(words: list[str], index: int) -> list[str]:
@@ -181,7 +283,16 @@ def _padded(words: list[str], lo: int, hi: int, size: int) -> list[str]:
 def entry(text: str, specific: str) -> str:
     """One line of the details section (and the text of a guard-made memory):
     ``specific: context``, one prefix deep, at most MAX_ENTRY_CHARS long."""
-    return _bounded(specific, context(text, specific))
+    return bounded(specific, context(text, specific))
+
+
+class Kept(NamedTuple):
+    """An entry line, the index of the text it was read from (None: read from no
+    text) and the stretch of that text (NFKC) its words come from: their sentence."""
+
+    line: str
+    source: int | None = None
+    stretch: tuple[int, int] = (0, 0)
 
 
 def entries_for(lost: Sequence[str], texts: Sequence[str],
@@ -190,13 +301,44 @@ def entries_for(lost: Sequence[str], texts: Sequence[str],
     ``texts`` whose ``found`` holds it), but none for a specific an earlier line
     already carries: one sentence with several specifics ("flight TP1357, booking
     code QX7K2P") gives a line that holds them with their neighbours, not a line
-    each whose window cuts the others."""
-    out: list[str] = []
+    each whose window cuts the others. Each text is read once for all of them."""
+    return [k.line for k in entries_at(lost, texts, found)]
+
+
+def entries_at(lost: Sequence[str], texts: Sequence[str],
+               found: Sequence[frozenset[str]]) -> list[Kept]:
+    """:func:`entries_for`, each line with where it was read (:class:`Kept`)."""
+    first: dict[str, int] = {}
+    for i, f in enumerate(found):
+        for s in f:
+            first.setdefault(s, i)
+    groups: dict[int, list[str]] = {}
     for s in lost:
-        if any(contains(line, s) for line in out):
+        groups.setdefault(first[s], []).append(s)
+    # Each text read once; a window is cut only for a specific no line holds yet.
+    readings = {i: _Reading(texts[i]) for i in groups}
+    places = {s: (i, at) for i, group in groups.items()
+              for s, at in readings[i].places(group).items()}
+    keys = {s: search_key(s) for s in lost}
+    needles = Needles(keys.values())
+    carried: set[str] = set()  # the keys of ``lost`` the lines so far hold
+    out: list[Kept] = []
+    for s in lost:
+        if (keys[s] in carried) or (not keys[s] and out):
             continue
-        out.append(entry(next(t for t, f in zip(texts, found, strict=True) if s in f), s))
+        if s in places:
+            i, at = places[s]
+            kept = Kept(bounded(s, readings[i].around(at, s)), i, readings[i].sentence(at))
+        else:
+            kept = Kept(bounded(s, s))
+        out.append(kept)
+        carried |= needles.held_by([kept.line])
     return out
+
+
+def normalized(text: str) -> str:
+    """``text`` as entries read it (NFKC): a :class:`Kept` stretch is a place in it."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def restates(fact: str, lines: Sequence[str]) -> bool:

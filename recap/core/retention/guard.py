@@ -76,7 +76,9 @@ from recap.core.retention.details import (
 from recap.core.retention.entries import (
     CONTEXT_WORDS,
     MAX_ENTRY_CHARS,
+    bounded,
     context,
+    contexts,
     entry,
     peel,
     tidy,
@@ -90,7 +92,7 @@ from recap.core.retention.kept import (
     rank_counts,
 )
 from recap.core.retention.salience import Origin, Salience, Voice, rank
-from recap.core.specifics import absent, contains, extract_specifics, joined
+from recap.core.specifics import Needles, absent, extract_specifics, joined, search_key
 
 __all__ = ["CONTEXT_WORDS", "DETAILS_HEADER", "DETAILS_HEADERS", "MAX_ENTRY_CHARS", "Settlement",
            "context", "default_salience", "details_sections", "kept_of", "render_details",
@@ -193,16 +195,25 @@ def missing(specifics: frozenset[str], *, summary: str,
 
 
 def repair_items(turns: Sequence[Turn], previous: str | None,
-                 lost: frozenset[str]) -> list[str]:
-    """Entry lines for the ``lost`` specifics, from the text each first appears in."""
+                 lost: frozenset[str], *, limit: int | None = None) -> list[str]:
+    """Entry lines for the ``lost`` specifics (the first ``limit`` of them in order,
+    all by default), each from the text it first appears in, each text read once
+    for all of them."""
+    wanted = sorted(lost)[:limit]
     sources = [of_turn(t) for t in turns]
     texts = [t.content for t in turns] + [previous or ""]
     sources.append(of_summary(previous))
-    out = []
-    for s in sorted(lost):
-        source = next((x for x, found in zip(texts, sources, strict=True) if s in found), "")
-        out.append(entry(source, s))
-    return out
+    first: dict[str, int] = {}
+    for i, found in enumerate(sources):
+        for s in found.intersection(wanted):
+            first.setdefault(s, i)
+    groups: dict[int, list[str]] = {}
+    for s in wanted:
+        groups.setdefault(first.get(s, -1), []).append(s)
+    around = {s: context("", s) for s in groups.pop(-1, [])}
+    for i, group in groups.items():
+        around.update(contexts(texts[i], group))
+    return [bounded(s, around[s]) for s in wanted]
 
 
 def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: str | None,
@@ -234,7 +245,7 @@ def settle(*, turns: Sequence[Turn], units: Sequence[Sequence[int]], previous: s
     text = summary
     if details:
         text = f"{summary}\n\n{render_details([(d.origin, d.text) for d in details])}"
-    in_details = sum(any(contains(d.text, x) for d in details) for x in settled)
+    in_details = len(settled) - len(absent(settled, [d.text for d in details]))
     by_id = {t.id: t for t in turns}
     ranks, archived = rank_counts(
         frozenset().union(*(of_turn(by_id[m]) for m in walk.condensed)) - before, sal)
@@ -295,6 +306,7 @@ def _walk_units(turns: Sequence[Turn], units: Sequence[Sequence[int]], *, kept: 
     does not fit: it and every unit after it are held back, unless it is the first,
     was held before or the fold ``spill``s (then its overflow goes to memories)."""
     by_id = {t.id: t.content for t in turns}
+    roles = {t.id: t.role for t in turns}
     need = {t.id: kept_of(t, sal) for t in turns}
     covered: set[str] = set()
     total: set[str] = set()
@@ -306,7 +318,7 @@ def _walk_units(turns: Sequence[Turn], units: Sequence[Sequence[int]], *, kept: 
         found = frozenset().union(*(need[m] for m in unit))
         lost = sorted((found - covered) & gone, key=lambda x: (sal.rank(x), x))
         texts = [by_id[m] for m in unit]
-        lines = lines_for(lost, texts, [need[m] for m in unit], sal)
+        lines = lines_for(lost, texts, [need[m] for m in unit], sal, [roles[m] for m in unit])
         if not section.place(lines, spill_over=i == 0 or spill or bool(held_before & set(unit))):
             held = [m for u in units[i:] for m in u]
             break
@@ -322,19 +334,26 @@ def _from_previous(previous: str | None, lost: frozenset[str], sal: Salience) ->
     the summary would read Recap's own line and stack its prefix again. The rest
     follow in order of appearance, each an entry of the summary's body."""
     left = set(lost)
+    keys = {s: search_key(s) for s in left}
+    needles = Needles(keys.values())
     carried: list[Line] = []
     for origin, line in details_sections(previous or ""):
         line = tidy(line)
-        holds = {s for s in left if contains(line, s)}
+        held = needles.held_by([line])
+        holds = {s for s in left if not keys[s] or keys[s] in held}
         if holds:
             carried.append(Line(min(sal.rank(s) for s in holds), origin, line))
             left -= holds
     body = strip_details(previous or "")
     order = _appearance(body, frozenset(left))
-    return carried + [Line(sal.rank(s), Origin.SUMMARY, entry(body, s)) for s in order]
+    around = contexts(body, order)
+    return carried + [Line(sal.rank(s), Origin.SUMMARY, bounded(s, around[s])) for s in order]
 
 
 def _appearance(text: str, specifics: frozenset[str]) -> list[str]:
-    """``specifics`` in the order they first appear in ``text`` (ties by name)."""
+    """``specifics`` in the order they first appear in ``text`` (ties by name; those
+    it does not hold first)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return sorted(specifics, key=lambda s: (folded.find(s.casefold()), s))
+    keys = {s: s.casefold() for s in specifics}
+    at = Needles(keys.values()).first(folded)
+    return sorted(specifics, key=lambda s: (at.get(keys[s], -1), s))

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from recap.core.memories.channels import CHANNELS, foreign_spans
 from recap.core.retention.details import DETAILS_HEADERS
-from recap.core.retention.entries import entries_for
+from recap.core.retention.entries import Kept, entries_at, normalized
 from recap.core.retention.salience import Origin, Rank, Salience
-from recap.core.specifics import contains
+from recap.core.specifics import first_holding
 
 # A guard-made memory's importance by the rank of what it keeps: the memories
 # block shows the best-ranked first (recap.core.memories.recall.rank_key).
@@ -33,16 +34,51 @@ class Line:
 
 
 def lines_for(lost: Sequence[str], texts: Sequence[str], found: Sequence[frozenset[str]],
-             sal: Salience) -> list[Line]:
+              sal: Salience, roles: Sequence[str] = ()) -> list[Line]:
     """The entry lines (recap.core.retention.entries.entries_for) of ``lost`` (best-ranked
-    first), each with the rank and origin of the specific it was made for."""
-    lines = entries_for(lost, texts, found)
+    first), each with the rank and origin of the specific it was made for. With
+    ``roles`` (each text's author), a line cut from what a user quoted, pasted or
+    attached, or from a tool result, takes that channel as its origin, whoever
+    first said its specific: the words kept around it are not the user's."""
+    kept = entries_at(lost, texts, found)
+    lines = [k.line for k in kept]
+    first = first_holding(lost, lines)
+    foreign = _Foreign(texts, roles)
     out: list[Line] = []
+    taken: set[str] = set()
     for x in lost:
-        at = next((i for i, line in enumerate(lines) if contains(line, x)), None)
-        if at is not None and all(line.text != lines[at] for line in out):
-            out.append(Line(sal.rank(x), sal.origin(x), lines[at]))
+        at = first.get(x)
+        if at is not None and lines[at] not in taken:
+            taken.add(lines[at])
+            out.append(Line(sal.rank(x), foreign.origin(kept[at], sal.origin(x)), lines[at]))
     return out
+
+
+# A foreign channel (recap.core.memories.channels) as the origin of a line cut from it.
+_CHANNEL_ORIGINS = {"quoted": Origin.DOCUMENT, "pasted": Origin.DOCUMENT,
+                    "document": Origin.DOCUMENT, "tool": Origin.TOOL}
+
+
+class _Foreign:
+    """The stretches of each user turn among ``texts`` that are not the user's own
+    typed words (recap.core.memories.channels.foreign_spans), read once a text."""
+
+    def __init__(self, texts: Sequence[str], roles: Sequence[str]) -> None:
+        self.texts, self.roles = texts, roles
+        self.spans: dict[int, list[tuple[int, int, str]]] = {}
+
+    def origin(self, kept: Kept, origin: Origin) -> Origin:
+        """``origin``, or the foreign channel ``kept``'s words were cut from."""
+        i = kept.source
+        if (i is None or i >= len(self.roles) or self.roles[i] != "user"
+                or origin not in (Origin.USER, Origin.SUMMARY)):
+            return origin
+        if i not in self.spans:
+            self.spans[i] = foreign_spans(normalized(self.texts[i]))
+        lo, hi = kept.stretch
+        worst = max((CHANNELS.index(kind) for start, end, kind in self.spans[i]
+                     if start < hi and lo < end), default=0)
+        return _CHANNEL_ORIGINS.get(CHANNELS[worst], origin)
 
 
 def by_rank(lines: Sequence[Line], *, cap: int,

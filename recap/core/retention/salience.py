@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
+from recap.core.memories.channels import typed_words
 from recap.core.memories.provenance import stated_names, strip_pasted
 from recap.core.specifics import canonical, extract_specifics
 
@@ -124,7 +125,7 @@ def spoken(voice: Voice) -> set[str]:
     if voice.is_tool_result:
         return set()
     if voice.role == "user":
-        own = strip_pasted(voice.content) if voice.own is None else voice.own
+        own = typed_words(strip_pasted(voice.content)) if voice.own is None else voice.own
         return _keys(extract_specifics(own) | stated_names(own))
     return _keys(extract_specifics(voice.content))
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Interval, Update, bindparam, func, select, update
 
 from recap.core.content.render import full_text
+from recap.core.memories.channels import typed_words
 from recap.core.memories.provenance import own_text
 from recap.core.planning import policy
 from recap.core.planning.resends import FoldOutcome
@@ -79,8 +80,9 @@ class Claim:
     # (id, fact) of the live memories most relevant to the batch, offered to the
     # mining call so it can say a new fact replaces one (recap.llm.structured).
     known: tuple[tuple[int, str], ...] = ()
-    # What the user typed in the batch (recap.core.memories.provenance.own_text, one entry
-    # per user turn): a fact is the user's only if their own words back it.
+    # What the user typed in the batch (recap.core.memories.provenance.own_text without
+    # pasted blocks: recap.core.memories.channels.typed_words; one entry per user
+    # turn): a fact is the user's only if their own words back it.
     own_words: tuple[str, ...] = ()
     # The batch's specifics ranked by salience (recap.core.retention.salience) from the
     # batch and the messages after it: read when the retention guard is on, which
@@ -338,7 +340,7 @@ def _load_turns(session_id: str, ids: Sequence[int], *, db: Db, own_words: bool,
             if blocks and any(b.get("type") == "tool_result" for b in blocks):
                 results[i] = blocks
             if own_words and role == "user":
-                own.append(own_text(role, content, blocks))
+                own.append(typed_words(own_text(role, content, blocks)))
         if voices and (i in wanted or i > max(wanted)):
             (batch if i in wanted else later).append(voice(i, role, content, blocks, text))
     return turns, tuple(own), Voices(tuple(batch), tuple(later)), results
@@ -348,5 +350,6 @@ def voice(i: int, role: str, content: str, blocks: list[dict[str, Any]] | None,
           text: str) -> Voice:
     """A stored message as salience reads it (``text``: its full rendering)."""
     tool = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks or ())
-    return Voice(i, role, text, own_text(role, content, blocks) if role == "user" else None,
+    return Voice(i, role, text,
+                 typed_words(own_text(role, content, blocks)) if role == "user" else None,
                  tool)

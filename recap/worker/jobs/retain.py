@@ -104,7 +104,8 @@ def review(claim: Claim, answer: Answer) -> Review | None:
     missing = guard.missing(needed, summary=summary, facts=facts)
     skipped = bool(missing) and not may_repair
     ask = (RepairAsk(guard.strip_details(summary),
-                     tuple(guard.repair_items(turns, previous, missing)))
+                     tuple(guard.repair_items(turns, previous, missing,
+                                              limit=repairs.MAX_REPAIR_ITEMS)))
            if missing and not skipped else None)
     return Review(corpus, summary, previous, facts, sal, needed, missing, skipped, ask)
 
