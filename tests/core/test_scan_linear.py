@@ -299,6 +299,7 @@ def test_the_guard_reads_a_message_of_many_specifics_once(make: Callable[[int], 
 
 
 @pytest.mark.slow  # two folds of about a minute each at the top size
+@pytest.mark.timeout(900)  # past the suite's 300 s on a loaded machine
 @pytest.mark.parametrize("make", [_distinct_ids, _glued_ids])
 def test_the_guard_is_linear_up_to_the_longest_message(make: Callable[[int], str]) -> None:
     # The same growth, at the top of the sizes a message can have.
