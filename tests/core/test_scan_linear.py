@@ -44,7 +44,8 @@ ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "�
          "-", ".", "/", ":", "#", "@", "_", "`", "```", "~~~", "*", "**", "> ", " ", "  ",
          "\t", "a", "Ab", "1", "12:30", "2,400", "TP 1357", "é", "\u200b", "Ｗ", "а",
          "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
-         "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail"]
+         "[user · message 1]", "[search result ", "Details (kept verbatim by Recap):",
+         "MEMORIES", "e-mail"]
 
 
 def _fill(unit: str, n: int) -> str:
