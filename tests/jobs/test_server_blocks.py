@@ -124,3 +124,23 @@ def test_on_sqlite_a_compaction_keeps_its_key_order(
     assert all(json.dumps(blocks) == json.dumps(as_stored(sent[i]))
                for i, blocks in rows if blocks is not None)
     assert json.dumps(active(sid)[-1]) == json.dumps([reordered])
+
+
+def test_clearing_old_tool_output_leaves_server_tool_results_as_they_came(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    from recap.core.retention.stubs import is_stub
+    from tests.jobs.test_clear_tool_results import QUIET, TASKS, agent_session, valid
+
+    settings_env(**QUIET)
+    sid = "server-blocks-clear"
+    replies = [web_search_reply(), tools_reply(), mcp_reply()]
+    for reply in replies:
+        add_message(sid, "user", "And next?")
+        add_message(sid, "assistant", reply)
+    agent_session(sid)
+    assert summarize(sid, job=Job(task_id="t-clear"), res=get_resources()).status == "skipped"
+    blocks = [b for b in active(sid) if b]
+    assert blocks[:3] == [as_stored(r) for r in replies]  # untouched
+    results = [b[0]["content"] for b in blocks[3:] if b[0]["type"] == "tool_result"]
+    assert sum(is_stub(text) for text in results) == TASKS - 1  # the app's tools' output
+    valid(sid)

@@ -24,7 +24,8 @@
   without a summary anywhere else, a no-op to the API, is left out.
 - ``thinking``/``redacted_thinking`` blocks are passed back only in the
   assistant turn of an unfinished tool loop (the last assistant turn holding
-  tool_use, when it is the last turn or only its results follow), where the API
+  tool_use, when it is the last turn or only its results follow; or a last turn
+  holding server tool calls, which the API may continue), where the API
   requires them unchanged; elsewhere the API ignores them, so they are dropped.
 - Legacy ``tool`` rows (text stored without a tool_use id) are labelled user
   turns: TOOL_PREFIX + text.
@@ -117,7 +118,12 @@ def _as_text(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _loop_turn(turns: list[tuple[str, list[Part]]]) -> int | None:
-    """Index of the assistant turn of an unfinished tool loop, if any."""
+    """Index of the assistant turn of an unfinished tool loop, if any: one of the
+    app's tools waiting for its results, or a last turn of server tool calls
+    (a paused turn the API continues as it is)."""
+    if turns and turns[-1][0] == "assistant" and any(
+            isinstance(p, dict) and p.get("type") in _SERVER_CALLS for p in turns[-1][1]):
+        return len(turns) - 1
     for t in (len(turns) - 1, len(turns) - 2):
         if t >= 0 and turns[t][0] == "assistant" and _ids(turns[t][1], "tool_use", "id"):
             after = turns[t + 1:]

@@ -27,7 +27,7 @@ from tests.server_blocks import (
     tools_reply,
     web_search_reply,
 )
-from tests.transcripts import Message
+from tests.transcripts import Message, thinking
 
 pytestmark = pytest.mark.unit
 
@@ -87,6 +87,15 @@ def test_a_server_block_without_its_partner_is_replayed_as_text() -> None:
     middle = accepted(context(rows(transcript)), user_message="hi")["messages"][1]
     assert middle["content"][1]["type"] == "text"
     assert middle["content"][1]["text"].startswith("[server tool call web_search")
+
+
+def test_thinking_stays_in_a_paused_server_tool_turn_only() -> None:
+    reply = [thinking(), *web_search_reply()[1:3]]
+    paused: list[Message] = [("user", "Search"), ("assistant", reply)]
+    assert accepted(context(rows(paused)))["messages"][-1]["content"] == as_stored(reply)
+    answered = [*paused, ("user", "Thanks")]
+    turn = accepted(context(rows(answered)))["messages"][1]["content"]
+    assert turn == as_stored(reply[1:])
 
 
 def test_the_newest_compaction_opens_the_conversation() -> None:
