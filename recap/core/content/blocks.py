@@ -5,9 +5,11 @@ The chat app's API must not load the ``anthropic`` SDK (import-linter contract
 and tests/api/test_import_cost.py: the SDK costs ~1 s and tens of MB per
 process), so the shapes Recap accepts are vendored here as strict pydantic
 models, one per SDK ``...Param`` TypedDict, with the same field names and
-``type`` tags. tests/core/content/test_blocks.py checks every model against the
-installed SDK's TypedDict (fields a subset of its keys, same tags) and
-validates the accepted examples with the SDK's own types, so a drift fails CI.
+``type`` tags. tests/core/content/test_blocks.py and test_server_blocks.py check
+every model against the installed SDK's TypedDict (fields a subset of its keys,
+same tags; the beta types for MCP and compaction), that every block type of the
+SDK's replies is known here, and validate the accepted examples with the SDK's
+own types, so a drift fails CI.
 
 Accepted: ``text`` (with its ``citations``); ``tool_use`` {id, name, input};
 ``tool_result`` {tool_use_id, content (text or text/image/document/search_result
