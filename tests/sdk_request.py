@@ -12,7 +12,12 @@ from pydantic import TypeAdapter, ValidationError
 
 
 @functools.cache
-def _adapters() -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
+def _adapters(beta: bool = False) -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
+    if beta:  # the beta types: MCP blocks and compaction
+        from anthropic.types.beta import BetaMessageParam, BetaTextBlockParam
+
+        return (TypeAdapter(list[BetaMessageParam]),
+                TypeAdapter(str | list[BetaTextBlockParam]))
     from anthropic.types import MessageParam, TextBlockParam
 
     return TypeAdapter(list[MessageParam]), TypeAdapter(str | list[TextBlockParam])
@@ -32,9 +37,10 @@ def _force(value: Any) -> None:
             _force(v)
 
 
-def sdk_problem(body: dict[str, Any]) -> str | None:
-    """Why the SDK's types refuse ``body``'s messages or system; None when they accept."""
-    messages, system = _adapters()
+def sdk_problem(body: dict[str, Any], *, beta: bool = False) -> str | None:
+    """Why the SDK's types (``beta``: its beta types) refuse ``body``'s messages or
+    system; None when they accept."""
+    messages, system = _adapters(beta)
     try:
         _force(messages.validate_python(body["messages"]))
         if "system" in body:

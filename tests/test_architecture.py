@@ -45,12 +45,11 @@ OVER_LIMITS: dict[str, Size] = {
     "recap.llm.client:classify": Size(23, 13, 1),
     "recap.llm.client:complete": Size(39, 14, 5),
     "recap.testing.blocks:_block_problem": Size(33, 26, 3),
-    "recap.testing.blocks:validate_content_blocks": Size(44, 19, 1),
     "recap.testing.chat_completions:to_messages_request": Size(41, 21, 1),
     "recap.testing.neutral:Neutral.summary": Size(26, 15, 1),
     "recap.testing.neutral:fill": Size(23, 14, 3),
     "recap.testing.recap:answer": Size(38, 14, 2),
-    "recap.testing.validate:validate_messages_request": Size(39, 23, 1),
+    "recap.testing.validate:validate_messages_request": Size(28, 17, 1),
     "recap.worker.jobs.apply:write_summary": Size(14, 3, 10),
 }
 

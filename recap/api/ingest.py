@@ -104,9 +104,10 @@ def add_message(session_id: str, role: str, content: str | list[dict[str, Any]],
                 db: Session | None = None) -> int:
     """Store one message and return its id; creates the session if needed.
 
-    ``content`` is a string or a Messages API content array (text, tool_use,
-    tool_result, thinking, redacted_thinking, image, document: see
-    recap.core.content.blocks), stored as given and replayed by ``build_context``.
+    ``content`` is a string or a Messages API content array (every block type
+    of a reply, server tools', MCP's and compaction's included, and any later
+    type: see recap.core.content.blocks), stored as given and replayed by
+    ``build_context``.
     ``user_id`` names the app's user the session belongs to (set once, on the
     first message that passes it; later messages may omit it): memories are then
     the user's, shared by all their sessions. Another ``user_id`` than the

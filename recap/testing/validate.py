@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recap.testing.blocks import validate_content_blocks
+from recap.testing.blocks import opens_with_compaction, validate_content_blocks
 
 
 def validate_messages_request(body: Any) -> str | None:
@@ -22,23 +22,13 @@ def validate_messages_request(body: Any) -> str | None:
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
-    if messages[0].get("role") != "user":
+    # A compaction block opens the conversation it summarizes, in the assistant's turn.
+    if messages[0].get("role") != "user" and not opens_with_compaction(messages[0]):
         return "messages: first message must use the \"user\" role"
     for i, m in enumerate(messages):
-        if m.get("role") not in ("user", "assistant"):
-            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
-        content = m.get("content")
-        if isinstance(content, str):
-            if not content.strip():
-                return f"messages.{i}: text content blocks must be non-empty"
-        elif isinstance(content, list):
-            if not content:
-                return f"messages.{i}: content must be non-empty"
-            for b in content:
-                if b.get("type") == "text" and not str(b.get("text", "")).strip():
-                    return f"messages.{i}: text content blocks must be non-empty"
-        else:
-            return f"messages.{i}.content: Input should be a string or a list"
+        problem = _message_problem(i, m)
+        if problem:
+            return problem
     last = messages[-1]
     if (last.get("role") == "assistant" and isinstance(last.get("content"), str)
             and last["content"] != last["content"].rstrip()):
@@ -50,6 +40,25 @@ def validate_messages_request(body: Any) -> str | None:
     if system is not None and not isinstance(system, str | list):
         return "system: Input should be a string or a list"
     return validate_cache_control(body)
+
+
+def _message_problem(i: int, m: Any) -> str | None:
+    """One message's role and content shape."""
+    if m.get("role") not in ("user", "assistant"):
+        return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    content = m.get("content")
+    if isinstance(content, str):
+        if not content.strip():
+            return f"messages.{i}: text content blocks must be non-empty"
+    elif isinstance(content, list):
+        if not content:
+            return f"messages.{i}: content must be non-empty"
+        for b in content:
+            if b.get("type") == "text" and not str(b.get("text", "")).strip():
+                return f"messages.{i}: text content blocks must be non-empty"
+    else:
+        return f"messages.{i}.content: Input should be a string or a list"
+    return None
 
 
 # -- prompt caching -------------------------------------------------------------------

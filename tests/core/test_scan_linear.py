@@ -55,7 +55,8 @@ ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "�
          "\t", "a", "Ab", "1", "12:30", "2,400", "TP 1357", "é", "\u200b", "Ｗ", "а",
          "2026-11-14", "14/11", "Nov ", "14th", ",000", "1.2k", "9f2c1e7", "e-", "ed",
          "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
-         "[user · message 1]", "Details (kept verbatim by Recap):", "MEMORIES", "e-mail",
+         "[user · message 1]", "[search result ", "Details (kept verbatim by Recap):",
+         "MEMORIES", "e-mail",
          "````", "＞", "    ", "<pre>", "</pre>", "<code>", "Here is the log:\n", "From：",
          "\u034f", "\u3164", "\ufe0f"]
 

@@ -5,23 +5,36 @@ The chat app's API must not load the ``anthropic`` SDK (import-linter contract
 and tests/api/test_import_cost.py: the SDK costs ~1 s and tens of MB per
 process), so the shapes Recap accepts are vendored here as strict pydantic
 models, one per SDK ``...Param`` TypedDict, with the same field names and
-``type`` tags. tests/core/content/test_blocks.py checks every model against the
-installed SDK's TypedDict (fields a subset of its keys, same tags) and
-validates the accepted examples with the SDK's own types, so a drift fails CI.
+``type`` tags. tests/core/content/test_blocks.py and test_server_blocks.py check
+every model against the installed SDK's TypedDict (fields a subset of its keys,
+same tags; the beta types for MCP and compaction), that every block type of the
+SDK's replies is known here, and validate the accepted examples with the SDK's
+own types, so a drift fails CI.
 
-Accepted: ``text``; ``tool_use`` {id, name, input};
-``tool_result`` {tool_use_id, content (text or text/image/document blocks),
-is_error}; ``thinking`` {thinking, signature}; ``redacted_thinking`` {data};
-``image`` and ``document`` with ``base64``, ``url`` or ``file`` sources (and a
-document's ``text``/``content`` sources). ``cache_control`` is accepted and
-dropped: breakpoints are placed by ``build_context``, per request; so are
-optional fields set to None, so ``[b.model_dump() for b in reply.content]`` of
-an SDK response can be stored as it is.
+Accepted: ``text`` (with its ``citations``); ``tool_use`` {id, name, input};
+``tool_result`` {tool_use_id, content (text or text/image/document/search_result
+blocks), is_error}; ``thinking`` {thinking, signature}; ``redacted_thinking``
+{data}; ``image`` and ``document`` with ``base64``, ``url`` or ``file`` sources
+(and a document's ``text``/``content`` sources); ``search_result``;
+``container_upload``. What a reply of Claude's server tools holds: ``server_tool_use``
+and its ``*_tool_result`` (web search, web fetch, code execution, bash, text
+editor, tool search), ``mcp_tool_use``/``mcp_tool_result`` and ``compaction``.
+A block of any other ``type`` (one the API adds later) is accepted when it is an
+object with a string ``type``, and kept as it came.
+
+Stored as given, keys in the order given: ``cache_control`` is dropped from every
+block (breakpoints are placed by ``build_context``, per request), and so are a
+known block's top-level fields set to None (absent, to the API), so
+``[b.model_dump() for b in reply.content]`` of an SDK response can be stored as
+it is. A ``compaction`` block and a block of an unknown type keep even their None
+fields: a compaction's ``content: null`` is what the API sent, and goes back so.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -31,13 +44,26 @@ from recap.errors import InvalidInput
 # The API's pattern for tool ids and tool names.
 TOOL_ID = r"^[a-zA-Z0-9_-]+$"
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,128}$"
+# The results of Claude's server tools, each answering a ``server_tool_use`` of
+# the same reply by its ``tool_use_id``.
+SERVER_RESULTS = ("web_search_tool_result", "web_fetch_tool_result",
+                  "code_execution_tool_result", "bash_code_execution_tool_result",
+                  "text_editor_code_execution_tool_result", "tool_search_tool_result")
 # Which blocks each stored role may hold. ``tool`` rows are user turns to the API.
+# A block of a type not known here may sit in any turn but ``system``.
+_USER = ("text", "image", "document", "tool_result", "search_result", "container_upload")
 ALLOWED = {
-    "user": ("text", "image", "document", "tool_result"),
-    "tool": ("text", "image", "document", "tool_result"),
-    "assistant": ("text", "tool_use", "thinking", "redacted_thinking"),
+    "user": _USER,
+    "tool": _USER,
+    "assistant": ("text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
+                  *SERVER_RESULTS, "mcp_tool_use", "mcp_tool_result", "compaction",
+                  "container_upload"),
     "system": ("text",),
 }
+# A call and what answers it, by the block's type: (the key of its id, calls?).
+CALL_IDS = {"tool_use": "id", "server_tool_use": "id", "mcp_tool_use": "id"}
+ANSWER_IDS = {"tool_result": "tool_use_id", "mcp_tool_result": "tool_use_id",
+              **dict.fromkeys(SERVER_RESULTS, "tool_use_id")}
 
 
 class _Strict(BaseModel):
@@ -111,10 +137,18 @@ class ToolUseBlock(_Cacheable):  # ToolUseBlockParam
     toolset_name: str | None = None
 
 
+class SearchResultBlock(_Cacheable):  # SearchResultBlockParam
+    type: Literal["search_result"]
+    source: str
+    title: str
+    content: list[TextBlock]
+    citations: dict[str, Any] | None = None
+
+
 class ToolResultBlock(_Cacheable):  # ToolResultBlockParam
     type: Literal["tool_result"]
     tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
-    content: (str | list[Annotated[TextBlock | ImageBlock | DocumentBlock,
+    content: (str | list[Annotated[TextBlock | ImageBlock | DocumentBlock | SearchResultBlock,
                                    Field(discriminator="type")]] | None) = None
     is_error: bool | None = None
     toolset_name: str | None = None
@@ -131,9 +165,109 @@ class RedactedThinkingBlock(_Strict):  # RedactedThinkingBlockParam
     data: str
 
 
-_BLOCK: TypeAdapter[Any] = TypeAdapter(Annotated[
-    TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock
-    | RedactedThinkingBlock, Field(discriminator="type")])
+class ServerToolUseBlock(_Cacheable):  # ServerToolUseBlockParam
+    type: Literal["server_tool_use"]
+    id: Annotated[str, Field(pattern=TOOL_ID)]
+    # Any tool name: the API adds server tools (the SDK lists today's).
+    name: Annotated[str, Field(pattern=TOOL_NAME)]
+    input: dict[str, Any]
+    caller: dict[str, Any] | None = None
+
+
+# A server tool's output as the API sent it: an error object or the tool's own
+# result (a list of results, or one object). Kept as given; its inner shape is
+# the API's and changes with it, so only its outline is checked here.
+_ServerOutput = dict[str, Any] | list[dict[str, Any]]
+
+
+class WebSearchToolResultBlock(_Cacheable):  # WebSearchToolResultBlockParam
+    type: Literal["web_search_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: _ServerOutput
+    caller: dict[str, Any] | None = None
+
+
+class WebFetchToolResultBlock(_Cacheable):  # WebFetchToolResultBlockParam
+    type: Literal["web_fetch_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+    caller: dict[str, Any] | None = None
+
+
+class CodeExecutionToolResultBlock(_Cacheable):  # CodeExecutionToolResultBlockParam
+    type: Literal["code_execution_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+
+
+class BashCodeExecutionToolResultBlock(_Cacheable):  # BashCodeExecutionToolResultBlockParam
+    type: Literal["bash_code_execution_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+
+
+class TextEditorCodeExecutionToolResultBlock(_Cacheable):
+    # TextEditorCodeExecutionToolResultBlockParam
+    type: Literal["text_editor_code_execution_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+
+
+class ToolSearchToolResultBlock(_Cacheable):  # ToolSearchToolResultBlockParam
+    type: Literal["tool_search_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+
+
+class ContainerUploadBlock(_Cacheable):  # ContainerUploadBlockParam
+    type: Literal["container_upload"]
+    file_id: str
+
+
+class MCPToolUseBlock(_Cacheable):  # BetaMCPToolUseBlockParam
+    type: Literal["mcp_tool_use"]
+    id: Annotated[str, Field(pattern=TOOL_ID)]
+    name: str
+    server_name: str
+    input: dict[str, Any]
+
+
+class MCPToolResultBlock(_Cacheable):  # BetaRequestMCPToolResultBlockParam
+    type: Literal["mcp_tool_result"]
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: str | list[TextBlock] | None = None
+    is_error: bool | None = None
+
+
+class CompactionBlock(_Cacheable):  # BetaCompactionBlockParam
+    type: Literal["compaction"]
+    # None: the compaction produced no summary (the API treats the block as a no-op).
+    content: str | None = None
+    encrypted_content: str | None = None
+    signature: str | None = None
+    tool_changes: list[dict[str, Any]] | None = None
+
+
+_KNOWN = (TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock
+          | ThinkingBlock | RedactedThinkingBlock | SearchResultBlock | ServerToolUseBlock
+          | WebSearchToolResultBlock | WebFetchToolResultBlock | CodeExecutionToolResultBlock
+          | BashCodeExecutionToolResultBlock | TextEditorCodeExecutionToolResultBlock
+          | ToolSearchToolResultBlock | ContainerUploadBlock | MCPToolUseBlock
+          | MCPToolResultBlock | CompactionBlock)
+_BLOCK: TypeAdapter[Any] = TypeAdapter(Annotated[_KNOWN, Field(discriminator="type")])
+KNOWN_TYPES = frozenset(typing.get_args(m.model_fields["type"].annotation)[0]
+                        for m in typing.get_args(_KNOWN))
+# Kept with every field as given, None ones too (see the module doc).
+_VERBATIM = ("compaction",)
+# Where a block holds blocks of its own (whose cache_control goes too).
+_NESTED = ("tool_result", "mcp_tool_result", "search_result")
+
+
+def takes_breakpoint(block: dict[str, Any]) -> bool:
+    """Whether the API takes ``cache_control`` on ``block``: every known type but
+    thinking (a type added later: unknown, so never risked)."""
+    return block.get("type") in KNOWN_TYPES and block.get("type") not in (
+        "thinking", "redacted_thinking")
 
 
 def _where(loc: tuple[int | str, ...], raw: Any) -> str:
@@ -201,28 +335,60 @@ def _check_values(value: Any, path: str) -> None:
         raise InvalidInput(f"{path} is a {type(value).__name__}, not a JSON value")
 
 
-def _drop_cache_control(block: dict[str, Any]) -> dict[str, Any]:
-    """``block`` without ``cache_control`` and without optional fields set to None
-    (``reply.content[i].model_dump()`` has ``citations: None``, ``caller: None``:
-    absent, to the API), on it or its nested blocks; never inside a tool's
-    ``input``, which is the app's own data."""
-    out = {k: v for k, v in block.items() if k != "cache_control" and v is not None}
-    if isinstance(out.get("content"), list):
-        out["content"] = [_drop_cache_control(b) for b in out["content"]]
+def _as_stored(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` as stored: a copy in the order given, without ``cache_control`` (on
+    it or its nested blocks) and, for a known block, without top-level fields set
+    to None (``reply.content[i].model_dump()`` has ``citations: None``,
+    ``caller: None``: absent, to the API). Nothing inside a field is changed
+    (a citation's ``title: None`` is the API's own value), nor a ``compaction`` or
+    unknown block's None fields."""
+    kind = block.get("type")
+    keep_none = kind in _VERBATIM or kind not in KNOWN_TYPES
+    out = {k: copy.deepcopy(v) for k, v in block.items()
+           if k != "cache_control" and (keep_none or v is not None)}
+    if kind in _NESTED and isinstance(out.get("content"), list):
+        out["content"] = [_as_stored(b) for b in out["content"]]
     source = out.get("source")
-    if isinstance(source, dict) and isinstance(source.get("content"), list):
-        out["source"] = {**source, "content": [_drop_cache_control(b)
-                                               for b in source["content"]]}
+    if kind == "document" and isinstance(source, dict) and isinstance(source.get("content"),
+                                                                       list):
+        out["source"] = {**source, "content": [_as_stored(b) for b in source["content"]]}
     return out
+
+
+def _check_block(role: str, raw: Any, name: str) -> str:
+    """The type of ``raw``, a block of a ``role`` message, once checked; InvalidInput
+    names what is wrong."""
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and "type" in raw and not isinstance(kind, str):
+        raise InvalidInput(f"{name}: type must be a string, got {type(kind).__name__}")
+    if isinstance(kind, str) and kind not in KNOWN_TYPES:
+        if not kind.strip():
+            raise InvalidInput(f"{name}: type is empty")
+        if role == "system":
+            raise InvalidInput(f"{name}: system messages cannot hold {kind} blocks "
+                               f"(allowed: {', '.join(ALLOWED[role])})")
+        return kind  # a type the API added later: kept as it came
+    try:
+        block = _BLOCK.validate_python(raw)
+    except ValidationError as exc:
+        raise InvalidInput(f"{name}: {_first_error(exc, raw)}") from None
+    if block.type not in ALLOWED[role]:
+        raise InvalidInput(f"{name}: {role} messages cannot hold {block.type} blocks "
+                           f"(allowed: {', '.join(ALLOWED[role])})")
+    if block.type == "compaction" and block.content is not None and not block.content.strip():
+        raise InvalidInput(f"{name}: content is empty; a compaction without a summary has "
+                           "content null")
+    return str(block.type)
 
 
 def validate_blocks(role: str, content: list[Any]) -> list[dict[str, Any]]:
     """``content`` checked block by block; returns the blocks as stored (what the
-    app passed, ``cache_control`` dropped).
+    app passed, in its order: see :func:`_as_stored`).
 
     Raises InvalidInput naming the block (``content[2] (tool_result)``) and the
-    field: unknown or misplaced block types, missing or extra fields, blank text,
-    bad tool ids, duplicate tool_use ids, NUL or lone surrogates.
+    field: misplaced block types, missing or extra fields of a known block, blank
+    text, bad tool ids, duplicate call ids, a ``type`` that is not a string, NUL
+    or lone surrogates.
     """
     if not content:
         raise InvalidInput("content is an empty list; a message needs at least one block")
@@ -231,21 +397,16 @@ def validate_blocks(role: str, content: list[Any]) -> list[dict[str, Any]]:
     for i, raw in enumerate(content):
         kind = raw.get("type") if isinstance(raw, dict) else None
         name = f"content[{i}]" + (f" ({kind})" if isinstance(kind, str) else "")
-        try:
-            block = _BLOCK.validate_python(raw)
-        except ValidationError as exc:
-            raise InvalidInput(f"{name}: {_first_error(exc, raw)}") from None
-        if block.type not in ALLOWED[role]:
-            raise InvalidInput(f"{name}: {role} messages cannot hold {block.type} blocks "
-                               f"(allowed: {', '.join(ALLOWED[role])})")
-        stored = _drop_cache_control(block.model_dump(exclude_unset=True))
-        _check_values(stored, name)
+        kind = _check_block(role, raw, name)
+        _check_values(raw, name)  # before copying: only JSON values are copied
+        stored = _as_stored(raw)
         _check_nonblank(stored, name)
-        if block.type == "tool_use":
-            if block.id in calls:
-                raise InvalidInput(f"{name}: id {block.id!r} is used by an earlier tool_use "
-                                   "block of this message")
-            calls.add(block.id)
+        if kind in CALL_IDS:
+            ident = stored[CALL_IDS[kind]]
+            if ident in calls:
+                raise InvalidInput(f"{name}: id {ident!r} is used by an earlier call of this "
+                                   "message")
+            calls.add(ident)
         out.append(stored)
     return out
 
@@ -255,6 +416,6 @@ def _check_nonblank(block: dict[str, Any], name: str) -> None:
     if block.get("type") == "text" and not block.get("text", "").strip():
         raise InvalidInput(f"{name}: text is empty or whitespace only")
     inner = block.get("content")
-    if isinstance(inner, list):
+    if block.get("type") in _NESTED and isinstance(inner, list):
         for j, b in enumerate(inner):
             _check_nonblank(b, f"{name}.content[{j}]")

@@ -44,10 +44,11 @@ from typing import Any, NamedTuple
 
 from typing_extensions import TypedDict  # the one pydantic (HTTP's schema) reads on 3.11
 
+from recap.core.content.blocks import takes_breakpoint
 from recap.core.context import lookback
 from recap.core.context.lookback import RECALL_OPEN
 from recap.core.context.passages import Passage
-from recap.core.context.replay import SEPARATOR, replay
+from recap.core.context.replay import SEPARATOR, compaction_start, replay, starts_with_compaction
 from recap.core.context.replay import TOOL_PREFIX as TOOL_PREFIX  # public here too
 from recap.core.context.withhold import named_rows, quotes
 from recap.core.defuse import defuse_blocks, defuse_entry, defuse_summary, defuse_text
@@ -272,10 +273,13 @@ def _turns(turn_rows: Sequence[Turn], turn_counts: Sequence[int], *, summarized:
            count: Callable[[str], int], withheld: bool = False
            ) -> tuple[list[dict[str, Any]], int]:
     """The turns of ``turn_rows`` and their tokens, opened by a placeholder user turn
-    when the first is the assistant's (the API wants the user's first)."""
-    messages, wrappers = replay(turn_rows, count=count)
-    tokens = sum(turn_counts) + wrappers
-    if messages and messages[0]["role"] == "assistant":
+    when the first is the assistant's (the API wants the user's first), unless it
+    opens with a compaction block; the rows before the newest compaction are not
+    replayed (recap.core.context.replay)."""
+    start = compaction_start(turn_rows)
+    messages, wrappers = replay(turn_rows[start:], count=count)
+    tokens = sum(turn_counts[start:]) + wrappers
+    if messages and messages[0]["role"] == "assistant" and not starts_with_compaction(messages):
         placeholder = (PLACEHOLDER_WITHHELD if withheld
                        else PLACEHOLDER_SUMMARIZED if summarized else PLACEHOLDER_START)
         messages.insert(0, {"role": "user", "content": placeholder})
@@ -452,11 +456,14 @@ def is_memories_block(block: Block) -> bool:
 
 
 def with_breakpoint_last(message: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``message`` whose content is blocks, the last one with a breakpoint."""
+    """A copy of ``message`` whose content is blocks, the last one that can take a
+    breakpoint with one (not thinking, nor a block of a type Recap does not know)."""
     blocks = [dict(b) for b in as_blocks(message["content"])]
     for b in blocks:
         b.pop("cache_control", None)
-    blocks[-1]["cache_control"] = dict(EPHEMERAL)
+    marked = next((b for b in reversed(blocks) if takes_breakpoint(b)), None)
+    if marked is not None:
+        marked["cache_control"] = dict(EPHEMERAL)
     return {**message, "content": blocks}
 
 

@@ -4,11 +4,12 @@ typed words, text they quoted or pasted, a document, a tool result, the assistan
 A label says ``user`` only for what the user typed themselves: in a user turn,
 outside what they quote or paste (recap.core.memories.provenance.pasted_spans) or
 paste as a block (a log, a table, code: :func:`bulk_spans`), and
-before any document or tool result the turn carries (recap.core.content.render writes
-each as a ``[document ...`` or ``[tool result for ...`` line, and what follows it
-may be that block's text). When the stretch read does not start at the start of
-its message, what came before it (an introduction, an opening quotation mark)
-is unknown, and the label says so (``unverified``) rather than ``user``.
+before any document, search result or tool result the turn carries
+(recap.core.content.render writes each as a ``[document ...``, ``[search result ...``
+or ``[tool result for ...`` line, and what follows it may be that block's text).
+When the stretch read does not start at the start of its message, what came
+before it (an introduction, an opening quotation mark) is unknown, and the label
+says so (``unverified``) rather than ``user``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ CHANNEL_LABELS = {
 }
 # A block of a user turn as recap.core.content.render writes it: the rest of the message
 # may be its text.
-_RENDERED = re.compile(r"^\[(?:(document)\b|(tool result) for )", re.M)
+_RENDERED = re.compile(r"^\[(?:(document|search result)\b|(tool result) for )", re.M)
 
 
 def bulk_spans(text: str) -> list[tuple[int, int, str]]:
