@@ -28,6 +28,7 @@ from recap.config.base import (
 )
 from recap.config.features import Calls, Replies, Retention
 from recap.config.policy_fit import ignored_by, refusal
+from recap.config.prices import PriceList, warn_unknown
 from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
@@ -35,6 +36,7 @@ from recap.core.planning.adaptive import BULK_TOKENS as ADAPTIVE_BULK_TOKENS
 from recap.core.planning.adaptive import MIN_DEPTH as ADAPTIVE_MIN_DEPTH
 from recap.core.planning.adaptive import RECALL_COVER as ADAPTIVE_RECALL_COVER
 from recap.core.planning.policy import Thresholds
+from recap.core.planning.prices import Prices, prices_for
 from recap.errors import ConfigError, InvalidInput
 
 __all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "MAX_SECONDS",
@@ -55,7 +57,7 @@ HARNESS_PREFIXES = ("RECAP_TEST_", "RECAP_BENCH_", "RECAP_SOAK_")
 
 
 class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing, Sweeper,
-               HttpApi):
+               HttpApi, PriceList):
     """Every setting, read from the environment and validated once at the edge."""
 
     model_config = SettingsConfigDict(env_prefix="RECAP_", extra="ignore",
@@ -92,7 +94,17 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
             max_batch_tokens=self.job_token_budget(), condense_to=self.condense_to,
             adaptive=self.policy == "adaptive", memory_limit=self.memory_budget_tokens,
             recall_cover=(ADAPTIVE_RECALL_COVER if self.archive_summarized
-                          and self.recall_tokens > 0 else 0.0))
+                          and self.recall_tokens > 0 else 0.0),
+            prices=self.prices_of())
+
+    def prices_of(self) -> Prices:
+        """The reply model's (RECAP_REPLY_MODEL) and the summarizer's (RECAP_MODEL)
+        prices from the table (RECAP_PRICES over the published one); a model without
+        a row of its own is logged once and priced by its family's."""
+        table = self.price_table()
+        for model in (self.reply_model, self.model):
+            warn_unknown(model, table)
+        return prices_for(self.reply_model, self.model, ttl=self.cache_ttl, table=table)
 
     def bulk_excerpt_tokens(self) -> int:
         """RECAP_SUMMARIZE_BULK_TOKENS, or the policy's own when it is -1: the adaptive

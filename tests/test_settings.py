@@ -148,7 +148,11 @@ def test_thresholds_come_from_the_settings() -> None:
     assert s.thresholds() == Thresholds(trigger_messages=12, trigger_tokens=345, batch_size=6,
                                         keep_recent=3, context_budget_tokens=5000,
                                         max_batch_tokens=s.job_token_budget(),
-                                        memory_limit=s.memory_budget_tokens)
+                                        memory_limit=s.memory_budget_tokens,
+                                        prices=s.prices_of())
+    # The reply model's and the summarizer's rows of the price table.
+    assert (s.thresholds().prices.reply_model, s.thresholds().prices.summarizer_model) == (
+        s.reply_model, s.model)
     assert load_settings(policy="threshold", condense_to=0.3).thresholds().condense_to == 0.3
     assert load_settings(policy="adaptive").thresholds().adaptive
 

@@ -8,8 +8,10 @@ jobs are counted apart. "token estimate / API count" compares the two per model
 over its latest summarize runs (recap.ops.stats.estimate_ratios). ``--json``
 adds the sessions as ``largest_sessions``. The last lines say what the replies'
 requests and Recap's summarizing cost next to full history with prompt caching
-(recap.core.spend; a loss is named as one); ``--session SESSION_ID`` shows one
-session's. The retention guard's lines count the
+(recap.core.spend, priced by the price table at the reply model's and the
+summarizer's prices, its basis stated; a loss is named as one); ``--session
+SESSION_ID`` shows one session's; ``--losses`` lists the sessions at a loss, in
+``--tenant NAME`` only if given. The retention guard's lines count the
 condensed messages' specifics by salience (recap.core.retention.salience): those the user
 stated, those referred to again, those the assistant used right after a tool
 returned them, the rest it kept, and those a tool returned that nothing used,
@@ -24,6 +26,7 @@ from typing import Any
 
 from recap.cli.base import Subparsers, command, emit_json, whole_number
 from recap.cli.outlook import describe
+from recap.errors import InvalidInput
 
 STATS_LABELS = {
     "sessions": "sessions",
@@ -32,7 +35,7 @@ STATS_LABELS = {
     "summary_tokens": "summary tokens (est.)",
     "summaries_applied": "summaries applied",
     "messages_condensed": "messages condensed",
-    "tokens_saved": "context tokens saved (est.)",
+    "context_tokens_removed": "context tokens the summaries keep out (est.; a size, not money)",
     "failed_runs": "failed runs",
     "dead_runs": "dead runs",
     "latency_p50_ms": "summarize latency p50 (ms)",
@@ -78,6 +81,13 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--session", metavar="SESSION_ID",
                    help="only what this session's replies cost next to full history with "
                         "caching")
+    p.add_argument("--losses", action="store_true",
+                   help="only the sessions where Recap costs more than full history with "
+                        "caching, largest loss first")
+    p.add_argument("--tenant", metavar="NAME",
+                   help="with --losses: only this tenant's sessions (ids NAME/...)")
+    p.add_argument("--limit", type=_positive, default=50, metavar="N",
+                   help="with --losses: at most N sessions (default 50)")
     p.add_argument("--top", type=_count, default=5, metavar="N",
                    help="the N sessions with the most active tokens, with why each is not "
                         "summarized yet and what will trigger it (default 5; 0: none)")
@@ -85,6 +95,10 @@ def register(sub: Subparsers) -> None:
 
 def _count(text: str) -> int:
     return whole_number(text, 0)
+
+
+def _positive(text: str) -> int:
+    return whole_number(text, 1)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.session is not None:
         return _session_spend(args.session, as_json=args.json)
+    if args.losses:
+        return _losses(tenant_name=args.tenant, limit=args.limit, as_json=args.json)
+    if args.tenant is not None:
+        raise InvalidInput("--tenant goes with --losses")
     settings = get_settings()
     now = utcnow()
     with transaction() as db:
@@ -127,6 +145,33 @@ def _session_spend(session_id: str, *, as_json: bool) -> int:
     print(f"session {session_id}: what its replies cost next to full history with caching "
           f"(since {spent['since']})")
     print("\n".join(format_spend(spent)))
+    return 0
+
+
+def _losses(*, tenant_name: str | None, limit: int, as_json: bool) -> int:
+    from recap.core.tenant import tenant
+    from recap.db import transaction
+    from recap.ops.stats import losses
+    from recap.settings import get_settings
+
+    with tenant(tenant_name), transaction() as db:
+        found = losses(db=db, settings=get_settings(), limit=limit)
+    if as_json:
+        emit_json({"tenant": tenant_name, "sessions": [
+            {"session_id": loss.session_id, "spend": loss.spend.as_dict()} for loss in found]})
+        return 0
+    where = f" in tenant {tenant_name}" if tenant_name else ""
+    if not found:
+        print(f"no session{where} costs more than full history with caching")
+        return 0
+    print(f"sessions{where} where Recap costs more than full history with caching, "
+          "largest loss first:")
+    for loss in found:
+        d = loss.spend.as_dict()
+        share = "" if d["saved_share"] is None else f" ({d['saved_share']:+.1%})"
+        print(f"{loss.session_id}  {d['saved_tokens']:+d}{share} (${d['saved_usd']:+.4f}) "
+              f"over {d['replies']} replies")
+    print(f"(saved tokens {found[0].spend.as_dict()['price_basis']})")
     return 0
 
 
@@ -185,9 +230,11 @@ def format_spend(spent: dict[str, Any], *, width: int = 0) -> list[str]:
         ("full history input: cache read / written / uncached",
          f"{spent['full_cache_read_tokens']} / {spent['full_cache_write_tokens']} / "
          f"{spent['full_uncached_tokens']}"),
-        ("cost (base-price input tokens): Recap / full", f"{spent['recap_cost_tokens']} / "
-                                                          f"{spent['full_cost_tokens']}"),
-        ("saved tokens", f"{spent['saved_tokens']:+d}{share} {spent['verdict']}"),
+        ("cost: Recap / full", f"{spent['recap_cost_tokens']} / "
+                               f"{spent['full_cost_tokens']}"),
+        ("saved tokens", f"{spent['saved_tokens']:+d}{share} {spent['verdict']} "
+                         f"(${spent['saved_usd']:+.4f})"),
+        ("priced", spent["price_basis"]),
     )
     width = max(width, *(len(label) for label, _ in rows))
     return [f"{label:<{width}}  {value}" for label, value in rows]

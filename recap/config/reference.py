@@ -16,12 +16,13 @@ from pydantic.fields import FieldInfo
 
 from recap.config.features import Calls, Replies, Retention
 from recap.config.policy_fit import IGNORED_BY_ADAPTIVE
+from recap.config.prices import PriceList
 from recap.config.services import STANDARD, HttpApi, Services
 from recap.config.timing import DERIVED, Sweeper, Timing
 from recap.config.tuning import TUNABLE, Tuning
 
 GROUPS: tuple[type[BaseModel], ...] = (Services, Tuning, Calls, Retention, Replies, Timing,
-                                       Sweeper, HttpApi)
+                                       Sweeper, HttpApi, PriceList)
 ROOT = Path(__file__).resolve().parents[2]
 
 # Variables only docker compose reads (secrets, its own services), written by hand.

@@ -15,6 +15,7 @@ from recap.config.base import (
     given_here,
     must_be_below,
 )
+from recap.core.planning.prices import DEFAULT_REPLY_MODEL, TTL
 
 # The most messages a trigger or the keep window may count: far above any session a
 # person holds, and small enough that every count derived from it stays exact.
@@ -57,6 +58,14 @@ class Tuning(BaseModel):
         "Condense until the context fits this share of the budget; 0: the batch only."))
     model: Name = Field(DEFAULT_MODEL, max_length=MODEL_MAX_CHARS, description=(
         "Claude model that writes summaries and titles (a cheap fast tier fits)."))
+    # The model the app replies with: the prompt Recap builds is read and written to
+    # the cache at its prices (recap/core/planning/prices.py), so every priced choice
+    # (fold, clear) and the savings view use it.
+    reply_model: Name = Field(DEFAULT_REPLY_MODEL, max_length=MODEL_MAX_CHARS, description=(
+        "The model your app replies with (what the built context is priced at)."))
+    # The lifetime the app's cache_control asks for: a 1-hour write costs 2x input.
+    cache_ttl: TTL = Field("5m", description=(
+        "The app's prompt-cache lifetime: 5m (writes 1.25x input) or 1h (2x)."))
     prompt: Literal["default", "es"] = Field("default", description=(
         "Built-in summarization prompt (RECAP_PROMPT_FILE replaces it)."))
 

@@ -14,24 +14,23 @@ into what the prompt cache reads, what it writes and what it cannot cache:
 
 A request shorter than :data:`MIN_CACHEABLE_TOKENS` is not cached (the API caches
 no shorter prefix): it is uncached input. The store keeps the sums
-(recap.api.spend); :class:`Spend` prices them. An estimate: tiktoken counts, the
-app's own system prompt and tools (the same on both sides) and Recap's memory
-block left out, and calls assumed to follow the replies' timestamps.
+(recap.api.spend); :class:`Spend` prices them with the same
+:class:`recap.core.planning.prices.Prices` the policy decides with: the replies'
+requests at the reply model's cache read, cache write (for the app's cache
+lifetime) and input prices, the summarizing at the summarizer's input and output
+prices. Costs are in the reply model's base-input tokens (the unit of a fold's
+reason) and in USD. An estimate: tiktoken counts, the app's own system prompt and
+tools (the same on both sides) and Recap's memory block left out, and calls
+assumed to follow the replies' timestamps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-# Anthropic's prompt-cache prices, as multiples of the base input price: writing a
-# prefix to the 5-minute cache costs 1.25x, reading it 0.1x, uncached input 1x.
-CACHE_WRITE_MULTIPLIER = 1.25
-CACHE_READ_MULTIPLIER = 0.1
-UNCACHED_MULTIPLIER = 1.0
-# Output tokens cost 5x input tokens on every current Claude model: the summarizer's
-# answers are priced so, next to the input they save.
-OUTPUT_MULTIPLIER = 5.0
+from recap.core.planning.prices import DEFAULT_PRICES, Prices
+
 # The default cache lifetime; each read refreshes it. A reply after a longer pause
 # pays a full write on both sides.
 CACHE_TTL_S = 300
@@ -46,7 +45,8 @@ LOSS = "loss"
 
 @dataclass(frozen=True)
 class Spend:
-    """Token sums for one session or all of them (see the module docstring)."""
+    """Token sums for one session or all of them (see the module docstring), and
+    the prices they are costed at."""
 
     replies: int = 0
     recap_cache_read_tokens: int = 0
@@ -57,44 +57,70 @@ class Spend:
     full_cache_read_tokens: int = 0
     full_cache_write_tokens: int = 0
     full_uncached_tokens: int = 0
+    prices: Prices = field(default=DEFAULT_PRICES, compare=False)
+
+    @property
+    def recap_cost(self) -> float:
+        """Recap's requests plus its summarizing, in the reply model's base-input tokens."""
+        p = self.prices
+        return (priced(self.recap_cache_read_tokens, self.recap_cache_write_tokens,
+                       self.recap_uncached_tokens, prices=p)
+                + self.summarize_input_tokens * p.call_input
+                + self.summarize_output_tokens * p.call_output)
+
+    @property
+    def full_cost(self) -> float:
+        """Full history with caching, in the reply model's base-input tokens."""
+        return priced(self.full_cache_read_tokens, self.full_cache_write_tokens,
+                      self.full_uncached_tokens, prices=self.prices)
 
     @property
     def recap_cost_tokens(self) -> int:
-        """Recap's requests plus its summarizing, in base-price input tokens."""
-        return round(priced(self.recap_cache_read_tokens, self.recap_cache_write_tokens,
-                            self.recap_uncached_tokens)
-                     + self.summarize_input_tokens * UNCACHED_MULTIPLIER
-                     + self.summarize_output_tokens * OUTPUT_MULTIPLIER)
+        return round(self.recap_cost)
 
     @property
     def full_cost_tokens(self) -> int:
-        """Full history with caching, in base-price input tokens."""
-        return round(priced(self.full_cache_read_tokens, self.full_cache_write_tokens,
-                            self.full_uncached_tokens))
+        return round(self.full_cost)
 
     @property
     def saved_tokens(self) -> int:
-        """Full history's cost minus Recap's: negative is a loss."""
-        return self.full_cost_tokens - self.recap_cost_tokens
+        """Full history's cost minus Recap's, in the reply model's base-input tokens
+        (rounded once, so its sign is the verdict's): negative is a loss."""
+        return round(self.full_cost - self.recap_cost)
+
+    @property
+    def saved_usd(self) -> float:
+        """:attr:`saved_tokens` in USD, at the reply model's input price."""
+        return round(self.prices.usd(self.full_cost - self.recap_cost), 6)
 
     @property
     def verdict(self) -> str:
         saved = self.saved_tokens
         return SAVING if saved > 0 else LOSS if saved < 0 else EVEN
 
+    def sums(self) -> dict[str, Any]:
+        """The token sums alone."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "prices"}
+
     def as_dict(self) -> dict[str, Any]:
-        """The sums, the priced figures and the verdict, flat."""
-        full = self.full_cost_tokens
-        return {**self.__dict__, "recap_cost_tokens": self.recap_cost_tokens,
-                "full_cost_tokens": full, "saved_tokens": self.saved_tokens,
-                "saved_share": round(self.saved_tokens / full, 4) if full else None,
-                "verdict": self.verdict}
+        """The sums, the priced figures, the verdict and the prices' basis, flat."""
+        full = self.full_cost
+        return {**self.sums(), "recap_cost_tokens": self.recap_cost_tokens,
+                "full_cost_tokens": self.full_cost_tokens, "saved_tokens": self.saved_tokens,
+                "saved_usd": self.saved_usd,
+                "saved_share": round((full - self.recap_cost) / full, 4) if full else None,
+                "verdict": self.verdict, "price_basis": basis(self.prices)}
 
 
-def priced(read: int, write: int, uncached: int) -> float:
-    """Input tokens at the cache's prices, in base-price input tokens."""
-    return (read * CACHE_READ_MULTIPLIER + write * CACHE_WRITE_MULTIPLIER
-            + uncached * UNCACHED_MULTIPLIER)
+def basis(prices: Prices) -> str:
+    """What the costs are in and priced by, in words."""
+    return (f"in {prices.reply_model} input tokens (${prices.reply.input:g} per MTok): "
+            f"{prices.basis()}")
+
+
+def priced(read: int, write: int, uncached: int, *, prices: Prices = DEFAULT_PRICES) -> float:
+    """A reply's input at the reply model's cache prices, in its base-input tokens."""
+    return read * prices.read + write * prices.write + uncached
 
 
 @dataclass(frozen=True)

@@ -140,12 +140,16 @@ def spend_families(snap: Snapshot) -> Iterator[Any]:
     yield CounterMetricFamily("recap_spend_replies", "Replies accounted in "
                               "recap_spend_tokens_total.", value=spent.replies)
     cost = GaugeMetricFamily(
-        "recap_spend_cost_tokens", "Priced cost by path, in base-price input tokens (cache "
-        "read 0.1x, write 1.25x, uncached 1x, summarizer output 5x).", labels=["path"])
+        "recap_spend_cost_tokens", "Priced cost by path, in the reply model's base-input "
+        "tokens, by the price table (RECAP_REPLY_MODEL's cache reads and writes, "
+        "RECAP_MODEL's input and output; docs/OPERATIONS.md, Prices).", labels=["path"])
     cost.add_metric(["recap"], spent.recap_cost_tokens)
     cost.add_metric(["full_history"], spent.full_cost_tokens)
     yield cost
     yield GaugeMetricFamily("recap_spend_saved_tokens", "Full history's priced cost minus "
-                            "Recap's: negative is a loss.", value=spent.saved_tokens)
+                            "Recap's, in the reply model's base-input tokens: negative is a "
+                            "loss.", value=spent.saved_tokens)
+    yield GaugeMetricFamily("recap_spend_saved_usd", "recap_spend_saved_tokens in USD, at "
+                            "the reply model's input price.", value=spent.saved_usd)
     yield GaugeMetricFamily("recap_sessions_at_loss", "Sessions where Recap costs more than "
                             "full history with caching.", value=snap.sessions_at_loss)

@@ -201,8 +201,9 @@ def session_figures(snap: Snapshot, *, db: Session, settings: Settings) -> None:
     snap.over_budget = int(row["over_budget"])
     snap.oldest_due_at = _parse_time(row["oldest_due_at"])
     snap.oldest_pending_at = _parse_time(row["oldest_pending_at"])
-    snap.spend = spend.total_of(row)
-    snap.sessions_at_loss = int(row["sessions_at_loss"])
+    snap.spend = spend.total_of(row, prices=settings.prices_of())
+    snap.sessions_at_loss = int(row["sessions_at_loss"]) + stats.overridden_at_loss(
+        db=db, settings=settings)
 
 
 def _parse_time(value: Any) -> datetime | None:

@@ -15,8 +15,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
+from recap.core.spend import Spend
+from recap.core.tenant import current_tenant
+from recap.errors import InvalidInput
 from recap.models import ChatSession, SummaryRun, TitleRun
-from recap.settings import Settings
+from recap.settings import Settings, effective
 from recap.store import spend
 from recap.store.enqueue import stale_before
 
@@ -31,7 +34,9 @@ class Stats:
     summary_tokens: int = 0
     summaries_applied: int = 0
     messages_condensed: int = 0
-    tokens_saved: int = 0
+    # Tokens the summaries keep out of the sessions' contexts now (what was condensed
+    # less the summaries): a size, not money; the spend's saved_tokens is the saving.
+    context_tokens_removed: int = 0
     runs_by_status: dict[str, int] = field(default_factory=dict)
     failed_runs: int = 0
     dead_runs: int = 0
@@ -118,7 +123,7 @@ def session_columns(settings: Settings, now: datetime) -> dict[str, ColumnElemen
         "sessions_pending": count_where(ChatSession.enqueued_at > stale),
         "sessions_blocked": count_where(ChatSession.blocked_until > now),
         "sessions_backing_off": count_where(ChatSession.noop_backoff_until > now),
-        **spend.total_columns(),
+        **spend.total_columns(settings.prices_of()),
     }
 
 
@@ -130,7 +135,8 @@ def session_counts(stats: Stats, *, db: Session, settings: Settings,
     for name in columns:
         if not name.startswith("spend_"):
             setattr(stats, name, int(row._mapping[name]))
-    stats.spend = spend.total_of(row._mapping).as_dict()
+    stats.spend = spend.total_of(row._mapping, prices=settings.prices_of()).as_dict()
+    stats.sessions_at_loss += overridden_at_loss(db=db, settings=settings)
 
 
 def run_totals(*, db: Session, by: ColumnElement[Any] | None = None,
@@ -163,10 +169,11 @@ def run_counts(stats: Stats, *, db: Session) -> None:
     stats.dead_runs = stats.runs_by_status.get("dead", 0)
 
 
-def tokens_saved(*, db: Session) -> int:
-    """Context tokens the summaries save now.
+def context_tokens_removed(*, db: Session) -> int:
+    """Tokens the summaries keep out of the sessions' contexts now: a size, not a
+    cost (the spend's saved_tokens prices what that did to the bill).
 
-    Saved = the tokens of every message condensed (and deleted) in a session
+    Removed = the tokens of every message condensed (and deleted) in a session
     that still exists (``summary_runs.condensed_tokens``), minus the summaries
     that replaced them.
     """
@@ -290,9 +297,54 @@ def collect_stats(*, db: Session, settings: Settings, now: datetime) -> Stats:
     run_counts(stats, db=db)
     title_counts(stats, db=db)
     guard_counts(stats, db=db)
-    stats.tokens_saved = tokens_saved(db=db)
+    stats.context_tokens_removed = context_tokens_removed(db=db)
     stats.blocked_reasons = blocked_reasons(db=db, now=now)
     stats.token_estimate_ratio = estimate_ratios(db=db)
     pct = latency_percentiles(db=db)
     stats.latency_p50_ms, stats.latency_p95_ms = pct[50], pct[95]
     return stats
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A session where Recap costs more than full history with caching."""
+
+    session_id: str
+    spend: Spend
+
+
+def losses(*, db: Session, settings: Settings, limit: int) -> list[Loss]:
+    """The sessions at a loss in the current tenant (recap.core.tenant), largest
+    loss first, at most ``limit``, each priced at its own prices (a session's
+    reply_model override included). Sessions on the deployment's settings are
+    picked in SQL; those with overrides (rare) are judged one by one."""
+    name = current_tenant()
+    where = None if name is None else ChatSession.id.startswith(name + "/", autoescape=True)
+    prices = settings.prices_of()
+    found = [Loss(row.id, spend.spend_of(row, prices=prices)) for row in db.execute(
+        spend.at_loss_rows(prices=prices, where=where, limit=limit))]
+    found += _overridden_losses(db=db, settings=settings, where=where)
+    found.sort(key=lambda loss: (loss.spend.full_cost - loss.spend.recap_cost,
+                                 loss.session_id))
+    return found[:limit]
+
+
+def _overridden_losses(*, db: Session, settings: Settings,
+                       where: ColumnElement[bool] | None) -> list[Loss]:
+    """The sessions with overrides at a loss, each at its own prices."""
+    out = []
+    for row in db.execute(spend.overridden_rows(where=where)):
+        try:
+            own = effective(settings, row.overrides).prices_of()
+        except InvalidInput:  # its job dead-letters it, naming the problem
+            own = settings.prices_of()
+        spent = spend.spend_of(row, prices=own)
+        if spent.saved_tokens < 0:
+            out.append(Loss(row.id, spent))
+    return out
+
+
+def overridden_at_loss(*, db: Session, settings: Settings) -> int:
+    """How many sessions with overrides are at a loss at their own prices (the SQL
+    aggregate counts those on the deployment's settings)."""
+    return len(_overridden_losses(db=db, settings=settings, where=None))

@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 
 from recap.core.validate import check_session_id
 from recap.db import transaction, utcnow
-from recap.errors import SessionNotFound
+from recap.errors import InvalidInput, SessionNotFound
 from recap.models import ArchivedMessage, ChatSession, SummaryRun
 from recap.sessions.overrides import KIND_ORDER, listed_memories
-from recap.settings import get_settings
+from recap.settings import Settings, effective, get_settings
 from recap.store.outlook import job_columns, job_of, judge
 from recap.store.spend import spend_of
 
@@ -41,11 +41,13 @@ class Fold(BaseModel):
 
 
 class SpendView(BaseModel):
-    """What the session's replies cost next to full history with prompt caching, in
-    tokens (recap.core.spend; docs/OPERATIONS.md): an estimate that assumes each
-    call was made when its reply was stored. Cost figures are base-price input
-    tokens: cache reads at 0.1x, writes at 1.25x, uncached input at 1x, the
-    summarizer's output at 5x."""
+    """What the session's replies cost next to full history with prompt caching
+    (recap.core.spend; docs/OPERATIONS.md): an estimate that assumes each call was
+    made when its reply was stored. Cost figures are the reply model's base-input
+    tokens, priced by the price table (docs/OPERATIONS.md, Prices): the replies'
+    requests at the reply model's cache read, write and input prices, the
+    summarizing at the summarizer's input and output prices; ``price_basis`` says
+    which."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -63,9 +65,12 @@ class SpendView(BaseModel):
     full_cost_tokens: int = Field(description="full history with caching, priced")
     saved_tokens: int = Field(description="full_cost_tokens - recap_cost_tokens; negative: "
                                           "a loss")
+    saved_usd: float = Field(description="saved_tokens in USD (the reply model's input "
+                                         "price)")
     saved_share: float | None = Field(description="saved_tokens / full_cost_tokens "
                                                   "(null: no cost yet)")
     verdict: str = Field(description="saving, loss or even (the sign of saved_tokens)")
+    price_basis: str = Field(description="the unit and the prices the costs are in")
 
 
 class SessionView(BaseModel):
@@ -123,14 +128,18 @@ def session(session_id: str) -> SessionView:
             archived_message_count=_archived(session_id, db=s),
             active_tokens=head.active_tokens, budget=judged.budget, state=judged.state,
             job=job_of(row), memories=_by_kind(listed_memories(session_id, db=s)),
-            overrides=head.overrides, spend=_spend(head))
+            overrides=head.overrides, spend=_spend(head, settings=settings))
 
 
-def _spend(head: ChatSession) -> SpendView:
+def _spend(head: ChatSession, *, settings: Settings) -> SpendView:
     since = head.spend_since or head.created_at
+    try:  # the session's own reply model, if it names one
+        prices = effective(settings, head.overrides).prices_of()
+    except InvalidInput:
+        prices = settings.prices_of()
     # SQLite hands back naive datetimes; every stored time is UTC.
     return SpendView(since=since if since.tzinfo else since.replace(tzinfo=UTC),
-                     **spend_of(head).as_dict())
+                     **spend_of(head, prices=prices).as_dict())
 
 
 def _last_fold(session_id: str, *, db: Session) -> Fold | None:

@@ -27,6 +27,7 @@ from recap.cli import main
 from recap.core.spend import CACHE_TTL_S, Spend, split_request
 from recap.models import ChatMessage, ChatSession
 from recap.ops.exporter import RecapCollector
+from recap.settings import get_settings
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.summarize import summarize
@@ -92,9 +93,12 @@ def _inline(sid: str, _: int) -> None:
 
 def _expected(sid: str, replay: Replay) -> Spend:
     applied = runs(sid)
-    return Spend(**replay.sums,
-                 summarize_input_tokens=sum(r.input_tokens or 0 for r in applied),
-                 summarize_output_tokens=sum(r.output_tokens or 0 for r in applied))
+    sums: dict[str, Any] = {
+        **replay.sums,
+        "summarize_input_tokens": sum(r.input_tokens or 0 for r in applied),
+        "summarize_output_tokens": sum(r.output_tokens or 0 for r in applied)}
+    return Spend(**sums, prices=get_settings().prices_of())
+
 
 
 def _stats(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -198,6 +202,33 @@ def test_a_tiny_conversation_with_a_fold_shows_a_loss(
     assert f"{view.saved_tokens:+d}" in text and "loss" in text
     assert json.loads(_stats(capsys, "--json"))["sessions_at_loss"] == 1
     assert _scrape()[("recap_sessions_at_loss", ())] == 1
+    assert _scrape()[("recap_spend_saved_usd", ())] == pytest.approx(view.saved_usd)
+    # Listed by id, with the figure the session's own view shows, in its tenant only.
+    losses = json.loads(_stats(capsys, "--losses", "--json"))["sessions"]
+    assert [(x["session_id"], x["spend"]["saved_tokens"]) for x in losses] == [
+        (sid, view.saved_tokens)]
+    assert f"{sid}  {view.saved_tokens:+d}" in _stats(capsys, "--losses")
+    assert "no session in tenant acme costs more" in _stats(
+        capsys, "--losses", "--tenant", "acme")
+
+
+def test_the_savings_view_prices_at_the_sessions_reply_model(
+        settings_env: Callable[..., None], capsys: pytest.CaptureFixture[str]) -> None:
+    settings_env(**LOW)
+    sid = "priced"
+    replay = _converse(sid, 8, words=150, fold=_inline, fold_after={5})
+    base = recap.session(sid).spend
+    assert base.price_basis.startswith(f"in {get_settings().reply_model} input tokens")
+    # The app replies with another model in this session: the same sums, its prices.
+    recap.configure_session(sid, {"reply_model": "claude-opus-4-1"})
+    own = recap.session(sid).spend
+    assert own.price_basis.startswith("in claude-opus-4-1 input tokens ($15 per MTok)")
+    assert own.model_dump(include=set(replay.sums)) == base.model_dump(include=set(replay.sums))
+    assert own.saved_tokens != base.saved_tokens
+    listed = {x["session_id"]: x["spend"]["saved_tokens"]
+              for x in json.loads(_stats(capsys, "--losses", "--json"))["sessions"]}
+    assert listed.get(sid, own.saved_tokens) == own.saved_tokens
+    assert (sid in listed) == (own.saved_tokens < 0)
 
 
 @pytest.fixture

@@ -59,7 +59,8 @@ def _check_stats(data: dict[str, Any]) -> None:
     assert data["sessions_needing_escalation"] == 0
     with db.transaction() as s:
         summaries = s.scalar(select(func.sum(ChatSession.summary_tokens)))
-    assert data["tokens_saved"] == sum(r.condensed_tokens or 0 for r in applied) - (summaries or 0)
+    condensed = sum(r.condensed_tokens or 0 for r in applied)
+    assert data["context_tokens_removed"] == condensed - (summaries or 0)
 
 
 def test_stats_counts_sessions_runs_latency_and_usage(
@@ -69,7 +70,7 @@ def test_stats_counts_sessions_runs_latency_and_usage(
     code, out, _ = run(capsys, "stats")
     assert code == 0
     assert "summaries applied" in out and "runs by status" in out
-    assert "context tokens saved (est.)" in out
+    assert "context tokens the summaries keep out (est.; a size, not money)" in out
 
 
 def test_stats_reports_kept_specifics_by_rank(

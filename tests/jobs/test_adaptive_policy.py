@@ -26,16 +26,16 @@ def marks(sid: str) -> tuple[int, int, int]:
     row = session_of(sid)
     s = sizing(message_count=row.message_count, active_tokens=row.active_tokens,
                summary_tokens=row.summary_tokens, budget=32000, keep_recent=10,
-               memory_limit=2000)
+               memory_limit=2000, prices=get_settings().prices_of())
     return row.summary_tokens + row.active_tokens, s.high_water, s.low_water
 
 
 def test_adaptive_folds_a_short_chat_the_fixed_rule_leaves_alone(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     sid = "adaptive-short"
-    ids = seed(sid, 80)
+    ids = seed(sid, 100)
     settings_env(RECAP_POLICY="threshold")
-    assert not after_reply(sid)  # 80 short messages: far below every fixed trigger
+    assert not after_reply(sid)  # 100 short messages: far below every fixed trigger
     settings_env(RECAP_POLICY="adaptive")
     context, high, low = marks(sid)
     assert context > high
@@ -57,7 +57,7 @@ def test_adaptive_folds_a_short_chat_the_fixed_rule_leaves_alone(
 def test_sweeper_finds_only_sessions_past_their_own_high_water_mark(
         settings_env: Callable[..., None]) -> None:
     settings_env(RECAP_POLICY="adaptive")
-    seed("past", 80)
+    seed("past", 100)
     seed("between", 50)
     seed("small", 6)
     context, high, _ = marks("between")

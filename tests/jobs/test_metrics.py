@@ -20,6 +20,11 @@ from sqlalchemy import delete, select, update
 from recap import db as dbmod
 from recap.core.planning import policy
 from recap.core.planning.policy import MessageInfo
+from recap.core.planning.prices import (
+    DEFAULT_REPLY_MODEL,
+    DEFAULT_SUMMARIZER_MODEL,
+    prices_for,
+)
 from recap.db import transaction, utcnow
 from recap.models import ChatSession, Heartbeat, SummaryRun
 from recap.ops import metrics
@@ -268,9 +273,11 @@ def test_an_adaptive_plan_is_labelled_with_the_mode_its_run_recorded() -> None:
     # The adaptive policy's reasons start "adaptive: ..."; summary_runs records the
     # rule (mode), and the metric says the same, never "other".
     t = policy.Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20,
-                          keep_recent=1, context_budget_tokens=32000, adaptive=True)
+                          keep_recent=1, context_budget_tokens=32000, adaptive=True,
+                          prices=prices_for(DEFAULT_REPLY_MODEL, DEFAULT_SUMMARIZER_MODEL))
     # Twenty replies: enough left, by the policy's estimate, for the fold to pay for
-    # its call and the cache write (recap.core.planning.pricing).
+    # its call (at the default summarizer's prices) and the cache write
+    # (recap.core.planning.pricing).
     msgs = [MessageInfo(i + 1, "user" if i % 2 == 0 else "assistant", 250, False)
             for i in range(40)]
     plan = policy.plan(msgs, summary_tokens=0, t=t)

@@ -22,9 +22,12 @@ from recap.testing import FakeAnthropic
 from tests.helpers import assert_invariants
 
 TASKS = 4
-# No fold is due: a summarize job only clears old tool results.
+# No fold is due: a summarize job only clears old tool results. Replies by a model
+# whose cache reads cost 0.1x its input, at which clearing these young sessions'
+# logs pays (recap.core.planning.clearing).
 QUIET = {"RECAP_POLICY": "threshold", "RECAP_TRIGGER_MESSAGES": 1000,
-         "RECAP_TRIGGER_TOKENS": 1_000_000, "RECAP_KEEP_RECENT": 4, "RECAP_BATCH_SIZE": 40}
+         "RECAP_TRIGGER_TOKENS": 1_000_000, "RECAP_KEEP_RECENT": 4, "RECAP_BATCH_SIZE": 40,
+         "RECAP_REPLY_MODEL": "claude-sonnet-4-5"}
 TYPO, FIXED = "Here is the log, plase look.", "Here is the log, please look."
 
 

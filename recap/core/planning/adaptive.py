@@ -2,31 +2,33 @@
 how many messages stay verbatim and how large its memories block is, derived from
 the session's own counters and what Claude's prompt cache charges. Pure.
 
-Cost model, in base-input tokens (cache write 1.25x, cache read 0.1x): each reply
-reads the prefix the previous reply cached and writes only what is new. Between
-folds the context grows from a low-water mark ``L`` (summary, memories block,
-verbatim window) by ``g`` tokens per reply up to the high-water mark ``L + d``,
-so a reply reads about ``L + d/2`` at 0.1x. A fold changes the summary near the
-start of the prompt: the next reply writes ``L`` again at 1.25x, and the fold
-reads its batch (about ``d``) and the old summary ``S`` at 1x, once every
-``d / g`` replies. Per reply that is ``0.1 (L + d/2) + (1.25 L + d + S) g / d``,
-least at ``d = sqrt(20 g (1.25 L + S))``: sessions that grow fast (pasted logs,
-tool results) and long sessions (a bigger summary) get a higher threshold and
-fewer, deeper folds; short turns fold small and often enough to stay cheap.
+Cost model, in the reply model's base-input tokens, at the session's prices
+(recap.core.planning.prices: the reply model's cache read ``r`` and write ``w``,
+e.g. 0.1x and 1.25x; the summarizer's input ``c``): each reply reads the prefix
+the previous reply cached and writes only what is new. Between folds the context
+grows from a low-water mark ``L`` (summary, memories block, verbatim window) by
+``g`` tokens per reply up to the high-water mark ``L + d``, so a reply reads about
+``L + d/2`` at ``r``. A fold changes the summary near the start of the prompt: the
+next reply writes ``L`` again at ``w``, and the fold reads its batch (about ``d``)
+and the old summary ``S`` at ``c``, once every ``d / g`` replies. Per reply that is
+``r (L + d/2) + (w L + c d + c S) g / d``, least at ``d = sqrt(2 g (w L + c S) / r)``:
+sessions that grow fast (pasted logs, tool results) and long sessions (a bigger
+summary) get a higher threshold and fewer, deeper folds; short turns fold small
+and often enough to stay cheap; a cheaper cache read makes folds rarer and deeper.
 
 What a fold loses is priced too. Every token it condenses leaves every later
-request; keeping it would have cost a cache read (0.1x) a reply, so a lost token
-is priced at that (LOSS_PRICE), times the share of it later replies can no longer
-reach (``1 - cover``: with the archive and reply-time recall on, RECALL_COVER of it
-is still reachable; without them, none). A fold below the capacity rule then
-saves ``READ - LOSS_PRICE (1 - cover)`` a reply per condensed token, not 0.1, and
-the depth above uses that rate (:func:`net_read_rate`). When it is not positive (no
-recall), a fold never pays just to save cache reads: the session folds only when
-the capacity rule's mark (less HEADROOM replies) is reached, and a conversation that
-fits its budget with room to spare is never folded.
+request; keeping it would have cost a cache read (``r``) a reply, so a lost token
+is priced at that, times the share of it later replies can no longer reach
+(``1 - cover``: with the archive and reply-time recall on, RECALL_COVER of it is
+still reachable; without them, none). A fold below the capacity rule then saves
+``r cover`` a reply per condensed token, not ``r``, and the depth above uses that
+rate (:func:`net_read_rate`). When it is not positive (no recall), a fold never
+pays just to save cache reads: the session folds only when the capacity rule's
+mark (less HEADROOM replies) is reached, and a conversation that fits its budget
+with room to spare is never folded.
 
 Past the high-water mark a fold is still priced before it is made
-(:mod:`recap.core.planning.pricing`): its own call at full input price and the
+(:mod:`recap.core.planning.pricing`): its own call at the summarizer's prices and the
 cache write it causes against the cache reads it saves over the replies the
 session is expected to have left. The replies so far are estimated from the
 active messages (two a reply) and, once there is a summary, one fold's depth
@@ -46,7 +48,8 @@ import math
 from dataclasses import dataclass
 
 from recap.core.planning import pricing
-from recap.core.planning.pricing import EXPECTED_ATTEMPTS, READ, WRITE, Choice
+from recap.core.planning.prices import DEFAULT_PRICES, Prices
+from recap.core.planning.pricing import EXPECTED_ATTEMPTS, Choice
 
 # Newest messages always kept verbatim, whatever their size: the newest turn. The
 # one before it stays too when both fit the window (WINDOW_TOKENS); a large tool
@@ -78,10 +81,9 @@ MIN_MEMORIES = 500
 BULK_TOKENS = 80
 # Replies of growth the high-water mark leaves below the capacity rule.
 HEADROOM = 2
-# What a condensed token costs the conversation, a reply, relative to base input:
-# what keeping it would have cost (a cache read). A fold is never paid for with
-# the conversation's own words at less than what keeping them costs.
-LOSS_PRICE = READ
+# What a condensed token costs the conversation, a reply, is what keeping it would
+# have cost (a cache read at the reply model's price): a fold is never paid for
+# with the conversation's own words at less than what keeping them costs.
 # Share of what a fold condenses that later replies still reach with the archive
 # and reply-time recall on (RECAP_ARCHIVE_SUMMARIZED, RECAP_RECALL_TOKENS): the
 # guard keeps the specifics the conversation used in the details section and the
@@ -156,26 +158,30 @@ def memory_budget(summary_tokens: int, *, limit: int, per_message: int) -> int:
     return min(times * limit, wanted)
 
 
-def net_read_rate(cover: float) -> float:
-    """What a fold saves a reply per condensed token, relative to base input: its
-    cache read less the price of losing it (LOSS_PRICE) on the share later replies
-    can no longer reach (``1 - cover``). Not positive: a fold does not pay for
-    itself in cache reads."""
-    return READ - LOSS_PRICE * (1 - min(1.0, max(0.0, cover)))
+def net_read_rate(cover: float, *, prices: Prices = DEFAULT_PRICES) -> float:
+    """What a fold saves a reply per condensed token, in the reply model's base
+    input: its cache read less the price of losing it (the same cache read) on the
+    share later replies can no longer reach (``1 - cover``). Not positive: a fold
+    does not pay for itself in cache reads."""
+    return prices.read - prices.read * (1 - min(1.0, max(0.0, cover)))
 
 
 def best_depth(*, growth: int, low_water: int, summary_tokens: int,
-               rate: float = READ) -> int:
+               rate: float | None = None, prices: Prices = DEFAULT_PRICES) -> int:
     """Tokens between folds that make a reply cheapest (module docstring), when a
-    condensed token saves ``rate`` a reply (:func:`net_read_rate`; positive)."""
-    fixed = WRITE * low_water + summary_tokens
-    return int(math.sqrt(2 * growth * fixed / rate))
+    condensed token saves ``rate`` a reply (:func:`net_read_rate`; positive; default
+    the reply model's cache read), at ``prices`` (the fold's call reads the batch
+    and the summary at the summarizer's input price)."""
+    per_read = prices.read if rate is None else rate
+    fixed = prices.write * low_water + prices.call_input * summary_tokens
+    return int(math.sqrt(2 * growth * fixed / per_read))
 
 
 def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
            budget: int, keep_recent: int, memory_limit: int,
            recall_cover: float = RECALL_COVER,
-           expected_attempts: float = EXPECTED_ATTEMPTS) -> Sizing:
+           expected_attempts: float = EXPECTED_ATTEMPTS,
+           prices: Prices = DEFAULT_PRICES) -> Sizing:
     """The adaptive decision for a session's counters.
 
     ``budget`` is the context budget; the high-water mark stays below 80% of it (the
@@ -184,7 +190,8 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     of what a fold condenses that later replies still reach (RECALL_COVER with the
     archive and recall on, else 0): what a fold loses is priced by it
     (:func:`net_read_rate`). ``expected_attempts``: the attempts a fold call takes
-    (:func:`recap.core.planning.pricing.choose`).
+    (:func:`recap.core.planning.pricing.choose`); ``prices``: the reply model's
+    and the summarizer's.
     """
     size = per_message(active_tokens, message_count)
     growth = 2 * size
@@ -193,7 +200,7 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     summary = max(summary_tokens, SUMMARY_GUESS)
     memories = memory_budget(summary_tokens, limit=memory_limit, per_message=size)
     prompt = summary + memories + window  # what every reply after a fold re-reads
-    rate = net_read_rate(recall_cover)
+    rate = net_read_rate(recall_cover, prices=prices)
     low = summary + window
     ceiling = math.ceil(0.8 * budget) - 1
     # Room for HEADROOM replies' growth below the capacity rule: a session that adds
@@ -202,7 +209,8 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
     ceiling = max(min(ceiling, low + MIN_DEPTH), ceiling - HEADROOM * growth)
     if rate > 0:
         depth = max(MIN_DEPTH, 2 * growth, best_depth(growth=growth, low_water=prompt,
-                                                      summary_tokens=summary, rate=rate))
+                                                      summary_tokens=summary, rate=rate,
+                                                      prices=prices))
         high = min(low + depth, ceiling)
     else:  # a fold would lose more than the cache reads it saves
         high = ceiling
@@ -223,7 +231,7 @@ def sizing(*, message_count: int, active_tokens: int, summary_tokens: int,
                             replies_so_far=replies_so_far(message_count, summary_tokens,
                                                           depth=high - low, growth=growth),
                             over_capacity=context > ceiling,
-                            expected_attempts=expected_attempts)
+                            expected_attempts=expected_attempts, prices=prices)
     fold_at = high if choice.action == "fold" else max(high, ceiling)
     return Sizing(high, low, keep, memories, growth, f"{reason}; past it, {choice.reason}",
                   choice, fold_at)

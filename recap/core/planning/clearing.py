@@ -2,8 +2,9 @@
 
 Clearing (recap.core.retention.stubs) changes a message in the middle of the
 window: the next reply writes everything from the first changed message on to
-the cache again, once, at pricing.WRITE (1.25x base input). Each later reply then reads
-the cleared tokens less, at pricing.READ (0.1x), for as many replies as the session has
+the cache again, once, at the reply model's cache-write price (1.25x its input for the
+5-minute lifetime). Each later reply then reads the cleared tokens less, at the reply
+model's cache-read price, for as many replies as the session has
 left, or until the next fold condenses them anyway, whichever comes first. A
 session's remaining replies are estimated as the fold's pricing estimates them
 (recap.core.planning.pricing.remaining_replies: about as many again as it has
@@ -16,6 +17,7 @@ once) and do not change the prefix on every reply.
 from __future__ import annotations
 
 from recap.core.planning import pricing
+from recap.core.planning.prices import DEFAULT_PRICES, Prices
 
 # Replies expected of any session, however young: a tool loop goes on for a few.
 MIN_REPLIES = 4
@@ -38,16 +40,16 @@ def replies_until_fold(context_tokens: int, *, fold_at: int | None, growth: int)
 
 
 def clearing_pays(cleared_tokens: int, rewritten_tokens: int, *, replies: int,
-                  until_fold: int | None = None) -> bool:
+                  until_fold: int | None = None, prices: Prices = DEFAULT_PRICES) -> bool:
     """Whether clearing ``cleared_tokens`` pays: the cache reads it saves over the
     session's remaining replies (after ``replies`` so far), or until the next fold
     condenses them (``until_fold``, :func:`replies_until_fold`), exceed the cache
     write of the ``rewritten_tokens`` from the first changed message on (after
-    clearing)."""
+    clearing), at the session's reply model's ``prices``."""
     horizon = remaining_replies(replies)
     if until_fold is not None:
         horizon = min(horizon, until_fold)
     costs = pricing.price(removed_tokens=cleared_tokens, call_tokens=0,
                           rewritten_tokens=rewritten_tokens, remaining=horizon,
-                          expected_attempts=1)
+                          expected_attempts=1, prices=prices)
     return cleared_tokens > 0 and costs.net > 0

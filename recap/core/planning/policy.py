@@ -42,6 +42,7 @@ from enum import StrEnum
 
 from recap.core.planning import adaptive
 from recap.core.planning.adaptive import RECALL_COVER
+from recap.core.planning.prices import DEFAULT_PRICES, Prices
 from recap.core.planning.pricing import EXPECTED_ATTEMPTS
 
 
@@ -82,6 +83,9 @@ class Thresholds:
     # Attempts a fold call is expected to take (resends, retries), for the adaptive
     # policy's pricing of a fold against the cached prefix (pricing.choose).
     expected_attempts: float = EXPECTED_ATTEMPTS
+    # The session's reply model's and the summarizer's prices (pricing.choose,
+    # clearing.clearing_pays).
+    prices: Prices = DEFAULT_PRICES
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,8 @@ def adapt(t: Thresholds, *, message_count: int, active_tokens: int,
     s = adaptive.sizing(message_count=message_count, active_tokens=active_tokens,
                         summary_tokens=summary_tokens, budget=t.context_budget_tokens,
                         keep_recent=t.keep_recent, memory_limit=t.memory_limit,
-                        recall_cover=t.recall_cover, expected_attempts=t.expected_attempts)
+                        recall_cover=t.recall_cover, expected_attempts=t.expected_attempts,
+                        prices=t.prices)
     return replace(t, trigger_messages=NEVER, trigger_tokens=NEVER, keep_recent=s.keep_recent,
                    condense_to=s.low_water / t.context_budget_tokens, adaptive=False,
                    fold_at=s.fold_at), s

@@ -171,7 +171,8 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
     until = replies_until_fold(window.summary_tokens + sum(window.tokens) - freed,
                                fold_at=t.fold_at if sizing else None,
                                growth=sizing.growth if sizing else 0)
-    if not clearing_pays(cleared, after, replies=window.replies, until_fold=until):
+    if not clearing_pays(cleared, after, replies=window.replies, until_fold=until,
+                         prices=t.prices):
         return [], 0, 0
     return rewrites, sum(c.results for c in found), cleared
 

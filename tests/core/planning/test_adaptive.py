@@ -19,7 +19,7 @@ from recap.core.planning.adaptive import (
 )
 from recap.core.planning.outlook import outlook
 from recap.core.planning.policy import MessageInfo, Thresholds, might_trigger, plan
-from recap.core.planning.pricing import READ
+from recap.core.planning.prices import DEFAULT_PRICES
 from recap.errors import ConfigError
 from recap.settings import load_settings
 from tests.core.planning.test_policy_replay import Fold, replay
@@ -54,8 +54,8 @@ def test_sizing_table(tokens: int, summary: int, keep: int, high: int, low: int,
 def test_what_a_fold_loses_is_priced() -> None:
     # A lost token costs what keeping it would (a cache read) on the share later
     # replies cannot reach: with no recall a fold never pays for cache reads alone.
-    assert net_read_rate(0.0) == 0 and net_read_rate(1.0) == READ
-    assert 0 < net_read_rate(RECALL_COVER) < READ
+    assert net_read_rate(0.0) == 0 and net_read_rate(1.0) == DEFAULT_PRICES.read
+    assert 0 < net_read_rate(RECALL_COVER) < DEFAULT_PRICES.read
 
     def high(tokens: int, cover: float, summary: int = 0) -> int:
         return sizing(message_count=40, active_tokens=40 * tokens, summary_tokens=summary,
