@@ -1,4 +1,4 @@
-"""Every ``recap ...`` command that README.md, docs/*.md and the ``--help`` texts show
+"""Every ``recap ...`` command that README.md, docs/**/*.md and the ``--help`` texts show
 (tests/docs/commands.py finds them and expands each synopsis) is valid under the
 default settings: parsed by the real parser (``recap worker`` and ``beat`` by
 Celery's own), a session's ``KEY=VALUE`` checked by the validators ``recap
