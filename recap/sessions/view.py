@@ -42,7 +42,7 @@ class Fold(BaseModel):
 
 class SpendView(BaseModel):
     """What the session's replies cost next to full history with prompt caching, in
-    tokens (recap.core.spend; docs/OPERATIONS.md): an estimate that assumes each
+    tokens (recap.core.spend; docs/operations/savings.md): an estimate that assumes each
     call was made when its reply was stored. Cost figures are base-price input
     tokens: cache reads at 0.1x, writes at 1.25x, uncached input at 1x, the
     summarizer's output at 5x."""

@@ -1,4 +1,4 @@
-"""docs/OPERATIONS.md's worked example of a fold priced against a warm cache: its
+"""docs/operations/prices.md's worked example of a fold priced against a warm cache: its
 figures are the pricing function's own for the example's inputs."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def figure(cell: str) -> float:
 
 
 def test_the_worked_example_adds_up() -> None:
-    text = (ROOT / "docs" / "OPERATIONS.md").read_text()
+    text = (ROOT / "docs" / "operations" / "prices.md").read_text()
     replies = row(text, "replies so far")
     batch, summary = row(text, "batch the fold reads"), row(text, "previous summary")
     after = row(text, "prompt after the fold")
