@@ -293,7 +293,7 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             fixed = (size == "full") if threshold is None else threshold
             runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
-            out.append(workload_table(w, rows, time.monotonic() - t0))
+            out.append(section(name, workload_table(w, rows, time.monotonic() - t0)))
             said, every = verdict(rows, w, fits=fits_budget(w, count))
             lines += said
             won += every
@@ -302,10 +302,20 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         benv.setup(latency)
         env.fake.neutral = neutral
     mode = "schema-aware stand-in" if schema_aware else "neutral stand-in"
-    out.append(report(f"per workload: cost · specifics kept · answerable at reference · QA "
-                      f"({size} workloads; {mode})", summary(all_rows)))
+    out.append(section("summary", report(
+        f"per workload: cost · specifics kept · answerable at reference · QA "
+        f"({size} workloads; {mode})", summary(all_rows))))
     lines.append(f"the defaults dominate all four peers on {won} of {len(all_rows)} "
                  f"workloads (target {DOMINATE_TARGET})")
-    out.append(report(f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
-                      "\n".join(lines)))
+    out.append(section("verdict", report(
+        f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
+        "```\n" + "\n".join(lines) + "\n```")))
     return "".join(out)
+
+
+def section(name: str, text: str) -> str:
+    """``text`` between the markers by which a docs page includes it from the file
+    ``--out`` wrote (``--8<-- "FILE:name"``, pymdownx.snippets); in Markdown they are
+    comments, so the tables read the same on a terminal."""
+    body = text.strip("\n")
+    return f"\n<!-- --8<-- [start:{name}] -->\n{body}\n<!-- --8<-- [end:{name}] -->\n"
