@@ -61,7 +61,7 @@ from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness import env as benv
 from recap.bench.harness.pricing import PAUSE_SHARE, Priced, price, priced
-from recap.bench.harness.stats import report, table
+from recap.bench.harness.stats import report, section, table
 
 DEFAULTS = "Recap defaults"
 THRESHOLD = "Recap, RECAP_POLICY=threshold"
@@ -312,10 +312,3 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         "```\n" + "\n".join(lines) + "\n```")))
     return "".join(out)
 
-
-def section(name: str, text: str) -> str:
-    """``text`` between the markers by which a docs page includes it from the file
-    ``--out`` wrote (``--8<-- "FILE:name"``, pymdownx.snippets); in Markdown they are
-    comments, so the tables read the same on a terminal."""
-    body = text.strip("\n")
-    return f"\n<!-- --8<-- [start:{name}] -->\n{body}\n<!-- --8<-- [end:{name}] -->\n"
