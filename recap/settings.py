@@ -52,7 +52,7 @@ log = logging.getLogger("recap.settings")
 NOT_SETTINGS = frozenset({"RECAP_WORKER_CONCURRENCY", "RECAP_API_WORKERS",
                           "RECAP_API_HOST_PORT", "RECAP_EXTRAS", "RECAP_BEAT_DIR",
                           "RECAP_SERVE_NO_AUTH"})
-# The test suite's and the benchmarks' variables (docs/TESTING.md, docs/BENCHMARKS.md).
+# The test suite's and the benchmarks' variables (docs/TESTING.md, docs/benchmarks/setup.md).
 HARNESS_PREFIXES = ("RECAP_TEST_", "RECAP_BENCH_", "RECAP_SOAK_")
 
 

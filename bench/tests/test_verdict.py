@@ -237,3 +237,7 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     assert verdict.THRESHOLD in out and verdict.DEFAULTS in out
     assert "error" not in out
     assert "answerable at reference" in out and "neutral stand-in" in out
+    # The sections docs/benchmarks/ includes from the file --out writes (--8<--).
+    for section in ("agent", "multi", "coding", "analyst", "summary", "verdict"):
+        assert out.count(f"<!-- --8<-- [start:{section}] -->") == 1, section
+        assert out.count(f"<!-- --8<-- [end:{section}] -->") == 1, section

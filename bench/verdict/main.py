@@ -61,7 +61,7 @@ from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness import env as benv
 from recap.bench.harness.pricing import PAUSE_SHARE, Priced, price, priced
-from recap.bench.harness.stats import report, table
+from recap.bench.harness.stats import report, section, table
 
 DEFAULTS = "Recap defaults"
 THRESHOLD = "Recap, RECAP_POLICY=threshold"
@@ -293,7 +293,7 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             fixed = (size == "full") if threshold is None else threshold
             runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
-            out.append(workload_table(w, rows, time.monotonic() - t0))
+            out.append(section(name, workload_table(w, rows, time.monotonic() - t0)))
             said, every = verdict(rows, w, fits=fits_budget(w, count))
             lines += said
             won += every
@@ -302,10 +302,13 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         benv.setup(latency)
         env.fake.neutral = neutral
     mode = "schema-aware stand-in" if schema_aware else "neutral stand-in"
-    out.append(report(f"per workload: cost · specifics kept · answerable at reference · QA "
-                      f"({size} workloads; {mode})", summary(all_rows)))
+    out.append(section("summary", report(
+        f"per workload: cost · specifics kept · answerable at reference · QA "
+        f"({size} workloads; {mode})", summary(all_rows))))
     lines.append(f"the defaults dominate all four peers on {won} of {len(all_rows)} "
                  f"workloads (target {DOMINATE_TARGET})")
-    out.append(report(f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
-                      "\n".join(lines)))
+    out.append(section("verdict", report(
+        f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
+        "```\n" + "\n".join(lines) + "\n```")))
     return "".join(out)
+

@@ -9,5 +9,5 @@ Markdown tables with their targets beside them and never assert.
 One module per benchmark, named as ``--only`` names it (``hook``, ``throughput``,
 ``cost`` ...: recap.bench.main.NAMES), each with ``run(quick=...) -> str``; the
 harness (environment, workers, seeding, statistics, the bench extra's packages)
-is recap.bench.harness. docs/BENCHMARKS.md gives the figures and what they mean.
+is recap.bench.harness. docs/benchmarks/ gives the figures and what they mean.
 """

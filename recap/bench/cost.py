@@ -53,7 +53,7 @@ from recap.bench.harness.pricing import (
     with_dynamic_block,
     without_breakpoints,
 )
-from recap.bench.harness.stats import report, table
+from recap.bench.harness.stats import report, section, table
 
 PLOT = "cost.png"
 DEFAULT_ROW = "Recap, caching (default)"
@@ -223,8 +223,8 @@ def run(quick: bool = False, specifics: Specifics | None = None) -> str:
     out, panels = [], []
     for conversation, n in (("demo", messages_for(quick)), ("short", 1400 if quick else 2000)):
         rows = systems(count, specifics, conversation=conversation, n=n)
-        out.append(_table(rows, conversation, n))
-        out.append(frontier(rows, conversation))
+        out.append(section(conversation, _table(rows, conversation, n)))
+        out.append(section(f"{conversation}-frontier", frontier(rows, conversation)))
         panels.append((f"{conversation} conversation, {n} messages", rows))
     return "".join(out) + plot(panels) + "\n"
 

@@ -19,7 +19,7 @@ def register(sub: Subparsers) -> None:
     p.epilog = ("PostgreSQL through RECAP_BENCH_PG (default "
                 "postgresql+psycopg://postgres@127.0.0.1:5432/postgres), Redis through "
                 "RECAP_BENCH_REDIS (default redis://127.0.0.1:6379/13). "
-                "docs/BENCHMARKS.md explains each benchmark.")
+                "docs/benchmarks/ explains each benchmark.")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ database (recap.ops.metrics.snapshot, one short read transaction), so one
 exporter is right whatever number of workers run; it caches only the totals of
 runs recorded more than 30 minutes ago, so a scrape reads recent rows only. If
 the database cannot be read, the scrape still answers, with ``recap_up 0``.
-Series: docs/OPERATIONS.md, "Prometheus metrics". SIGTERM or Ctrl-C stops it
+Series: docs/operations/metrics.md. SIGTERM or Ctrl-C stops it
 (exit 0 / 130).
 """
 

@@ -210,7 +210,7 @@ def format_stats(data: dict[str, Any]) -> str:
     for reason, count in data.get("blocked_reasons", {}).items():
         lines.append(f"{'why blocked':<{width}}  {count} session(s): {reason}")
     lines.append("\nwhat the replies cost next to full history with caching (all sessions; "
-                 "an estimate, docs/OPERATIONS.md):")
+                 "an estimate, docs/operations/savings.md):")
     lines += format_spend(data["spend"], width=width)
     lines.append(f"{'sessions at a loss':<{width}}  {data['sessions_at_loss']}")
     return "\n".join(lines)

@@ -38,7 +38,7 @@ class PriceList(BaseModel):
     # "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6}, ...}.
     prices: str = Field("", max_length=MAX_CHARS, description=(
         "Price rows (USD per million tokens) that replace or add to the published table: "
-        "JSON or a JSON file's path (docs/OPERATIONS.md, Prices)."))
+        "JSON or a JSON file's path (docs/operations/prices.md)."))
 
     @field_validator("prices")
     @classmethod

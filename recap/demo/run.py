@@ -260,7 +260,7 @@ def _run(data: Path, broker: Path, count: int, *, keep: bool) -> int:
              + ("a summary was applied" if applied else "no summary was applied (below thresholds)")
              + (f"; inspect with: sqlite3 {data}" if keep
                 else f"; removed {data.parent} (--keep keeps it)"))
-    out.line('next: README.md, "How it fits a chat app": the calls a chat app makes '
+    out.line("next: docs/get-started/chat-app.md, the calls a chat app makes "
              "(add_message, after_reply, build_context)")
     return 0
 

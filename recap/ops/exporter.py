@@ -142,7 +142,7 @@ def spend_families(snap: Snapshot) -> Iterator[Any]:
     cost = GaugeMetricFamily(
         "recap_spend_cost_tokens", "Priced cost by path, in the reply model's base-input "
         "tokens, by the price table (RECAP_REPLY_MODEL's cache reads and writes, "
-        "RECAP_MODEL's input and output; docs/OPERATIONS.md, Prices).", labels=["path"])
+        "RECAP_MODEL's input and output; docs/operations/prices.md).", labels=["path"])
     cost.add_metric(["recap"], spent.recap_cost_tokens)
     cost.add_metric(["full_history"], spent.full_cost_tokens)
     yield cost

@@ -42,9 +42,9 @@ class Fold(BaseModel):
 
 class SpendView(BaseModel):
     """What the session's replies cost next to full history with prompt caching
-    (recap.core.spend; docs/OPERATIONS.md): an estimate that assumes each call was
+    (recap.core.spend; docs/operations/savings.md): an estimate that assumes each call was
     made when its reply was stored. Cost figures are the reply model's base-input
-    tokens, priced by the price table (docs/OPERATIONS.md, Prices): the replies'
+    tokens, priced by the price table (docs/operations/prices.md): the replies'
     requests at the reply model's cache read, write and input prices, the
     summarizing at the summarizer's input and output prices; ``price_basis`` says
     which."""

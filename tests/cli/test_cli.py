@@ -165,7 +165,7 @@ def test_recap_bench_reads_its_options_in_any_order() -> None:
     from recap.cli import build_parser, parse_args
 
     parser = build_parser()
-    # `recap bench --quick` (docs/BENCHMARKS.md) is read by the real parser.
+    # `recap bench --quick` (docs/benchmarks/) is read by the real parser.
     for argv, only, quick in ((["--quick"], [], True),
                               (["--quick", "--only", "overhead,tokens"], ["overhead", "tokens"],
                                True), (["--only", "hook"], ["hook"], False), ([], [], False)):

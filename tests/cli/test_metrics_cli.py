@@ -221,7 +221,7 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
 
 
 DASHBOARD = ROOT / "docs" / "grafana" / "recap.json"
-OPERATIONS = ROOT / "docs" / "OPERATIONS.md"
+METRICS_PAGE = ROOT / "docs" / "operations" / "metrics.md"
 
 
 def dashboard_queries() -> list[str]:
@@ -240,13 +240,13 @@ def test_the_dashboard_and_the_documented_alerts_use_only_exposed_series() -> No
     # The dashboard shows every series (Prometheus' own scrape_duration_seconds too).
     assert {name.removesuffix("_total") for name in exposed} <= {
         name.removesuffix("_total") for name in used}
-    documented = set(re.findall(r"`(recap_[a-z_]+)", OPERATIONS.read_text()))
+    documented = set(re.findall(r"`(recap_[a-z_]+)", METRICS_PAGE.read_text()))
     assert exposed <= documented, exposed - documented
 
 
 def documented_rules() -> str:
-    """The alerting rules docs/OPERATIONS.md shows (its ``groups:`` YAML block)."""
-    (block,) = re.findall(r"```yaml\n(groups:\n.*?)```", OPERATIONS.read_text(), re.S)
+    """The alerting rules docs/operations/metrics.md shows (its ``groups:`` YAML block)."""
+    (block,) = re.findall(r"```yaml\n(groups:\n.*?)```", METRICS_PAGE.read_text(), re.S)
     return str(block)
 
 

@@ -116,10 +116,11 @@ def test_procfile_runs_the_same_commands_as_compose() -> None:
     assert "--address=127.0.0.1" in entries["flower"]
 
 
-def test_readme_runs_the_processes_as_compose_does() -> None:
-    """README's process table: the configured queue and beat directory, and no
-    Flower password on a command line (`ps` shows it); the columns as shipped."""
-    text = (ROOT / "README.md").read_text()
+def test_the_process_table_runs_the_processes_as_compose_does() -> None:
+    """docs/operations/running.md's process table: the configured queue and beat
+    directory, and no Flower password on a command line (`ps` shows it); the columns
+    as shipped."""
+    text = (ROOT / "docs" / "operations" / "running.md").read_text()
     table = dict(re.findall(r"^\| ([^|]+?) \| `([^`]+)`.* \|$", text, re.M))
     svcs = services()
     for row, name in (("worker", "worker"), ("beat (sweeper, one only)", "beat")):
@@ -171,6 +172,6 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
 
 
 def test_operations_guide_covers_every_setting() -> None:
-    text = (ROOT / "docs" / "OPERATIONS.md").read_text()
+    text = "".join(p.read_text() for p in sorted((ROOT / "docs" / "operations").glob("*.md")))
     missing = [env_name(f) for f in Settings.model_fields if f"`{env_name(f)}`" not in text]
-    assert not missing, f"docs/OPERATIONS.md does not describe {missing}"
+    assert not missing, f"docs/operations/ does not describe {missing}"

@@ -217,7 +217,7 @@ def test_flower_api_needs_basic_auth(flower: Flower) -> None:
 
 
 def test_flower_metrics_and_healthcheck_skip_auth(flower: Flower) -> None:
-    """Why docs/OPERATIONS.md says never to publish Flower's port: these two
+    """Why docs/operations/monitoring.md says never to publish Flower's port: these two
     answer anyone, and /metrics names every worker and task type."""
     status, body = flower.get("/metrics", auth="")
     assert status == 200 and "flower_events_total" in body

@@ -201,7 +201,7 @@ def test_flower_shows_each_jobs_session_and_outcome_in_a_browser_behind_basic_au
     assert detail.details["Result"] == repr(applied_line)
     _report(shown, detail.details)
 
-    # The searches docs/OPERATIONS.md suggests: by session id, by outcome.
+    # The searches docs/operations/monitoring.md suggests: by session id, by outcome.
     assert found(flower, f"args:{applied}") == [applied_id]
     assert found(flower, f"result:skipped {skipped}") == [skipped_id]
     assert found(flower, f"result:applied {applied}") == [applied_id]

@@ -1,4 +1,5 @@
-"""The code blocks of README.md and docs/*.md, with the marker each carries.
+"""The code blocks of README.md and every page under docs/ (docs/**/*.md), with
+the marker each carries.
 
 A block a user would run (fenced as python, bash, sh, shell or console, or an
 unfenced-language block whose first line is a command) carries an HTML comment on
@@ -52,7 +53,8 @@ class Block:
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md and every page of the docs site, subfolders included."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def blocks(path: Path) -> list[Block]:

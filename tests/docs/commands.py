@@ -1,6 +1,6 @@
 """Every ``recap ...`` command the docs and the ``--help`` texts show, as argv lists.
 
-Where they are found: inline code spans of README.md and docs/*.md, each line of
+Where they are found: inline code spans of README.md and docs/**/*.md, each line of
 their code blocks (shell lines split at ``&&``, ``;``, ``|`` and ``&``; a ``#``
 comment is read like prose), and every description, epilog and option help of the
 real parser (``recap ... --help``); in a block line or a help line that has inline spans,
@@ -150,7 +150,7 @@ def _last_group(items: list[list[list[str]]]) -> list[str]:
 
 
 def doc_examples(names: set[str]) -> list[Example]:
-    """Every command of README.md and docs/*.md."""
+    """Every command of README.md and docs/**/*.md."""
     found: dict[tuple[str, str], Example] = {}
     for path in doc_files():
         for line, snippet in snippets(path):

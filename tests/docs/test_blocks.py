@@ -1,4 +1,4 @@
-"""README.md's and docs/*.md's code blocks: every block marked ``runs`` runs
+"""README.md's and docs/**/*.md's code blocks: every block marked ``runs`` runs
 verbatim (extracted from the Markdown here, never copied) against the test
 environment, and every block that looks runnable is marked one way or the other
 (tests/docs/blocks.py has the convention). docs/INTEGRATIONS.md's examples run in

@@ -1,4 +1,4 @@
-"""docs/OPERATIONS.md's worked example of a fold priced against a warm cache: its
+"""docs/operations/prices.md's worked example of a fold priced against a warm cache: its
 figures are the pricing function's own for the example's inputs and prices."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def figure(cell: str) -> float:
 
 
 def test_the_worked_example_adds_up() -> None:
-    text = (ROOT / "docs" / "OPERATIONS.md").read_text()
+    text = (ROOT / "docs" / "operations" / "prices.md").read_text()
     assert "replies by `claude-sonnet-4-5` ($3 input,\n$0.30 cache read, $3.75" in text
     assert (PRICES.reply.input, PRICES.reply.cache_read, PRICES.reply.cache_write_5m,
             PRICES.summarizer.input, PRICES.summarizer.output) == (3, 0.30, 3.75, 1, 5)

@@ -37,6 +37,14 @@ def report(title: str, body: str) -> str:
     return text
 
 
+def section(name: str, text: str) -> str:
+    """``text`` between the markers by which a docs page includes it from the file
+    ``--out`` wrote (``--8<-- "FILE:name"``, pymdownx.snippets); in Markdown they are
+    comments, so the tables read the same on a terminal."""
+    body = text.strip("\n")
+    return f"\n<!-- --8<-- [start:{name}] -->\n{body}\n<!-- --8<-- [end:{name}] -->\n"
+
+
 def timed(fn: Callable[[], object], repeat: int, *, warm: int = 1) -> list[float]:
     """Seconds of each of ``repeat`` calls of ``fn``, after ``warm`` untimed ones
     (connections, cold caches, the planner's statistics)."""

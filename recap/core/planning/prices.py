@@ -1,7 +1,7 @@
 """What each model charges, per million tokens in USD (pure): base input, output,
 cache reads and cache writes for each lifetime (5 minutes, 1 hour).
 
-:data:`TABLE` is Anthropic's published price list (docs/OPERATIONS.md, "Prices",
+:data:`TABLE` is Anthropic's published price list (docs/operations/prices.md,
 names the page and the date it was read); ``RECAP_PRICES`` replaces or adds rows
 (recap.config.prices). :func:`lookup` finds a model's row: its own, else the
 nearest row of its family (the longest known id it starts with, else the family's
