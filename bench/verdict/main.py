@@ -60,7 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.verdict.clearing import ClearToolUses
-from bench.verdict.compaction import Compact, OnDemand, fitted_trigger
+from bench.verdict.compaction import FITTED_MAX, MIN_TRIGGER, Compact, OnDemand, fitted_trigger
 from bench.verdict.drive import (
     SystemRun,
     counter,
@@ -144,7 +144,8 @@ def compactions(w: Workload, count: Callable[[str], int]) -> list[tuple[Compact 
     demand = OnDemand(BUDGET)
     return [(Compact(), f"{COMPACTION}, defaults ({Compact().label()})", ""),
             (fitted, f"{COMPACTION}, {fitted.label()}",
-             f"{COMPACTION}, fitted trigger (half the largest session, 50k-100k)"),
+             f"{COMPACTION}, fitted trigger (half the largest session, "
+             f"{MIN_TRIGGER // 1000}k-{FITTED_MAX // 1000}k)"),
             (demand, f"{COMPACTION}, {demand.label()}", "")]
 
 
