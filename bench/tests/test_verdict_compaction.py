@@ -207,3 +207,29 @@ def test_the_summary_is_the_neutral_stand_ins_digest_over_the_messages_api() -> 
         assert fake.requests[0]["max_tokens"] == 1024
     finally:
         fake.stop()
+
+
+@pytest.mark.unit
+def test_the_verdict_reports_a_row_that_never_fires_as_not_acting_and_leaves_it_out() -> None:
+    from bench.verdict.main import DEFAULTS, FULL, IDLE, Row, brief, verdict
+    from bench.verdict.workloads import build
+    from recap.bench.harness.pricing import Priced
+
+    def row(name: str, cost: float, *, acts: bool = True) -> Row:
+        priced = Priced(name, 10, 0, 0, 0, 0, cost, cost, 0.0, 0.5)
+        return Row(name, priced, (1, 8), 0, acts=acts)
+
+    rows = [row("full history, no caching", 10.0), row(FULL, 9.0), row(DEFAULTS, 1.0),
+            row("LangChain SummarizationMiddleware", 2.0), row("LangMem summarize", 2.0),
+            row("tool-result clearing, defaults", 9.0),
+            row("server-side compaction, defaults (trigger 150k)", 0.5, acts=False),
+            row("server-side compaction, trigger 50k", 2.0)]
+    assert brief(rows[6], 10.0) == IDLE and brief(rows[7], 10.0) != IDLE
+    lines, four, five = verdict(rows, build("short", "tiny"), fits=False)
+    assert ("short: server-side compaction, defaults (trigger 150k): does not act "
+            "(no request passes its trigger)") in lines
+    assert any(ln.startswith("short: defaults dominate server-side compaction, trigger 50k: "
+                             "yes") for ln in lines)
+    assert four and five  # the cheaper row that does not act is not held against them
+    rows[7] = row("server-side compaction, trigger 50k", 0.5)
+    assert verdict(rows, build("short", "tiny"), fits=False)[1:] == (True, False)
