@@ -6,8 +6,8 @@ user runs are ``recap bench``):
 
 - ``verdict``: the defaults' verdict (bench.verdict): cost, specifics, answerable at
   reference and planted-fact QA of Recap's defaults against LangChain, LangMem, full
-  history with caching and full history with tool-result clearing on eight
-  workloads, the stand-in in neutral mode.
+  history with caching, full history with tool-result clearing and with server-side
+  compaction on eight workloads, the stand-in in neutral mode.
   ``--quick`` alone runs it on smaller workloads (about nine minutes on a shared
   2-core machine); ``--schema-aware`` against the stand-in's schema-aware answers
   instead (a mechanism test, not a comparison);

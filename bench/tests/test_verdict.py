@@ -233,6 +233,9 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     assert "coding: target cost <= 0.5x full history with caching's on a tool-heavy" in out
     assert "analyst: target answerable at reference >= full history with caching's" in out
     assert "the defaults dominate all four peers on " in out and " of 4 workloads" in out
+    for row in ("defaults (trigger 150k)", "trigger 50k", "on demand at 80% of the 32k budget"):
+        assert f"server-side compaction, {row}" in out  # a row, and a verdict line
+    assert "with server-side compaction as a fifth peer (its rows that act): " in out
     assert "cost, 30% pauses" in out and "cost, no pauses" in out
     assert verdict.THRESHOLD in out and verdict.DEFAULTS in out
     assert "error" not in out

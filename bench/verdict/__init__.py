@@ -1,10 +1,11 @@
 """The defaults' verdict (``python -m bench --quick``): Recap's defaults against
-LangChain, LangMem, full history with caching and full history with tool-result
-clearing, on eight generated workloads.
+LangChain, LangMem, full history with caching, full history with tool-result
+clearing and with server-side compaction, on eight generated workloads.
 
 - shapes.py: what a workload is (sessions, planted facts, references back, pauses);
 - workloads.py, referring.py, analyst.py: the eight workloads, from a fixed seed;
 - clearing.py: the Messages API's tool-result clearing, as a peer;
+- compaction.py: the Messages API's server-side compaction, as a peer;
 - drive.py: every system over a workload, with the requests each sends;
 - judge.py: answerable at reference;
 - main.py: pricing, the tables and the verdict (``run``).

@@ -10,25 +10,29 @@ follow-up queued: a fold lands where a worker would put it in a chat slower than
 one summarization, without a worker process (what makes the quick verdict fast).
 Its summaries come from the stand-in over its real HTTP protocol.
 
-The peers (recap.evals.peers), full history and full history with tool-result
-clearing (bench.verdict.clearing) see one session at a time, as their defaults
-do. The planted-fact questions (recap.evals.run.quiz) are answered by the
-stand-in's reader (recap.evals.standin.reader_answer) from the request
-each system would send next, the question as its newest user turn.
+The peers (recap.evals.peers), full history, full history with tool-result
+clearing (bench.verdict.clearing) and with server-side compaction
+(bench.verdict.compaction, its summaries from the stand-in over HTTP) see one
+session at a time, as their defaults do. The planted-fact questions
+(recap.evals.run.quiz) are answered by the stand-in's reader
+(recap.evals.standin.reader_answer) from the request each system would send
+next, the question as its newest user turn.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.verdict.clearing import ClearToolUses
+from bench.verdict.compaction import Compact, OnDemand, Summarize
 from bench.verdict.shapes import Workload, scripts
 from recap.bench.harness import env as benv
 
 SETTLE_MAX = 50  # follow-up jobs per reply at most: a loop means a bug, not a long fold
+SUMMARY_DEADLINE_S = 120.0  # one compaction summary from the stand-in, at most
 
 
 @dataclass
@@ -43,6 +47,8 @@ class SystemRun:
     folds: int = 0
     seconds: float = 0.0
     error: str | None = None
+    key: str = ""  # the same system on every workload, when its name varies (summary table)
+    acts: bool = True  # False: a compaction peer whose trigger never fired here
 
 
 def answer(body: dict[str, Any], question: str) -> str:
@@ -105,7 +111,7 @@ def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
     run.qa = quiz(w.facts, ask)
     from recap.bench.harness.pricing import recap_spent
 
-    run.spent = recap_spent(env.fake.requests, _count())
+    run.spent = recap_spent(env.fake.requests, counter())
     run.seconds = time.monotonic() - started
     return run
 
@@ -129,7 +135,7 @@ def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
             bodies = [peer_body(m) for m in result.sent]
             run.bodies += bodies
             run.starts += [i == 0 for i in range(len(bodies))]
-            run.spent += sum(request_tokens(b, _count()) for b in env.fake.requests)
+            run.spent += sum(request_tokens(b, counter()) for b in env.fake.requests)
     finally:
         env.fake.delay = latency
     last = run.bodies[-1] if run.bodies else {"messages": []}
@@ -147,7 +153,7 @@ def run_full(w: Workload, *, caching: bool = True) -> SystemRun:
 
     run = SystemRun("full history, " + ("caching" if caching else "no caching"))
     for script in scripts(w):
-        bodies = full_history(script, BUDGET, _count())
+        bodies = full_history(script, BUDGET, counter())
         run.bodies += bodies if caching else [without_breakpoints(b) for b in bodies]
         run.starts += [i == 0 for i in range(len(bodies))]
     last = run.bodies[-1] if run.bodies else {"messages": []}
@@ -164,7 +170,7 @@ def run_clearing(w: Workload, edit: ClearToolUses, name: str) -> SystemRun:
 
     run = SystemRun(name)
     for _, messages in w.sessions:
-        bodies = clearing_history(messages, edit, BUDGET, _count())
+        bodies = clearing_history(messages, edit, BUDGET, counter())
         run.bodies += bodies
         run.starts += [i == 0 for i in range(len(bodies))]
     last = run.bodies[-1] if run.bodies else {"messages": []}
@@ -172,10 +178,67 @@ def run_clearing(w: Workload, edit: ClearToolUses, name: str) -> SystemRun:
     return run
 
 
+def stand_in_summarizer(base_url: str) -> Summarize:
+    """Compaction summaries from the stand-in at ``base_url`` over the Messages API
+    (in the verdict, its neutral rule: the digest every summariser gets)."""
+    import anthropic
+
+    from bench.verdict.compaction import prompt
+    from recap.llm.deadline import call_within
+    from recap.settings import DEFAULT_MODEL
+
+    client = anthropic.Anthropic(base_url=base_url, api_key="sk-ant-bench", max_retries=0,
+                                 timeout=60)
+
+    def summarize(turns: Sequence[tuple[str, str]], instructions: str | None) -> str:
+        body = prompt(turns, instructions)
+        reply = call_within(lambda: client.messages.create(
+            model=DEFAULT_MODEL, max_tokens=body["max_tokens"], messages=body["messages"]),
+            SUMMARY_DEADLINE_S, what="compaction summary")
+        return "".join(b.text for b in reply.content if b.type == "text")
+
+    return summarize
+
+
+def run_compaction(w: Workload, config: Compact | OnDemand, name: str, *,
+                   key: str = "") -> SystemRun:
+    """Full history with caching plus server-side compaction (bench.verdict.compaction):
+    the threshold edit (``Compact``) or on-demand compaction (``OnDemand``) over each
+    session in block form; priced and judged on the requests as the API read them,
+    each compaction billed as its iteration."""
+    from bench.verdict.compaction import compact_history, on_demand_history
+    from recap.evals.run import quiz
+
+    env = benv.setup()
+    summarize = stand_in_summarizer(env.fake.url)
+    run = SystemRun(name, key=key)
+    started = time.monotonic()
+    billed = 0.0
+    latency, env.fake.delay = env.fake.delay, 0.0
+    try:
+        for _, messages in w.sessions:
+            env.fake.reset()  # each session's summaries start afresh, as the peers' do
+            done = (compact_history(messages, config, summarize=summarize, count=counter())
+                    if isinstance(config, Compact) else
+                    on_demand_history(messages, config, summarize=summarize, count=counter()))
+            run.bodies += done.read
+            run.starts += [i == 0 for i in range(len(done.read))]
+            run.folds += len(done.iterations)
+            billed += done.billed
+    finally:
+        env.fake.delay = latency
+    run.spent = round(billed)
+    run.acts = run.folds > 0
+    last = run.bodies[-1] if run.bodies else {"messages": []}
+    run.qa = quiz(w.facts, lambda q: answer(last, q))
+    run.seconds = time.monotonic() - started
+    return run
+
+
 _COUNT: list[Callable[[str], int]] = []
 
 
-def _count() -> Callable[[str], int]:
+def counter() -> Callable[[str], int]:
     """Recap's token counter, memoized per text for the whole run (blocks repeat)."""
     if not _COUNT:
         import functools

@@ -25,11 +25,16 @@ clearing (bench.verdict.clearing, two rows: its documented defaults and a trigge
 that fires on the quick workloads). Recap's defaults dominate a peer when they
 cost no more, keep at least as many specifics, have at least as many references
 answerable and answer at least as many questions; tool-result clearing counts as
-dominated when both its rows are. Targets per workload: cost at most 0.5x full
+dominated when both its rows are. Server-side compaction (bench.verdict.compaction:
+the ``compact_20260112`` edit at its defaults and at a trigger fitted to the
+workload's size, and on-demand compaction) is a fifth peer with three rows, held
+apart from the target: a row whose trigger never fires on a workload *does not
+act* there and is left out; the last line also says on how many workloads the
+defaults dominate all five. Targets per workload: cost at most 0.5x full
 history with caching on a tool-heavy session and at most 0.7x on a chat;
 answerable at reference at least full history with caching's; 100% answerable
 at reference on a chat that fits its budget; and the defaults dominating all
-four peers on six of the eight workloads (the last line).
+four peers on six of the eight workloads (the closing lines).
 
 Every comparison runs with the stand-in in **neutral mode** (recap.testing.neutral):
 one summarizing rule for every caller (the first sentence of each message,
@@ -55,7 +60,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.verdict.clearing import ClearToolUses
-from bench.verdict.drive import SystemRun, run_clearing, run_full, run_peer, run_recap
+from bench.verdict.compaction import FITTED_MAX, MIN_TRIGGER, Compact, OnDemand, fitted_trigger
+from bench.verdict.drive import (
+    SystemRun,
+    counter,
+    run_clearing,
+    run_compaction,
+    run_full,
+    run_peer,
+    run_recap,
+)
 from bench.verdict.judge import answerable
 from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
@@ -72,6 +86,8 @@ FULL = "full history, caching"
 # oldest turns fall off (the default 100,000 waits for a history three times that).
 CLEARING = (ClearToolUses(), ClearToolUses(trigger=30_000))
 CLEAR = "tool-result clearing"
+COMPACTION = "server-side compaction"
+IDLE = "does not act"
 TOOL_COST = 0.5  # target: at most this share of full history with caching, tool-heavy
 CHAT_COST = 0.7  # the same on a chat
 DOMINATE_TARGET = 6  # workloads of eight on which the defaults dominate all four peers
@@ -88,6 +104,12 @@ class Row:
     error: str | None = None
     ref: tuple[int, int] = (0, 0)  # (references answerable, references): bench.verdict.judge
     uniform: float = 0.0  # cost of replies with a seeded 30% after a pause, every workload
+    key: str = ""  # the same system on every workload when its name varies (summary table)
+    acts: bool = True  # False: a compaction peer whose trigger never fired on the workload
+
+    @property
+    def ident(self) -> str:
+        return self.key or self.name
 
     def total(self, base: float) -> float:
         """Replies priced by the workload's pause rule plus summarization, full
@@ -109,6 +131,24 @@ def clearing_name(edit: ClearToolUses) -> str:
     return f"{CLEAR}, " + (f"defaults ({edit.label()})" if default else edit.label())
 
 
+def compactions(w: Workload, count: Callable[[str], int]) -> list[tuple[Compact | OnDemand,
+                                                                      str, str]]:
+    """Server-side compaction's three rows on ``w``, each (config, name, key): the
+    edit at its defaults, at the trigger bench.verdict.compaction.fitted_trigger
+    picks from the workload's largest session, and on demand past 80% of the peers'
+    budget (where LangChain and LangMem summarise)."""
+    from recap.evals.peers import BUDGET
+
+    sizes = [count(benv.SYSTEM_PROMPT) + sum(count(t) for _, t in s) for s in scripts(w)]
+    fitted = Compact(trigger=fitted_trigger(sizes))
+    demand = OnDemand(BUDGET)
+    return [(Compact(), f"{COMPACTION}, defaults ({Compact().label()})", ""),
+            (fitted, f"{COMPACTION}, {fitted.label()}",
+             f"{COMPACTION}, fitted trigger (half the largest session, "
+             f"{MIN_TRIGGER // 1000}k-{FITTED_MAX // 1000}k)"),
+            (demand, f"{COMPACTION}, {demand.label()}", "")]
+
+
 def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[SystemRun]:
     """Every system over ``w``; the first is the 1.00 of cost. ``threshold``: also
     Recap under the fixed rule (RECAP_POLICY=threshold). ``policy``: a RECAP_POLICY
@@ -119,7 +159,9 @@ def systems(w: Workload, *, threshold: bool, policy: str | None = None) -> list[
     mine = run_recap(w, DEFAULTS + (f" (RECAP_POLICY={policy})" if policy else ""), **tried)
     fixed = [run_recap(w, THRESHOLD, RECAP_POLICY="threshold")] if threshold else []
     clearing = [run_clearing(w, edit, clearing_name(edit)) for edit in CLEARING]
-    return [run_full(w, caching=False), run_full(w), *clearing, mine, *fixed,
+    compacting = [run_compaction(w, config, name, key=key)
+                  for config, name, key in compactions(w, counter())]
+    return [run_full(w, caching=False), run_full(w), *clearing, *compacting, mine, *fixed,
             *(run_peer(w, peer) for peer in PEERS)]
 
 
@@ -145,7 +187,7 @@ def rows_of(w: Workload, runs: Sequence[SystemRun], specifics: Callable[[str], f
         uniform = (p.cost_paused if w.paused is None else
                    price(r.bodies, count, seeded[:len(r.bodies)], starts)[4])
         out.append(Row(r.name, p, r.qa, r.folds, r.error, answerable(r.bodies, w.probes),
-                       uniform))
+                       uniform, r.key, r.acts))
     return out
 
 
@@ -166,37 +208,51 @@ def share(ref: tuple[int, int]) -> str:
 
 
 def brief(row: Row, base: float) -> str:
-    """cost · specifics · answerable at reference · QA (the README's cell)."""
+    """cost · specifics · answerable at reference · QA (the README's cell); "does not
+    act" for a compaction peer whose trigger never fired."""
+    if not row.acts:
+        return IDLE
     return (f"{row.total(base):.3f} · {row.priced.kept:.0%} · {share(row.ref)} · "
             f"{row.qa[0]}/{row.qa[1]}")
 
 
 def peers_of(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
-    """The four peers the defaults are held against, each with its rows (tool-result
-    clearing has two: it is dominated when both are)."""
+    """The peers the defaults are held against, each with its rows: the four of the
+    target, then server-side compaction (tool-result clearing has two rows and is
+    dominated when both are; compaction has three, dominated when each row that
+    acts is)."""
     return [("LangChain", [find(rows, "LangChain")]), ("LangMem", [find(rows, "LangMem")]),
             ("full history with caching", [find(rows, FULL)]),
-            ("tool-result clearing", [r for r in rows if r.name.startswith(CLEAR)])]
+            (CLEAR, [r for r in rows if r.name.startswith(CLEAR)]),
+            (COMPACTION, [r for r in rows if r.name.startswith(COMPACTION)])]
 
 
-def verdict(rows: Sequence[Row], w: Workload, *, fits: bool) -> tuple[list[str], bool]:
-    """The verdict lines of one workload (see the module docstring), and whether the
-    defaults dominate all four peers on it. ``fits``: a chat that fits its budget."""
+def verdict(rows: Sequence[Row], w: Workload, *,
+            fits: bool) -> tuple[list[str], bool, bool]:
+    """The verdict lines of one workload (see the module docstring), whether the
+    defaults dominate all four peers on it, and whether they dominate server-side
+    compaction's rows that act too. ``fits``: a chat that fits its budget."""
     base = rows[0].priced.cost
     mine = find(rows, DEFAULTS)
-    lines, every = [], True
+    lines, every, fifth = [], True, True
     for label, others in peers_of(rows):
         for other in others:
+            named = label + (other.name[len(label):] if label in (CLEAR, COMPACTION) else "")
+            if not other.acts:
+                lines.append(f"{w.name}: {named}: {IDLE} (no request passes its trigger)")
+                continue
             won = dominates(mine, other, base)
-            every = every and won
-            named = label + (other.name[len(CLEAR):] if label.startswith(CLEAR) else "")
+            if label == COMPACTION:
+                fifth = fifth and won
+            else:
+                every = every and won
             lines.append(
                 f"{w.name}: defaults dominate {named}: {'yes' if won else 'no'} "
                 f"(cost {mine.total(base):.3f} vs {other.total(base):.3f}, specifics "
                 f"{mine.priced.kept:.0%} vs {other.priced.kept:.0%}, answerable at reference "
                 f"{share(mine.ref)} vs {share(other.ref)}, QA {mine.qa[0]}/{mine.qa[1]} "
                 f"vs {other.qa[0]}/{other.qa[1]})")
-    return lines + targets(mine, find(rows, FULL), base, w, fits=fits), every
+    return lines + targets(mine, find(rows, FULL), base, w, fits=fits), every, every and fifth
 
 
 def targets(mine: Row, full: Row, base: float, w: Workload, *, fits: bool) -> list[str]:
@@ -234,7 +290,8 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
         table(["system", "replies", "input tokens / reply", "cache-hit share", "folds",
                "summarization tokens", "total cost", "cost, no pauses", "cost, 30% pauses",
                "specifics kept", "answerable at reference", "QA"],
-              [[r.name + (f" (error: {r.error})" if r.error else ""), r.priced.replies,
+              [[r.name + (f" (error: {r.error})" if r.error else "")
+                + ("" if r.acts else f" ({IDLE})"), r.priced.replies,
                 f"{r.priced.input / max(1, r.priced.replies):,.0f}",
                 f"{r.priced.read / max(1, r.priced.input):.0%}", r.folds,
                 f"{r.priced.summarization:,}", f"{r.total(base):.3f}", f"{r.warm(base):.3f}",
@@ -245,12 +302,12 @@ def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
 def summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
     """One line per system, one column per workload: cost · specifics · answerable
     at reference · QA (the shape of README's table)."""
-    names = [r.name for r in all_rows[0][1][1:]] if all_rows else []
+    names = [r.ident for r in all_rows[0][1][1:]] if all_rows else []
     lines = []
     for name in names:
         cells = []
         for _, rows in all_rows:
-            row = next((r for r in rows if r.name == name), None)
+            row = next((r for r in rows if r.ident == name), None)
             cells.append(brief(row, rows[0].priced.cost) if row else "-")
         lines.append([name, *cells])
     return table(["system", *(w for w, _ in all_rows)], lines)
@@ -281,7 +338,7 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     policy = os.environ.get("RECAP_POLICY")
     specifics = functools.lru_cache(maxsize=None)(extract_specifics)
     count = functools.lru_cache(maxsize=None)(count_tokens)
-    out, lines, all_rows, won = [], [], [], 0
+    out, lines, all_rows, won, won_five = [], [], [], 0, 0
     env = benv.setup()
     latency, neutral = env.latency, env.fake.neutral
     benv.setup(0.0)  # cost does not depend on the stand-in's latency: no waiting
@@ -294,9 +351,10 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
             out.append(section(name, workload_table(w, rows, time.monotonic() - t0)))
-            said, every = verdict(rows, w, fits=fits_budget(w, count))
+            said, every, five = verdict(rows, w, fits=fits_budget(w, count))
             lines += said
             won += every
+            won_five += five
             all_rows.append((name, rows))
     finally:
         benv.setup(latency)
@@ -307,6 +365,8 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
         f"({size} workloads; {mode})", summary(all_rows))))
     lines.append(f"the defaults dominate all four peers on {won} of {len(all_rows)} "
                  f"workloads (target {DOMINATE_TARGET})")
+    lines.append(f"with server-side compaction as a fifth peer (its rows that act): all five "
+                 f"on {won_five} of {len(all_rows)} workloads")
     out.append(section("verdict", report(
         f"the defaults' verdict ({size} workloads; {mode}; stand-in figures)",
         "```\n" + "\n".join(lines) + "\n```")))
