@@ -19,6 +19,8 @@
         │       └── InvalidExtraction    the memory answer was not the JSON we asked for
         └── PermanentLLMError    retrying will not help (bad key, bad request)
             └── PromptTooLong        the request exceeded the model's input limit
+
+    UnknownModelWarning      a session's model is not a Claude model Recap knows (a warning)
 """
 
 from __future__ import annotations
@@ -111,3 +113,7 @@ class PermanentLLMError(LLMError):
 
 class PromptTooLong(PermanentLLMError):
     """The request exceeded the model's input limit; send a smaller chunk instead."""
+
+
+class UnknownModelWarning(UserWarning):
+    """A session's ``model`` is not one of the Claude models Recap knows; it was stored."""

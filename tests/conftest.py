@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     # Most tests wait on PostgreSQL, Redis, a worker or a subprocess, not on a core:
     # two processes per core keep the cores busy. The unit tier waits on nothing and
-    # runs in about half a minute: one process, spared every worker's start-up.
+    # runs in about a minute of one core: one process, spared every worker's start-up.
     # RECAP_TEST_WORKERS overrides.
     given = os.environ.get("RECAP_TEST_WORKERS", "").strip()
     if given:

@@ -29,18 +29,20 @@ def test_an_ignored_session_override_is_refused_and_nothing_is_stored() -> None:
     with pytest.raises(InvalidInput, match=r"trigger_messages, batch_size are not read by "
                                            r"the adaptive policy \(policy=adaptive, the "
                                            r"default\), so setting them is refused"):
-        configure_session("fit-1", {"trigger_messages": 6, "batch_size": 3})
+        configure_session("fit-1", {"trigger_messages": 6, "batch_size": 3}, create=True)
     with pytest.raises(InvalidInput, match="policy=threshold"):
-        configure_session("fit-1", {"trigger_tokens": 60})
-    stored = configure_session("fit-1", {"policy": "threshold", "trigger_messages": 40})
+        configure_session("fit-1", {"trigger_tokens": 60}, create=True)
+    stored = configure_session("fit-1", {"policy": "threshold", "trigger_messages": 40},
+                               create=True)
     assert stored == {"policy": "threshold", "trigger_messages": 40}
-    assert configure_session("fit-1", {"keep_recent": 3}) == {"keep_recent": 3}
+    assert configure_session("fit-1", {"keep_recent": 3}) == {**stored, "keep_recent": 3}
+    assert configure_session("fit-1", {"keep_recent": 3}, replace=True) == {"keep_recent": 3}
 
 
 def test_recap_configure_refuses_it(capsys: pytest.CaptureFixture[str]) -> None:
     from recap.cli import main
 
-    assert main(["configure", "fit-2", "trigger_messages=40"]) == 1
+    assert main(["configure", "fit-2", "trigger_messages=40", "--create"]) == 1
     assert "not read by the adaptive policy" in capsys.readouterr().err
 
 

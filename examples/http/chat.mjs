@@ -7,7 +7,7 @@
 // API request is built by Recap (/context: rolling summary, memories, the recent
 // window), Claude answers, the answer is stored, and /replied lets Recap queue a
 // summary when the conversation has grown. ANTHROPIC_BASE_URL (default
-// https://api.anthropic.com) and RECAP_MODEL (default claude-sonnet-4-5) are optional.
+// https://api.anthropic.com) and RECAP_MODEL (default claude-sonnet-5-5, as in README) are optional.
 
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
@@ -16,7 +16,7 @@ const RECAP_URL = (process.env.RECAP_URL ?? "http://127.0.0.1:8000").replace(/\/
 const RECAP_API_KEY = process.env.RECAP_API_KEY ?? "";
 const ANTHROPIC_URL = (process.env.ANTHROPIC_BASE_URL ?? "https://api.anthropic.com").replace(/\/$/, "");
 const ANTHROPIC_API_KEY = process.env.ANTHROPIC_API_KEY ?? "";
-const MODEL = process.env.RECAP_MODEL ?? "claude-sonnet-4-5";
+const MODEL = process.env.RECAP_MODEL ?? "claude-sonnet-5-5";
 const SYSTEM = "You are a concise, friendly assistant.";
 const ATTEMPTS = 5;
 

@@ -1,11 +1,14 @@
-"""``recap configure SESSION_ID [KEY=VALUE ...] [--reset]``: show or override settings
-for one session.
+"""``recap configure SESSION_ID [KEY=VALUE ...] [--replace | --reset] [--create]``: show
+or override settings for one session.
 
 With no KEY=VALUE it only prints the session's stored overrides as JSON (nothing
 changes). Keys are the per-session settings (:data:`KEYS`, e.g.
 ``keep_recent=6 prompt=es``), validated with the same limits as their
-RECAP_* variables; setting keys replaces the earlier overrides and prints the
-stored ones. ``--reset`` removes them all.
+RECAP_* variables; setting keys adds them to the earlier overrides (``KEY=``
+removes one; ``--replace``: the keys given become the only ones) and prints the
+stored ones. ``--reset`` removes them all. An id never stored is refused unless
+``--create``; a model Recap does not know is stored with a warning naming the
+nearest known one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from recap.cli.base import Subparsers, command, emit_json, glossary
+from recap.cli.base import Subparsers, command, emit_json, err, glossary
 
 # recap.settings.Tuning's fields (a test keeps the two equal). Listed here, not
 # imported, so that `recap --help` loads no settings machinery.
@@ -42,8 +45,14 @@ def register(sub: Subparsers) -> None:
     p.add_argument("session_id", metavar="SESSION_ID")
     p.add_argument("settings", nargs="*", metavar="KEY=VALUE",
                    help="settings to override; none: print the stored overrides only")
+    p.add_argument("--replace", action="store_true",
+                   help="the KEY=VALUE given become the session's only overrides (without "
+                        "it they are added to the stored ones)")
     p.add_argument("--reset", "--clear", dest="reset", action="store_true",
                    help="remove every override of the session")
+    p.add_argument("--create", action="store_true",
+                   help="store the session if it does not exist yet (otherwise an unknown "
+                        "id is refused)")
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = ("valid keys (each validated with the limits of the RECAP_<KEY> variable of "
                 "the same name):\n"
@@ -53,28 +62,50 @@ def register(sub: Subparsers) -> None:
                 "does not read them: set them with policy=threshold, e.g.\n"
                 "  recap configure SESSION_ID policy=threshold trigger_tokens=4000\n\n"
                 "Prints the stored overrides as JSON. With no KEY=VALUE nothing "
-                "changes; setting keys replaces every earlier override of the session; "
-                "only --reset removes them.")
+                "changes; KEY=VALUE adds to (or changes) the stored overrides and KEY= "
+                "(no value) removes that one; --replace makes the keys given the only "
+                "ones; --reset removes them all.")
 
 
 def run(args: argparse.Namespace) -> int:
-    from recap.errors import InvalidInput
-    from recap.sessions.overrides import configure_session
+    from recap.errors import InvalidInput, SessionNotFound
+    from recap.sessions.overrides import model_warning, store_overrides
 
-    if args.reset and args.settings:
-        raise InvalidInput("--reset removes every override: give it no KEY=VALUE")
-    if not args.settings and not args.reset:
-        emit_json({"session_id": args.session_id, "overrides": _stored(args.session_id)})
-        return 0
-    overrides: dict[str, Any] = {}
-    for pair in args.settings:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise InvalidInput(f"expected KEY=VALUE, got {pair!r}")
-        overrides[key.strip()] = value.strip()
-    stored = configure_session(args.session_id, None if args.reset else overrides)
+    if args.reset and (args.settings or args.replace):
+        raise InvalidInput("--reset removes every override: give it no KEY=VALUE and no "
+                           "--replace")
+    if args.replace and not args.settings:
+        raise InvalidInput("--replace needs the KEY=VALUE that become the only overrides "
+                           "(--reset removes them all)")
+    given = None if args.reset else parsed_settings(args.settings)
+    warning = model_warning(given)
+    try:
+        if given == {}:  # a read, or with --create the session stored as it is
+            stored = (store_overrides(args.session_id, create=True) if args.create
+                      else _stored(args.session_id))
+        else:
+            stored = store_overrides(args.session_id, given, replace=args.replace,
+                                     create=args.create)
+    except SessionNotFound as exc:
+        raise SessionNotFound(f"{exc}: check the id (recap sessions lists them), or give "
+                              "--create to store a new session") from None
+    if warning is not None:
+        err(f"warning: {warning}")
     emit_json({"session_id": args.session_id, "overrides": stored})
     return 0
+
+
+def parsed_settings(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` words as overrides; ``KEY=`` (no value) as None: remove it."""
+    from recap.errors import InvalidInput
+
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"expected KEY=VALUE, got {pair!r}")
+        overrides[key.strip()] = value.strip() or None
+    return overrides
 
 
 def _stored(session_id: str) -> dict[str, Any] | None:

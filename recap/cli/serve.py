@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
             f"answering Host {', '.join(hosts)})")
     else:
         os.environ.pop(NO_AUTH_ENV, None)
+    from recap.http.protocol import JsonErrorsProtocol
+
     uvicorn.run(APP, factory=True, host=args.host, port=args.port, workers=args.workers,
                 log_level="info", access_log=True, server_header=False,
-                proxy_headers=False)
+                proxy_headers=False, http=JsonErrorsProtocol)
     return 0

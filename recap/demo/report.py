@@ -126,6 +126,24 @@ def compare(messages: Sequence[tuple[str, str]], ctx: Any, row: Any) -> Comparis
                       ctx["budget"], row.summary_tokens, row.summarized_message_count)
 
 
+def turn_count(messages: Sequence[dict[str, Any]]) -> str:
+    """How many turns the context sends, and how many of them are the session's own
+    messages (the table's count) next to the placeholder user turn Recap opens a
+    window with when it starts with the assistant."""
+    from recap.core.context.assemble import (
+        PLACEHOLDER_START,
+        PLACEHOLDER_SUMMARIZED,
+        PLACEHOLDER_WITHHELD,
+    )
+
+    placeholders = {PLACEHOLDER_START, PLACEHOLDER_SUMMARIZED, PLACEHOLDER_WITHHELD}
+    added = sum(1 for m in messages if m["role"] == "user" and m["content"] in placeholders)
+    if not added:
+        return f"{len(messages)} turns"
+    return (f"{len(messages)} turns: the {len(messages) - added} active messages, opened by "
+            "a placeholder user turn (the Messages API starts with the user)")
+
+
 def print_comparison(c: Comparison, out: Out) -> None:
     def pct(tokens: int) -> str:
         return f"{tokens:,} ({tokens / c.budget:.0%})"
@@ -204,7 +222,7 @@ def print_report(session_id: str, out: Out, excerpts: dict[int, str],
             out.line("  " + text)
     turns = [f"  {m['role']:>9}: {first_line(content_text(m['content']), 90)}"
              for m in ctx["messages"]]
-    out.line(f"messages: {len(turns)} turns; the first and last, one line each:")
+    out.line(f"messages: {turn_count(ctx['messages'])}; the first and last, one line each:")
     for text in turns if len(turns) <= 6 else [*turns[:3], "  ...", *turns[-3:]]:
         out.line(text)
     return bool(applied)

@@ -28,7 +28,8 @@ and user ids under `TENANT/`, and every other id is answered as unknown. An id
 is one path segment, percent-encoded: `/` as `%2F` (`/v1/sessions/acme%2F42`).
 Errors are `{"error": {"type", "message"}}`: 400 a body that is not JSON or a Host
 the server does not answer to, 401 no or a wrong key, 403 an Origin it refuses,
-404 no such session or user, 409 a job holds the session (retry after
+404 no such session or user (a session is stored by its first message, or by
+`PUT`/`PATCH .../settings?create=true`), 409 a job holds the session (retry after
 `Retry-After` seconds), 413 a body over RECAP_API_MAX_BODY_BYTES, 415 a body
 sent without `Content-Type: application/json`, 422 invalid input (nothing was
 stored; the message names the field), 503 the database or the broker is

@@ -51,6 +51,12 @@ def error_json(status: int, type_: str, message: str, *,
                         headers=headers)
 
 
+def error_body(type_: str, message: str) -> bytes:
+    """The bytes of :func:`error_json`'s body, for a layer that answers without
+    Starlette (the guard, the HTTP protocol): every error body reads the same."""
+    return bytes(error_json(400, type_, message).body)
+
+
 def classify(exc: BaseException) -> ApiError | None:
     """The answer for an exception a Recap call raised; None for an unexpected one."""
     from sqlalchemy.exc import (

@@ -8,7 +8,6 @@ so a refused request costs no parsing, no thread and no database work.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from starlette.exceptions import HTTPException
 
 from recap.core.tenant import check_tenant, tenant
 from recap.errors import ConfigError, InvalidInput
+from recap.http.errors import error_body
 from recap.http.hosts import allowed, host_name, origin_allowed
 from recap.http.ids import routed_path
 
@@ -98,7 +98,9 @@ def too_large_message(limit: int) -> str:
 
 async def _reply(send: Send, status: int, type_: str, message: str,
                  headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps({"error": {"type": type_, "message": message}}).encode()
+    """An error answered here, before the app: the body every other error has
+    (recap.http.errors.error_body)."""
+    body = error_body(type_, message)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), *headers]})

@@ -121,7 +121,10 @@ class EditOut(BaseModel):
 
 class SettingsOut(BaseModel):
     session_id: str
-    overrides: dict[str, Any] | None
+    overrides: dict[str, Any] | None = Field(description="the overrides stored (null: none)")
+    warnings: list[str] = Field(default_factory=list, description=(
+        "what was stored but looks wrong, e.g. a model that is not a Claude model "
+        "Recap knows (naming the nearest known one)"))
 
 
 class Forgotten(BaseModel):

@@ -3,7 +3,8 @@ the session's user, and the memories it can see."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping
 from types import EllipsisType
 from typing import Any
 
@@ -12,8 +13,9 @@ from sqlalchemy.orm import Session
 
 from recap.api.ingest import raise_other_user
 from recap.api.validate import check_session_id, check_user_id
+from recap.core.known_models import unknown_model_warning
 from recap.db import insert_ignoring_duplicates, rowcount, transaction
-from recap.errors import SessionNotFound
+from recap.errors import InvalidInput, SessionNotFound, UnknownModelWarning
 from recap.models import SOURCE_KINDS, ChatSession, Memory
 from recap.settings import check_policy_fit, get_settings, validate_overrides
 from recap.store.recall import SHOWN_KINDS, session_scopes
@@ -22,39 +24,89 @@ from recap.store.sources import memory_sources
 
 
 def configure_session(session_id: str,
-                      overrides: dict[str, Any] | None | EllipsisType = ..., *,
-                      user_id: str | None = None,
+                      overrides: Mapping[str, Any] | None | EllipsisType = ..., *,
+                      user_id: str | None = None, replace: bool = False,
+                      create: bool = False,
                       db: Session | None = None) -> dict[str, Any] | None:
-    """Set (or with None/{} clear) a session's tuning overrides, and/or its user;
-    creates the session. Returns the overrides stored (None if cleared or unset).
+    """Change a session's tuning overrides and/or its user. Returns the overrides
+    stored (None if there are none).
 
-    Keys are recap.settings.Tuning fields (thresholds, keep window, budget, model,
-    prompt); values are validated with the same limits as RECAP_* settings.
-    ``overrides`` left out (``...``) keeps the stored ones. ``user_id`` sets the
-    session's user (as ``add_message(..., user_id=...)`` does): memories are then
-    the user's. Raises InvalidInput naming the bad key (a key the session's policy
-    ignores too: trigger_messages under the adaptive policy), or both users if the
-    session belongs to another one, writing nothing.
+    ``overrides`` is merged into the stored ones: each key given is set, a key given
+    as None removes that override, the others stay. With ``replace=True`` it
+    replaces them all; None clears them all; left out (``...``) keeps them. Keys are
+    recap.settings.Tuning fields (thresholds, keep window, budget, model, prompt);
+    the result is validated as a whole with the same limits as RECAP_* settings.
+    ``user_id`` sets the session's user (as ``add_message(..., user_id=...)``
+    does): memories are then the user's.
+
+    Raises SessionNotFound for a session never stored, unless ``create=True``
+    (which stores it). Raises InvalidInput naming the bad key (a key the session's
+    policy ignores too: trigger_messages under the adaptive policy), or both users
+    if the session belongs to another one, writing nothing. A ``model`` outside
+    recap.core.known_models.KNOWN_MODELS is stored with an UnknownModelWarning
+    naming the nearest known model.
     """
+    stored = store_overrides(session_id, overrides, user_id=user_id, replace=replace,
+                             create=create, db=db)
+    warning = model_warning(overrides)  # once stored: a refused model needs no warning
+    if warning is not None:
+        warnings.warn(UnknownModelWarning(warning), stacklevel=2)
+    return stored
+
+
+def model_warning(overrides: object) -> str | None:
+    """The warning for an unknown ``model`` among ``overrides`` (None: none to give)."""
+    model = overrides.get("model") if isinstance(overrides, Mapping) else None
+    if not isinstance(model, str) or not model.strip():
+        return None  # no model given, or one validation refuses
+    return unknown_model_warning(model)
+
+
+def merged_overrides(stored: Mapping[str, Any] | None,
+                     given: Mapping[str, Any] | None, *, replace: bool) -> dict[str, Any]:
+    """The overrides to validate and store: ``given`` over ``stored`` (None removes a
+    key), or ``given`` alone with ``replace``. Pure."""
+    out = {} if replace or given is None else dict(stored or {})
+    for key, value in (given or {}).items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def store_overrides(session_id: str,
+                    overrides: Mapping[str, Any] | None | EllipsisType = ..., *,
+                    user_id: str | None = None, replace: bool = False,
+                    create: bool = False,
+                    db: Session | None = None) -> dict[str, Any] | None:
+    """:func:`configure_session` without the warning (the CLI and the HTTP API give
+    it their own way): one transaction, the session's row locked while its
+    overrides are merged."""
     check_session_id(session_id)
     check_user_id(user_id)
-    keep = isinstance(overrides, EllipsisType)
-    if overrides and isinstance(overrides, dict):
-        check_policy_fit(overrides, base=get_settings())  # first: the more useful error
-    stored = (validate_overrides(overrides, base=get_settings())
-              if overrides and not isinstance(overrides, EllipsisType) else None)
+    if overrides is not None and not isinstance(overrides, Mapping | EllipsisType):
+        raise InvalidInput(f"session settings must be an object, got "
+                           f"{type(overrides).__name__}")
 
     def write(s: Session) -> dict[str, Any] | None:
-        insert_ignoring_duplicates(ChatSession, [{"id": session_id, "user_id": user_id}],
-                                   db=s, keys=["id"])
+        if create:
+            insert_ignoring_duplicates(ChatSession, [{"id": session_id, "user_id": user_id}],
+                                       db=s, keys=["id"])
+        found = s.execute(select(ChatSession.id, ChatSession.overrides)
+                          .where(ChatSession.id == session_id).with_for_update()).first()
+        if found is None:
+            raise SessionNotFound(f"no chat session with id {session_id!r}")
         if user_id is not None and not rowcount(s.execute(
                 update(ChatSession).where(ChatSession.id == session_id,
                                           ChatSession.user_id.is_(None)
                                           | (ChatSession.user_id == user_id))
                 .values(user_id=user_id))):
             raise_other_user(s, session_id, user_id)
-        if keep:
-            return s.scalar(select(ChatSession.overrides).where(ChatSession.id == session_id))
+        if isinstance(overrides, EllipsisType):
+            return found.overrides or None
+        stored = checked_overrides(merged_overrides(found.overrides, overrides,
+                                                    replace=replace))
         # New settings may make a session the sweeper was backing off condensable.
         s.execute(update(ChatSession).where(ChatSession.id == session_id)
                   .values(overrides=stored, noop_backoff_until=None))
@@ -64,6 +116,15 @@ def configure_session(session_id: str,
         return write(db)
     with transaction() as s:
         return write(s)
+
+
+def checked_overrides(merged: dict[str, Any]) -> dict[str, Any] | None:
+    """``merged`` validated as the session's whole set of overrides (InvalidInput
+    naming the bad key); None for none."""
+    if not merged:
+        return None
+    check_policy_fit(merged, base=get_settings())  # first: the more useful error
+    return validate_overrides(merged, base=get_settings())
 
 
 def memories(session_id: str) -> list[dict[str, Any]]:

@@ -103,6 +103,49 @@ class SessionView(BaseModel):
     spend: SpendView = Field(description="what its replies cost next to full history "
                                          "with caching")
 
+    def __str__(self) -> str:
+        """A few lines a person reads (``print(session(id))``); every field is in
+        ``.model_dump()``."""
+        return "\n".join(summary_lines(self))
+
+    def __repr__(self) -> str:
+        return f"<SessionView {self}>"
+
+
+# Characters of the summary a printed SessionView shows.
+PREVIEW_CHARS = 72
+
+
+def summary_lines(v: SessionView) -> list[str]:
+    """The short, multi-line description of a session that ``str(view)`` is."""
+    head = f"session {v.session_id!r}"
+    head += f" {v.title!r}" if v.title else " (untitled)"
+    head += f", user {v.user_id!r}" if v.user_id else ""
+    summary = "summary: none yet" if v.summary is None else (
+        f"summary: version {v.summary_version}, {v.summary_tokens} tokens: "
+        f"{_preview(v.summary)}")
+    fold = "last fold: none" if v.last_fold is None else (
+        f"last fold: {v.last_fold.outcome}, {v.last_fold.messages} messages, "
+        f"{v.last_fold.at.isoformat(timespec='seconds')}")
+    memories = ", ".join(f"{kind} {len(facts)}" for kind, facts in v.memories.items() if facts)
+    saved = ("" if v.spend.saved_share is None
+             else f" ({v.spend.saved_share:.0%})")
+    return [head,
+            f"  window: {v.message_count} messages, {v.active_tokens} tokens of a "
+            f"{v.budget} budget; {v.summarized_message_count} condensed, "
+            f"{v.archived_message_count} archived",
+            f"  {summary}", f"  {fold}",
+            f"  state: {v.state}; job: {v.job or 'none'}",
+            f"  memories: {memories or 'none'}",
+            f"  overrides: {v.overrides or 'none'}",
+            f"  spend: {v.spend.verdict}, {v.spend.saved_tokens} tokens saved{saved} over "
+            f"{v.spend.replies} replies"]
+
+
+def _preview(text: str) -> str:
+    line = " ".join(text.split())
+    return repr(line if len(line) <= PREVIEW_CHARS else line[:PREVIEW_CHARS - 3] + "...")
+
 
 def session(session_id: str) -> SessionView:
     """The session ``session_id`` as :class:`SessionView`, read in one transaction.

@@ -9,6 +9,7 @@ name and never import them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Celery
@@ -17,6 +18,12 @@ from kombu.transport import TRANSPORT_ALIASES
 from recap import tracing
 from recap.paths import default_beat_schedule
 from recap.settings import Settings, get_settings
+
+# Alembic logs one INFO line per built-in autogenerate plugin ("setup plugin
+# alembic.autogenerate.*") when first imported, which a worker, beat or Flower does
+# (recap.migrate checks the schema) after Celery has set logging up at INFO: eight
+# lines about nothing an operator acts on. Its warnings still show.
+logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 def broker_transport_options(settings: Settings) -> dict[str, Any]:

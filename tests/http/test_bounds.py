@@ -87,7 +87,8 @@ def test_the_capacity_outlook_is_closed_form() -> None:
 
 def test_recap_configure_and_the_environment_name_the_bound() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RECAP_CONTEXT_BUDGET_TOKENS"}
-    done = subprocess.run([RECAP, "configure", "bounds-cli", f"context_budget_tokens={10**30}"],
+    done = subprocess.run([RECAP, "configure", "bounds-cli", f"context_budget_tokens={10**30}",
+                           "--create"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "context_budget_tokens" in done.stderr and "10000000" in done.stderr

@@ -3,7 +3,9 @@ every route, 400, 404, 405, 409 under a held lease, 413, 415, 422 (nothing store
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +29,9 @@ def _error(r: httpx.Response, status: int, type_: str) -> str:
     assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}
     assert body["error"]["type"] == type_, body
     assert "Traceback" not in r.text
+    # One serialisation for every layer that answers (the guard, the protocol, FastAPI).
+    assert r.headers["content-type"] == "application/json"
+    assert r.content == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     message: str = body["error"]["message"]
     return message
 
@@ -72,6 +77,41 @@ def test_400_404_405(api: httpx.Client) -> None:
     _error(api.get("/v1/nothing-here"), 404, "not_found")
     _error(api.delete(f"/v1/sessions/{SID}/messages"), 405, "method_not_allowed")
     assert message_ids(SID) == []
+
+
+def _raw(server: Server, request: bytes) -> tuple[bytes, bytes]:
+    """Head and body of the answer to ``request`` sent as is (no client checks it)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, body
+
+
+def test_an_id_too_long_to_read_is_a_json_400(server: Server) -> None:
+    with server.client() as api:  # within the HTTP parser's limit: the id's own check
+        r = api.get(f"/v1/sessions/{'a' * 12_000}")
+    assert "at most 255" in _error(r, 422, "invalid_input")
+    # Past the parser's limit the request never reaches the app: the server itself
+    # answers, with the same body as every other error.
+    head, body = _raw(server, f"GET /v1/sessions/{'a' * 200_000} HTTP/1.1\r\n"
+                              f"Host: 127.0.0.1\r\nAuthorization: Bearer {server.keys[0]}"
+                              f"\r\n\r\n".encode())
+    assert head.startswith(b"HTTP/1.1 400 ") and b"connection: close" in head.lower()
+    assert b"content-type: application/json" in head.lower()
+    error = json.loads(body)
+    assert error["error"]["type"] == "bad_request"
+    assert "could not be read" in error["error"]["message"]
+    assert body == json.dumps(error, separators=(",", ":")).encode()
+
+
+def test_bytes_that_are_not_http_get_a_json_400(server: Server) -> None:
+    head, body = _raw(server, b"NOT HTTP AT ALL\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert json.loads(body)["error"]["type"] == "bad_request"
 
 
 def test_replied_on_an_unknown_session_is_404(api: httpx.Client) -> None:

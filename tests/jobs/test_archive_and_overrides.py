@@ -104,7 +104,7 @@ def test_session_override_beats_global_settings(fake_api: FakeAnthropic,
     configure_session("tuned", {"trigger_messages": 50, "model": "claude-sonnet-5-5"})
     assert after_reply("plain") is True
     assert after_reply("tuned") is False  # 12 messages < its own 50
-    configure_session("tuned", {"batch_size": 3, "model": "claude-sonnet-5-5"})
+    configure_session("tuned", {"batch_size": 3, "model": "claude-sonnet-5-5"}, replace=True)
     run("tuned")
     # after_reply("plain") queued a job of its own: the one sent here may find its
     # lease held and be skipped first, so wait for the applied run itself.
@@ -139,7 +139,7 @@ def test_default_prompt_asks_for_the_conversations_language() -> None:
 ])
 def test_bad_overrides_are_rejected_and_write_nothing(overrides: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
-        configure_session("bad-tune", overrides)
+        configure_session("bad-tune", overrides, create=True)
     assert session_row("bad-tune") is None
 
 

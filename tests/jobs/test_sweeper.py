@@ -115,9 +115,9 @@ def test_not_due_override_sessions_cannot_starve_a_due_one(
     settings_env(**LOW, RECAP_SWEEP_BATCH=5)
     big = [f"big{i}" for i in range(7)]
     for sid in big:
-        configure_session(sid, {"prompt": "es"})
+        configure_session(sid, {"prompt": "es"}, create=True)
         seed(sid, 5, words=300)  # many tokens, too few messages: not due
-    configure_session("zz-due-es", {"prompt": "es"})  # after every big one by id
+    configure_session("zz-due-es", {"prompt": "es"}, create=True)  # after every big one by id
     for sid in ("zz-due-es", "due-global"):
         seed(sid, 11)  # due, and no job pending (its publish was lost)
     sizes = {sid: session_of(sid).active_tokens for sid in (*big, "zz-due-es", "due-global")}

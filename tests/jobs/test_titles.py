@@ -53,6 +53,20 @@ def test_title_is_generated_cleaned_and_stored(fake_api: FakeAnthropic) -> None:
     assert "Our nginx returns 502s" in prompt and "proxy_read_timeout" in prompt
 
 
+def test_a_long_answer_is_stored_at_the_documented_length(fake_api: FakeAnthropic) -> None:
+    exchange("s1")
+    fake_api.script(ok("Debugging the Nginx 502 errors that started right after "
+                       "the Friday deploy of the new upstream"))  # 14 words
+    assert title_session("s1", res=get_resources()) == "Debugging the Nginx 502 errors that started"
+    assert title_of("s1") == "Debugging the Nginx 502 errors that started"
+
+
+def test_the_stand_in_s_own_title_keeps_the_documented_length(fake_api: FakeAnthropic) -> None:
+    exchange("s1")
+    title = title_session("s1", res=get_resources())
+    assert title is not None and 1 <= len(title.split()) <= 7
+
+
 def test_the_reply_to_the_user_is_used_not_a_greeting(fake_api: FakeAnthropic) -> None:
     add_message("s1", "assistant", "Hi! How can I help you today?")
     add_message("s1", "user", "Book a hotel in Lisbon for March 14th.")

@@ -69,7 +69,7 @@ def test_user_id_is_set_once_and_another_user_is_refused_naming_both() -> None:
 
 
 def test_configure_session_sets_the_user_and_keeps_the_overrides() -> None:
-    configure_session("c1", {"keep_recent": 7})
+    configure_session("c1", {"keep_recent": 7}, create=True)
     assert configure_session("c1", user_id="carol") == {"keep_recent": 7}
     row = session_row("c1")
     assert row is not None and (row.user_id, row.overrides) == ("carol", {"keep_recent": 7})

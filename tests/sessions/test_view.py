@@ -41,6 +41,11 @@ def test_a_new_session_has_no_summary_no_fold_no_memories() -> None:
             view.archived_message_count) == (1, 0, 0)
     assert view.memories == {} and view.overrides is None and view.job is None
     assert view.state == "below-high-water"  # the default adaptive policy's
+    lines = str(view).splitlines()
+    assert lines[0] == "session 'fresh' (untitled)"
+    assert lines[1].startswith("  window: 1 messages, ") and lines[1].endswith(
+        "0 condensed, 0 archived")
+    assert lines[2:4] == ["  summary: none yet", "  last fold: none"]
 
 
 def test_after_a_fold_the_view_says_what_the_session_holds(
@@ -74,6 +79,17 @@ def test_after_a_fold_the_view_says_what_the_session_holds(
     assert view.memories == {"user": [FACT]}
     assert view.overrides == {"keep_recent": 2}
     assert view.budget > 0 and view.state
+
+    # Printed, it is a short summary a person reads; the fields stay in model_dump().
+    printed = str(view)
+    lines = printed.splitlines()
+    title = repr(view.title) if view.title else "(untitled)"
+    assert lines[0] == f"session {sid!r} {title}, user 'u-view'"
+    assert 6 <= len(lines) <= 10 and max(map(len, lines)) < 200
+    assert f"  summary: version 1, {view.summary_tokens} tokens: " in printed
+    assert "  memories: user 1" in printed and "  overrides: {'keep_recent': 2}" in printed
+    assert len(printed) < 1000 and repr(view) == f"<SessionView {printed}>"
+    assert view.model_dump()["summary"] == view.summary
 
     # The asyncio API returns the same view; it is frozen.
     assert asyncio.run(aio.session(sid)) == view

@@ -285,13 +285,21 @@ def plan(messages: Sequence[MessageInfo], *, summary_tokens: int,
     full = len(batch) >= t.batch_size or len(batch) < len(candidates)
     reason = (f"below thresholds: {len(messages)} messages, batch {batch_tokens} tokens, "
               f"context at {pct}") if sized is None else (
-        f"below the high-water mark: {sized.reason}; context {context} tokens")
+        f"{_where(context, sized.high_water)}: {sized.reason}; context {context} tokens")
     blocked = full and batch_tokens <= t.trigger_tokens
     if force:
         forced = fold(Mode.FORCED, f"forced: {reason}")
         return Plan(forced.batch_ids, forced.mode, forced.reason,
                     batch_tokens=forced.batch_tokens, normal_blocked=blocked)
     return Plan((), Mode.NONE, reason, normal_blocked=blocked)
+
+
+def _where(context: int, high_water: int) -> str:
+    """Where an adaptive session that does not fold is: under its mark, or past it
+    and waiting because the priced choice is to wait (the reason says why)."""
+    if context <= high_water:
+        return "below the high-water mark"
+    return "past the high-water mark, waiting"
 
 
 def _plan(batch: list[MessageInfo], mode: Mode, reason: str,

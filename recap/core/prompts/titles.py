@@ -9,6 +9,11 @@ from recap.core.prompts.echo import is_echo, sent_corpus
 from recap.core.prompts.summarize import Turn, render_conversation
 
 MAX_TITLE_CHARS = 80
+# The prompt asks for 3 to 7 words; a longer answer keeps its first seven, less a
+# trailing connector ("Planning a trip to Lisbon with" ends at "Lisbon").
+MAX_TITLE_WORDS = 7
+_CONNECTORS = frozenset("a an the of and or but to for with in on at by from about as into "
+                        "over than that via vs".split())
 # 3-7 words is ~15 tokens in English and more in CJK; headroom without paying
 # for an essay when the model ignores the instructions.
 TITLE_MAX_TOKENS = 30
@@ -53,12 +58,27 @@ def _cap(text: str, limit: int) -> str:
     return text.rstrip().rstrip(_TRAILING).strip()
 
 
+def _first_words(text: str) -> str:
+    words = text.split(" ")
+    if len(words) <= MAX_TITLE_WORDS:
+        return text
+    words = words[:MAX_TITLE_WORDS]
+    # A clause that ends inside the kept words ends the title there.
+    ends = [i for i, w in enumerate(words[:-1], 1) if w.endswith((",", ";", ":")) and i >= 3]
+    if ends:
+        words = words[:ends[-1]]
+    while len(words) > 1 and words[-1].lower().strip(_TRAILING) in _CONNECTORS:
+        words.pop()
+    return " ".join(words).rstrip(_TRAILING).strip()
+
+
 def clean_title(text: str) -> str | None:
     """A tidy title from a model's answer, or None if nothing usable remains.
 
     Takes the first line with content (skipping "Here is a title:" preambles),
     strips quotes, a "Title:" label, markdown and trailing punctuation, collapses
-    whitespace and caps the length at MAX_TITLE_CHARS on a word boundary.
+    whitespace and caps the length at MAX_TITLE_WORDS words and MAX_TITLE_CHARS
+    characters on a word boundary.
     """
     if not isinstance(text, str):
         raise TypeError(f"clean_title expects a str, got {type(text).__name__}")
@@ -66,7 +86,7 @@ def clean_title(text: str) -> str | None:
     for i, line in enumerate(lines):
         if line.rstrip().endswith((":", "：")) and i + 1 < len(lines):
             continue  # a preamble introducing the title on the next line
-        title = _cap(_clean_line(line), MAX_TITLE_CHARS)
+        title = _cap(_first_words(_clean_line(line)), MAX_TITLE_CHARS)
         if any(ch.isalnum() for ch in title):
             return title
     return None

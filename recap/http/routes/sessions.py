@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import Response
 
 from recap.core.validate import MAX_ROW_ID, MAX_VERSION
@@ -25,7 +25,7 @@ from recap.http.schemas import (
 from recap.sessions.edit import edit_message
 from recap.sessions.forget import forget
 from recap.sessions.history import summary_at
-from recap.sessions.overrides import configure_session
+from recap.sessions.overrides import model_warning, store_overrides
 from recap.sessions.rewind import rewind
 from recap.sessions.view import SessionView, session
 
@@ -75,15 +75,41 @@ async def patch_message(session_id: str, message_id: MessageId, body: EditIn) ->
         EditOut(**asdict(edit_message(session_id, message_id, body.content)))))
 
 
+Overrides = Annotated[dict[str, Any], Body(
+    examples=[{"trigger_messages": 40, "keep_recent": 12}])]
+Create = Annotated[bool, Query(description="store the session if it does not exist yet "
+                                           "(otherwise an unknown id is 404)")]
+UNKNOWN: dict[int | str, dict[str, Any]] = {404: {
+    "model": V1_ERRORS[404]["model"],
+    "description": "no such session (a session is stored by its first message, or by "
+                   "`?create=true` here)"}}
+
+
 @router.put("/sessions/{session_id:id}/settings", response_model=SettingsOut,
+            responses=UNKNOWN,
             summary="Replace the session's tuning overrides ({} clears them)")
-async def put_settings(session_id: str,
-                       body: Annotated[dict[str, Any], Body(
-                           examples=[{"trigger_messages": 40, "keep_recent": 12}])]) -> Response:
-    """``recap.configure_session``: keys are recap.settings.Tuning fields; creates
-    the session if needed."""
-    return await in_thread(lambda: json_response(
-        SettingsOut(session_id=session_id, overrides=configure_session(session_id, body))))
+async def put_settings(session_id: str, body: Overrides, create: Create = False) -> Response:
+    """``recap.configure_session(..., replace=True)``: the keys given become the
+    session's only overrides (recap.settings.Tuning fields, validated as a whole)."""
+    return await in_thread(lambda: _settings(session_id, body, replace=True, create=create))
+
+
+@router.patch("/sessions/{session_id:id}/settings", response_model=SettingsOut,
+              responses=UNKNOWN,
+              summary="Change some of the session's tuning overrides (null removes one)")
+async def patch_settings(session_id: str, body: Overrides, create: Create = False) -> Response:
+    """``recap.configure_session``: the keys given are merged into the stored
+    overrides (a JSON merge patch: a key set to null removes that override, the
+    others stay), and the result is validated as a whole."""
+    return await in_thread(lambda: _settings(session_id, body, replace=False, create=create))
+
+
+def _settings(session_id: str, body: dict[str, Any], *, replace: bool,
+              create: bool) -> Response:
+    warning = model_warning(body)
+    stored = store_overrides(session_id, body, replace=replace, create=create)
+    return json_response(SettingsOut(session_id=session_id, overrides=stored,
+                                     warnings=[warning] if warning else []))
 
 
 @router.delete("/sessions/{session_id:id}", response_model=Forgotten, responses=ERASED,

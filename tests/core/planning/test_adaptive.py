@@ -4,6 +4,7 @@ the hook's check, the plan and the outlook agree on it."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -176,3 +177,21 @@ def test_policy_setting() -> None:
     with pytest.raises(ConfigError, match=r"RECAP_POLICY: .*'adaptive' or 'threshold'.*"
                                           r"got 'sometimes'"):
         load_settings(policy="sometimes")
+
+
+def test_a_session_past_its_mark_that_waits_says_so() -> None:
+    # A large budget and 1000-token turns: past the high-water mark, yet the cached
+    # prefix is cheaper to keep, so the session waits; the reason says where it is.
+    t = Thresholds(trigger_messages=30, trigger_tokens=15000, batch_size=20, keep_recent=10,
+                   context_budget_tokens=100_000, adaptive=True, memory_limit=2000)
+    turns = [MessageInfo(i, "user" if i % 2 else "assistant", 1000) for i in range(1, 25)]
+    p = plan(turns, summary_tokens=0, t=t)
+    found = re.search(r"fold past (\d+) tokens", p.reason)
+    assert found is not None
+    mark = int(found.group(1))
+    assert not p.should_summarize and 24_000 > mark
+    assert p.reason.startswith("past the high-water mark, waiting: about 2000 tokens a reply")
+    assert "past it, the cached prefix is cheaper to keep" in p.reason
+    assert p.reason.endswith("; context 24000 tokens")
+    below = plan(turns[:4], summary_tokens=0, t=t)
+    assert below.reason.startswith("below the high-water mark: ")

@@ -6,6 +6,7 @@ import pytest
 
 from recap.core.prompts.titles import (
     MAX_TITLE_CHARS,
+    MAX_TITLE_WORDS,
     clean_title,
     needs_title,
     title_prompt,
@@ -43,8 +44,23 @@ def test_clean_title(raw: str, expected: str | None) -> None:
     assert clean_title(raw) == expected
 
 
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("Planning a three day trip to Lisbon in March with a tight budget and kids",
+     "Planning a three day trip to Lisbon"),
+    ("Debugging the Nginx 502 errors behind the load balancer today",
+     "Debugging the Nginx 502 errors behind"),
+    ("Refund request for a late flight and the lost bags", "Refund request for a late flight"),
+    ("Why the deploy is slow, and what to change first", "Why the deploy is slow"),
+    ("Migrating Postgres to 16", "Migrating Postgres to 16"),
+])
+def test_a_title_keeps_its_documented_length(raw: str, expected: str) -> None:
+    title = clean_title(raw)
+    assert title == expected
+    assert len(title.split()) <= MAX_TITLE_WORDS
+
+
 def test_long_titles_are_capped_on_a_word_boundary() -> None:
-    raw = " ".join(f"word{i}" for i in range(40)) + "."
+    raw = " ".join(f"longerword{i:02d}" for i in range(40)) + "."
     title = clean_title(raw)
     assert title is not None and len(title) <= MAX_TITLE_CHARS
     assert raw.startswith(title) and raw[len(title)] == " "  # cut between words
