@@ -131,10 +131,12 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
         limit and failing on every attempt.
         """
         room = max(500, self.llm_max_input_tokens - 3 * self.max_summary_tokens - 500)
-        return min(2 * self.llm_max_input_tokens, self._calls_per_job() * room)
+        return min(2 * self.llm_max_input_tokens, self.calls_per_job() * room)
 
-    def _calls_per_job(self) -> int:
-        """Model calls that fit one job even if each ran to RECAP_LLM_TIMEOUT_S."""
+    def calls_per_job(self) -> int:
+        """Model calls that fit one job even if each ran to RECAP_LLM_TIMEOUT_S: a job
+        plans its requests (summary, memory mining, repair) within them
+        (recap.worker.jobs.sizing)."""
         return max(1, int(self.task_soft_time_limit_s // (2 * self.llm_timeout_s)))
 
     def _summary_room(self) -> str:
@@ -150,7 +152,7 @@ class Settings(BaseSettings, Tuning, Services, Calls, Retention, Replies, Timing
     def _short_jobs(self) -> str:
         """Why these limits contradict the adaptive policy: one job condenses less than
         its smallest fold, so every fold stops short of the plan."""
-        calls = self._calls_per_job()
+        calls = self.calls_per_job()
         need = 3 * self.max_summary_tokens + 500 + math.ceil(ADAPTIVE_MIN_DEPTH / calls)
         return (f"RECAP_LLM_MAX_INPUT_TOKENS ({self.llm_max_input_tokens}) with "
                 f"RECAP_MAX_SUMMARY_TOKENS ({self.max_summary_tokens}) lets one job condense "

@@ -136,13 +136,13 @@ class ClaudeSummarizer:
                   known: Sequence[tuple[int, str]] = ()) -> SummaryResult:
         """``known``: (id, fact) of stored memories the mining may mark as replaced."""
         usage = usage if usage is not None else Usage(self.model)
-        room = self._chunk_room(previous, self.token_ratio(previous, turns))
+        room = self.chunk_room(previous, self.token_ratio(previous, turns))
         mined: dict[str, Fact] | None = {} if facts else None
         text = self._fold(previous or "", list(turns), room, usage, mined, tuple(known),
                           reported=True)
         return SummaryResult.of(text, usage, list((mined or {}).values()))
 
-    def _chunk_room(self, previous: str | None, ratio: float) -> int:
+    def chunk_room(self, previous: str | None, ratio: float) -> int:
         """Recap's tokens of turns one request carries: the input limit minus the
         summary so far (which can grow to max_tokens) and the answer, in the model's
         tokens, less the prompt; ``ratio`` is the model's tokens per Recap's
@@ -161,7 +161,7 @@ class ClaudeSummarizer:
         known = calibrate.known_ratio(self.config)
         if known is not None:
             return known
-        chunks = chunk_turns(list(turns), max_tokens=self._chunk_room(previous, 1.0),
+        chunks = chunk_turns(list(turns), max_tokens=self.chunk_room(previous, 1.0),
                              count=self.config.count, split=self.config.split)
         prompt = render(self.template, previous_summary=previous or None,
                         turns=chunks[0] if chunks else [])

@@ -28,7 +28,7 @@ from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.summarize import summarize
 from tests.env import FAKE
-from tests.helpers import LOW, message_ids, runs, seed, session_row
+from tests.helpers import LOW, assert_invariants, message_ids, runs, seed, session_row
 
 # -- item 2: a model id longer than summary_runs.model ----------------------------
 
@@ -125,8 +125,7 @@ def test_a_giant_message_is_clipped_and_summarized_within_the_budget(
 def test_a_backlog_is_condensed_a_budget_at_a_time(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**{**BOUNDED, "RECAP_BATCH_SIZE": 20})
-    # A job's budget is in Recap's own tokens: sized by them, its calls fit the job.
-    fake_api.count_tokens(None)
+    # The stand-in counts more tokens than Recap (calibration learns its ratio).
     budget = get_settings().job_token_budget()
     seed("backlog", 30, words=300)  # ~400 tokens each: 20 of them are far above budget
     out = summarize("backlog", job=Job(task_id="t-backlog"), res=get_resources())
@@ -134,7 +133,40 @@ def test_a_backlog_is_condensed_a_budget_at_a_time(
     (run,) = runs("backlog")
     assert run.condensed_tokens is not None and 0 < run.condensed_tokens <= budget
     assert 0 < out.messages_condensed < 20
+    assert fake_api.counted  # the ratio was learnt in this job
     assert len(fake_api.requests) <= calls_per_job()
+
+
+def test_a_model_counting_four_times_recaps_tokens_keeps_every_job_within_its_calls(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**{**BOUNDED, "RECAP_BATCH_SIZE": 20})
+    fake_api.count_tokens(2.45)  # about 4 times Recap's count: near the most calibration accepts
+    written = seed("dense", 30, words=300)
+    calls: list[int] = []
+    while len(calls) < 30:
+        before = len(fake_api.requests)
+        out = summarize("dense", job=Job(task_id=f"t-dense-{len(calls)}"), res=get_resources())
+        calls.append(len(fake_api.requests) - before)
+        assert out.status == "applied", out.reason
+        if not out.more_work:
+            break
+    assert not out.more_work, "the backlog did not drain"
+    assert max(calls) <= calls_per_job(), calls
+    applied = runs("dense")
+    assert len(applied) == len(calls) > 1  # over follow-up jobs, each within its calls
+    # The first job learnt the ratio and cut its planned batch to its requests; the
+    # follow-ups planned with the ratio already known.
+    assert "request(s) carry at 4." in (applied[0].reason or ""), applied[0].reason
+    assert not [r.reason for r in applied[1:] if "request(s) carry" in (r.reason or "")]
+    assert len(fake_api.counted) == 1
+    # Nothing lost or condensed twice: the runs cover the oldest messages in order.
+    condensed = [i for r in applied for i in written
+                 if r.first_message_id is not None and r.last_message_id is not None
+                 and r.first_message_id <= i <= r.last_message_id]
+    left = message_ids("dense")
+    assert condensed + left == written
+    assert sum(r.messages_condensed or 0 for r in applied) == len(condensed)
+    assert_invariants({"dense": written})
 
 
 # -- item 7: a soft time limit inside the HTTP call --------------------------------

@@ -4,6 +4,7 @@ attempt changes nothing (the retry sends exactly the same request)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
@@ -11,10 +12,12 @@ import pytest
 from recap import cli
 from recap.core.prompts.summarize import SYSTEM_PROMPT
 from recap.core.retention.extractive import HEADER
+from recap.llm.calibrate import ratio_of
 from recap.llm.templates import default_template
 from recap.llm.tokens import count_tokens
 from recap.settings import get_settings
 from recap.testing import FakeAnthropic, Reply, error, ok
+from recap.testing.usage import fake_tokens
 from tests.env import API_KEY
 from tests.helpers import (
     LOW,
@@ -23,6 +26,7 @@ from tests.helpers import (
     run_and_wait,
     runs,
     seed,
+    sentence,
     session_row,
     statuses,
     wait_for,
@@ -165,19 +169,28 @@ def request_tokens(body: dict[str, object]) -> int:
     return count_tokens(str(body["system"])) + count_tokens(messages[0]["content"])
 
 
+def input_limit_carrying(turn_tokens: int) -> int:
+    """A RECAP_LLM_MAX_INPUT_TOKENS whose requests carry about ``turn_tokens`` of
+    Recap's tokens of seeded turns, at the ratio calibration learns of the stand-in
+    (its count over Recap's, with the margin: recap.llm.calibrate)."""
+    prompt = default_template() + SYSTEM_PROMPT
+    sample = prompt + sentence(0, 250)
+    ratio = ratio_of(fake_tokens(len(sample)), count_tokens(sample))
+    return (math.ceil((count_tokens(prompt) + turn_tokens) * ratio)
+            + 2 * get_settings().max_summary_tokens)
+
+
 def test_prompt_too_long_halves_the_chunk_instead_of_retrying(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     # Room for the whole batch of 5 long messages in one request, but not in half.
-    fixed = (count_tokens(default_template()) + count_tokens(SYSTEM_PROMPT)
-             + 2 * get_settings().max_summary_tokens)
-    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=fixed + 2000)
-    fake_api.count_tokens(None)  # requests sized by Recap's own count, as the room above
+    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=input_limit_carrying(2200))
     sid = "too-long"
     ids = seed(sid, 12, words=250)
     fake_api.script(error(400, "prompt is too long: 210000 tokens > 200000 maximum"))
     run_and_wait(sid)
 
     assert statuses(sid) == ["applied"]  # no failed run: handled inside the job
+    assert fake_api.counted  # sized by the stand-in's own count (calibration on)
     first, *rest = fake_api.requests
     assert len(rest) >= 2, "the rejected chunk must be resent as smaller chunks"
     assert all(request_tokens(r) < request_tokens(first) for r in rest)
@@ -191,10 +204,7 @@ def test_prompt_too_long_halves_the_chunk_instead_of_retrying(
 
 def test_prompt_too_long_at_every_size_is_dead_after_a_few_requests(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
-    fixed = (count_tokens(default_template()) + count_tokens(SYSTEM_PROMPT)
-             + 2 * get_settings().max_summary_tokens)
-    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=fixed + 2000)
-    fake_api.count_tokens(None)  # requests sized by Recap's own count, as the room above
+    settings_env(**LOW, RECAP_LLM_MAX_INPUT_TOKENS=input_limit_carrying(2200))
     sid = "too-long-always"
     ids = seed(sid, 12, words=250)
     fake_api.always(error(400, "prompt is too long: 210000 tokens > 200000 maximum"))

@@ -119,6 +119,25 @@ def chunk_turns(turns: Sequence[Turn], *, max_tokens: int,
     return chunks
 
 
+def turns_within(turns: Sequence[Turn], *, max_chunks: int, max_tokens: int,
+                 count: Callable[[str], int], split: Callable[[str, int], list[str]]) -> int:
+    """How many messages, from the first, the first ``max_chunks`` chunks of
+    :func:`chunk_turns` hold whole (every piece of a message cut into pieces).
+
+    Chunks are filled greedily in order, so those leading messages alone chunk into
+    at most ``max_chunks`` chunks: the requests that carry them.
+    """
+    chunks = chunk_turns(turns, max_tokens=max_tokens, count=count, split=split)
+    beyond = {t.id for chunk in chunks[max(0, max_chunks):] for t in chunk}
+    held: list[int] = []
+    for turn in turns:
+        if turn.id in beyond:
+            break
+        if not held or held[-1] != turn.id:
+            held.append(turn.id)
+    return len(held)
+
+
 def clip_turns(turns: Sequence[Turn], *, max_tokens: int, count: Callable[[str], int],
                split: Callable[[str, int], list[str]]) -> tuple[list[Turn], str]:
     """Turns with any single message above ``max_tokens`` cut to its first and last

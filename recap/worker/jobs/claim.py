@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -96,6 +96,11 @@ class Claim:
     # How the job's model's latest folds went (recap.core.planning.resends): a model
     # whose folds were all kept extractively lately is asked once, without resends.
     recent_folds: tuple[FoldOutcome, ...] = ()
+    # The batch and the messages after it as salience reads them, and the batch's
+    # tool results by id: what the ranking and the brief are made from again when
+    # the batch is cut to the job's requests (:func:`narrowed`).
+    voices: Voices = Voices()
+    results: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def record(session_id: str, *, db: Db, job: Job, status: Status, reason: str,
@@ -127,11 +132,17 @@ def dead_lettered_by_claim(session_id: str, *, db: Db) -> bool:
 
 
 def claim_session(session_id: str, *, job: Job, res: Resources,
-                  now: datetime | None = None, force: bool = False) -> Claim | Outcome:
+                  now: datetime | None = None, force: bool = False,
+                  carried: Callable[[Settings, str | None], int | None] | None = None
+                  ) -> Claim | Outcome:
     """Take the lease and read everything the job needs, in one transaction; or
     record why not (skipped or dead) and return that outcome.
 
     ``force``: condense the candidate batch even when no rule fires (mode ``forced``).
+    ``carried``: the most tokens the job's requests carry, for the session's
+    effective settings and its summary (no I/O; None: not known yet:
+    recap.worker.jobs.sizing); the planned batch is cut to it, the rest left for
+    the next job (whether and what the rules fold is planned without it).
     """
     token = str(uuid.uuid4())
     with core_transaction() as s:
@@ -162,12 +173,72 @@ def claim_session(session_id: str, *, job: Job, res: Resources,
             back_off_noops(session_id, db=s, row=row, now=now, base_s=settings.sweep_interval_s)
             return record(session_id, db=s, job=job, status="skipped", reason=plan.reason,
                           mode=plan.mode)
+        if carried is not None:
+            plan = _within(plan, messages, carried(settings, row.rolling_summary))
         claim, voices, results = _read_batch(
             Claim(session_id, token, row.summary_version, row.rolling_summary, (), plan,
                   settings, messages), db=s, model=res.model_for(settings))
     # Pure and proportional to the batch (megabytes, at times): after the commit, so
     # the session's row is not held meanwhile.
     return _ranked(claim, voices, results)
+
+
+def _within(plan: policy.Plan, messages: Sequence[policy.MessageInfo],
+            tokens: int | None) -> policy.Plan:
+    """``plan`` with its batch cut to its leading whole units within ``tokens``
+    (None: as it is)."""
+    if tokens is None or plan.batch_tokens <= tokens:
+        return plan
+    taken = set(plan.batch_ids)
+    kept = _leading([m for m in messages if m.id in taken], tokens=tokens)
+    return _cut(plan, kept, why=f"what the job's requests carry ({tokens} tokens)")
+
+
+def _leading(infos: Sequence[policy.MessageInfo], *, messages: int | None = None,
+             tokens: int | None = None) -> list[policy.MessageInfo]:
+    """The leading whole units (recap.core.planning.policy.units) of ``infos`` within
+    ``messages`` messages and ``tokens`` tokens; at least the first unit, so the
+    session progresses."""
+    kept: list[policy.MessageInfo] = []
+    for unit in policy.units(infos):
+        if kept and ((messages is not None and len(kept) + len(unit) > messages)
+                     or (tokens is not None and sum(m.token_count for m in (*kept, *unit))
+                         > tokens)):
+            break
+        kept.extend(unit)
+    return kept
+
+
+def _cut(plan: policy.Plan, kept: Sequence[policy.MessageInfo], *, why: str) -> policy.Plan:
+    """``plan`` condensing ``kept`` (a prefix of its batch), its reason saying ``why``;
+    ``plan`` itself when ``kept`` is empty (no units known) or the whole batch."""
+    if not kept or len(kept) >= len(plan.batch_ids):
+        return plan
+    return dataclasses.replace(
+        plan, batch_ids=tuple(m.id for m in kept), batch_tokens=sum(m.token_count for m in kept),
+        reason=(f"{plan.reason}; {len(kept)} of the {len(plan.batch_ids)} messages planned: "
+                f"{why}, the rest is left for the next job"))
+
+
+def narrowed(claim: Claim, keep: int, *, why: str) -> Claim:
+    """``claim`` with its batch cut to the whole units (recap.core.planning.policy.units)
+    within its first ``keep`` messages, at least the first unit so the session
+    progresses; the rest stays for the next job. The turns, the user's own words, the
+    ranking and the brief follow the cut batch, the run's reason says ``why``.
+    ``claim`` itself when nothing is cut."""
+    taken = set(claim.plan.batch_ids)
+    plan = _cut(claim.plan, _leading([m for m in claim.messages if m.id in taken],
+                                     messages=keep), why=why)
+    if plan is claim.plan:
+        return claim
+    left = set(plan.batch_ids)
+    turns = tuple(t for t in claim.turns if t.id in left)
+    users = sum(1 for t in turns if t.role == "user")
+    voices = Voices(tuple(v for v in claim.voices.batch if v.id in left),
+                    (*(v for v in claim.voices.batch if v.id not in left), *claim.voices.later))
+    cut = dataclasses.replace(claim, plan=plan, turns=turns, own_words=claim.own_words[:users],
+                              held_before=claim.held_before & left, sent=(), ranked=None)
+    return _ranked(cut, voices, {i: b for i, b in claim.results.items() if i in left})
 
 
 class Refusal(NamedTuple):
@@ -240,7 +311,8 @@ def _ranked(claim: Claim, voices: Voices, results: dict[int, list[dict[str, Any]
     sent = (stubs.brief_turns(claim.turns, results, ranked, count=count_tokens)
             if _briefed(claim.settings) and results and ranked is not None else ())
     return dataclasses.replace(claim, sent=sent, ranked=(ranked if claim.settings.retention_guard
-                                                         else None))
+                                                         else None),
+                               voices=voices, results=results)
 
 
 # The longest the sweeper leaves a session alone after no-op runs: once a day an

@@ -31,13 +31,16 @@ class Prompt:
     reason: str
 
 
-def render(claim: Claim, *, ratio: float = 1.0) -> Prompt:
+def render(claim: Claim, *, ratio: float = 1.0, clip_to: int | None = None) -> Prompt:
     """The prompt of ``claim``'s summary call; ``ratio``: the model's tokens per
-    Recap's (recap.llm.calibrate), so the job's budget holds in the model's tokens."""
+    Recap's (recap.llm.calibrate), so the job's budget holds in the model's tokens;
+    ``clip_to``: the most of Recap's tokens one message may be sent with besides
+    (what the job's requests carry: recap.worker.jobs.sizing)."""
     tuned = claim.settings
     turns, excerpted = excerpt_turns(claim.sent or claim.turns,
                                      max_tokens=tuned.bulk_excerpt_tokens(), count=count_tokens)
-    turns, clipped = clip_turns(turns, max_tokens=int(tuned.job_token_budget() / ratio),
+    cap = int(tuned.job_token_budget() / ratio)
+    turns, clipped = clip_turns(turns, max_tokens=cap if clip_to is None else min(cap, clip_to),
                                 count=count_tokens, split=split_by_tokens)
     notes = "".join(f"; {note}" for note in (excerpted, clipped) if note)
     # With memories on, the same calls mine the batch before its rows go.

@@ -5,13 +5,17 @@
    decide on what is left whether a fold is still needed
 1. claim (recap.worker.jobs.claim): the lease and everything the job reads, one
    transaction; a model whose latest folds were all kept extractively is then
-   asked without resends (recap.core.planning.resends)
-2. render (recap.worker.jobs.render): what the model is sent (pure)
-3. call (recap.worker.jobs.call): the model, with no transaction open
-4. retain (recap.worker.jobs.retain): the retention guard and the Fold (pure);
+   asked without resends (recap.core.planning.resends); the batch is cut to what
+   the job's requests carry when the ratio of the model's tokens to Recap's is
+   known (recap.worker.jobs.sizing)
+2. sizing (recap.worker.jobs.sizing): the ratio learnt if it is not known yet, and
+   the batch cut to what the job's requests carry (the rest is the follow-up's)
+3. render (recap.worker.jobs.render): what the model is sent (pure)
+4. call (recap.worker.jobs.call): the model, with no transaction open
+5. retain (recap.worker.jobs.retain): the retention guard and the Fold (pure);
    when no way of asking gave a usable answer, the batch kept extractively
    instead (recap.worker.jobs.fallback)
-5. apply (recap.worker.jobs.apply): the fenced write, one transaction
+6. apply (recap.worker.jobs.apply): the fenced write, one transaction
 
 The apply is fenced by the lease token and the summary version, and deletes (or
 archives) exactly the claimed ids or nothing. A job that does not apply records
@@ -27,8 +31,7 @@ from recap.core.planning import resends
 from recap.core.tenant import tenant_of
 from recap.errors import Superseded
 from recap.llm.client import Usage
-from recap.llm.summarizer import token_ratio
-from recap.worker.jobs import fallback, retain
+from recap.worker.jobs import fallback, retain, sizing
 from recap.worker.jobs.apply import apply_summary
 from recap.worker.jobs.call import Answer, call_repair, call_summary
 from recap.worker.jobs.claim import claim_session
@@ -60,7 +63,10 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     """The steps of one job; the outcome is logged by the caller (a raised error's
     failed or dead run is logged where it is recorded)."""
     clear_tool_results(session_id, job=job, res=res)  # free: no model call
-    claimed = claim_session(session_id, job=job, res=res, force=force)
+    claimed = claim_session(session_id, job=job, res=res, force=force,
+                            carried=lambda tuned, previous: sizing.carried_tokens(
+                                tuned, res.summarizer_for(tuned, session_id=session_id),
+                                previous=previous))
     if isinstance(claimed, Outcome):
         return claimed
     # A model whose latest folds were all kept extractively is asked once.
@@ -75,9 +81,11 @@ def _summarize(session_id: str, *, job: Job, res: Resources, force: bool) -> Out
     prompt: Prompt | None = None
     started = time.monotonic()
     try:
-        # The model's tokens per Recap's: asked of the server once per process.
-        prompt = render(claimed, ratio=token_ratio(summarizer, claimed.previous_summary,
-                                                   claimed.sent or claimed.turns))
+        # The model's tokens per Recap's (asked of the server once per process), and
+        # the batch cut to what the job's requests carry at that ratio.
+        sized = sizing.fit(claimed, summarizer)
+        claimed = sized.claim
+        prompt = render(claimed, ratio=sized.ratio, clip_to=sized.clip_to)
         try:
             answer = call_summary(prompt, summarizer=summarizer, usage=usage)
             review = retain.review(claimed, answer)  # None: the guard is off
