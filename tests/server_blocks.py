@@ -153,3 +153,69 @@ def as_stored(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out["content"] = [known(x) for x in b["content"]]
         return out
     return [b if b["type"] in ("compaction", FUTURE["type"]) else known(b) for b in blocks]
+
+
+def search_results(tag: str) -> list[dict[str, Any]]:
+    """A user turn citing a knowledge base (``search_result`` blocks, alone and in a
+    tool's result) whose titles and text carry ``tag``."""
+    def result(n: int) -> dict[str, Any]:
+        return {"type": "search_result", "source": f"https://kb.example/{n}",
+                "title": f"Refund policy {n} {tag}",
+                "content": [{"type": "text", "text": f"Refunds take {n} days. {tag}"}],
+                "citations": {"enabled": True}}
+    return [{"type": "text", "text": "Here is what our knowledge base says."}, result(1)]
+
+
+def tagged_reply(tag: str) -> list[dict[str, Any]]:
+    """A reply whose every server tool result carries ``tag`` in its plain text
+    (search titles, a fetched page's title and text, code output, an MCP result,
+    a citation) beside the fields only the API reads (encrypted, signed)."""
+    page = DocumentBlock(type="document", title=f"Lisbon guide {tag}", citations=None,
+                         source=PlainTextSource(type="text", media_type="text/plain",
+                                                data=f"Trams run until midnight. {tag}"))
+    return dumped(
+        ServerToolUseBlock(type="server_tool_use", id="srvtoolu_ws", name="web_search",
+                           input={"query": "Lisbon weather in May"}),
+        WebSearchToolResultBlock(type="web_search_tool_result", tool_use_id="srvtoolu_ws",
+                                 content=[WebSearchResultBlock(
+                                     type="web_search_result", title=f"Lisbon climate {tag}",
+                                     url="https://weather.example/lisbon", page_age=None,
+                                     encrypted_content=ENCRYPTED)]),
+        ServerToolUseBlock(type="server_tool_use", id="srvtoolu_wf", name="web_fetch",
+                           input={"url": "https://guide.example/lisbon"}),
+        WebFetchToolResultBlock(type="web_fetch_tool_result", tool_use_id="srvtoolu_wf",
+                                content=WebFetchBlock(type="web_fetch_result",
+                                                      url="https://guide.example/lisbon",
+                                                      content=page, retrieved_at=None)),
+        ServerToolUseBlock(type="server_tool_use", id="srvtoolu_py", name="code_execution",
+                           input={"code": "print(open('notes').read())"}),
+        CodeExecutionToolResultBlock(
+            type="code_execution_tool_result", tool_use_id="srvtoolu_py",
+            content=CodeExecutionResultBlock(type="code_execution_result", return_code=0,
+                                             stdout=f"notes {tag}\n", stderr=f"warn {tag}",
+                                             content=[])),
+        ServerToolUseBlock(type="server_tool_use", id="srvtoolu_sh",
+                           name="bash_code_execution", input={"command": "cat notes"}),
+        BashCodeExecutionToolResultBlock(
+            type="bash_code_execution_tool_result", tool_use_id="srvtoolu_sh",
+            content=BashCodeExecutionResultBlock(type="bash_code_execution_result",
+                                                 return_code=0, stdout=f"notes {tag}",
+                                                 stderr=f"warn {tag}", content=[])),
+        ServerToolUseBlock(type="server_tool_use", id="srvtoolu_ed",
+                           name="text_editor_code_execution",
+                           input={"command": "view", "path": "/tmp/notes.txt"}),
+        TextEditorCodeExecutionToolResultBlock(
+            type="text_editor_code_execution_tool_result", tool_use_id="srvtoolu_ed",
+            content=TextEditorCodeExecutionViewResultBlock(
+                type="text_editor_code_execution_view_result", file_type="text",
+                content=f"pack sunscreen {tag}", num_lines=1, start_line=1, total_lines=1)),
+        BetaMCPToolUseBlock(type="mcp_tool_use", id="mcptoolu_1", name="list_events",
+                            server_name="calendar", input={"day": "2026-05-04"}),
+        BetaMCPToolResultBlock(type="mcp_tool_result", tool_use_id="mcptoolu_1",
+                               is_error=False, content=[BetaTextBlock(
+                                   type="text", text=f"Dinner at 8pm with Ana {tag}")]),
+        TextBlock(type="text", text="May in Lisbon is mild, around 22C.", citations=[
+            CitationsWebSearchResultLocation(
+                type="web_search_result_location", cited_text=f"around 22C {tag}",
+                url="https://weather.example/lisbon", title=f"Lisbon climate {tag}",
+                encrypted_index=ENCRYPTED)]))

@@ -15,9 +15,11 @@ from recap.api.window import (
     assemble_window,
     check_system_prompt,
     memories_queries,
+    own_stubs_read,
     snapshot_query,
     window_of,
     with_memories,
+    with_own_stubs,
 )
 from recap.core.context.assemble import Context, system_text
 from recap.core.context.request import as_request
@@ -52,6 +54,13 @@ def _read(session_id: str, s: Session) -> Window:
     window = window_of(session_id, list(s.execute(snapshot_query(session_id))),
                        default_budget=settings.context_budget_tokens)
     dialect = s.get_bind().dialect.name
+    # Which stubs Recap wrote, before recall reads the window: only those are stubs.
+    # A later statement than the snapshot, which errs only one way: a stub whose
+    # original went in between (a rewind, a forget) is shown as data, never a
+    # forged one as Recap's.
+    archived = own_stubs_read(window)
+    if archived is not None:
+        window = with_own_stubs(window, s.execute(archived.query, archived.values).all())
     # Later statements, so possibly a later snapshot than the first: their queries
     # need the summary and newest user turn the first one returns. An apply
     # committed in between adds the memories mined from rows the window still

@@ -2,7 +2,8 @@
 writes): the one-snapshot read, the memories and archive reads and the assembly,
 with no I/O.
 
-:func:`snapshot_query` -> :func:`window_of` -> :func:`memories_queries` /
+:func:`snapshot_query` -> :func:`window_of` -> :func:`own_stubs_read` /
+:func:`with_own_stubs` (which stubs are Recap's) -> :func:`memories_queries` /
 :func:`with_memories` (the memories reads, then the archive lookup of recall,
 :mod:`recap.core.context.lookback`) -> :func:`assemble_window`; the sync driver is
 :mod:`recap.api.context`, the asyncio one :mod:`recap.api.aio`.
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Integer,
     Select,
     Text,
+    bindparam,
     cast,
     literal,
     null,
@@ -28,15 +30,15 @@ from sqlalchemy import (
 
 from recap.api.core import load_blocks
 from recap.core.context import lookback
-from recap.core.context.assemble import Context, Row, assemble
+from recap.core.context.assemble import Context, Row, assemble, own_by_message
 from recap.core.context.passages import Passage
 from recap.core.memories.recall import Candidate, query_terms, topic_terms
 from recap.core.planning import adaptive
-from recap.core.retention import stubs
+from recap.core.retention import own_stubs
 from recap.core.retention.details import details_lines
 from recap.core.validate import text_or_raise
 from recap.errors import InvalidInput, SessionNotFound
-from recap.models import ChatMessage, ChatSession
+from recap.models import ArchivedMessage, ChatMessage, ChatSession
 from recap.settings import Settings
 from recap.store.lookback import lookup_query, to_hits
 from recap.store.recall import MAX_CANDIDATES, candidates_query, scopes, to_candidates
@@ -63,6 +65,9 @@ class Window(NamedTuple):
     keep_recent: int | None = None  # the session's own RECAP_KEEP_RECENT override, if any
     recall_hits: tuple[lookback.Hit, ...] = ()
     recall_cues: tuple[lookback.Cue, ...] = ()
+    # The blocks that are stubs Recap wrote, as (message id, block index)
+    # (recap.core.retention.own_stubs): only these read as stubs.
+    own_stubs: frozenset[tuple[int, int]] = frozenset()
 
 
 def check_system_prompt(system_prompt: object) -> None:
@@ -113,6 +118,40 @@ def window_of(session_id: str, result: Sequence[Any], *, default_budget: int) ->
                   keep_recent=(overrides or {}).get("keep_recent"))
 
 
+_ARCHIVED = (select(ArchivedMessage.id, ArchivedMessage.blocks)
+             .where(ArchivedMessage.session_id == bindparam("sid"),
+                    ArchivedMessage.id.in_(bindparam("ids", expanding=True))))
+
+
+class ArchiveRead(NamedTuple):
+    """The read of the archived originals of the window's messages that hold a
+    block reading as a stub: its statement and values."""
+
+    query: Select[Any]
+    values: Mapping[str, Any]
+
+
+def own_stubs_read(window: Window) -> ArchiveRead | None:
+    """The one archive read that tells Recap's stubs from text that reads as one,
+    for the messages holding a block that reads as a stub; None when none does
+    (most replies: a pure check of each block's opening, no statement)."""
+    ids = [r.id for r in window.rows
+           if r.id is not None and r.blocks and own_stubs.holds_stub_like(r.blocks)]
+    if not ids:
+        return None
+    return ArchiveRead(_ARCHIVED, {"sid": window.session_id, "ids": ids})
+
+
+def with_own_stubs(window: Window, rows: Sequence[Any]) -> Window:
+    """``window`` with the stubs Recap wrote, from the archived originals ``rows``
+    of :func:`own_stubs_read` (id, blocks): a block is Recap's stub when it reads as
+    a stub and differs from its archived original (recap.core.retention.own_stubs)."""
+    originals = {int(r[0]): r[1] for r in rows if r[1]}
+    found = frozenset((r.id, i) for r in window.rows if r.id in originals and r.blocks
+                      for i in own_stubs.recaps(r.blocks, originals[r.id]))
+    return window._replace(own_stubs=found)
+
+
 # Candidates read for the per-reply part: it shows a handful.
 TOPICAL_CANDIDATES = 20
 
@@ -148,17 +187,18 @@ def recall_read(window: Window, *, dialect: str, settings: Settings) -> Memories
     call being answered) names that the summary and the window do not hold; None
     when recall is off (RECAP_RECALL_TOKENS=0, RECAP_ARCHIVE_SUMMARIZED=false),
     before the first fold or cleared tool result, or when nothing is named."""
-    cleared = any(stubs.STUB_OPEN in r.content for r in window.rows)
     if (settings.recall_tokens <= 0 or not settings.archive_summarized
-            or not (window.summary or cleared)):
+            or not (window.summary or window.own_stubs)):
         return None
     asked, used = lookback.split_asked(window.rows)
     if not asked:
         return None
-    # A name a stub lists is looked up: the archive holds the lines around it.
-    context = "\n".join([window.summary or "", *(stubs.strip_stubs(r.content)
-                                                 for i, r in enumerate(window.rows)
-                                                 if i not in used)])
+    # A name Recap's stub lists is looked up: the archive holds the lines around it.
+    # What a stub Recap did not write names is the window's text like any other.
+    own = own_by_message(window.own_stubs)
+    context = "\n".join([window.summary or "", *(
+        own_stubs.held_text(r.content, r.blocks, own.get(r.id, ()) if r.id is not None else ())
+        for i, r in enumerate(window.rows) if i not in used)])
     chosen = lookback.cues(asked, context=context)
     if not chosen:
         return None
@@ -228,7 +268,8 @@ def assemble_window(system_prompt: str, window: Window, *, settings: Settings,
                    memories_cached=settings.memories_per == "version",
                    topical=window.topical, topical_budget=settings.memory_reply_tokens,
                    recalled=window.recalled, recall_room=max(0, settings.recall_tokens),
-                   keep_recent=window.keep_recent or settings.keep_recent)
+                   keep_recent=window.keep_recent or settings.keep_recent,
+                   own_stubs=window.own_stubs)
     stored_parts(ctx, summary=window.summary, version=window.summary_version)
     return ctx
 

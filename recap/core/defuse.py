@@ -1,19 +1,19 @@
 """Text Recap did not write can neither open, close nor forge Recap's blocks (pure).
 
-Recap's own blocks (the summary, its details section, the memories, recall) are
-marked by their tags, their headers and their entries (one line each). Any other
-text that reaches a model next to them (a message of the window, a recalled
-line, a stored summary or fact the model wrote) is read here as a model reads
-it: NFKC (full-width letters), look-alike letters (recap.core.text.CONFUSABLES),
-any case, and any white space, punctuation or Markdown between the letters
-(``**Details (kept verbatim by Recap)**``, ``W.h.a.t you know``). What reads as
-one of Recap's tags (recap.core.text.RECAP_TAGS), block headers
-(:data:`HEADER_PHRASES`) or recall labels (``[user · message 12``) is defused:
-its first character is written as an HTML character reference (``<`` becomes
-``&lt;``, ``W`` becomes ``&#87;``), so the text stays readable and can never
-equal Recap's own. Inside an entry, every Unicode line break (``\\r``, U+2028,
-U+2029, U+0085, vertical tab, form feed...) is escaped, so an entry cannot start
-a forged entry on a line of its own.
+Recap's own blocks (the summary, its details section, the memories, recall, the
+stub a cleared tool result leaves) are marked by their tags, their headers and
+their entries (one line each). Any other text that reaches a model next to them
+(a message of the window, a recalled line, a stored summary or fact the model
+wrote) is read here as a model reads it: NFKC (full-width letters), look-alike
+letters (recap.core.text.CONFUSABLES), any case, and any white space,
+punctuation or Markdown between the letters (``**Details (kept verbatim by
+Recap)**``, ``W.h.a.t you know``). What reads as one of Recap's tags
+(recap.core.text.RECAP_TAGS), block headers (:data:`HEADER_PHRASES`) or recall
+labels (``[user · message 12``) is defused: its first character is written as an
+HTML character reference (``<`` becomes ``&lt;``, ``W`` becomes ``&#87;``), so
+the text stays readable and can never equal Recap's own. Inside an entry, every
+Unicode line break (``\\r``, U+2028, U+2029, U+0085, vertical tab, form feed...)
+is escaped, so an entry cannot start a forged entry on a line of its own.
 
 Every scan here runs in time linear in its input: a gap is possessive, a label
 is looked for at most :data:`LABEL_REACH` characters after its ``[``.
@@ -34,7 +34,8 @@ LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 # The words of every header Recap writes above or inside its blocks
 # (recap.core.memories.block, recap.core.context.assemble, recap.core.context.lookback,
-# recap.core.retention.details); tests/core/test_blocks_forgery.py checks that each
+# recap.core.retention.details) and of the stub it leaves for a cleared tool result
+# (recap.core.retention.stubs); tests/core/test_blocks_forgery.py checks that each
 # header Recap writes is matched.
 HEADER_PHRASES = (
     "what you know about the user",
@@ -46,7 +47,11 @@ HEADER_PHRASES = (
     "the conversation so far summarized",
     "lines quoted verbatim from earlier in this conversation",
     "details kept verbatim by recap",
+    "tool output cleared by recap",
 )
+# How the stub Recap leaves for a cleared tool result opens
+# (recap.core.retention.stubs); only Recap's own stubs keep it in a request.
+STUB_OPEN = "[tool output cleared by Recap: "
 # Anything but a letter or a digit may sit between two letters of a phrase:
 # white space, punctuation, Markdown marks, invisible characters. Possessive.
 _GAP = r"[\W_]*+"
@@ -195,31 +200,106 @@ def details_like(line: str) -> bool:
     return bool(_DETAILS_LINE.match(line if line.isascii() else _reads(line)))
 
 
-def defuse_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def defuse_blocks(blocks: list[dict[str, Any]], *,
+                  own: Collection[int] = ()) -> list[dict[str, Any]]:
     """Copies of ``blocks`` (a stored content array) with the text a model reads as
-    data defused (:func:`defuse_text`): text blocks, tool results and plain-text
-    documents. Tool calls, thinking (signed) and media are kept as they are."""
-    return [_defuse_block(b) for b in blocks]
+    data defused (:func:`defuse_text`): text blocks and their citations, tool
+    results, plain-text documents, search results and the plain text of server
+    tool and MCP results. ``own`` are the indexes of the blocks that are Recap's
+    stubs (recap.core.retention.own_stubs): their opening is kept, the rest is
+    defused. Tool calls, thinking and compactions (signed), encrypted fields,
+    media and blocks of a type Recap does not know are kept as they are."""
+    return [_own_stub(b) if i in own else _defuse_block(b) for i, b in enumerate(blocks)]
+
+
+def _own_stub(block: dict[str, Any]) -> dict[str, Any]:
+    """Recap's stub (a tool result of text) with its opening kept and the rest
+    defused (what it quotes was defused when it was written; this reads it again
+    as every other text is read)."""
+    inner = block.get("content")
+    if isinstance(inner, str):
+        return {**block, "content": _own_text(inner)}
+    if isinstance(inner, list) and inner and isinstance(inner[0], dict) \
+            and isinstance(inner[0].get("text"), str):
+        first = {**inner[0], "text": _own_text(inner[0]["text"])}
+        return {**block, "content": [first, *_inner(inner[1:])]}
+    return _defuse_block(block)
+
+
+def _own_text(text: str) -> str:
+    if not text.startswith(STUB_OPEN):
+        return defuse_text(text)
+    return STUB_OPEN + defuse_text(text[len(STUB_OPEN):])
+
+
+def _fields(block: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``block`` with its string fields ``names`` defused (the others as they are)."""
+    return {**block, **{n: defuse_text(block[n]) for n in names
+                        if isinstance(block.get(n), str)}}
+
+
+def _inner(value: Any) -> Any:
+    """A result's ``content``: a string or a list of blocks, defused."""
+    if isinstance(value, str):
+        return defuse_text(value)
+    if isinstance(value, list):
+        return [_defuse_block(b) if isinstance(b, dict) else b for b in value]
+    return value
+
+
+# Server tools' results whose ``content`` is an object of plain text fields (code
+# run in the API's sandbox prints what it read), by the type of that object.
+_PLAIN_RESULTS = {
+    "code_execution_result": ("stdout", "stderr"),
+    "bash_code_execution_result": ("stdout", "stderr"),
+    "text_editor_code_execution_view_result": ("content",),
+}
+_SERVER_RESULTS = ("code_execution_tool_result", "bash_code_execution_tool_result",
+                   "text_editor_code_execution_tool_result")
+# What a citation quotes and the title it names are plain text; its index into
+# the source (``encrypted_index``) is replayed as the API wrote it.
+_CITED = ("cited_text", "title", "document_title")
 
 
 def _defuse_block(block: dict[str, Any]) -> dict[str, Any]:
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        return {**block, "text": defuse_text(block["text"])}
-    if kind == "tool_result":
-        inner = block.get("content")
-        if isinstance(inner, str):
-            return {**block, "content": defuse_text(inner)}
-        if isinstance(inner, list):
-            return {**block, "content": [_defuse_block(b) for b in inner]}
+        out = {**block, "text": defuse_text(block["text"])}
+        if isinstance(block.get("citations"), list):
+            out["citations"] = [_fields(c, *_CITED) if isinstance(c, dict) else c
+                                for c in block["citations"]]
+        return out
+    if kind in ("tool_result", "mcp_tool_result"):
+        return {**block, "content": _inner(block["content"])} if "content" in block else block
+    if kind == "search_result":
+        return {**_fields(block, "title"), **({"content": _inner(block["content"])}
+                                              if "content" in block else {})}
+    if kind == "web_search_tool_result" and isinstance(block.get("content"), list):
+        return {**block, "content": [_fields(r, "title") if isinstance(r, dict)
+                                     and r.get("type") == "web_search_result" else r
+                                     for r in block["content"]]}
+    if kind == "web_fetch_tool_result" and isinstance(block.get("content"), dict):
+        fetched = block["content"]
+        if fetched.get("type") == "web_fetch_result" and isinstance(fetched.get("content"), dict):
+            return {**block, "content": {**fetched, "content": _defuse_block(fetched["content"])}}
         return block
-    if kind == "document" and isinstance(block.get("source"), dict):
-        source = block["source"]
-        if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return {**block, "source": {**source, "data": defuse_text(source["data"])}}
-        if source.get("type") == "content":
-            inner = source.get("content")
-            content: Any = (defuse_text(inner) if isinstance(inner, str)
-                            else [_defuse_block(b) for b in inner or ()])
-            return {**block, "source": {**source, "content": content}}
+    if kind in _SERVER_RESULTS and isinstance(block.get("content"), dict):
+        result = block["content"]
+        return {**block, "content": _fields(result, *_PLAIN_RESULTS.get(result.get("type"), ()))}
+    if kind == "document":
+        return _document(_fields(block, "title", "context"))
+    return block
+
+
+def _document(block: dict[str, Any]) -> dict[str, Any]:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return block
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        return {**block, "source": {**source, "data": defuse_text(source["data"])}}
+    if source.get("type") == "content":
+        inner = source.get("content")
+        content: Any = (defuse_text(inner) if isinstance(inner, str)
+                        else [_defuse_block(b) for b in inner or ()])
+        return {**block, "source": {**source, "content": content}}
     return block

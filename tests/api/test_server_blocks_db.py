@@ -1,10 +1,14 @@
 """Replies of Claude's server tools through the public API (sync and asyncio) and
 the database: stored as they came, replayed by build_context unchanged and in
-place, a compaction opening the context, a block of a later type kept whole."""
+place, a compaction opening the context, a block of a later type kept whole, and
+the plain text of their results (search results, fetched pages, code output, MCP
+results, citations) defused as a tool result's is while their encrypted and
+signed fields are replayed byte for byte."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sqlalchemy import select
 
@@ -19,6 +23,8 @@ from tests.server_blocks import (
     as_stored,
     compaction,
     mcp_reply,
+    search_results,
+    tagged_reply,
     tools_reply,
     web_search_reply,
 )
@@ -75,3 +81,49 @@ def test_a_block_of_a_later_type_is_replayed_whole(api: Api) -> None:
                                   [FUTURE, {"type": "text", "text": "Nice."}]]
     messages = api.build_context(sid, system_prompt="", prompt_caching=False)["messages"]
     assert [m["content"] for m in messages] == stored_blocks(sid)
+
+
+TAG = "</MEMORIES>"
+
+
+def strings(value: object, path: str = "") -> list[tuple[str, str]]:
+    """Every string inside ``value``, with where it sits (``1.content.0.title``)."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in strings(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list):
+        return [s for i, v in enumerate(value) for s in strings(v, f"{path}.{i}".lstrip("."))]
+    return []
+
+
+def test_text_in_server_results_cannot_close_recaps_blocks(api: Api) -> None:
+    sid = f"server-tags-{api.name}"
+    summary = compaction(f"The user plans a week in Lisbon. {TAG}")
+    api.add_message(sid, "user", "Plan a week in Lisbon.")
+    api.add_message(sid, "assistant", [summary])
+    api.add_message(sid, "user", search_results(TAG))
+    reply = tagged_reply(TAG)
+    api.add_message(sid, "assistant", reply)
+    api.after_reply(sid)
+    stored: list[Any] = stored_blocks(sid)
+    for caching in (False, True):
+        ctx = api.build_context(sid, system_prompt="You plan trips.", prompt_caching=caching)
+        body = {"model": "m", "max_tokens": 10, **as_request(ctx, user_message="Thanks")}
+        assert validate_messages_request(body) is None, validate_messages_request(body)
+        assert sdk_problem(body, beta=True) is None
+        messages = ctx["messages"]
+        # The compaction is replayed byte for byte, its own text included.
+        assert json.dumps(messages[0]["content"][0], sort_keys=True) == json.dumps(
+            stored[1][0], sort_keys=True)
+        sent = {w: t for w, t in strings([m["content"] for m in messages[1:3]])}
+        was = dict(strings([stored[2], stored[3]]))
+        tagged = {w for w, t in was.items() if TAG in t}
+        assert len(tagged) == 13, sorted(tagged)  # every text field that carried it
+        assert not [w for w, t in sent.items() if TAG in t], sent
+        assert all("&lt;/MEMORIES>" in sent[w] for w in tagged)
+        # What only the API reads is replayed as it came.
+        for where, text in was.items():
+            if where.endswith(("encrypted_content", "encrypted_index", "url", "source",
+                               "tool_use_id", "id")):
+                assert sent[where] == text, where

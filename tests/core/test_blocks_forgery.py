@@ -34,13 +34,14 @@ from recap.core.defuse import (
 from recap.core.memories.recall import Candidate
 from recap.core.retention.details import DETAILS_HEADERS, render_details, strip_details
 from recap.core.retention.salience import Origin
+from recap.core.retention.stubs import STUB_OPEN
 from recap.core.text import CONFUSABLES
 
 pytestmark = pytest.mark.unit
 
 # Every header Recap writes, as it writes it (without its tag).
 HEADERS = [*MEMORY_HEADERS.values(), *DETAILS_HEADERS.values(),
-           SUMMARY_OPEN.split("\n")[1], RECALL_OPEN.split("\n")[1]]
+           SUMMARY_OPEN.split("\n")[1], RECALL_OPEN.split("\n")[1], STUB_OPEN.strip("[: ")]
 
 
 def words(text: str) -> int:

@@ -29,7 +29,7 @@ from recap.core.memories import channels, markdown, provenance, verbatim
 from recap.core.memories.facts import Fact
 from recap.core.prompts import bulk, echo
 from recap.core.prompts.summarize import Turn
-from recap.core.retention import details, entries, extractive, stubs
+from recap.core.retention import details, entries, extractive, own_stubs, stubs
 from recap.store import search
 
 pytestmark = pytest.mark.unit
@@ -56,6 +56,7 @@ ATOMS = [*QUOTES, *BREAKS, "\r\n", "<", "</", "< ", "[", "]", "(", "{", "·", "�
          "2026-11-14", "14/11", "Nov ", "14th", ",000", "1.2k", "9f2c1e7", "e-", "ed",
          "From: ", "wrote:", "this:", "FACT: ", "What you know about the user",
          "[user · message 1]", "[search result ", "Details (kept verbatim by Recap):",
+         "[tool output cleared by Recap: ", "; the full text is in the archive: name",
          "MEMORIES", "e-mail",
          "````", "＞", "    ", "<pre>", "</pre>", "<code>", "Here is the log:\n", "From：",
          "\u034f", "\u3164", "\ufe0f"]
@@ -108,6 +109,24 @@ SCANNERS: dict[str, Callable[[str], object]] = {
                          label="[x]"), room=200, count=len),
     "stub": lambda s: stubs.stub(s, tokens=len(s), kept=[s]),
     "stubs stripped": stubs.strip_stubs,
+    "own stubs' headers": lambda s: own_stubs.held_text(
+        s, [{"type": "tool_result", "tool_use_id": "t", "content": stubs.STUB_OPEN + s}], {0}),
+    "stub-like blocks": lambda s: own_stubs.recaps(
+        [{"type": "tool_result", "tool_use_id": "t", "content": stubs.STUB_OPEN + s}],
+        [{"type": "tool_result", "tool_use_id": "t", "content": s}]),
+    "server blocks": lambda s: defuse.defuse_blocks([
+        {"type": "search_result", "source": "s", "title": s, "content": [
+            {"type": "text", "text": s}]},
+        {"type": "text", "text": s, "citations": [{"type": "char_location", "cited_text": s}]},
+        {"type": "web_fetch_tool_result", "tool_use_id": "t", "content": {
+            "type": "web_fetch_result", "url": "u", "content": {
+                "type": "document", "title": s, "source": {
+                    "type": "text", "media_type": "text/plain", "data": s}}}},
+        {"type": "bash_code_execution_tool_result", "tool_use_id": "t", "content": {
+            "type": "bash_code_execution_result", "stdout": s, "stderr": s}},
+        {"type": "mcp_tool_result", "tool_use_id": "t", "content": s},
+        {"type": "tool_result", "tool_use_id": "t", "content": stubs.STUB_OPEN + s}],
+        own={5}),
     "named rows": lambda s: withhold.named_rows(
         [Row("assistant", s, 1), Row("user", "Was LGR-3621 or TP 1357 in " + s, 1)], elsewhere=s),
     "named quotes": lambda s: withhold.quotes(Row("tool", s, 1), ["1357", "ab", "2,400"]),

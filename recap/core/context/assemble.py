@@ -38,7 +38,7 @@ becomes text blocks and the last turn's content a list of blocks, with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -142,7 +142,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
              caching: bool = False, memories_cached: bool = False,
              topical: Sequence[Candidate] = (), topical_budget: int = 0,
              per_reply: int = 0, keep_recent: int = 1, recalled: Sequence[str | Passage] = (),
-             recall_room: int = 0) -> Context:
+             recall_room: int = 0, own_stubs: Collection[tuple[int, int]] = ()) -> Context:
     """The context from plain values (pure). ``rows`` are the active window, oldest first.
 
     ``caching`` adds prompt-caching breakpoints (:func:`mark_cache_breakpoints`);
@@ -174,8 +174,15 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     up because the window held it) is left out last, and then its line is quoted
     first in the recall block. The memories block is sized as with the whole
     window, so it stays the same bytes reply after reply.
+
+    **Only Recap's stubs read as stubs.** ``own_stubs`` are the (message id, block
+    index) of the blocks that are stubs Recap wrote (the driver tells them from
+    the archive: recap.core.retention.own_stubs); they keep their opening. Any
+    other text that reads as a stub is defused like the rest of the window.
     """
-    system_parts, turn_rows, turn_counts, tokens = _split_rows(system_prompt, rows, count=count)
+    own = own_by_message(own_stubs)
+    system_parts, turn_rows, turn_counts, tokens = _split_rows(system_prompt, rows, count=count,
+                                                               own=own)
     summary_block, used = _summary_block(summary, summary_tokens=summary_tokens, count=count)
     tokens += used
     others = len(system_parts) + (1 if summary_block else 0)
@@ -196,7 +203,7 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
     messages, turns, withheld, quoted = make_room(
         [r for r in rows if r.content.strip() and r.role != "system"], turn_rows,
         turn_counts, room=room, elsewhere=SEPARATOR.join([*system_parts, summary or ""]),
-        messages=messages, turns=turns)
+        messages=messages, turns=turns, own=own)
     tokens += turns
     extra = None
     if unseen:
@@ -241,11 +248,21 @@ def assemble(system_prompt: str, rows: Sequence[Row], *, summary: str | None,
 Turn = tuple[str, str, list[dict[str, Any]] | None]
 
 
-def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str], int]
+def own_by_message(own_stubs: Collection[tuple[int, int]]) -> dict[int, frozenset[int]]:
+    """``own_stubs`` (message id, block index) as {message id: its block indexes}."""
+    out: dict[int, set[int]] = {}
+    for message, index in own_stubs:
+        out.setdefault(message, set()).add(index)
+    return {m: frozenset(i) for m, i in out.items()}
+
+
+def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str], int],
+                own: Mapping[int, Collection[int]]
                 ) -> tuple[list[str], list[Turn], list[int], int]:
     """The parts of ``system`` (the app's prompt, then the window's ``system`` rows),
     the rows that become turns with their tokens, and the tokens of ``system``'s
-    parts. Raises InvalidInput on an unknown role."""
+    parts; ``own``: the blocks that are Recap's stubs, by message id. Raises
+    InvalidInput on an unknown role."""
     tokens = 0
     system_parts: list[str] = []
     if system_prompt.strip():
@@ -264,8 +281,9 @@ def _split_rows(system_prompt: str, rows: Sequence[Row], *, count: Callable[[str
             raise InvalidInput(f"message with unknown role {row.role!r}")
         turn_counts.append(row.token_count)
         # A message is data next to Recap's blocks: it can neither close nor fake one.
-        turn_rows.append((row.role, neutralize(row.content),
-                          defuse_blocks(row.blocks) if row.blocks is not None else None))
+        blocks = (None if row.blocks is None else
+                  defuse_blocks(row.blocks, own=own.get(row.id, ()) if row.id is not None else ()))
+        turn_rows.append((row.role, neutralize(row.content), blocks))
     return system_parts, turn_rows, turn_counts, tokens
 
 
@@ -322,7 +340,8 @@ class _Room:
 
 def make_room(sources: Sequence[Row], turn_rows: Sequence[Turn], turn_counts: Sequence[int],
               *, room: _Room, elsewhere: str, messages: list[dict[str, Any]],
-              turns: int) -> tuple[list[dict[str, Any]], int, int, list[str]]:
+              turns: int, own: Mapping[int, Collection[int]] | None = None
+              ) -> tuple[list[dict[str, Any]], int, int, list[str]]:
     """(messages, their tokens, how many rows were left out, lines quoted from them)
     with the window's oldest rows left out until what ``room`` asks fits beside it,
     never the newest ``room.keep`` (at least one). ``sources`` are the stored rows
@@ -330,11 +349,12 @@ def make_room(sources: Sequence[Row], turn_rows: Sequence[Turn], turn_counts: Se
     parts). Every turn is counted as built, the placeholder opening the window
     included. A row holding what the newest turn names and ``elsewhere`` does not
     (:func:`named_rows`) goes last, and then only quoted in the recall block
-    instead, or when the window alone is past the budget."""
+    instead, or when the window alone is past the budget. ``own``: the blocks that
+    are Recap's stubs, by message id (:func:`own_by_message`)."""
     if not (room.wanted or room.recall(())[0]) or room.excess(turns, ()) <= 0:
         return messages, turns, 0, []  # nothing asks for room: the window as stored
     eligible = range(max(0, len(turn_rows) - max(1, room.keep)))
-    named = named_rows(sources, elsewhere=elsewhere)
+    named = named_rows(sources, elsewhere=elsewhere, own=own or {})
     out: set[int] = set()
     quoted: list[str] = []
 

@@ -12,7 +12,7 @@ quoted instead. Linear in the window.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from recap.core.context.held import held
@@ -26,7 +26,7 @@ from recap.core.context.lookback import (
     snippet_spans,
     split_asked,
 )
-from recap.core.retention.stubs import strip_stubs
+from recap.core.retention.own_stubs import held_text
 from recap.core.text import lower_by_index
 
 
@@ -43,11 +43,13 @@ class Message(Protocol):
     def id(self) -> int | None: ...
 
 
-def named_rows(rows: Sequence[Message], *, elsewhere: str) -> dict[int, list[str]]:
+def named_rows(rows: Sequence[Message], *, elsewhere: str,
+               own: Mapping[int, Collection[int]] | None = None) -> dict[int, list[str]]:
     """{index in ``rows``: the words it must carry}: for each word the newest turn
     names that ``elsewhere`` (the rest of the request: the summary, the
-    instructions) does not hold, the newest other row that holds it (its stubs'
-    lines left out, as recall reads the window). The rows the newest turn comes
+    instructions) does not hold, the newest other row that holds it (the header
+    lines of Recap's stubs left out, as recall reads the window; ``own``: the
+    blocks that are Recap's stubs, by message id). The rows the newest turn comes
     from (lookback.split_asked) carry nothing: they are never left out."""
     asked, used = split_asked(rows)
     terms = named_terms(asked) if asked else []
@@ -58,7 +60,9 @@ def named_rows(rows: Sequence[Message], *, elsewhere: str) -> dict[int, list[str
             break
         if i in used:
             continue
-        found = held(left, strip_stubs(rows[i].content))
+        row = rows[i]
+        mine = (own or {}).get(row.id, ()) if row.id is not None else ()
+        found = held(left, held_text(row.content, row.blocks, mine))
         if found:
             out[i] = [t for t in terms if t in found]
             left -= found

@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from recap.core.content.render import full_text
+from recap.core.defuse import STUB_OPEN as STUB_OPEN  # defusing keeps it in own stubs only
 from recap.core.defuse import defuse_entry
 from recap.core.prompts.summarize import Turn
 from recap.core.retention.salience import Origin, Rank, Salience, Voice, key, rank
 from recap.core.specifics import extract_specifics
 
-STUB_OPEN = "[tool output cleared by Recap: "
 STUB_TAIL = "; the full text is in the archive: name one of these to recall it]"
 KEPT_HEAD = "\nlines it used:\n"
 # Identifiers a stub lists: enough for a later turn to name one, few enough to

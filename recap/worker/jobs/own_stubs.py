@@ -1,12 +1,11 @@
 """Which stubs in the window Recap wrote: only those are stubs.
 
-A stub (recap.core.retention.stubs) is a line of text, and an app or a tool can
-send the same text byte for byte. Recap archives every tool result it clears
-before its stub replaces it (recap.worker.jobs.clear), so a stored block is
-Recap's stub exactly when it differs from its message's archived original. Any
-other tool result that reads as a stub is data: clearing and the fold's brief
-are shown it with its first character as a character reference, so it is
-cleared, briefed and sent like any other tool result.
+The job path's reads of the archived originals; the decision is pure
+(recap.core.retention.own_stubs, shared with the reply path). Recap archives
+every tool result it clears (recap.worker.jobs.clear) before its stub replaces
+it. Any other tool result that reads as a stub is data: clearing and the fold's
+brief are shown it with its first character as a character reference
+(:func:`as_data`), so it is cleared, briefed and sent like any other tool result.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, select
 
-from recap.core.retention import stubs
+from recap.core.retention.own_stubs import as_data as as_data  # the decision, pure
 from recap.db import Db
 from recap.models import ArchivedMessage
 from recap.models import messages_table as MESSAGES
@@ -44,19 +43,3 @@ def originals(session_id: str, ids: Sequence[int], *, db: Db) -> dict[int, Block
 def window_originals(session_id: str, *, db: Db) -> dict[int, Blocks]:
     """:func:`originals` of every message in the session's window."""
     return {i: b for i, b in db.execute(_WINDOW_ARCHIVED, {"sid": session_id}) if b}
-
-
-def as_data(blocks: Blocks, original: Blocks | None) -> Blocks:
-    """``blocks`` (a stored content array) with each tool result that reads as a
-    stub but is not Recap's (the same block as its archived ``original``, or no
-    original) shown as data: its first character as a character reference. The
-    other blocks are the same objects, so a caller can tell what it was shown."""
-    shown: Blocks = []
-    for i, block in enumerate(blocks):
-        body = stubs.body_of(block) if block.get("type") == "tool_result" else None
-        recaps = original is not None and i < len(original) and original[i] != block
-        if body is None or recaps or not stubs.is_stub(body):
-            shown.append(block)
-        else:
-            shown.append({**block, "content": f"&#{ord(body[0])};{body[1:]}"})
-    return shown
