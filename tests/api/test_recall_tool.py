@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 from sqlalchemy import select
@@ -140,9 +141,10 @@ def archived(sid: str, msg_id: int, text: str = LOG) -> None:
 def test_the_definition_is_a_messages_api_tool_whose_input_is_the_call(
         fake_api: FakeAnthropic) -> None:
     import anthropic
+    from anthropic.types import ToolParam
 
     archived("tool-def", 1)
-    definition = recap.recall_tool_definition()
+    definition = cast(ToolParam, recap.recall_tool_definition())  # a dict the SDK types
     assert definition["name"] == "recap_recall"
     fake_api.assistant(tool_call("recap_recall", {"tool_use_id": "toolu_a1"}))
     client = anthropic.Anthropic(base_url=fake_api.url, api_key="test")
