@@ -7,6 +7,7 @@ two short errors; never another session's text, never an exception in the loop."
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -123,3 +124,51 @@ def test_pydantic_ai_tool(fake_api: FakeAnthropic) -> None:
                   capabilities=[ProcessHistory(recap_history("pa-recall"))])
     assert agent.run_sync("Where was it raised?").output == "Found it."
     assert_answers(results(fake_api))
+
+
+def test_langchain_async_runs_the_tool_on_the_asyncio_api(fake_api: FakeAnthropic) -> None:
+    from langchain.agents import create_agent
+    from langchain_anthropic import ChatAnthropic
+    from langgraph.checkpoint.memory import InMemorySaver
+    from pydantic import SecretStr
+
+    from recap.integrations.langchain_middleware import RecapMiddleware
+
+    script(fake_api, "lc-arecall")
+    model = ChatAnthropic(model_name="claude-test", base_url=fake_api.url,
+                          api_key=SecretStr("test"), timeout=30, stop=None)
+    agent = create_agent(model, [], middleware=[RecapMiddleware(recall_tool="lookup_archive")],
+                         checkpointer=InMemorySaver())
+    fake_api.reset()
+    fake_api.assistant(tool_call("lookup_archive", {"tool_use_id": "toolu_old1"}), ok("Found."))
+
+    async def run() -> Any:
+        try:
+            return await agent.ainvoke(
+                {"messages": [{"role": "user", "content": "Where was it raised?"}]},
+                {"configurable": {"thread_id": "lc-arecall"}})
+        finally:
+            await recap.aio.close()
+
+    assert asyncio.run(run())["messages"][-1].text == "Found."
+    last = [r for r in fake_api.requests if recap_kind(r) is None][-1]
+    assert [t["name"] for t in last["tools"]] == ["lookup_archive"]
+    assert "ERROR LGR-3621 raised at:" in json.dumps(last["messages"])
+
+
+def test_inside_a_tenant_the_tool_reads_the_tenants_ids_only(fake_api: FakeAnthropic) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    from recap.integrations.pydantic_ai import recall_tool
+
+    archived("pa-tenant", 1, LOG, "toolu_old1")  # outside any tenant
+    fake_api.assistant(tool_call(NAME, {"tool_use_id": "toolu_old1"}), ok("Done."))
+    model = AnthropicModel("claude-test", provider=AnthropicProvider(api_key="test",
+                                                                      base_url=fake_api.url))
+    agent = Agent(model, tools=[recall_tool("pa-tenant")])
+    with recap.tenant("acme"):
+        assert agent.run_sync("Where was it raised?").output == "Done."
+    [found] = results(fake_api)
+    assert found.startswith("Recall failed: no chat session") and "LGR-3621" not in found
