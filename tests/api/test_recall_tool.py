@@ -209,3 +209,13 @@ def test_the_asyncio_twins_answer_as_the_sync_calls() -> None:
     assert text == recap.recall_tool("tool-aio", {"query": "lgr3621"})
     with pytest.raises(ArchivedMessageNotFound):
         asyncio.run(recap.aio.recall("tool-aio", message_id=99))
+
+
+def test_the_definition_in_the_docs_is_the_one_the_api_returns() -> None:
+    import json
+
+    from tests.docs.blocks import ROOT, blocks
+
+    shown = [json.loads(b.code) for b in blocks(ROOT / "docs" / "MEMORY.md")
+             if b.lang == "json" and '"recap_recall"' in b.code]
+    assert shown == [recap.recall_tool_definition()]
