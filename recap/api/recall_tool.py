@@ -98,8 +98,8 @@ def _arguments(tool_input: object) -> dict[str, Any]:
     msg = args.get("message_id")
     if isinstance(msg, str) and msg.strip().isdigit():  # "812": a model's spelling of 812
         args["message_id"] = int(msg.strip())
-    if "query" in tool_input and "query" not in args:
-        args["query"] = tool_input["query"]  # an empty query: recall names the problem
+    if "query" in tool_input and "query" not in args and not args:
+        args["query"] = tool_input["query"]  # an empty query alone: recall names the problem
     return args
 
 

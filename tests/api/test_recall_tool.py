@@ -155,6 +155,7 @@ def test_the_definition_is_a_messages_api_tool_whose_input_is_the_call(
     assert text.startswith("Recalled from this conversation's archive")
     assert "\n- [tool result · message 1 · " in text and "\n    src/ledger/loader.py:212" in text
     assert recap.recall_tool("tool-def", {"message_id": "1"}) == text  # "1" read as 1
+    assert recap.recall_tool("tool-def", {"message_id": 1, "query": ""}) == text  # no query
     assert "ERROR LGR-3621" in recap.recall_tool("tool-def", {"query": "lgr3621"})
     assert recap.recall_tool("tool-def", {"query": "nothing-like-it 98765"}) == (
         "Nothing in this conversation's archive matches that query.")
