@@ -7,6 +7,7 @@ The chat app's API, in one place::
     from recap import rewind, edit_message, summary_at   # edit, regenerate, history
     from recap import session    # the session as a whole: summary, last fold, memories
     from recap import recall     # an agent's tool: a cleared output or archived passage back
+    from recap import recall_tool_definition, recall_tool  # that tool for the Messages API
     from recap import warm_up    # at start-up: the first reply as fast as later ones
     from recap import tenant     # scope calls to one tenant's ids (docs/SECURITY.md)
     from recap import aio        # the same calls as coroutines
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from recap.api.context import as_request, build_context
     from recap.api.ingest import add_message, after_reply
     from recap.api.recall import recall
+    from recap.api.recall_tool import recall_tool, recall_tool_definition
     from recap.api.warm import warm_up
     from recap.core.tenant import tenant
     from recap.sessions.edit import edit_message
@@ -47,7 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionView", "add_message", "after_reply", "aio", "as_request", "build_context",
            "configure_session", "edit_message", "errors", "forget", "forget_memories", "recall",
-           "rewind", "session", "summary_at", "tenant", "warm_up"]
+           "recall_tool", "recall_tool_definition", "rewind", "session", "summary_at", "tenant",
+           "warm_up"]
 
 # Public submodules, loaded on first access like the functions.
 _SUBMODULES = ("aio", "errors", "testing", "integrations")
@@ -59,6 +62,8 @@ _PUBLIC = {
     "as_request": "recap.api.context",
     "warm_up": "recap.api.warm",
     "recall": "recap.api.recall",
+    "recall_tool": "recap.api.recall_tool",
+    "recall_tool_definition": "recap.api.recall_tool",
     "configure_session": "recap.sessions.overrides",
     "forget": "recap.sessions.forget",
     "forget_memories": "recap.sessions.forget",

@@ -71,6 +71,11 @@ class Retention(BaseModel):
     clear_tool_results: bool = Field(True, description=(
         "With the archive on, tool results that left the keep window and that nothing "
         "used become a short stub in the window, their full text in the archive."))
+    # Off by default: a stub may only name a tool the app gave its model.
+    recall_tool: str = Field("", max_length=64, pattern=r"^[A-Za-z0-9_-]*$", description=(
+        "Name of the recall tool the app gives its model (the adapters' is recap_recall): "
+        "stubs written from then on say to call it with the result's tool_use_id; "
+        "empty: they say to name an identifier."))
     # A year: long enough for any conversation that resumes, bounded for storage and
     # privacy. The sweeper deletes expired rows in batches, oldest first.
     archive_retention_days: int = Field(365, ge=0, le=36_500, description=(

@@ -33,6 +33,13 @@ would overflow the context budget, which reads it again. The agent's state (and
 checkpointer) keeps the thread as LangGraph stores it; only the model's input
 changes.
 
+The recall tool: ``RecapMiddleware(recall_tool=True)`` registers
+``recap_recall`` (or ``recall_tool="name"``) with the agent, a tool the model
+calls with the ``tool_use_id`` a Recap stub answers, a ``message_id`` a recall
+label named, or a ``query``; it answers with the archived original or the
+matching passages of this run's session only, labelled by channel (recap.api.recall_tool),
+and bad input as a short error text, never an exception in the agent's loop.
+
 Sync (``invoke``) and async (``ainvoke``, on the asyncio API recap.api.aio,
 PostgreSQL) both work. Without a checkpointer, pass only the new messages to
 each run (the state starts empty every time).
@@ -46,6 +53,13 @@ from typing import Annotated, Any, NotRequired, cast
 
 from recap.api import context as sync_context
 from recap.api.ingest import after_reply
+from recap.api.recall_tool import (
+    DESCRIPTION,
+    TOOL_NAME,
+    arecall_tool,
+    recall_tool_definition,
+)
+from recap.api.recall_tool import recall_tool as recall_tool_text
 from recap.api.turns import Turn, astore_turns, store_turns
 from recap.api.validate import check_session_id, check_user_id
 from recap.core.context.assemble import Context, system_text
@@ -66,6 +80,7 @@ try:
         SystemMessage,
         ToolMessage,
     )
+    from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.config import get_config
     from langgraph.runtime import Runtime
 except ImportError as exc:  # pragma: no cover - depends on the install
@@ -149,13 +164,16 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     ``session_id``: a fixed session (default: the run's ``thread_id``);
     ``user_id``: the app's user the session belongs to (memories are then the
-    user's). Raises InvalidInput for bad ids; a run with neither a
-    ``session_id`` nor a ``thread_id`` raises InvalidInput before the model call.
+    user's); ``recall_tool``: True registers the recall tool as ``recap_recall``,
+    a string under that name. Raises InvalidInput for bad ids or tool name; a
+    run with neither a ``session_id`` nor a ``thread_id`` raises InvalidInput
+    before the model call.
     """
 
     state_schema = RecapState
 
-    def __init__(self, session_id: str | None = None, *, user_id: str | None = None) -> None:
+    def __init__(self, session_id: str | None = None, *, user_id: str | None = None,
+                 recall_tool: bool | str = False) -> None:
         super().__init__()
         if session_id is not None:
             check_session_id(session_id)
@@ -163,6 +181,23 @@ class RecapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.session_id = session_id
         self.user_id = user_id
         self._turns: dict[str, TurnContext] = {}
+        self.tools: list[BaseTool] = [self._recall_tool(recall_tool)] if recall_tool else []
+
+    def _recall_tool(self, name: bool | str) -> BaseTool:
+        """The recall tool, on the run's session (its ``thread_id``, or ``session_id``)."""
+        named = TOOL_NAME if name is True else str(name)
+        definition = recall_tool_definition(named)  # raises InvalidInput for a bad name
+
+        def run(**tool_input: Any) -> str:
+            return recall_tool_text(self._session(), tool_input)
+
+        async def arun(**tool_input: Any) -> str:
+            return await arecall_tool(self._session(), tool_input)
+
+        # A JSON schema, not a model: the input reaches recall as the model sent it,
+        # and what is wrong with it comes back as text, not a validation error.
+        return StructuredTool(name=named, description=DESCRIPTION,
+                              args_schema=definition["input_schema"], func=run, coroutine=arun)
 
     def _session(self) -> str:
         if self.session_id is not None:

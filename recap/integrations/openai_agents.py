@@ -35,8 +35,20 @@ Install with ``pip install 'recap-worker[openai-agents]'``. Used like ``SQLiteSe
 - ``clear_session`` forgets the session (``recap.forget``): its messages,
   summary, memories and audit rows.
 
+- ``recall_tool()`` is the recall tool on this session, a ``FunctionTool`` to
+  add to the Agent (``agent.clone(tools=[*agent.tools, session.recall_tool()])``):
+  the model calls it with the ``tool_use_id`` a Recap stub answers, a
+  ``message_id`` a recall label named, or a ``query``, and reads the archived
+  original or the matching passages of this session only, labelled by channel
+  (recap.api.recall_tool); bad input comes back as a short error text.
+
 All methods are async (the asyncio API, PostgreSQL). Other item types (hosted
-tool calls, images) raise InvalidInput naming the item, storing nothing.
+tool calls, images) raise InvalidInput naming the item, storing nothing. Claude's
+server-tool blocks in the window (``server_tool_use``, ``web_search_tool_result``
+and the other results, MCP calls) are not sent as items: the Responses API's
+hosted-tool items are OpenAI's own tools, with ids OpenAI issued, and a
+chat-completions model takes none of them; the assistant's text that used them
+is sent, and the summary and recall read them.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from recap.api.recall_tool import DESCRIPTION, TOOL_NAME, arecall_tool, recall_tool_definition
 from recap.api.turns import Turn, astore_turns, drop_keys_after, newest_messages
 from recap.api.validate import check_session_id, check_user_id
 from recap.core.context.assemble import Context, system_text
@@ -54,6 +67,7 @@ from recap.sessions.forget import forget
 from recap.sessions.rewind import rewind
 
 try:
+    from agents import FunctionTool
     from agents.memory.session import SessionABC
     from agents.memory.session_settings import SessionSettings
 except ImportError as exc:  # pragma: no cover - depends on the install
@@ -167,6 +181,7 @@ def _message_items(role: str, content: Any) -> list[Item]:
         return [{"role": role, "content": content}] if content else []
     out: list[Item] = []
     text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    # Server-tool blocks are skipped (see the module's docs): no item carries them.
     if role == "assistant":
         if text:
             out.append({"role": "assistant", "content": text})
@@ -272,6 +287,24 @@ class RecapSession(SessionABC):
 
     async def clear_session(self) -> None:
         await asyncio.to_thread(forget, session_id=self.session_id)
+
+    def recall_tool(self, name: str = TOOL_NAME) -> FunctionTool:
+        """The recall tool on this session, for the Agent's ``tools`` (see the module's
+        docs). Raises InvalidInput for a ``name`` the model API would refuse."""
+        definition = recall_tool_definition(name)
+        session_id = self.session_id
+
+        async def invoke(_: Any, arguments: str) -> str:
+            try:
+                tool_input = json.loads(arguments or "{}")
+            except json.JSONDecodeError:
+                tool_input = None  # recall_tool names the problem
+            return await arecall_tool(session_id, tool_input)
+
+        # Not strict: every field is optional, and recall checks the input itself.
+        return FunctionTool(name=name, description=DESCRIPTION,
+                            params_json_schema=definition["input_schema"],
+                            on_invoke_tool=invoke, strict_json_schema=False)
 
     def __repr__(self) -> str:
         return f"RecapSession({self.session_id!r})"

@@ -29,6 +29,20 @@ and Recap's own context messages are not stored. Each message is keyed by its
 ``run_id`` and position, so storing the same result twice stores it once. Then
 ``after_reply`` runs once if a model response was stored. Other parts (files,
 built-in tools) raise InvalidInput naming the message and part, storing nothing.
+
+Claude's server-tool blocks in the window (``server_tool_use``,
+``web_search_tool_result`` and the other results, MCP calls) are not made into
+``NativeToolCallPart``/``NativeToolReturnPart``: pydantic-ai sends a native
+part back only as its own provider model built it (its tool kind and provider
+details), and other providers refuse them; the assistant's text that used them
+is sent, and the summary and recall read them.
+
+The recall tool: ``recall_tool("c-42")`` is a ``Tool`` for the agent's ``tools``
+(or a run's ``toolsets=[FunctionToolset([...])]``): the model calls it with the
+``tool_use_id`` a Recap stub answers, a ``message_id`` a recall label named, or a
+``query``, and reads the archived original or the matching passages of that
+session only, labelled by channel (recap.api.recall_tool); bad input comes back
+as a short error text.
 """
 
 from __future__ import annotations
@@ -39,13 +53,15 @@ from typing import Any
 
 from recap.api.context import build_context
 from recap.api.ingest import after_reply
+from recap.api.recall_tool import DESCRIPTION, TOOL_NAME, recall_tool_definition
+from recap.api.recall_tool import recall_tool as recall_tool_text
 from recap.api.turns import Stored, Turn, astore_turns, store_turns
 from recap.api.validate import check_session_id, check_user_id
 from recap.core.context.assemble import Context, system_text
 from recap.errors import InvalidInput, SessionNotFound
 
 try:
-    from pydantic_ai import RunContext
+    from pydantic_ai import RunContext, Tool
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -64,7 +80,8 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("recap.integrations.pydantic_ai needs pydantic-ai: "
                       "pip install 'recap-worker[pydantic-ai]'") from exc
 
-__all__ = ["astore_messages", "from_context", "recap_history", "store_messages", "to_turns"]
+__all__ = ["astore_messages", "from_context", "recall_tool", "recap_history", "store_messages",
+           "to_turns"]
 
 # Marks the messages recap_history puts in front, so storing all_messages()
 # never stores the context back.
@@ -88,6 +105,7 @@ def from_context(ctx: Context, lead: Sequence[SystemPromptPart] = ()) -> list[Mo
         content = m["content"]
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        # Server-tool blocks are skipped (see the module's docs): only text and tool blocks.
         if m["role"] == "assistant":
             parts: list[ModelResponsePart] = [TextPart(text)] if text else []
             for b in blocks:
@@ -140,6 +158,21 @@ def recap_history(session_id: str, *, system_prompt: str = ""
         return from_context(context, lead) + rest
 
     return process
+
+
+def recall_tool(session_id: str, *, name: str = TOOL_NAME) -> Tool[Any]:
+    """The recall tool on ``session_id`` (see the module's docs). Sync, so pydantic-ai
+    runs it in a thread. Raises InvalidInput for a bad ``session_id`` or ``name``."""
+    check_session_id(session_id)
+    definition = recall_tool_definition(name)
+
+    def recall(**tool_input: Any) -> str:
+        return recall_tool_text(session_id, tool_input)
+
+    # A JSON schema, not a signature: the input reaches recall as the model sent it,
+    # and what is wrong with it comes back as text, not a retry.
+    return Tool.from_schema(recall, name=name, description=DESCRIPTION,
+                            json_schema=definition["input_schema"])
 
 
 def _content(content: Any, what: str) -> str:

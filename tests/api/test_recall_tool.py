@@ -5,7 +5,9 @@ and bad input gets an error that names it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 from sqlalchemy import select
@@ -14,6 +16,7 @@ import recap
 from recap.db import transaction
 from recap.errors import ArchivedMessageNotFound, InvalidInput, SessionNotFound
 from recap.models import ArchivedMessage
+from recap.testing import FakeAnthropic, tool_call
 from tests.api.common import SyncApi
 from tests.api.test_recall_db import QUIET, READ, TABLE, folded_output
 
@@ -116,3 +119,104 @@ def test_operators_of_the_search_syntax_are_words_or_nothing(
     for query in ("APAC & !refunds", "APAC | EMEA:*", "'APAC' <-> refunds", "refunds:* (APAC"):
         found = recap.recall("tool-ops", query=query)
         assert all(r["message_id"] > 0 for r in found), query
+
+
+# -- recall as a tool: recap.recall_tool_definition, recap.recall_tool, recap.aio ----------
+
+LOG = ("collected 40 items\nERROR LGR-3621 raised at:\n  src/ledger/loader.py:212\n"
+       "teardown ok")
+
+
+def archived(sid: str, msg_id: int, text: str = LOG) -> None:
+    """A session with one archived tool result (``toolu_a{msg_id}``), as a clear leaves it."""
+    from recap.db import utcnow
+
+    recap.add_message(sid, "user", "Hello")
+    with transaction() as s:
+        s.add(ArchivedMessage(id=msg_id, session_id=sid, role="tool", token_count=20, run_id=1,
+                              created_at=utcnow(), content=text,
+                              tool_links=f"result:toolu_a{msg_id}"))
+
+
+def test_the_definition_is_a_messages_api_tool_whose_input_is_the_call(
+        fake_api: FakeAnthropic) -> None:
+    import anthropic
+    from anthropic.types import ToolParam
+
+    archived("tool-def", 1)
+    definition = cast(ToolParam, recap.recall_tool_definition())  # a dict the SDK types
+    assert definition["name"] == "recap_recall"
+    fake_api.assistant(tool_call("recap_recall", {"tool_use_id": "toolu_a1"}))
+    client = anthropic.Anthropic(base_url=fake_api.url, api_key="test")
+    reply = client.messages.create(model="claude-test", max_tokens=100, tools=[definition],
+                                   messages=[{"role": "user", "content": "Where?"}])
+    [use] = [b for b in reply.content if b.type == "tool_use"]
+    text = recap.recall_tool("tool-def", use.input)
+    assert text.startswith("Recalled from this conversation's archive")
+    assert "\n- [tool result · message 1 · " in text and "\n    src/ledger/loader.py:212" in text
+    assert recap.recall_tool("tool-def", {"message_id": "1"}) == text  # "1" read as 1
+    assert recap.recall_tool("tool-def", {"message_id": 1, "query": ""}) == text  # no query
+    assert "ERROR LGR-3621" in recap.recall_tool("tool-def", {"query": "lgr3621"})
+    assert recap.recall_tool("tool-def", {"query": "nothing-like-it 98765"}) == (
+        "Nothing in this conversation's archive matches that query.")
+    with pytest.raises(InvalidInput, match="tool name"):
+        recap.recall_tool_definition("no spaces")
+
+
+@pytest.mark.parametrize(("tool_input", "named"), [
+    ({"tool_use_id": "toolu_a2"}, "holds no the result of tool call 'toolu_a2'"),
+    ({"message_id": 2}, "holds no message 2"),  # another session's
+    ({}, "pass message_id, tool_use_id or query"),
+    ("toolu_a1", "must be an object"),
+    (None, "must be an object"),
+    ({"path": "/etc/passwd"}, "unknown field 'path'"),
+    ({"tool_use_id": 7}, "tool_use_id must be"),
+    ({"message_id": 1, "tool_use_id": "toolu_a1"}, "not both"),
+    ({"query": ""}, "query is empty"),
+    ({"query": "x" * 1_000_000}, "at most 2000"),
+    ({"query": "a & !b | (c:*)"}, "names nothing"),
+    ({"message_id": "<ARCHIVE_RECALL>" * 100}, "message_id must be"),
+])
+def test_bad_input_is_a_short_error_text_not_an_exception(
+        tool_input: object, named: str) -> None:
+    archived("tool-mine", 1)
+    archived("tool-theirs", 2)
+    text = recap.recall_tool("tool-mine", tool_input)
+    assert text.startswith("Recall failed: ") and named in text, text
+    assert len(text) < 400 and "\n" not in text and "<ARCHIVE_RECALL>" not in text
+    assert "LGR-3621" not in text
+
+
+def test_an_unknown_session_or_another_tenants_is_an_error_text() -> None:
+    archived("tool-tenant", 1)
+    assert "no chat session" in recap.recall_tool("never-stored", {"query": "LGR-3621"})
+    with recap.tenant("acme"):
+        assert recap.recall_tool("tool-tenant", {"tool_use_id": "toolu_a1"}).startswith(
+            "Recall failed: no chat session")
+
+
+def test_the_asyncio_twins_answer_as_the_sync_calls() -> None:
+    archived("tool-aio", 1)
+
+    async def both() -> tuple[list[recap.api.recall.Recalled], str]:
+        try:
+            return (await recap.aio.recall("tool-aio", tool_use_id="toolu_a1"),
+                    await recap.aio.recall_tool("tool-aio", {"query": "lgr3621"}))
+        finally:
+            await recap.aio.close()
+
+    got, text = asyncio.run(both())
+    assert got == recap.recall("tool-aio", tool_use_id="toolu_a1")
+    assert text == recap.recall_tool("tool-aio", {"query": "lgr3621"})
+    with pytest.raises(ArchivedMessageNotFound):
+        asyncio.run(recap.aio.recall("tool-aio", message_id=99))
+
+
+def test_the_definition_in_the_docs_is_the_one_the_api_returns() -> None:
+    import json
+
+    from tests.docs.blocks import ROOT, blocks
+
+    shown = [json.loads(b.code) for b in blocks(ROOT / "docs" / "MEMORY.md")
+             if b.lang == "json" and '"recap_recall"' in b.code]
+    assert shown == [recap.recall_tool_definition()]

@@ -127,6 +127,9 @@ SCANNERS: dict[str, Callable[[str], object]] = {
         {"type": "mcp_tool_result", "tool_use_id": "t", "content": s},
         {"type": "tool_result", "tool_use_id": "t", "content": stubs.STUB_OPEN + s}],
         own={5}),
+    "stub naming the tool": lambda s: stubs.stub(s, tokens=len(s), kept=[s],
+                                                 tool="recap_recall", tool_use_id="toolu_1"),
+    "stub recognised": lambda s: stubs.is_stub(stubs.STUB_OPEN + s[:stubs.MAX_STUB_CHARS]),
     "named rows": lambda s: withhold.named_rows(
         [Row("assistant", s, 1), Row("user", "Was LGR-3621 or TP 1357 in " + s, 1)], elsewhere=s),
     "named quotes": lambda s: withhold.quotes(Row("tool", s, 1), ["1357", "ab", "2,400"]),

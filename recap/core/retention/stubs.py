@@ -9,6 +9,12 @@ recall finds it when a later turn names one of its identifiers:
     [tool output cleared by Recap: 6,412 tokens, `logs/api.log`, names ERR-4471,
     r123456 (12 more); the full text is in the archive: name one of these to recall it]
 
+When the app gives its model a recall tool (RECAP_RECALL_TOOL names it), the
+stubs written from then on end by saying to call it with the result's
+tool_use_id instead: ``...; the full text is in the archive: call recap_recall
+with tool_use_id toolu_01A to recall it]``. Stubs already written keep their
+words (a stored row never changes on its own); :func:`is_stub` reads both.
+
 Which results are cleared is read from salience (recap.core.retention.salience),
 over the specifics a tool result was the first to say (what it shares with the
 call that asked for it is no evidence it was used):
@@ -45,7 +51,15 @@ from recap.core.prompts.summarize import Turn
 from recap.core.retention.salience import Origin, Rank, Salience, Voice, key, rank
 from recap.core.specifics import extract_specifics
 
-STUB_TAIL = "; the full text is in the archive: name one of these to recall it]"
+ARCHIVED = "; the full text is in the archive: "
+STUB_TAIL = ARCHIVED + "name one of these to recall it]"
+# The tail of a stub naming the recall tool; a name and an id as the Messages API
+# spells them (bounded, so the match is linear).
+TOOL_TAIL = re.compile(re.escape(ARCHIVED) + r"call [A-Za-z0-9_-]{1,64} with (?:tool_use_id "
+                       r"[A-Za-z0-9_-]{1,255}|this result's tool_use_id) to recall it\]")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,255}")
+TOOL_TAIL_CHARS = len(ARCHIVED) + len("call  with tool_use_id  to recall it]") + 64 + 255
 KEPT_HEAD = "\nlines it used:\n"
 # Identifiers a stub lists: enough for a later turn to name one, few enough to
 # keep the stub a line long.
@@ -59,7 +73,7 @@ MAX_LINE_CHARS = 240
 MIN_CLEAR_TOKENS = 300
 # The longest a stub can be (its header, names and kept lines): a text longer than
 # this is never a stub, however it starts.
-MAX_STUB_CHARS = (len(STUB_OPEN) + len(STUB_TAIL) + 64 + MAX_FIRST_CHARS + 8
+MAX_STUB_CHARS = (len(STUB_OPEN) + max(len(STUB_TAIL), TOOL_TAIL_CHARS) + 64 + MAX_FIRST_CHARS + 8
                   + MAX_NAMED * (MAX_NAME_CHARS + 2) + 32 + len(KEPT_HEAD)
                   + MAX_KEPT_LINES * (MAX_LINE_CHARS * 8 + 1))
 
@@ -68,8 +82,21 @@ _EDGE = "-./:#@_"
 
 
 def is_stub(text: str) -> bool:
-    """Whether ``text`` (a tool result's body) is a stub: it is never cleared again."""
-    return len(text) <= MAX_STUB_CHARS and text.startswith(STUB_OPEN) and STUB_TAIL in text
+    """Whether ``text`` (a tool result's body) is a stub, in either wording (naming
+    identifiers, or the recall tool): it is never cleared again."""
+    return len(text) <= MAX_STUB_CHARS and text.startswith(STUB_OPEN) and (
+        STUB_TAIL in text or TOOL_TAIL.search(text) is not None)
+
+
+def tail(tool: str = "", tool_use_id: str = "") -> str:
+    """How a stub ends: with ``tool`` (the recall tool's name), saying to call it with
+    ``tool_use_id`` (or with the result's id, when that is not one a model can
+    pass back); without, saying to name one of its identifiers."""
+    if not _TOOL_NAME.fullmatch(tool):
+        return STUB_TAIL
+    which = f"tool_use_id {tool_use_id}" if _TOOL_USE_ID.fullmatch(tool_use_id) \
+        else "this result's tool_use_id"
+    return f"{ARCHIVED}call {tool} with {which} to recall it]"
 
 
 def names(body: str) -> tuple[list[str], int]:
@@ -91,9 +118,11 @@ def names(body: str) -> tuple[list[str], int]:
     return shown, len(seen) - len(shown)
 
 
-def stub(body: str, *, tokens: int, kept: Sequence[str] = ()) -> str:
+def stub(body: str, *, tokens: int, kept: Sequence[str] = (), tool: str = "",
+         tool_use_id: str = "") -> str:
     """The stub of a tool result ``body`` of ``tokens`` tokens, keeping the lines
-    ``kept`` (as given, each cut and defused)."""
+    ``kept`` (as given, each cut and defused); with ``tool``, it says to call that
+    recall tool with ``tool_use_id`` (:func:`tail`)."""
     first = next((line.strip() for line in body.split("\n", 8)[:8] if line.strip()), "")
     parts = [f"{tokens:,} tokens"]
     if first:
@@ -103,7 +132,7 @@ def stub(body: str, *, tokens: int, kept: Sequence[str] = ()) -> str:
     if shown:
         parts.append("names " + ", ".join(_quoted(n) for n in shown)
                      + (f" ({more} more)" if more else ""))
-    text = STUB_OPEN + ", ".join(parts) + STUB_TAIL
+    text = STUB_OPEN + ", ".join(parts) + tail(tool, tool_use_id)
     lines = [_quoted(line[:MAX_LINE_CHARS]) for line in kept[:MAX_KEPT_LINES]]
     return text + (KEPT_HEAD + "\n".join(lines) if lines else "")
 
@@ -111,7 +140,8 @@ def stub(body: str, *, tokens: int, kept: Sequence[str] = ()) -> str:
 def _quoted(text: str) -> str:
     """A piece of a tool result as a stub quotes it: on one line, with nothing that
     reads as Recap's blocks or as the stub's own end."""
-    return defuse_entry(text).replace("`", "'").replace(STUB_TAIL, "; the full text")
+    return (defuse_entry(text).replace("`", "'").replace(STUB_TAIL, "; the full text")
+            .replace(ARCHIVED, "; the full text: "))
 
 
 def body_of(block: dict[str, Any]) -> str | None:
@@ -172,11 +202,13 @@ def _verdict(body: str, sal: Salience) -> tuple[bool, list[str]]:
 
 
 def clear(rows: Sequence[Row], *, keep: int, texts: Sequence[str],
-          count: Callable[[str], int], min_tokens: int = MIN_CLEAR_TOKENS) -> list[Cleared]:
+          count: Callable[[str], int], min_tokens: int = MIN_CLEAR_TOKENS,
+          tool: str = "") -> list[Cleared]:
     """The messages of ``rows`` (the window, oldest first; ``texts`` their whole
     renderings) whose tool results are cleared: outside the newest ``keep``
     messages, not pinned, at least ``min_tokens`` long, nothing stated or named
-    again of them (see the module), and whose stub is at most half their size."""
+    again of them (see the module), and whose stub is at most half their size;
+    with ``tool``, the stubs say to call that recall tool (:func:`tail`)."""
     old = max(0, len(rows) - max(keep, 1))
     if not any(b.get("type") == "tool_result" for r in rows[:old] for b in r.blocks or ()):
         return []  # nothing to clear: no need to rank the window
@@ -187,15 +219,15 @@ def clear(rows: Sequence[Row], *, keep: int, texts: Sequence[str],
         if row.pinned or not row.blocks:
             continue
         blocks, results, tokens = _cleared_blocks(row.blocks, sal, count=count,
-                                                  min_tokens=min_tokens)
+                                                  min_tokens=min_tokens, tool=tool)
         if results:
             out.append(Cleared(row.id, blocks, results, tokens))
     return out
 
 
 def _cleared_blocks(blocks: list[dict[str, Any]], sal: Salience, *,
-                    count: Callable[[str], int],
-                    min_tokens: int) -> tuple[list[dict[str, Any]], int, int]:
+                    count: Callable[[str], int], min_tokens: int,
+                    tool: str) -> tuple[list[dict[str, Any]], int, int]:
     new: list[dict[str, Any]] = []
     results = tokens = 0
     for block in blocks:
@@ -205,7 +237,8 @@ def _cleared_blocks(blocks: list[dict[str, Any]], sal: Salience, *,
             continue
         size = count(body)
         may, kept = _verdict(body, sal) if size >= min_tokens else (False, [])
-        text = stub(body, tokens=size, kept=kept) if may else ""
+        text = stub(body, tokens=size, kept=kept, tool=tool,
+                    tool_use_id=str(block.get("tool_use_id") or "")) if may else ""
         if not may or count(text) * 2 > size:
             new.append(block)
             continue

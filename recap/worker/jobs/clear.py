@@ -149,7 +149,8 @@ def _compute(window: Window) -> tuple[list[Rewrite], int, int]:
              else r for r in rows]
     by_id = {r.id: (r, seen) for r, seen in zip(rows, shown, strict=True)}
     found = [_restored(c, *by_id[c.id])
-             for c in stubs.clear(shown, keep=keep, texts=texts, count=count_tokens)]
+             for c in stubs.clear(shown, keep=keep, texts=texts, count=count_tokens,
+                                    tool=window.settings.recall_tool)]
     if not found:
         return [], 0, 0
     rewrites = []
