@@ -30,6 +30,7 @@ a memory the user stated (recap.store.rows.save_memories).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -37,6 +38,12 @@ from typing import Any
 
 from recap.core.memories import markdown
 from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
+
+# User turns whose stated names are remembered (by value: the same text always reads
+# the same). A job reads each user turn of its batch and window several times
+# (salience, the guard) and the next job of the session reads the same window
+# again; as with recap.core.specifics.extract_specifics, a process keeps the latest.
+TEXT_CACHE = 4096
 
 KINDS = ("user", "assistant", "tool", "document")
 # The share of a fact's content words that must appear in the user's own words.
@@ -292,6 +299,7 @@ def names(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=TEXT_CACHE)
 def stated_names(text: str) -> frozenset[str]:
     """The names a user's turn states in their own words (:func:`names` outside what
     they quote or paste, :func:`strip_pasted`). In text that capitalises most
