@@ -109,6 +109,41 @@ class SqlTimer:
         event.listen(factory, "after_commit", commit_end)
 
 
+class JobCpu:
+    """Thread CPU seconds of each summarize job an in-process worker runs: what a job
+    takes of this process's interpreter (the GIL) from the replies beside it. Read
+    from the thread's own clock, so the machine's load and the waits on PostgreSQL
+    and the stand-in do not count."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._started: dict[str, float] = {}
+
+    def prerun(self, task_id: str = "", task: Any = None, **_: Any) -> None:
+        if getattr(task, "name", None) == SUMMARIZE_TASK:
+            self._started[task_id] = time.thread_time()
+
+    def postrun(self, task_id: str = "", **_: Any) -> None:
+        started = self._started.pop(task_id, None)
+        if started is not None:
+            self.seconds.append(time.thread_time() - started)
+
+    @contextlib.contextmanager
+    def installed(self) -> Any:
+        from celery.signals import task_postrun, task_prerun
+
+        task_prerun.connect(self.prerun, weak=False)
+        task_postrun.connect(self.postrun, weak=False)
+        try:
+            yield self
+        finally:
+            task_prerun.disconnect(self.prerun)
+            task_postrun.disconnect(self.postrun)
+
+
+SUMMARIZE_TASK = "recap.tasks.summarize_session"
+
+
 def drive(*, sessions: int, replies: int, pace: float, worker: bool,
           prefix: str) -> dict[str, Any]:
     """Feed ``sessions`` interleaved conversations of ``replies`` replies each.
@@ -128,7 +163,7 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
     published: list[str] = []
 
     def on_publish(sender: Any = None, **_: Any) -> None:
-        if sender == "recap.tasks.summarize_session":
+        if sender == SUMMARIZE_TASK:
             published.append(sender)
 
     after_task_publish.connect(on_publish, weak=False)
@@ -140,8 +175,10 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
     reply_times: list[float] = []
     hook_sent = 0
     ids = [f"{prefix}-{i}" for i in range(sessions)]
+    jobs = JobCpu()
     try:
-        with inprocess_worker(concurrency=8) if worker else contextlib.nullcontext():
+        with (inprocess_worker(concurrency=8) if worker else contextlib.nullcontext(),
+              jobs.installed()):
             for r in range(replies):
                 round_start = time.monotonic()
                 for sid in ids:
@@ -168,7 +205,8 @@ def drive(*, sessions: int, replies: int, pace: float, worker: bool,
             "applied": count_runs("applied"), "skipped": count_runs("skipped"),
             "replies": sessions * replies,
             "messages": 2 * sessions * replies, "tokenize_per_msg": tokenize / len(script),
-            "sql": dict(timer.totals), "sql_counts": dict(timer.counts)}
+            "sql": dict(timer.totals), "sql_counts": dict(timer.counts),
+            "job_cpu": jobs.seconds}
 
 
 def _latency_rows(d: dict[str, Any], label: str) -> list[list[object]]:
@@ -177,7 +215,12 @@ def _latency_rows(d: dict[str, Any], label: str) -> list[list[object]]:
             for name, v in (("add_message", d["add"]),
                             ("after_reply (no job queued)", d["hook"]),
                             ("after_reply (queued a job)", d["hook_queued"]),
-                            ("one reply: 2 x add_message + after_reply", d["reply"]))]
+                            ("one reply: 2 x add_message + after_reply", d["reply"]),
+                            (JOB_CPU_CALL, d["job_cpu"])) if v or name != JOB_CPU_CALL]
+
+
+# A row of the worker phase: CPU, not wall-clock, seconds (the thread's own clock).
+JOB_CPU_CALL = "worker CPU per job (thread CPU time)"
 
 
 def _breakdown(d: dict[str, Any]) -> list[list[str]]:

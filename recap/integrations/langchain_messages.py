@@ -40,6 +40,16 @@ _ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
     (ToolMessage, "tool"))
 
 
+# Block types of LangChain's own standard content and of OpenAI's format: no Messages
+# API block has them, so a reply built from one would be refused at its next request.
+# Recap keeps unknown types as they came (a block the Messages API adds later); these
+# are known not to be such, so they are refused here with what to do.
+_NOT_MESSAGES_API = frozenset({
+    "image_url", "input_audio", "audio", "video", "file", "text-plain", "reasoning",
+    "non_standard", "tool_call", "tool_call_chunk", "invalid_tool_call",
+    "server_tool_call", "server_tool_call_chunk", "server_tool_result"})
+
+
 def _content(content: object, what: str) -> str | list[Any]:
     """The message's content to store: text-only content joined like LangChain's
     ``message.text``, anything else as a list of blocks (strings as text blocks)."""
@@ -48,6 +58,13 @@ def _content(content: object, what: str) -> str | list[Any]:
     if not isinstance(content, list):
         raise InvalidInput(f"{what}: content must be a str or a list of blocks, "
                            f"got {type(content).__name__}")
+    for i, b in enumerate(content):
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind in _NOT_MESSAGES_API:
+            raise InvalidInput(
+                f"{what}: content[{i}] ({kind}): unknown type {kind!r} (a LangChain or "
+                "OpenAI block, not a Messages API one: convert it to the Messages API's "
+                "blocks, e.g. with langchain-anthropic, before storing it)")
     if all(isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"
                                   and isinstance(b.get("text"), str)) for b in content):
         return "".join(b if isinstance(b, str) else b["text"] for b in content)

@@ -85,7 +85,7 @@ SCANNERS: dict[str, Callable[[str], object]] = {
     "echo": lambda s: echo.strip_echo.__wrapped__(s, "what you know about the user"),
     "own words": lambda s: provenance.own_text("user", s, None),
     "quotations": provenance.drop_quoted,
-    "names": provenance.stated_names,
+    "names": provenance._stated_names,
     "instruction marks": provenance.instruction_like,
     "provenance": lambda s: provenance.attribute("The user's code is 1357.", "user", [s]),
     "entry": lambda s: entries.entry(s, "1357"),

@@ -30,6 +30,7 @@ a memory the user stated (recap.store.rows.save_memories).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -37,6 +38,15 @@ from typing import Any
 
 from recap.core.memories import markdown
 from recap.core.specifics import MAX_SPECIFIC_CHARS, absent, extract_specifics, joined
+
+# User turns whose stated names are remembered (by value: the same text always reads
+# the same). A job reads each user turn of its batch and window several times
+# (salience, the guard) and the next job of the session reads the same window
+# again; as with recap.core.specifics.extract_specifics, a process keeps the latest.
+TEXT_CACHE = 4096
+# Longer turns are read again when asked: the cache holds at most
+# TEXT_CACHE * CACHED_CHARS characters (about 256 MB at worst).
+CACHED_CHARS = 16_384
 
 KINDS = ("user", "assistant", "tool", "document")
 # The share of a fact's content words that must appear in the user's own words.
@@ -293,6 +303,14 @@ def names(text: str) -> frozenset[str]:
 
 
 def stated_names(text: str) -> frozenset[str]:
+    """The names a user's turn states in their own words (:func:`_stated_names`);
+    a turn up to CACHED_CHARS is read once however many steps of a job ask."""
+    if len(text) <= CACHED_CHARS:
+        return _cached_names(text)
+    return _stated_names(text)
+
+
+def _stated_names(text: str) -> frozenset[str]:
     """The names a user's turn states in their own words (:func:`names` outside what
     they quote or paste, :func:`strip_pasted`). In text that capitalises most
     nouns (German), only acronyms and mixed-case names count ("TAP", "McKinsey")."""
@@ -301,6 +319,9 @@ def stated_names(text: str) -> frozenset[str]:
     if len(found) > max(3, len(own.split()) // 5):
         found = frozenset(n for n in found if n.isupper() or not n[1:].islower())
     return found
+
+
+_cached_names = functools.lru_cache(maxsize=TEXT_CACHE)(_stated_names)
 
 
 def own_specifics(fact: str, own: Iterable[str]) -> bool:

@@ -27,16 +27,26 @@ branch_labels = None
 depends_on = None
 
 
-def _search_index(body: str) -> None:
+# The recall index over each expression: constants, never formatted from input.
+INDEXES = {
+    "terms": "CREATE INDEX ix_archived_messages_search ON archived_messages USING gin "
+             "(to_tsvector('simple', coalesce(search_terms, search_text, content))) "
+             "WITH (fastupdate = off)",
+    "text": "CREATE INDEX ix_archived_messages_search ON archived_messages USING gin "
+            "(to_tsvector('simple', coalesce(search_text, content))) "
+            "WITH (fastupdate = off)",
+}
+
+
+def _search_index(which: str) -> None:
     op.execute("DROP INDEX ix_archived_messages_search")
-    op.execute("CREATE INDEX ix_archived_messages_search ON archived_messages "
-               f"USING gin (to_tsvector('simple', {body})) WITH (fastupdate = off)")
+    op.execute(INDEXES[which])
 
 
 def upgrade() -> None:
     op.add_column('archived_messages', sa.Column('search_terms', sa.Text(), nullable=True))
     if op.get_bind().dialect.name == "postgresql":
-        _search_index("coalesce(search_terms, search_text, content)")
+        _search_index("terms")
 
 
 def downgrade() -> None:
@@ -48,6 +58,6 @@ def downgrade() -> None:
                 f"cannot downgrade below 0026_archive_search_terms: {held} archived "
                 "message(s) are too long for the previous recall index; delete them "
                 "(recap forget, or archive retention), then VACUUM archived_messages")
-        _search_index("coalesce(search_text, content)")
+        _search_index("text")
     # In place (SQLite 3.35+): a rebuilt table would lose the FTS5 triggers on it.
     op.execute("ALTER TABLE archived_messages DROP COLUMN search_terms")

@@ -24,16 +24,17 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Interval, Update, bindparam, exists, func, select, update
 
 from recap.core.content.message import Message
 from recap.core.content.render import digest, full_text
 from recap.core.planning import policy
 from recap.core.planning.clearing import clearing_pays, replies_until_fold
 from recap.core.retention import stubs
-from recap.db import Db, core_transaction, db_now
+from recap.db import Db, core_transaction, db_now, on_server_clock
 from recap.errors import InvalidInput
 from recap.llm.tokens import count_tokens, message_tokens
 from recap.models import messages_table as MESSAGES
@@ -112,17 +113,19 @@ def _let_go_after_failure(session_id: str, *, token: str) -> None:
 def _claim(session_id: str, *, res: Resources) -> Window | None:
     token = str(uuid.uuid4())
     with core_transaction() as s:
-        now = db_now(s)
-        # A lease left by a worker lost mid-job counts as lost here as in the claim.
-        row = s.execute(take_lease(session_id, token=token, now=now,
-                                   expires=lease_expiry(now, res.settings.lease_s),
-                                   count_lost=True)
-                        .returning(SESSIONS.c.summary_version, SESSIONS.c.overrides,
-                                   SESSIONS.c.message_count,
-                                   SESSIONS.c.summarized_message_count,
-                                   SESSIONS.c.summary_tokens)).one_or_none()
+        # A window of plain text messages has no tool output to clear: the lease is
+        # not taken (nothing is written) and the fold's claim follows at once.
+        if on_server_clock(s, None):
+            row = s.execute(_LEASE_ON_SERVER_CLOCK, {
+                "l_sid": session_id, "l_token": token,
+                "l_lease": timedelta(seconds=res.settings.lease_s)}).one_or_none()
+        else:
+            now = db_now(s)
+            row = s.execute(_LEASE, {"l_sid": session_id, "l_token": token, "l_now": now,
+                                     "l_expires": lease_expiry(now, res.settings.lease_s)}
+                            ).one_or_none()
         if row is None:
-            return None  # held, or no such session: the claim after this says which
+            return None  # held, no such session or no block message: the claim says which
         try:
             tuned = effective(res.settings, row.overrides)
         except InvalidInput:
@@ -229,6 +232,26 @@ def let_go(session_id: str, *, db: Db, token: str) -> None:
                .values(lease_token=None, lease_expires_at=None))
 
 
+def _lease_update(clock: Any, expires: Any) -> Update:
+    """The clear's lease UPDATE, taken only while the session holds a message with
+    a content array (only those hold tool results). A lease left by a worker lost
+    mid-job counts as lost here as in the fold's claim."""
+    holds_blocks = exists().where(MESSAGES.c.session_id == bindparam("l_sid"),
+                                  MESSAGES.c.blocks.isnot(None))
+    return (take_lease(bindparam("l_sid"), token=bindparam("l_token"), now=clock,
+                       expires=expires, count_lost=True)
+            .where(holds_blocks)
+            .returning(SESSIONS.c.summary_version, SESSIONS.c.overrides,
+                       SESSIONS.c.message_count, SESSIONS.c.summarized_message_count,
+                       SESSIONS.c.summary_tokens))
+
+
+# Built once, with bound parameters (as the fold's claim's lease): building a
+# statement and its cache key on every job costs more CPU than running it.
+_LEASE = _lease_update(bindparam("l_now", type_=SESSIONS.c.lease_expires_at.type),
+                       bindparam("l_expires"))
+_LEASE_ON_SERVER_CLOCK = _lease_update(
+    func.now(), func.now() + bindparam("l_lease", type_=Interval()))
 _WINDOW = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.content, MESSAGES.c.blocks,
                   MESSAGES.c.pinned, MESSAGES.c.token_count)
            .where(MESSAGES.c.session_id == bindparam("sid")).order_by(MESSAGES.c.id))
