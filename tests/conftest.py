@@ -114,6 +114,15 @@ def _adopt(db: int) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fresh_token_ratios() -> None:
+    """Every test starts with no learnt token ratio: a ratio one test's stand-in
+    taught this process would size the next test's requests."""
+    from recap.llm import calibrate
+
+    calibrate.forget()
+
+
+@pytest.fixture(autouse=True)
 def tier_services(request: pytest.FixtureRequest) -> None:
     """What the test's tier needs, set up before anything else the test asks for:
     nothing but closed ports for a unit test, clean tables otherwise."""

@@ -40,6 +40,8 @@ class Size(NamedTuple):
 # entry must match its function's size: one that grew fails (split the function),
 # one that shrank must be lowered, and one within every limit (or gone) removed.
 OVER_LIMITS: dict[str, Size] = {
+    "recap.core.context.assemble:make_room": Size(35, 13, 7),
+    "recap.core.defuse:_defuse_block": Size(27, 15, 1),
     "recap.http.errors:classify": Size(36, 14, 1),
     "recap.http.guard:Guard.__call__": Size(49, 18, 3),
     "recap.llm.client:classify": Size(23, 13, 1),

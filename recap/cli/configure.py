@@ -35,6 +35,9 @@ KEYS = {
     "condense_to": "cache-aware folds: condense down to this share of the budget "
                    "(0: off)",
     "model": "the Claude model that summarizes this session",
+    "reply_model": "the Claude model the app replies with: its prices price what a reply "
+                   "reads and writes",
+    "cache_ttl": "the app's prompt-cache lifetime, 5m or 1h: the cache-write price",
     "prompt": "the summary prompt: default or es",
 }
 

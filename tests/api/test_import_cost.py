@@ -20,6 +20,7 @@ pytestmark = pytest.mark.unit
 
 PUBLIC = ["SessionView", "add_message", "after_reply", "aio", "as_request", "build_context",
           "configure_session", "edit_message", "errors", "forget", "forget_memories", "recall",
+          "recall_tool", "recall_tool_definition",
           "rewind", "session", "summary_at", "tenant", "warm_up"]
 # Never loaded by the chat app's imports (a module, or a package and everything in it).
 FORBIDDEN = ["anthropic", "recap.llm.summarizer", "recap.llm.structured", "recap.llm.titler",

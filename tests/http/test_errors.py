@@ -48,7 +48,7 @@ def _routes(server: Server) -> list[tuple[str, str]]:
 
 def test_every_route_but_healthz_needs_a_key(server: Server) -> None:
     routes = _routes(server)
-    assert len(routes) == 17  # plus /openapi.json, checked below
+    assert len(routes) == 18  # plus /openapi.json, checked below
     for key in ("", "wrong-key", server.keys[0] + "x"):
         with server.client(key) as anon:
             for method, path in routes:
