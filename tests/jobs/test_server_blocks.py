@@ -19,7 +19,8 @@ from recap.testing import FakeAnthropic, validate_messages_request
 from recap.worker.jobs.outcome import Job
 from recap.worker.jobs.resources import get_resources
 from recap.worker.jobs.summarize import summarize
-from tests.helpers import LOW, assert_invariants
+from tests.env import TEST_ENV
+from tests.helpers import LOW, assert_invariants, join_worker, statuses
 from tests.jobs.test_sqlite import sqlite_url  # noqa: F401 (a fixture)
 from tests.sdk_request import sdk_problem
 from tests.server_blocks import (
@@ -70,12 +71,15 @@ def accepted(sid: str) -> dict[str, Any]:
 
 
 def fold_all(sid: str) -> int:
+    """Folds applied to ``sid``: by a worker this process runs (the hook queues jobs
+    as messages arrive), then by forced jobs until nothing is left to fold."""
+    join_worker(TEST_ENV["RECAP_QUEUE"])
     applied = 0
     while summarize(sid, job=Job(task_id=f"t-{applied}"), res=get_resources(),
                     force=True).status == "applied":
         applied += 1
         accepted(sid)
-    return applied
+    return statuses(sid).count("applied")
 
 
 def run_conversation(sid: str) -> tuple[list[int], dict[int, Any]]:
