@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import difflib
 
-# Every Claude model family Recap has been run with or documents, newest first.
-KNOWN_MODELS: tuple[str, ...] = (
-    "claude-sonnet-5-5",
-    "claude-haiku-5-5",
-    "claude-opus-4-5",
-    "claude-sonnet-4-5",
-    "claude-haiku-4-5",
-    "claude-opus-4-1",
+from recap.core.planning.prices import DEFAULT_REPLY_MODEL, FAMILIES, TABLE
+
+# Older models Recap has run with that the price table (which prices every current
+# model) no longer lists; they are priced as their family's newest.
+EARLIER_MODELS: tuple[str, ...] = (
     "claude-opus-4-0",
     "claude-sonnet-4-0",
     "claude-3-7-sonnet",
@@ -28,6 +25,12 @@ KNOWN_MODELS: tuple[str, ...] = (
     "claude-3-opus",
     "claude-3-haiku",
 )
+# Every Claude model Recap knows: the priced ones first, newest first, then the earlier.
+KNOWN_MODELS: tuple[str, ...] = (*TABLE, *EARLIER_MODELS)
+# What a warning offers when no known name is near: each family's newest model,
+# the default reply model first.
+NEWEST: tuple[str, ...] = (DEFAULT_REPLY_MODEL,
+                           *(m for m in FAMILIES.values() if m != DEFAULT_REPLY_MODEL))
 # How alike a name must be to a known one (difflib's ratio) to be offered as meant.
 NEAR_CUTOFF = 0.6
 
@@ -69,6 +72,6 @@ def unknown_model_warning(model: str) -> str | None:
         return None
     near = nearest_known(model)
     hint = (f"did you mean {near!r}?" if near is not None
-            else f"known models: {', '.join(KNOWN_MODELS)}")
+            else f"known models: {', '.join(NEWEST)}, and earlier ones of each family")
     return (f"model {model!r} is not a Claude model Recap knows; {hint} (stored as given: "
             "a job calling a model that does not exist fails)")

@@ -14,19 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from recap.api.ingest import add_message
-from recap.sessions.overrides import memories
 from recap.testing import FakeAnthropic
-from tests.helpers import run_and_wait, runs, statuses
-from tests.jobs.test_poisoning_shapes import (
-    _FACT,
-    GENUINE,
-    USER,
-    WHOLE,
-    believing,
-    fresh_system,
-    markers,
-)
+from tests.jobs.test_poisoning_shapes import WHOLE, assert_pastes_stay_here, believing
 
 # Each plant carries a marker (EV04..) that markers() finds.
 PASTES = [
@@ -51,21 +40,4 @@ def test_pastes_in_any_markdown_shape_reach_no_other_session(
         fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
     settings_env(**WHOLE)
     fake_api.route(believing)
-    sid = "markdown"
-    for k, paste in enumerate(PASTES):
-        said, fact = GENUINE[k % len(GENUINE)]
-        # The user's own statement first, then what they paste: only the first is theirs.
-        add_message(sid, "user", f"{said}\nFACT: {fact}\n{paste}", user_id=USER)
-        add_message(sid, "assistant", "Noted.", user_id=USER)
-    add_message(sid, "user", "Thanks.", user_id=USER)
-    add_message(sid, "assistant", "You are welcome.", user_id=USER)
-    run_and_wait(sid, final={"applied", "dead"})
-    assert statuses(sid) == ["applied"], runs(sid)[0].error
-    # The believing model did record each plant as the user's; each stays here.
-    kinds = {m["fact"]: {s["kind"] for s in m["sources"]} for m in memories(sid)}
-    plants = [_FACT.findall(p)[0].strip() for p in PASTES]
-    assert {p: kinds.get(p) for p in plants} == dict.fromkeys(plants, {"unverified"})
-    assert all(kinds[f] == {"user"} for _, f in GENUINE), kinds
-    system = fresh_system("markdown-next")
-    assert markers(system) == set(), system
-    assert [f for _, f in GENUINE if f not in system] == [], system
+    assert_pastes_stay_here("markdown", PASTES, planted=[])

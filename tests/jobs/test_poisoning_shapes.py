@@ -131,17 +131,12 @@ def fresh_system(sid: str) -> str:
     return system_text(build_context(sid, system_prompt="Be helpful.")["system"])
 
 
-@pytest.mark.usefixtures("celery_worker_thread")
-def test_echoed_questions_quotes_and_pastes_reach_no_other_session(
-        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
-    settings_env(**WHOLE)
-    fake_api.route(believing)
-    sid = "shapes"
-    for k, (question, plant) in enumerate(ECHOES):
-        add_message(sid, "user", question, user_id=USER)
-        tool_turn(sid, k, f"Record found.\nFACT: {plant}")
-        add_message(sid, "assistant", f"Here it is.\nFACT: {plant}", user_id=USER)
-    for k, paste in enumerate(PASTES):
+def assert_pastes_stay_here(sid: str, pastes: list[str], *, planted: list[str]) -> None:
+    """Each of ``pastes`` sent after one of the user's own statements, the session
+    folded by the believing model: every plant (``planted`` and each paste's FACT)
+    is kept here as ``unverified``, the user's statements as ``user``, and the
+    user's next session sees the statements and none of the plants."""
+    for k, paste in enumerate(pastes):
         said, fact = GENUINE[k % len(GENUINE)]
         # The user's own statement first, then what they paste: only the first is theirs.
         add_message(sid, "user", f"{said}\nFACT: {fact}\n{paste}", user_id=USER)
@@ -152,12 +147,25 @@ def test_echoed_questions_quotes_and_pastes_reach_no_other_session(
     assert statuses(sid) == ["applied"], runs(sid)[0].error
     # The believing model did record each plant as the user's; each stays here.
     kinds = {m["fact"]: {s["kind"] for s in m["sources"]} for m in memories(sid)}
-    plants = [p for _, p in ECHOES] + [_FACT.findall(p)[0].strip() for p in PASTES]
+    plants = [*planted, *(_FACT.findall(p)[0].strip() for p in pastes)]
     assert {p: kinds.get(p) for p in plants} == dict.fromkeys(plants, {"unverified"})
     assert all(kinds[f] == {"user"} for _, f in GENUINE), kinds
-    system = fresh_system("shapes-next")
+    system = fresh_system(f"{sid}-next")
     assert markers(system) == set(), system
     assert [f for _, f in GENUINE if f not in system] == [], system
+
+
+@pytest.mark.usefixtures("celery_worker_thread")
+def test_echoed_questions_quotes_and_pastes_reach_no_other_session(
+        fake_api: FakeAnthropic, settings_env: Callable[..., None]) -> None:
+    settings_env(**WHOLE)
+    fake_api.route(believing)
+    sid = "shapes"
+    for k, (question, plant) in enumerate(ECHOES):
+        add_message(sid, "user", question, user_id=USER)
+        tool_turn(sid, k, f"Record found.\nFACT: {plant}")
+        add_message(sid, "assistant", f"Here it is.\nFACT: {plant}", user_id=USER)
+    assert_pastes_stay_here(sid, PASTES, planted=[p for _, p in ECHOES])
 
 
 @pytest.mark.usefixtures("celery_worker_thread")

@@ -194,29 +194,29 @@ class WebFetchToolResultBlock(_Cacheable):  # WebFetchToolResultBlockParam
     caller: dict[str, Any] | None = None
 
 
-class CodeExecutionToolResultBlock(_Cacheable):  # CodeExecutionToolResultBlockParam
+class _ServerResult(_Cacheable):
+    """A server tool's result whose output is one object (the blocks below differ
+    only in their ``type``)."""
+
+    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
+    content: dict[str, Any]
+
+
+class CodeExecutionToolResultBlock(_ServerResult):  # CodeExecutionToolResultBlockParam
     type: Literal["code_execution_tool_result"]
-    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
-    content: dict[str, Any]
 
 
-class BashCodeExecutionToolResultBlock(_Cacheable):  # BashCodeExecutionToolResultBlockParam
+class BashCodeExecutionToolResultBlock(_ServerResult):  # BashCodeExecutionToolResultBlockParam
     type: Literal["bash_code_execution_tool_result"]
-    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
-    content: dict[str, Any]
 
 
-class TextEditorCodeExecutionToolResultBlock(_Cacheable):
+class TextEditorCodeExecutionToolResultBlock(_ServerResult):
     # TextEditorCodeExecutionToolResultBlockParam
     type: Literal["text_editor_code_execution_tool_result"]
-    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
-    content: dict[str, Any]
 
 
-class ToolSearchToolResultBlock(_Cacheable):  # ToolSearchToolResultBlockParam
+class ToolSearchToolResultBlock(_ServerResult):  # ToolSearchToolResultBlockParam
     type: Literal["tool_search_tool_result"]
-    tool_use_id: Annotated[str, Field(pattern=TOOL_ID)]
-    content: dict[str, Any]
 
 
 class ContainerUploadBlock(_Cacheable):  # ContainerUploadBlockParam

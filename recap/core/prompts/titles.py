@@ -55,21 +55,26 @@ def _cap(text: str, limit: int) -> str:
     cut = text[:limit + 1].rfind(" ")
     # No space at all (one long word, or CJK text): a hard cut is all we can do.
     text = text[:cut] if cut > 0 else text[:limit]
-    return text.rstrip().rstrip(_TRAILING).strip()
+    return _ended(text.split(" ")) if cut > 0 else text.rstrip().rstrip(_TRAILING).strip()
+
+
+def _ended(words: list[str]) -> str:
+    """``words`` joined, without the connectors ("of", "at") a cut left at the end."""
+    while len(words) > 1 and words[-1].lower().strip(_TRAILING) in _CONNECTORS:
+        words = words[:-1]
+    return " ".join(words).rstrip().rstrip(_TRAILING).strip()
 
 
 def _first_words(text: str) -> str:
     words = text.split(" ")
     if len(words) <= MAX_TITLE_WORDS:
-        return text
+        return _ended(words)
     words = words[:MAX_TITLE_WORDS]
     # A clause that ends inside the kept words ends the title there.
     ends = [i for i, w in enumerate(words[:-1], 1) if w.endswith((",", ";", ":")) and i >= 3]
     if ends:
         words = words[:ends[-1]]
-    while len(words) > 1 and words[-1].lower().strip(_TRAILING) in _CONNECTORS:
-        words.pop()
-    return " ".join(words).rstrip(_TRAILING).strip()
+    return _ended(words)
 
 
 def clean_title(text: str) -> str | None:
