@@ -323,16 +323,6 @@ def test_the_guard_reads_a_message_of_many_specifics_once(make: Callable[[int], 
     assert ratio <= LIMIT, ratio
 
 
-@pytest.mark.slow  # two folds of about a minute each at the top size
-@pytest.mark.timeout(900)  # past the suite's 300 s on a loaded machine
-@pytest.mark.parametrize("make", [_distinct_ids, _glued_ids])
-def test_the_guard_is_linear_up_to_the_longest_message(make: Callable[[int], str]) -> None:
-    # The same growth, at the top of the sizes a message can have.
-    small, large = make(MAX_MESSAGE_CHARS // GROWTH), make(MAX_MESSAGE_CHARS)
-    a, b = _best(_fold, small, large, calls=1)
-    assert b / max(a, 1e-4) <= LIMIT, (a, b)
-
-
 @pytest.mark.parametrize("make", [_distinct_ids, _repeated_ids, _glued_ids])
 def test_many_specifics_are_looked_up_in_one_pass(make: Callable[[int], str]) -> None:
     def lookups(message: str) -> object:
