@@ -53,7 +53,6 @@ from sqlalchemy.ext.asyncio import (
 from recap.api import context, warm
 from recap.api.core import (
     NewMessage,
-    add_statement,
     other_user,
     owner_query,
     validate_message,
@@ -114,7 +113,7 @@ def _prepare(session_id: str, role: str, content: object, pinned: bool,
 
 async def _insert(db: AsyncSession | AsyncConnection, new: NewMessage,
                   params: dict[str, object]) -> int:
-    added = (await db.execute(add_statement(), params)).scalar()
+    added = (await db.execute(new.statement(), params)).scalar()
     if added is None:  # the upsert's WHERE refused: another user's session
         owner = (await db.execute(owner_query(new.session_id))).scalar()
         raise other_user(new.session_id, owner, new.user_id or "")

@@ -38,6 +38,7 @@ from sqlalchemy import (
     cast,
     func,
     insert,
+    literal_column,
     select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -106,8 +107,17 @@ class NewMessage:
     pinned: bool = False
     user_id: str | None = None
 
+    @property
+    def reply(self) -> bool:
+        """Whether it is a reply (one Claude call's answer, which the spend accounts)."""
+        return self.role == REPLY_ROLE
+
+    def statement(self) -> Executable:
+        """:func:`add_statement` for this kind of message."""
+        return add_statement(reply=self.reply)
+
     def params(self, now: datetime) -> dict[str, object]:
-        """The bound values of :func:`add_statement`, the blocks as JSON text (made
+        """The bound values of :meth:`statement`, the blocks as JSON text (made
         here, so a caller can make them off its event loop)."""
         blocks = self.message.blocks
         return {"session_id": self.session_id, "role": self.role,
@@ -117,10 +127,9 @@ class NewMessage:
                 "tool_links": self.message.tool_links, **self.spend_params(now)}
 
     def spend_params(self, now: datetime) -> dict[str, Any]:
-        """The bound values of :func:`recap.api.spend.spend_changes`: is it a reply,
-        and since when a cached prefix is still alive."""
-        return {"reply": self.role == REPLY_ROLE,
-                "cache_after": now - timedelta(seconds=CACHE_TTL_S)}
+        """The bound values of :func:`recap.api.spend.spend_changes` (a reply's:
+        since when a cached prefix is still alive)."""
+        return {"cache_after": now - timedelta(seconds=CACHE_TTL_S)} if self.reply else {}
 
 
 def blocks_json(blocks: list[dict[str, Any]]) -> str:
@@ -194,8 +203,29 @@ def validate_message(session_id: object, role: object, content: object, *, pinne
     return msg
 
 
+# Constants written into the statement's text: a bound parameter costs each
+# execution its processing and adaptation, for a value that never changes.
+ONE = literal_column("1", Integer)
+
+
+def inline_defaults(table: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """The scalar Python-side defaults of ``table``'s columns not in ``given``, as
+    SQL literals: otherwise each one is a parameter filled on every execution."""
+    out: dict[str, Any] = {}
+    for column in table.c:
+        default = column.default
+        if column.name in given or default is None or not getattr(default, "is_scalar", False):
+            continue
+        value = default.arg
+        if isinstance(value, bool):
+            out[column.name] = literal_column("true" if value else "false", Boolean)
+        elif isinstance(value, int):
+            out[column.name] = literal_column(str(int(value)), column.type)
+    return out
+
+
 @functools.cache
-def add_statement() -> Executable:
+def add_statement(*, reply: bool) -> Executable:
     """PostgreSQL: the session upsert and the message INSERT as one statement (one
     round trip), built once with bound parameters (:meth:`NewMessage.params`).
 
@@ -208,16 +238,17 @@ def add_statement() -> Executable:
     user = cast(bindparam("user_id", type_=String), String)
     now = bindparam("now", type_=DateTime(timezone=True))
     tokens = bindparam("tokens", type_=Integer)
+    given = {"id": bindparam("session_id", type_=String), "message_count": ONE,
+             "active_tokens": tokens, "history_tokens": tokens, "user_id": user}
     upserted = (pg_insert(SESSIONS)
-                .values(id=bindparam("session_id", type_=String), message_count=1,
-                        active_tokens=tokens, history_tokens=tokens, user_id=user)
+                .values(**given, **inline_defaults(SESSIONS, given))
                 .on_conflict_do_update(index_elements=["id"], set_={
-                    "message_count": SESSIONS.c.message_count + 1,
+                    "message_count": SESSIONS.c.message_count + ONE,
                     "active_tokens": SESSIONS.c.active_tokens + tokens,
                     "updated_at": now,
                     "user_id": func.coalesce(SESSIONS.c.user_id, user),
                     # The reply's requests, accounted in the same statement.
-                    **spend_changes(reply=bindparam("reply", type_=Boolean), tokens=tokens,
+                    **spend_changes(reply=reply, tokens=tokens,
                                     now=now, cache_after=bindparam(
                                         "cache_after", type_=DateTime(timezone=True)))},
                     where=user.is_(None) | SESSIONS.c.user_id.is_(None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any, NoReturn
 
 from sqlalchemy import Connection, func, insert, literal
@@ -22,7 +23,6 @@ from recap.api.core import (
     MESSAGES,
     SESSIONS,
     NewMessage,
-    add_statement,
     other_user,
     owner_query,
     validate_message,
@@ -31,6 +31,7 @@ from recap.api.hook import counters_params, counters_statement, plan_counters
 from recap.api.spend import spend_changes
 from recap.api.validate import check_session_id, prepare_message
 from recap.core.content.message import Message
+from recap.core.spend import CACHE_TTL_S
 from recap.db import autocommit_connection, insert_or_update, rowcount, utcnow
 from recap.llm.tokens import message_tokens
 from recap.models.tables import Timestamp
@@ -51,7 +52,7 @@ log = logging.getLogger("recap.ingest")
 def insert_message(s: Session | Connection, new: NewMessage) -> int:
     """Run the INSERT of ``new`` (and its session's upsert) on ``s``; its id."""
     if _dialect(s) == "postgresql":
-        added = s.execute(add_statement(), new.params(utcnow())).scalar()
+        added = s.execute(new.statement(), new.params(utcnow())).scalar()
         if added is None:  # the upsert's WHERE refused: another user's session
             raise_other_user(s, new.session_id, new.user_id or "")
         return int(added)
@@ -59,12 +60,12 @@ def insert_message(s: Session | Connection, new: NewMessage) -> int:
     # concurrent writers of one session commit in id order and the counters stay exact.
     session_id, user_id, tokens = new.session_id, new.user_id, new.tokens
     now = utcnow()
-    bound = new.spend_params(now)
+    cache_after = now - timedelta(seconds=CACHE_TTL_S)
     changes = {"message_count": SESSIONS.c.message_count + 1,
                "active_tokens": SESSIONS.c.active_tokens + tokens, "updated_at": now,
-               **spend_changes(reply=literal(bound["reply"]), tokens=tokens,
+               **spend_changes(reply=new.reply, tokens=tokens,
                                now=literal(now, Timestamp),
-                               cache_after=literal(bound["cache_after"], Timestamp))}
+                               cache_after=literal(cache_after, Timestamp))}
     if user_id is None:
         insert_or_update(SESSIONS, {"id": session_id, "message_count": 1,
                                     "active_tokens": tokens, "history_tokens": tokens},

@@ -27,6 +27,7 @@ from recap.core.prompts.titles import MIN_MESSAGES
 from recap.db import rowcount, transaction
 from recap.models import ChatSession
 from recap.settings import Settings
+from recap.store.publisher import PUBLISHER
 
 log = logging.getLogger("recap.enqueue")
 
@@ -118,22 +119,19 @@ def _send(task_name: str, session_id: str, *, task_id: str | None) -> None:
     from recap.worker.celery_app import app
 
     # No retries at any level: this runs on the chat app's reply path. retry=False
-    # covers the publish; kombu would still retry the *connection* for up to
-    # broker_connection_timeout (4 s by default) unless told max_retries=0.
-    with app.connection_for_write(transport_options=NO_RETRIES) as conn:
+    # covers the publish; the connection (recap.store.publisher: kept open, made
+    # with max_retries=0) is not retried either.
+    with PUBLISHER.connection(app) as conn:
         app.send_task(task_name, (session_id,), retry=False, task_id=task_id,
                       connection=conn)
-
-
-NO_RETRIES = {"max_retries": 0}
 
 
 def warm_publisher() -> None:
     """Load and exercise what :func:`publish` uses, publishing nothing: the Celery
     app configured from the settings, its routing, message and event machinery
     (``send_task`` loads them on its first call), a task message built, and a
-    broker connection with its channel opened and closed. Raises what connecting
-    to the broker raises."""
+    broker connection opened with its channel, kept for the publishes to come.
+    Raises what connecting to the broker raises."""
     from recap.worker.celery_app import app
 
     amqp = app.amqp
@@ -141,7 +139,7 @@ def warm_publisher() -> None:
     amqp.create_task_message("warm-up", SUMMARIZE_TASK, ("warm-up",), {})
     for loaded in (amqp.send_task_message, app.tasks, app.AsyncResult, app.backend):
         assert loaded is not None  # each a lazy property: reading it loads it
-    with app.connection_for_write(transport_options=NO_RETRIES) as conn:
+    with PUBLISHER.connection(app) as conn:  # and kept open for the first reply
         conn.ensure_connection(max_retries=0)
         assert amqp.Producer(conn, auto_declare=False).channel is not None
 

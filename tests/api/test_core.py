@@ -86,10 +86,24 @@ def test_a_new_message_binds_every_column(settings: Settings) -> None:
     params = NewMessage("s", "user", msg, 3, False, "u").params(NOW)
     assert params == {"session_id": "s", "role": "user", "content": "hello", "pinned": False,
                       "tokens": 3, "now": NOW, "user_id": "u", "blocks": None,
-                      "tool_links": None, "reply": False,
-                      "cache_after": NOW - timedelta(seconds=CACHE_TTL_S)}
-    # A reply also accounts for its request (recap.api.spend).
-    assert NewMessage("s", "assistant", msg, 3).params(NOW)["reply"] is True
+                      "tool_links": None}
+    # A reply also accounts for its request (recap.api.spend), in a statement of its own.
+    reply = NewMessage("s", "assistant", msg, 3)
+    assert reply.params(NOW)["cache_after"] == NOW - timedelta(seconds=CACHE_TTL_S)
+    assert reply.statement() is not NewMessage("s", "user", msg, 3).statement()
+
+
+def test_the_statement_binds_only_what_varies() -> None:
+    # Column defaults and constants are written into the SQL: a bound parameter
+    # costs every execution on the reply path.
+    from sqlalchemy.dialects import postgresql
+
+    from recap.api.core import add_statement
+
+    for reply, extra in ((False, set()), (True, {"cache_after"})):
+        sql = add_statement(reply=reply).compile(dialect=postgresql.dialect())
+        assert set(sql.params) == {"session_id", "role", "content", "pinned", "tokens", "now",
+                                   "user_id", "blocks", "tool_links", *extra}
 
 
 @pytest.mark.parametrize("args", [("", "user", "x"), ("s", "robot", "x"), ("s", "user", 3)])
