@@ -11,6 +11,9 @@ user runs are ``recap bench``):
   ``--quick`` alone runs it on smaller workloads (about nine minutes on a shared
   2-core machine); ``--schema-aware`` against the stand-in's schema-aware answers
   instead (a mechanism test, not a comparison);
+- ``prediction``: whether each fold's predicted saving ("a fold pays over N
+  replies") holds in the session's own account N replies later, on the eight
+  verdict workloads (bench.prediction);
 - ``reach``: how many files and functions one reply and one job run through;
 - ``realmodel``: what Recap keeps with a real model (hours on a CPU; by name only);
 - ``--compare REF``: ``recap bench``'s hook or loop alternated between git REF and
@@ -34,7 +37,7 @@ from recap.bench.main import JSON_NAMES, run_all
 PROG = "python -m bench"
 # Each lab benchmark's module, with a run(quick=...) -> str.
 MODULES = {"verdict": "bench.verdict.main", "reach": "bench.reach",
-           "realmodel": "bench.realmodel"}
+           "realmodel": "bench.realmodel", "prediction": "bench.prediction"}
 NAMES = tuple(MODULES)
 
 
