@@ -96,12 +96,15 @@ def test_a_new_message_binds_every_column(settings: Settings) -> None:
 def test_the_statement_binds_only_what_varies() -> None:
     # Column defaults and constants are written into the SQL: a bound parameter
     # costs every execution on the reply path.
+    from sqlalchemy import ClauseElement
     from sqlalchemy.dialects import postgresql
 
     from recap.api.core import add_statement
 
     for reply, extra in ((False, set()), (True, {"cache_after"})):
-        sql = add_statement(reply=reply).compile(dialect=postgresql.dialect())
+        statement = add_statement(reply=reply)
+        assert isinstance(statement, ClauseElement)
+        sql = statement.compile(dialect=postgresql.dialect())
         assert set(sql.params) == {"session_id", "role", "content", "pinned", "tokens", "now",
                                    "user_id", "blocks", "tool_links", *extra}
 
