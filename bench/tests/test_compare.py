@@ -4,18 +4,16 @@ No timing assertions: the command prints figures."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from bench.compare import json_figures, ratio_rows, table_figures
+from bench.tests.lab import ROOT, clean_env
 
 pytestmark = pytest.mark.system
 
-ROOT = Path(__file__).resolve().parents[2]
 
 OLD_TABLE = """
 ### hook: reply-path latency on PostgreSQL (5 sessions x 30 replies)
@@ -55,8 +53,7 @@ def test_compare_takes_only_benchmarks_with_figures(capsys: pytest.CaptureFixtur
 
 @pytest.mark.slow
 def test_compare_head_hook_tiny() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RECAP_", "DATABASE_URL", "CELERY_", "ANTHROPIC_"))}
+    env = clean_env()
     env["RECAP_BENCH_TINY"] = "1"
     proc = subprocess.run([sys.executable, "-m", "bench", "--compare", "HEAD", "--only", "hook",
                            "--runs", "1"], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -4,17 +4,11 @@ predictions hold: the bench prints figures, it does not judge the code under tes
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from bench.prediction import HEADERS, MUST, PAYS, Fold, Result, rows_of
+from bench.tests.lab import run_on_own_bench
 from recap.core.planning.pricing import choose
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.unit
@@ -45,23 +39,10 @@ def test_share_held_counts_only_the_folds_that_reached_their_replies() -> None:
     assert rows[0][-1] == 2 and rows[0][5] == "650"
 
 
-RUN = """
-from bench import prediction
-from recap.bench.harness import env as benv
-benv.setup(0.0)
-try:
-    print(prediction.run(size="tiny", names=("demo", "multi")))
-finally:
-    benv.teardown()
-"""
-
-
 @pytest.mark.system
 def test_the_check_runs_on_tiny_workloads() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RECAP_", "DATABASE_URL", "CELERY_", "ANTHROPIC_"))}
-    done = subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = run_on_own_bench("from bench import prediction",
+                            'prediction.run(size="tiny", names=("demo", "multi"))', timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "[start:prediction]" in done.stdout and "| all " in done.stdout
     assert "| demo " in done.stdout and "| multi " in done.stdout

@@ -4,21 +4,15 @@ who wins: the bench prints figures, it does not judge the code under test."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from bench.tests.lab import run_on_own_bench
 from bench.verdict.clearing import PLACEHOLDER, ClearToolUses, cleared, clearing_history
 from bench.verdict.judge import answerable
 from bench.verdict.shapes import USER_ID, Message, Probe, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness import env as benv
 from recap.bench.harness.pricing import flat, price, texts
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.unit
@@ -199,29 +193,14 @@ def test_held_out_analyst_uses_other_tools_and_results_of_varied_size() -> None:
     assert not coding & {p.turn.split("\n")[0] for p in w.probes}  # its own wording
 
 
-# The verdict runs as ``python -m bench --quick`` does: in a process of its own, on the
-# bench's own database, queue and stand-in, so nothing it configures (settings, the
-# Celery app's queues, engines) can reach the tests that run after it.
-VERDICT = """
-from bench.verdict import main as verdict
-from recap.bench.harness import env as benv
-benv.setup(0.0)
-try:
-    print(verdict.run(size="tiny", names=("agent", "multi", "coding", "analyst"),
-                      threshold=True))
-finally:
-    benv.teardown()
-"""
-
-
 @pytest.mark.system
 def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     from bench.verdict import main as verdict
 
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RECAP_", "DATABASE_URL", "CELERY_", "ANTHROPIC_"))}
-    done = subprocess.run([sys.executable, "-c", VERDICT], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    # As ``python -m bench --quick`` runs it (bench.tests.lab).
+    done = run_on_own_bench("from bench.verdict import main as verdict",
+                            'verdict.run(size="tiny", names=("agent", "multi", "coding", '
+                            '"analyst"), threshold=True)', timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     out = done.stdout
     for name in ("agent", "multi", "coding", "analyst"):

@@ -44,7 +44,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from recap.api.spend import REPLY_ROLE, spend_changes
+from recap.api.spend import ONE, REPLY_ROLE, spend_changes
 from recap.core.content.message import MAX_CONTENT_CHARS, Message, prepare_content
 from recap.core.spend import CACHE_TTL_S
 from recap.core.tenant import user_in_scope
@@ -201,11 +201,6 @@ def validate_message(session_id: object, role: object, content: object, *, pinne
     msg = prepare_message(role, content, pinned, max_inline_chars=max_inline_chars)
     check_user_id(user_id)
     return msg
-
-
-# Constants written into the statement's text: a bound parameter costs each
-# execution its processing and adaptation, for a value that never changes.
-ONE = literal_column("1", Integer)
 
 
 def inline_defaults(table: Any, given: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ class Publisher:
         self._pool: Any = None
         self._key: tuple[int, str] | None = None
 
-    def _current(self, app: Any) -> Any:
+    def pool(self, app: Any) -> Any:
         """The pool for this process and ``app``'s broker (a new one after a fork or
         a change of broker URL)."""
         key = (os.getpid(), str(app.conf.broker_write_url or app.conf.broker_url))
@@ -58,7 +58,7 @@ class Publisher:
     def connection(self, app: Any) -> Iterator[Any]:
         """A connection to ``app``'s broker: a pooled one, or, when all are busy,
         one of its own. One that raised is closed."""
-        pool = self._current(app)
+        pool = self.pool(app)
         try:
             conn = pool.acquire(block=True, timeout=WAIT_S)
         except LimitExceeded:
@@ -71,14 +71,6 @@ class Publisher:
             pool.replace(conn)
             raise
         conn.release()
-
-    def close(self) -> None:
-        """Close every pooled connection (this process's own)."""
-        with self._lock:
-            if self._pool is not None and self._key is not None \
-                    and self._key[0] == os.getpid():
-                self._pool.force_close_all()
-            self._pool, self._key = None, None
 
 
 PUBLISHER = Publisher()
