@@ -104,10 +104,9 @@ def test_asked_turns_are_few_in_the_later_half_and_named_or_in_own_words() -> No
     later = [p for p in w.probes if p.reply >= replies]
     assert later and any(p.turn.startswith(asked.AGO) for p in later)
     for p in later:
-        said_before = [t for role, t in second[:[i for i, (r, _) in enumerate(second)
-                                                 if r == "user"][p.reply - replies]]]
+        at = [i for i, (role, _) in enumerate(second) if role == "user"][p.reply - replies]
         in_first = any(p.answer in str(t) for _, t in first)
-        assert in_first != any(p.answer in str(t) for _, t in said_before), p
+        assert in_first != any(p.answer in str(t) for _, t in second[:at]), p
     assert multi_session(2, 40, facts, seed=25).probes == ()  # added by the build only
 
 

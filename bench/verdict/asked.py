@@ -249,10 +249,11 @@ def _bare(spec: str) -> str:
 
 
 def chat_asks(messages: Sequence[Message], *, before: str = "") -> list[Ask]:
-    """What a chat of short turns can be asked back: by a number one turn mentioned,
-    the time or number the next turn gave (named); in the user's words, the time or
-    number of the thing the assistant said was updated, scheduled, found (own
-    words). ``before``: a phrase opening each question (an earlier session)."""
+    """What a chat of short turns can be asked back: by a number, time or amount
+    said once, what it was about; by a number one turn mentioned, the time or number
+    the next turn gave (named); in the user's words, the time or number of the thing
+    the assistant said was updated, scheduled, found (own words). ``before``: a
+    phrase opening each question (an earlier session)."""
     texts = [str(c) for _, c in messages]
 
     def ask(question: str) -> str:
@@ -265,6 +266,11 @@ def chat_asks(messages: Sequence[Message], *, before: str = "") -> list[Ask]:
         if (m[2], _kind(m[3]), m[4]) in cues and _kind(m[3]) in ("number", "time"):
             asks.append(Ask(i, _bare(m[3]), ask(f"What {_kind(m[3])} was it for {m[2]}, the one "
                                                  f"you said {_VERBS[m[4]]}?"), False))
+    for i, text in enumerate(texts):
+        for m in _MENTION.finditer(text):
+            if _single(m[2], texts):
+                asks.append(Ask(i, f"{m[1]} {m[2]}", ask(f"What was {_bare(m[2])} about again, "
+                                                         "which one was it?"), True))
     for i in range(len(texts) - 1):
         named = [m[2] for m in _MENTION.finditer(texts[i]) if _kind(m[2]) == "number"]
         answers = [m[2] for m in _MENTION.finditer(texts[i + 1])
