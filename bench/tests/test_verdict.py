@@ -83,8 +83,9 @@ def test_asked_turns_are_few_in_the_later_half_and_named_or_in_own_words() -> No
     from recap.evals.facts import plant
 
     facts = plant(4, seed=25)
-    chats = {"demo": demo_script(60), "short": short_script(80, seed=25),
-             "agent": agent_script(3, facts, seed=25)}
+    chats: dict[str, list[Message]] = {
+        "demo": list(demo_script(60)), "short": list(short_script(80, seed=25)),
+        "agent": agent_script(3, facts, seed=25)}
     for name, messages in chats.items():
         w = build(name, "tiny")
         replies = sum(1 for role, _ in messages if role == "user")

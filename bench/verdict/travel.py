@@ -284,15 +284,17 @@ def travel_desk(results: int, asks: int, facts: Sequence[Planted], *, seed: int)
     carriers = sorted(rng.sample(range(max(asks, int(results * 0.7))), asks))
     # Each reference is about its own traveller and place, so its question has one answer.
     pairs = rng.sample([(p, c) for p in range(len(_PEOPLE)) for c in range(len(_CITIES))], asks)
-    planned = {}
+    planned: dict[int, tuple[str, str, tuple[str, str, str], str, dict[str, str] | None,
+                             str]] = {}
     used: set[tuple[str, ...]] = set()
     for k, at in enumerate(carriers):
         person, city = _PEOPLE[pairs[k][0]], _CITIES[pairs[k][1]]
         kind = KINDS[k % len(KINDS)] if k < len(KINDS) else rng.choice(KINDS)
         if kind == "cheapest" and ("cheapest", city[0]) in used:
             kind = "lands"  # one cheapest fare asked per city
-        question, need, answer = _plan(rng, kind, person, city, _HOTELS[pairs[k][1]], used)
-        planned[at] = (kind, person, city, question, need, answer)
+        question, wanted, answer = _plan(rng, kind, person, city, _HOTELS[pairs[k][1]],
+                                         used)
+        planned[at] = (kind, person, city, question, wanted, answer)
     due: dict[int, list[tuple[str, str]]] = {}
     for k, at in enumerate(carriers):
         later = at + (rng.randint(2, 5) if k % 2 else rng.randint(results // 3, results))
