@@ -7,12 +7,12 @@ user runs are ``recap bench``):
 - ``verdict``: the defaults' verdict (bench.verdict): cost, specifics, answerable at
   reference and planted-fact QA of Recap's defaults against LangChain, LangMem, full
   history with caching, full history with tool-result clearing and with server-side
-  compaction on eight workloads, the stand-in in neutral mode.
+  compaction on nine workloads, the stand-in in neutral mode.
   ``--quick`` alone runs it on smaller workloads (about nine minutes on a shared
   2-core machine); ``--schema-aware`` against the stand-in's schema-aware answers
   instead (a mechanism test, not a comparison);
 - ``prediction``: whether each fold's predicted saving ("a fold pays over N
-  replies") holds in the session's own account N replies later, on the eight
+  replies") holds in the session's own account N replies later, on the nine
   verdict workloads (bench.prediction);
 - ``reach``: how many files and functions one reply and one job run through;
 - ``realmodel``: what Recap keeps with a real model (hours on a CPU; by name only);
@@ -45,7 +45,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="The benchmark lab, run from a "
                                      "checkout: the verdict, reach, real models, --compare.")
     parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes; alone: the defaults' verdict on eight workloads "
+                        help="smaller sizes; alone: the defaults' verdict on nine workloads "
                              "(about 9 minutes)")
     parser.add_argument("--only", default="", metavar="NAME,...",
                         help="comma-separated: " + ", ".join(NAMES) + "; with --compare: "

@@ -4,6 +4,8 @@ who wins: the bench prints figures, it does not judge the code under test."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from bench.tests.lab import run_on_own_bench
@@ -60,17 +62,77 @@ def test_the_judge_counts_references_whose_answer_the_reply_request_carries() ->
 
 
 @pytest.mark.unit
-def test_referring_workloads_ask_back_what_was_stated_before() -> None:
-    for name in ("sittings", "coding", "holdout", "analyst"):
+def test_every_workload_asks_back_what_was_stated_before() -> None:
+    for name in NAMES:
         w = build(name, "tiny")
         script = [m for s in scripts(w) for m in s]
         user_at = [i for i, (role, _) in enumerate(script) if role == "user"]
         assert w.probes, name
         for p in w.probes:
-            at = user_at[p.reply]
+            at = user_at[p.reply]  # a reply that exists
             assert script[at][1].startswith(p.turn), name  # the turn that refers back
             assert p.answer not in script[at][1], name  # it does not carry the answer
             assert any(p.answer in t for _, t in script[:at]), name  # stated before
+
+
+@pytest.mark.unit
+def test_asked_turns_are_few_in_the_later_half_and_named_or_in_own_words() -> None:
+    from bench.verdict import asked
+    from bench.verdict.workloads import agent_script, multi_session
+    from recap.bench.harness.seed import demo_script, short_script
+    from recap.evals.facts import plant
+
+    facts = plant(4, seed=25)
+    chats: dict[str, list[Message]] = {
+        "demo": list(demo_script(60)), "short": list(short_script(80, seed=25)),
+        "agent": agent_script(3, facts, seed=25)}
+    for name, messages in chats.items():
+        w = build(name, "tiny")
+        replies = sum(1 for role, _ in messages if role == "user")
+        assert 2 <= len(w.probes) <= max(2, replies // 8), name  # few: the cost shape holds
+        assert all(p.reply >= replies // 3 for p in w.probes), name  # the later part
+        assert w == build(name, "tiny") and w != build(name, "tiny", seed=26), name
+        found = asked.fair(asked.demo_asks(messages, random.Random(1)) if name == "demo" else
+                           asked.chat_asks(messages) if name == "short" else
+                           asked.agent_asks(messages), [flat(c) for _, c in messages])
+        assert {a.named for a in found} == {True, False}, name  # both kinds to choose from
+        for a in found:
+            assert a.answer in flat(messages[a.at][1]) and a.answer not in a.turn, (name, a)
+    # multi: some turns of the second session ask about the first one's messages.
+    w = build("multi", "tiny")
+    first, second = (list(m) for _, m in w.sessions)
+    replies = sum(1 for role, _ in first if role == "user")
+    later = [p for p in w.probes if p.reply >= replies]
+    assert later and any(p.turn.startswith(asked.AGO) for p in later)
+    for p in later:
+        at = [i for i, (role, _) in enumerate(second) if role == "user"][p.reply - replies]
+        in_first = any(p.answer in str(t) for _, t in first)
+        assert in_first != any(p.answer in str(t) for _, t in second[:at]), p
+    assert multi_session(2, 40, facts, seed=25).probes == ()  # added by the build only
+
+
+@pytest.mark.unit
+def test_held_out_travel_desk_books_with_its_own_tools_and_asks_back() -> None:
+    from bench.verdict import travel
+    from recap.llm.tokens import count_tokens
+
+    assert "held out" in (travel.__doc__ or "").lower() and "travel" in NAMES
+    w = build("travel", "quick")
+    assert w == build("travel", "quick") and w.tool_heavy and w.paused
+    messages = list(w.sessions[0][1])
+    tools = {b["name"] for role, c in messages if role == "assistant" and isinstance(c, list)
+             for b in c if b["type"] == "tool_use"}
+    assert tools == {"flight_search", "fare_rules", "hotel_rates", "calendar", "mailbox", "book"}
+    sizes = [count_tokens(r) for r in results_of(messages)]
+    assert min(sizes) < 300 and max(sizes) > 4000
+    assert len(w.probes) >= 10
+    script = [t for s in scripts(w) for _, t in s]
+    for p in w.probes:  # one right answer: the detail sits in one earlier tool result
+        assert sum(p.answer in t for t in script) >= 1
+        assert p.answer not in p.turn
+    wordings = {p.turn.split("\n")[0] for p in w.probes}
+    for other in ("coding", "analyst", "holdout"):
+        assert not wordings & {p.turn.split("\n")[0] for p in build(other, "quick").probes}
 
 
 @pytest.mark.unit
@@ -161,7 +223,7 @@ def test_agent_sessions_pause_only_before_a_new_task_and_chats_keep_the_seeded_s
     from bench.verdict.drive import run_clearing, run_full
     from bench.verdict.main import CLEARING, rows_of
 
-    for name in ("agent", "coding", "analyst"):
+    for name in ("agent", "coding", "analyst", "travel"):
         w = build(name, "tiny")
         assert w.tool_heavy and w.paused and w.paused[0] == 0, name
         replies = [c for role, c in w.sessions[0][1] if role == "user"]
@@ -188,7 +250,7 @@ def test_held_out_analyst_uses_other_tools_and_results_of_varied_size() -> None:
     assert tools == {"web_search", "fetch_url", "run_sql", "shell"}
     sizes = [count_tokens(r) for r in results_of(list(messages))]
     assert len(sizes) >= 40 and min(sizes) < 500 and max(sizes) > 8000
-    assert len(w.probes) >= 10 and "analyst" in NAMES and len(NAMES) == 8
+    assert len(w.probes) >= 10 and "analyst" in NAMES and len(NAMES) == 9
     coding = {p.turn.split("\n")[0] for p in build("coding", "quick").probes}
     assert not coding & {p.turn.split("\n")[0] for p in w.probes}  # its own wording
 
@@ -197,21 +259,23 @@ def test_held_out_analyst_uses_other_tools_and_results_of_varied_size() -> None:
 def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     from bench.verdict import main as verdict
 
-    # As ``python -m bench --quick`` runs it (bench.tests.lab).
+    # As ``python -m bench --quick`` runs it (bench.tests.lab), on all nine workloads.
     done = run_on_own_bench("from bench.verdict import main as verdict",
-                            'verdict.run(size="tiny", names=("agent", "multi", "coding", '
-                            '"analyst"), threshold=True)', timeout=900)
+                            'verdict.run(size="tiny", threshold=True)', timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     out = done.stdout
-    for name in ("agent", "multi", "coding", "analyst"):
+    for name in NAMES:
         for peer in ("LangChain", "LangMem", "full history with caching",
                      "tool-result clearing, defaults (trigger 100k, keep 3)",
                      "tool-result clearing, trigger 30k, keep 3"):
             assert f"{name}: defaults dominate {peer}: " in out
+        # Every workload refers back, so none shows n/a.
+        assert f"{name}: target answerable at reference >= full history with caching's" in out
     assert "multi: target cost <= 0.7x full history with caching's on a chat" in out
     assert "coding: target cost <= 0.5x full history with caching's on a tool-heavy" in out
-    assert "analyst: target answerable at reference >= full history with caching's" in out
-    assert "the defaults dominate all four peers on " in out and " of 4 workloads" in out
+    assert "travel: target cost <= 0.5x full history with caching's on a tool-heavy" in out
+    assert "the defaults dominate all four peers on " in out and " of 9 workloads" in out
+    assert "(target 6)" in out
     for row in ("defaults (trigger 150k)", "trigger 50k", "on demand at 80% of the 32k budget"):
         assert f"server-side compaction, {row}" in out  # a row, and a verdict line
     assert "with server-side compaction as a fifth peer (its rows that act): " in out
@@ -220,6 +284,6 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     assert "error" not in out
     assert "answerable at reference" in out and "neutral stand-in" in out
     # The sections docs/benchmarks/ includes from the file --out writes (--8<--).
-    for section in ("agent", "multi", "coding", "analyst", "summary", "verdict"):
+    for section in (*NAMES, "summary", "verdict"):
         assert out.count(f"<!-- --8<-- [start:{section}] -->") == 1, section
         assert out.count(f"<!-- --8<-- [end:{section}] -->") == 1, section

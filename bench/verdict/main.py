@@ -2,14 +2,16 @@
 
 On each workload (bench.verdict.workloads: demo, short turns, agent transcript,
 multi-session chat, bench.verdict.referring's multi-sitting chat, coding-agent
-session and held-out support thread, and bench.verdict.analyst's held-out analyst
-agent) every system's requests are priced by Claude's prompt-cache rules
+session and held-out support thread, bench.verdict.analyst's held-out analyst
+agent and bench.verdict.travel's held-out travel desk) every system's requests are
+priced by Claude's prompt-cache rules
 (recap.bench.cost: write 1.25x, read 0.1x; full history without caching = 1.00)
 plus its summarization calls, and judged on what it keeps: the share of the
 conversation's specifics its requests still carry (the retention guard's
 extractor), **answerable at reference** (bench.verdict.judge: at each later user turn
 that refers back to an earlier specific, whether that reply's request carries it;
-the workloads without such turns show n/a) and the planted-fact questions
+bench.verdict.asked adds such turns to the four workloads generated without them)
+and the planted-fact questions
 answered from the context it sends (the stand-in's reader, as ``recap eval --qa``).
 
 The cache empties where time does it: at a new session or sitting, and after a
@@ -34,7 +36,7 @@ defaults dominate all five. Targets per workload: cost at most 0.5x full
 history with caching on a tool-heavy session and at most 0.7x on a chat;
 answerable at reference at least full history with caching's; 100% answerable
 at reference on a chat that fits its budget; and the defaults dominating all
-four peers on six of the eight workloads (the closing lines).
+four peers on two thirds of the workloads, six of the nine (the closing lines).
 
 Every comparison runs with the stand-in in **neutral mode** (recap.testing.neutral):
 one summarizing rule for every caller (the first sentence of each message,
@@ -90,7 +92,7 @@ COMPACTION = "server-side compaction"
 IDLE = "does not act"
 TOOL_COST = 0.5  # target: at most this share of full history with caching, tool-heavy
 CHAT_COST = 0.7  # the same on a chat
-DOMINATE_TARGET = 6  # workloads of eight on which the defaults dominate all four peers
+DOMINATE_TARGET = 6  # two thirds of the nine workloads: the defaults dominate all four peers
 PEER_NAMES = {"LangChain": "LangChain SummarizationMiddleware",
               "LangMem": "LangMem summarize_messages"}
 

@@ -1,4 +1,4 @@
-"""The eight workloads of the cost verdict, generated from a fixed seed (no downloads).
+"""The nine workloads of the cost verdict, generated from a fixed seed (no downloads).
 
 - ``demo``: the demo's SRE chat (pasted logs, configs, metrics tables);
 - ``short``: short turns, many of them (recap.bench.harness.seed.short_script);
@@ -9,17 +9,22 @@
   see one session at a time, as their defaults do);
 - ``sittings``, ``coding`` and ``holdout`` (bench.verdict.referring): a long chat of
   many sittings that fits the budget, a coding agent's tool-heavy session, and a
-  held-out support thread nobody tunes against; their later user turns refer back
-  to earlier specifics (:class:`bench.verdict.shapes.Probe`, judged by
-  bench.verdict.judge);
+  held-out support thread nobody tunes against;
 - ``analyst`` (bench.verdict.analyst): **held out**: a data analyst's agent
-  session with search, web, SQL and shell tools, whose later turns ask back about
-  specifics of earlier tool results.
+  session with search, web, SQL and shell tools;
+- ``travel`` (bench.verdict.travel): **held out**: a travel desk's agent session
+  with flight search, fare rules, hotel rates, calendar, mailbox and booking tools.
+
+Every workload's later user turns refer back to earlier specifics
+(:class:`bench.verdict.shapes.Probe`, judged by bench.verdict.judge): the last five
+are written with them; bench.verdict.asked adds a few to the first four (about
+half naming an identifier, half in the user's own words; in ``multi``, some ask a
+later session about an earlier one).
 
 Each workload plants facts about the user (recap.evals.facts: names, numbers,
-dates, preferences) whose questions are asked at the end. ``holdout`` and
-``analyst`` are held out: they are in the verdict, but nobody tunes a policy against
-them. Sizes: ``quick`` (the
+dates, preferences) whose questions are asked at the end. ``holdout``,
+``analyst`` and ``travel`` are held out: they are in the verdict, but nobody tunes
+a policy against them. Sizes: ``quick`` (the
 daily verdict), ``full`` (the cost benchmark) and ``tiny`` (the test).
 """
 
@@ -27,27 +32,32 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
-from bench.verdict import analyst, referring
+from bench.verdict import analyst, asked, referring, travel
 from bench.verdict.shapes import USER_ID, Message, Workload
 from recap.bench.harness.seed import demo_script, short_script
 from recap.evals.facts import Planted, plant, weave
 
 # Messages per workload (agent: tasks; multi: sessions x messages) and facts planted.
 # sittings: (sittings, questions); coding: (tool results, error codes asked back);
-# holdout: (sittings, questions); analyst: (tool results, references).
+# holdout: (sittings, questions); analyst and travel: (tool results, references).
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"demo": 60, "short": 80, "agent": 3, "sessions": 2, "per_session": 40, "facts": 4,
              "sittings": 5, "sitting_asks": 4, "results": 6, "refs": 2, "holdout": 4,
-             "holdout_asks": 3, "analyst": 16, "analyst_asks": 2},
+             "holdout_asks": 3, "analyst": 16, "analyst_asks": 2, "travel": 14,
+             "travel_asks": 3},
     "quick": {"demo": 200, "short": 1200, "agent": 8, "sessions": 3, "per_session": 400,
               "facts": 8, "sittings": 30, "sitting_asks": 43, "results": 44, "refs": 10,
-              "holdout": 12, "holdout_asks": 14, "analyst": 48, "analyst_asks": 12},
+              "holdout": 12, "holdout_asks": 14, "analyst": 48, "analyst_asks": 12,
+              "travel": 44, "travel_asks": 12},
     "full": {"demo": 1000, "short": 2000, "agent": 30, "sessions": 6, "per_session": 500,
              "facts": 16, "sittings": 40, "sitting_asks": 60, "results": 60, "refs": 14,
-             "holdout": 20, "holdout_asks": 24, "analyst": 64, "analyst_asks": 18},
+             "holdout": 20, "holdout_asks": 24, "analyst": 64, "analyst_asks": 18,
+             "travel": 64, "travel_asks": 18},
 }
-NAMES = ("demo", "short", "agent", "multi", "sittings", "coding", "holdout", "analyst")
+NAMES = ("demo", "short", "agent", "multi", "sittings", "coding", "holdout", "analyst",
+         "travel")
 
 
 def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
@@ -55,15 +65,18 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
     n = SIZES[size]
     facts = tuple(plant(n["facts"], seed=seed))
     if name == "demo":
-        return Workload(name, (("w-demo", tuple(weave(demo_script(n["demo"]), facts))),), facts)
+        demo = Workload(name, (("w-demo", tuple(weave(demo_script(n["demo"]), facts))),), facts)
+        return asked.with_asks(demo, seed=seed)
     if name == "short":
         msgs = weave(short_script(n["short"], seed=seed), facts)
-        return Workload(name, (("w-short", tuple(msgs)),), facts)
+        return asked.with_asks(Workload(name, (("w-short", tuple(msgs)),), facts), seed=seed)
     if name == "agent":
-        script = tuple(agent_script(n["agent"], facts, seed=seed))
-        return Workload(name, (("w-agent", script),), facts, paused=tasks_typed(script))
+        agent = asked.with_asks(Workload(name, (("w-agent", tuple(
+            agent_script(n["agent"], facts, seed=seed))),), facts), seed=seed)
+        return replace(agent, paused=tasks_typed(agent.sessions[0][1]))
     if name == "multi":
-        return multi_session(n["sessions"], n["per_session"], facts, seed=seed)
+        return asked.with_asks(multi_session(n["sessions"], n["per_session"], facts,
+                                             seed=seed), seed=seed)
     if name == "sittings":
         return referring.sittings_chat(n["sittings"], n["sitting_asks"], facts, seed=seed)
     if name == "coding":
@@ -72,6 +85,8 @@ def build(name: str, size: str = "quick", *, seed: int = 25) -> Workload:
         return referring.holdout_support(n["holdout"], n["holdout_asks"], facts, seed=seed)
     if name == "analyst":
         return analyst.analyst_session(n["analyst"], n["analyst_asks"], facts, seed=seed)
+    if name == "travel":
+        return travel.travel_desk(n["travel"], n["travel_asks"], facts, seed=seed)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(NAMES)}")
 
 
