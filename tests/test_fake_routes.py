@@ -113,3 +113,19 @@ def test_the_repair_default_adds_the_listed_items(fake: FakeAnthropic,
     answer = ask(client, prompt, system=SYSTEM_PROMPT)
     assert answer == "The user flies on May 3.\ngate B12 (the user said: gate B12)"
     assert fake.requests[-1]["system"] == SYSTEM_PROMPT
+
+
+def test_answers_pair_each_answered_request_with_what_it_got(
+        fake: FakeAnthropic, client: anthropic.Anthropic) -> None:
+    fake.script(ok("first answer"), error(529), ok("second"))
+    assert ask(client, "one") == "first answer"
+    with pytest.raises(anthropic.APIStatusError):
+        ask(client, "two")
+    assert ask(client, "three") == "second"
+    # Three requests, two answers: an error is not an answer (nothing is billed).
+    assert len(fake.requests) == 3
+    assert [(b["messages"][0]["content"], m["content"][0]["text"])
+            for b, m in fake.answers] == [("one", "first answer"), ("three", "second")]
+    assert all(m["usage"]["output_tokens"] >= 1 for _, m in fake.answers)
+    fake.reset()
+    assert fake.answers == []

@@ -221,7 +221,7 @@ def test_tool_clearing_pays_a_cache_write_from_the_first_block_it_clears_anew() 
 @pytest.mark.unit
 def test_agent_sessions_pause_only_before_a_new_task_and_chats_keep_the_seeded_share() -> None:
     from bench.verdict.drive import run_clearing, run_full
-    from bench.verdict.main import CLEARING, rows_of
+    from bench.verdict.main import CLEARING, base_of, rows_of
 
     for name in ("agent", "coding", "analyst", "travel"):
         w = build(name, "tiny")
@@ -233,7 +233,7 @@ def test_agent_sessions_pause_only_before_a_new_task_and_chats_keep_the_seeded_s
     w = build("analyst", "tiny")
     runs = [run_full(w, caching=False), run_full(w), run_clearing(w, CLEARING[1], "clearing")]
     rows = rows_of(w, runs, lambda t: frozenset(), words)
-    base = rows[0].priced.cost
+    base = base_of(rows)
     assert rows[1].total(base) != rows[1].uniformly(base)  # the agent's rule differs
     assert rows[1].warm(base) <= rows[1].total(base)
     assert rows[2].priced.input < rows[1].priced.input  # the 30k trigger fires on it
@@ -253,6 +253,47 @@ def test_held_out_analyst_uses_other_tools_and_results_of_varied_size() -> None:
     assert len(w.probes) >= 10 and "analyst" in NAMES and len(NAMES) == 9
     coding = {p.turn.split("\n")[0] for p in build("coding", "quick").probes}
     assert not coding & {p.turn.split("\n")[0] for p in w.probes}  # its own wording
+
+
+@pytest.mark.unit
+def test_dominance_is_judged_under_each_price_rule_and_the_floor_sits_beside() -> None:
+    from bench.verdict.main import (
+        DEFAULTS,
+        FULL,
+        Row,
+        against_full,
+        dominates_four,
+        rules_summary,
+        sweep_table,
+    )
+    from recap.bench.harness.pricing import PRIMARY, RULES, Priced, Spent, Usage
+
+    def row(name: str, usage: tuple[Usage, ...], spent: Spent | None = None) -> Row:
+        return Row(name, Priced(name, usage, usage, spent or Spent(), 0.0, 0.5), (1, 8), 0)
+
+    # Full history with caching reads a 10,000-token prefix on each of 10 replies;
+    # the defaults fold once (10,000 tokens in, 500 out) and read 2,000 after.
+    folded = (Usage(2_000, 0, 0), *(Usage(0, 2_000, 0),) * 9)
+    dear = (Usage(0, 0, 20_000),) * 10
+    rows = [row("full history, no caching", (Usage(0, 0, 10_000),) * 10),
+            row(FULL, (Usage(0, 10_000, 0),) * 10), row(DEFAULTS, folded, Spent(10_000, 500)),
+            row("LangChain SummarizationMiddleware", dear), row("LangMem summarize", dear),
+            row("tool-result clearing, defaults", dear),
+            row("server-side compaction, trigger 50k", dear, Spent(9, 9, at_reply_rates=True))]
+    at_01 = next(r for r in RULES if r.label == "read 0.1x, summarizer haiku-5-5")
+    at_0025 = next(r for r in RULES if r.label == "read 0.025x, summarizer haiku-5-5")
+    assert dominates_four(rows, at_01) and not dominates_four(rows, at_0025)
+    assert against_full(rows, at_01) < 1 < against_full(rows, at_0025)
+    summary = rules_summary([("short", rows)])
+    line = next(ln for ln in summary.splitlines() if ln.startswith(f"| {at_01.label} "))
+    assert "| 1 of 1 " in line and f"{against_full(rows, at_01):.2f}x" in line
+    assert "| 0 of 1 " in next(ln for ln in summary.splitlines()
+                               if ln.startswith(f"| {at_0025.label} "))
+    assert f"{PRIMARY.label} (primary)" in summary and PRIMARY.basis in summary
+    text = sweep_table(build("short", "tiny"), rows, 12_000)
+    floor = next(ln for ln in text.splitlines() if ln.startswith("| floor"))
+    assert "| 0.150 " in floor and "| 0.240 " in floor  # 12,000 at 1.25x and 2x, of 100,000
+    assert all(r.label in text for r in RULES) and "server-side compaction" in text
 
 
 @pytest.mark.system
@@ -280,6 +321,16 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
         assert f"server-side compaction, {row}" in out  # a row, and a verdict line
     assert "with server-side compaction as a fifth peer (its rows that act): " in out
     assert "cost, 30% pauses" in out and "cost, no pauses" in out
+    # Each workload's sweep: every rule a column, the floor a row; a line per rule.
+    from recap.bench.harness.pricing import PRIMARY, RULES
+
+    for name in ("agent", "multi", "coding", "analyst"):
+        part = out.split(f"[start:{name}]")[1].split(f"[end:{name}]")[0]
+        assert f"verdict, {name} workload: cost under each price rule" in part
+        assert "| floor: every message written once, nothing read" in part
+    assert all(rule.label in out for rule in RULES)
+    assert "per price rule: dominance and Recap's cost" in out
+    assert f"| {PRIMARY.label} (primary)" in out and "summarizing tokens in / out" in out
     assert verdict.THRESHOLD in out and verdict.DEFAULTS in out
     assert "error" not in out
     assert "answerable at reference" in out and "neutral stand-in" in out

@@ -13,7 +13,6 @@ import pytest
 
 from bench.verdict.compaction import (
     MIN_TRIGGER,
-    OUTPUT_PRICE,
     Compact,
     ContextWindowExceeded,
     OnDemand,
@@ -28,7 +27,7 @@ from bench.verdict.compaction import (
 )
 from bench.verdict.shapes import Message
 from recap.bench.harness import env as benv
-from recap.bench.harness.pricing import texts
+from recap.bench.harness.pricing import PRIMARY, RULES, Spent, texts
 
 SUMMARY = "- the digest"
 
@@ -137,8 +136,14 @@ def test_each_compaction_is_billed_as_its_iteration_at_the_reply_models_rates() 
     assert summarize.given == [[(r, str(c)) for r, c in messages[:7]]]
     assert iteration.input_tokens == system() + 70_000 == tokens(run.sent[3], kilo)
     assert iteration.output_tokens == kilo(SUMMARY)
-    assert billed(iteration) == iteration.input_tokens + OUTPUT_PRICE * iteration.output_tokens
-    assert run.billed == billed(iteration)
+    assert run.billed == billed([iteration]) == Spent(
+        iteration.input_tokens, iteration.output_tokens, at_reply_rates=True)
+    # Whatever the rule's summarizer, the iteration is priced as a call of the reply
+    # model: base input, output at the reply model's output ratio (5x).
+    for rule in RULES:
+        assert run.billed.cost(rule) == iteration.input_tokens + 5 * iteration.output_tokens
+    cheap = Spent(iteration.input_tokens, iteration.output_tokens)
+    assert cheap.cost(PRIMARY) < run.billed.cost(PRIMARY)  # at the summarizer's: less
     assert iteration.usage()["type"] == "compaction"
 
 
@@ -159,7 +164,7 @@ def test_a_compaction_rewrites_the_cached_prefix_after_the_system_prompt() -> No
 def test_a_session_that_never_reaches_the_trigger_is_full_history_and_does_not_act() -> None:
     summarize = Recorder()
     run = compact_history(chat(3), Compact(), summarize=summarize, count=kilo)
-    assert not acts(run) and not summarize.given and run.billed == 0
+    assert not acts(run) and not summarize.given and run.billed == Spent(at_reply_rates=True)
     assert run.read == run.sent
     with pytest.raises(ContextWindowExceeded, match="200,000-token window"):
         compact_history(chat(1, words=201), Compact(), summarize=summarize, count=kilo)
@@ -213,10 +218,11 @@ def test_the_summary_is_the_neutral_stand_ins_digest_over_the_messages_api() -> 
 def test_the_verdict_reports_a_row_that_never_fires_as_not_acting_and_leaves_it_out() -> None:
     from bench.verdict.main import DEFAULTS, FULL, IDLE, Row, brief, verdict
     from bench.verdict.workloads import build
-    from recap.bench.harness.pricing import Priced
+    from recap.bench.harness.pricing import Priced, Usage
 
     def row(name: str, cost: float, *, acts: bool = True) -> Row:
-        priced = Priced(name, 10, 0, 0, 0, 0, cost, cost, 0.0, 0.5)
+        usage = (Usage(0, 0, round(cost * 10)),)  # one request of that many uncached tokens
+        priced = Priced(name, usage, usage, Spent(), 0.0, 0.5)
         return Row(name, priced, (1, 8), 0, acts=acts)
 
     rows = [row("full history, no caching", 10.0), row(FULL, 9.0), row(DEFAULTS, 1.0),

@@ -45,9 +45,11 @@ digest.
 with the cache model every system gets (recap.testing.request_usage, breakpoints
 where full history places them): after a compaction the cached prefix ends at the
 system prompt and everything after it is written anew. Each compaction, automatic
-or on demand, is billed by :func:`billed` (the one place that prices it): what it
-read at base input, as the other peers' summarisation calls are counted, plus its
-output at :data:`OUTPUT_PRICE`. Pure: messages and a summariser in, requests out.
+or on demand, is billed as :func:`billed` says (the one place that says how): what
+it read and what it wrote, at the reply model's rates whatever summarizer the
+other systems are priced at, as the API bills its iteration (base input, and
+output at the price rule's output ratio: recap.bench.harness.pricing.Spent).
+Pure: messages and a summariser in, requests out.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from typing import Any
 
 from bench.verdict.shapes import Content, Message
 from recap.bench.harness import env as benv
-from recap.bench.harness.pricing import EPHEMERAL, flat
+from recap.bench.harness.pricing import EPHEMERAL, Spent, flat
 
 EDIT_TYPE = "compact_20260112"
 BETA = "compact-2026-01-12"
@@ -69,7 +71,6 @@ FITTED_MAX = 100_000  # the fitted trigger's ceiling: fires before requests near
 CONTEXT_WINDOW = 200_000  # the reply model's context window, in tokens
 ON_DEMAND_SHARE = 0.8  # on demand: compact past this share of the peers' budget
 SUMMARY_TOKENS = 1_024  # the summary's max_tokens: the peers' (recap.evals.peers)
-OUTPUT_PRICE = 5.0  # output per token, relative to base input (Claude models' published ratio)
 
 COMPACT_ASK = "Summarize the conversation above so that it can continue from the summary."
 # (role, text) turns and the edit's instructions -> the summary
@@ -146,9 +147,11 @@ class Iteration:
                 "cache_read_input_tokens": 0}
 
 
-def billed(iteration: Iteration) -> float:
-    """What one compaction costs, in base-input tokens at the reply model's rates."""
-    return iteration.input_tokens + OUTPUT_PRICE * iteration.output_tokens
+def billed(iterations: Sequence[Iteration]) -> Spent:
+    """What compactions are billed for: the tokens each read and wrote, at the reply
+    model's rates (its iteration is a call of the reply model)."""
+    return Spent(sum(i.input_tokens for i in iterations),
+                 sum(i.output_tokens for i in iterations), at_reply_rates=True)
 
 
 @dataclass
@@ -162,8 +165,8 @@ class CompactionRun:
     fired: list[int] = field(default_factory=list)  # the replies a compaction came before
 
     @property
-    def billed(self) -> float:
-        return sum(billed(i) for i in self.iterations)
+    def billed(self) -> Spent:
+        return billed(self.iterations)
 
 
 def fitted_trigger(session_tokens: Sequence[int]) -> int:

@@ -30,6 +30,7 @@ from bench.verdict.clearing import ClearToolUses
 from bench.verdict.compaction import Compact, OnDemand, Summarize
 from bench.verdict.shapes import Workload, scripts
 from recap.bench.harness import env as benv
+from recap.bench.harness.pricing import Spent
 
 SETTLE_MAX = 50  # follow-up jobs per reply at most: a loop means a bug, not a long fold
 SUMMARY_DEADLINE_S = 120.0  # one compaction summary from the stand-in, at most
@@ -42,7 +43,9 @@ class SystemRun:
     name: str
     bodies: list[dict[str, Any]] = field(default_factory=list)  # one per model call
     starts: list[bool] = field(default_factory=list)  # the call opens a session
-    spent: int = 0  # input tokens of summarization calls (Recap: summary, repair, title)
+    # Its summarizing calls' input and output tokens (Recap: summary, repair, title;
+    # a peer's summaries; server-side compaction's iterations, at the reply model's rates).
+    spent: Spent = field(default_factory=Spent)
     qa: tuple[int, int] = (0, 0)  # (correct, asked)
     folds: int = 0
     seconds: float = 0.0
@@ -111,16 +114,15 @@ def run_recap(w: Workload, name: str, **settings: object) -> SystemRun:
     run.qa = quiz(w.facts, ask)
     from recap.bench.harness.pricing import recap_spent
 
-    run.spent = recap_spent(env.fake.requests, counter())
+    run.spent = recap_spent(env.fake.answers, counter())
     run.seconds = time.monotonic() - started
     return run
 
 
 def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
     """A peer (recap.evals.peers) over each session of ``w`` in turn."""
-    from recap.bench.harness.pricing import peer_body
+    from recap.bench.harness.pricing import peer_body, spent_of
     from recap.evals.run import quiz
-    from recap.evals.standin import request_tokens
 
     env = benv.setup()
     run = SystemRun("")
@@ -135,7 +137,7 @@ def run_peer(w: Workload, peer: Callable[..., Any]) -> SystemRun:
             bodies = [peer_body(m) for m in result.sent]
             run.bodies += bodies
             run.starts += [i == 0 for i in range(len(bodies))]
-            run.spent += sum(request_tokens(b, counter()) for b in env.fake.requests)
+            run.spent += spent_of(env.fake.answers, counter())  # its summaries, all
     finally:
         env.fake.delay = latency
     last = run.bodies[-1] if run.bodies else {"messages": []}
@@ -205,7 +207,7 @@ def run_compaction(w: Workload, config: Compact | OnDemand, name: str, *,
     """Full history with caching plus server-side compaction (bench.verdict.compaction):
     the threshold edit (``Compact``) or on-demand compaction (``OnDemand``) over each
     session in block form; priced and judged on the requests as the API read them,
-    each compaction billed as its iteration."""
+    each compaction billed as its iteration (at the reply model's rates)."""
     from bench.verdict.compaction import compact_history, on_demand_history
     from recap.evals.run import quiz
 
@@ -213,7 +215,7 @@ def run_compaction(w: Workload, config: Compact | OnDemand, name: str, *,
     summarize = stand_in_summarizer(env.fake.url)
     run = SystemRun(name, key=key)
     started = time.monotonic()
-    billed = 0.0
+    billed = Spent(at_reply_rates=True)
     latency, env.fake.delay = env.fake.delay, 0.0
     try:
         for _, messages in w.sessions:
@@ -227,7 +229,7 @@ def run_compaction(w: Workload, config: Compact | OnDemand, name: str, *,
             billed += done.billed
     finally:
         env.fake.delay = latency
-    run.spent = round(billed)
+    run.spent = billed
     run.acts = run.folds > 0
     last = run.bodies[-1] if run.bodies else {"messages": []}
     run.qa = quiz(w.facts, lambda q: answer(last, q))

@@ -4,15 +4,32 @@ On each workload (bench.verdict.workloads: demo, short turns, agent transcript,
 multi-session chat, bench.verdict.referring's multi-sitting chat, coding-agent
 session and held-out support thread, bench.verdict.analyst's held-out analyst
 agent and bench.verdict.travel's held-out travel desk) every system's requests are
-priced by Claude's prompt-cache rules
-(recap.bench.cost: write 1.25x, read 0.1x; full history without caching = 1.00)
-plus its summarization calls, and judged on what it keeps: the share of the
+priced by Claude's prompt-cache rules plus its summarizing calls, input and output
+(recap.bench.harness.pricing; full history without caching = 1.00), and judged on
+what it keeps: the share of the
 conversation's specifics its requests still carry (the retention guard's
 extractor), **answerable at reference** (bench.verdict.judge: at each later user turn
 that refers back to an earlier specific, whether that reply's request carries it;
 bench.verdict.asked adds such turns to the four workloads generated without them)
 and the planted-fact questions
 answered from the context it sends (the stand-in's reader, as ``recap eval --qa``).
+
+**Prices.** The main table and the verdict lines price at one rule,
+recap.bench.harness.pricing.PRIMARY: the product's default models at their list
+prices, claude-sonnet-5-5 replies (cache reads 0.05x of input, 5-minute writes
+1.25x) summarized by claude-haiku-5-5 (input 0.05x, output 0.25x of the reply
+model's input): what a user who changes no setting pays. Each workload's second
+table re-prices the same requests under every rule of
+recap.bench.harness.pricing.RULES (reads at 0.1x, 0.05x and 0.025x, the summarizer
+at its own model's price and at the reply model's, and 1-hour writes at 2x, whose
+cache outlives a person's pause), with the floor beside them: every message
+written to the cache once, nothing read. The systems run once, the defaults'
+policy deciding under the primary prices; each rule is arithmetic on the same
+per-request token counts. Summarizing output is what the stand-in returned;
+server-side compaction's iteration is billed at the reply model's rates under
+every rule; the replies' own output is the same for every system and left out.
+The summary says, per rule, on how many workloads the defaults dominate all four
+peers and what Recap costs against full history with caching.
 
 The cache empties where time does it: at a new session or sitting, and after a
 person's pause longer than the cache lives. A chat's person pauses are a seeded
@@ -76,7 +93,17 @@ from bench.verdict.judge import answerable
 from bench.verdict.shapes import Workload, scripts
 from bench.verdict.workloads import NAMES, build
 from recap.bench.harness import env as benv
-from recap.bench.harness.pricing import PAUSE_SHARE, Priced, price, priced
+from recap.bench.harness.pricing import (
+    PAUSE_SHARE,
+    PRIMARY,
+    RULES,
+    Priced,
+    PriceRule,
+    Usage,
+    floor_tokens,
+    priced,
+    usages,
+)
 from recap.bench.harness.stats import report, section, table
 
 DEFAULTS = "Recap defaults"
@@ -105,7 +132,7 @@ class Row:
     folds: int
     error: str | None = None
     ref: tuple[int, int] = (0, 0)  # (references answerable, references): bench.verdict.judge
-    uniform: float = 0.0  # cost of replies with a seeded 30% after a pause, every workload
+    uniform: tuple[Usage, ...] = ()  # each request with a seeded 30% after a pause
     key: str = ""  # the same system on every workload when its name varies (summary table)
     acts: bool = True  # False: a compaction peer whose trigger never fired on the workload
 
@@ -113,19 +140,20 @@ class Row:
     def ident(self) -> str:
         return self.key or self.name
 
-    def total(self, base: float) -> float:
-        """Replies priced by the workload's pause rule plus summarization, full
-        history without caching = 1.00."""
-        return (self.priced.cost_paused + self.priced.summarization) / base
+    def total(self, base: float, rule: PriceRule = PRIMARY) -> float:
+        """Replies priced by the workload's pause rule plus summarizing, under
+        ``rule``, full history without caching = 1.00."""
+        return self.priced.cost(rule) / base
 
-    def warm(self, base: float) -> float:
+    def warm(self, base: float, rule: PriceRule = PRIMARY) -> float:
         """The same with no pause at all (the cache empties only at a new session
         or sitting)."""
-        return (self.priced.cost + self.priced.summarization) / base
+        return self.priced.cost(rule, pauses=False) / base
 
-    def uniformly(self, base: float) -> float:
+    def uniformly(self, base: float, rule: PriceRule = PRIMARY) -> float:
         """The same with a seeded 30% of replies after a pause, chat or agent."""
-        return (self.uniform + self.priced.summarization) / base
+        usage = self.uniform if rule.ttl == "5m" else self.priced.warm
+        return (sum(u.cost(rule) for u in usage) + self.priced.spent.cost(rule)) / base
 
 
 def clearing_name(edit: ClearToolUses) -> str:
@@ -186,8 +214,8 @@ def rows_of(w: Workload, runs: Sequence[SystemRun], specifics: Callable[[str], f
         starts = [s or i in cold for i, s in enumerate(r.starts)]
         p = priced(r.name, r.bodies, r.spent, script=script, pauses=person[:len(r.bodies)],
                    count=count, specifics=specifics, starts=starts)
-        uniform = (p.cost_paused if w.paused is None else
-                   price(r.bodies, count, seeded[:len(r.bodies)], starts)[4])
+        uniform = (p.paused if w.paused is None else
+                   usages(r.bodies, count, seeded[:len(r.bodies)], starts))
         out.append(Row(r.name, p, r.qa, r.folds, r.error, answerable(r.bodies, w.probes),
                        uniform, r.key, r.acts))
     return out
@@ -197,10 +225,17 @@ def find(rows: Sequence[Row], prefix: str) -> Row:
     return next(r for r in rows if r.name.startswith(prefix))
 
 
-def dominates(mine: Row, other: Row, base: float) -> bool:
-    """Costs no more, keeps at least as many specifics, has at least as many
-    references answerable, answers at least as many questions."""
-    return (mine.total(base) <= other.total(base) and mine.priced.kept >= other.priced.kept
+def base_of(rows: Sequence[Row]) -> float:
+    """The 1.00 of cost: the first row's (full history without caching: every token
+    uncached, the same under every rule)."""
+    return rows[0].priced.cost(PRIMARY)
+
+
+def dominates(mine: Row, other: Row, base: float, rule: PriceRule = PRIMARY) -> bool:
+    """Costs no more under ``rule``, keeps at least as many specifics, has at least
+    as many references answerable, answers at least as many questions."""
+    return (mine.total(base, rule) <= other.total(base, rule)
+            and mine.priced.kept >= other.priced.kept
             and mine.ref[0] >= other.ref[0] and mine.qa[0] >= other.qa[0])
 
 
@@ -234,7 +269,7 @@ def verdict(rows: Sequence[Row], w: Workload, *,
     """The verdict lines of one workload (see the module docstring), whether the
     defaults dominate all four peers on it, and whether they dominate server-side
     compaction's rows that act too. ``fits``: a chat that fits its budget."""
-    base = rows[0].priced.cost
+    base = base_of(rows)
     mine = find(rows, DEFAULTS)
     lines, every, fifth = [], True, True
     for label, others in peers_of(rows):
@@ -277,26 +312,66 @@ def targets(mine: Row, full: Row, base: float, w: Workload, *, fits: bool) -> li
     return lines
 
 
+def dominates_four(rows: Sequence[Row], rule: PriceRule) -> bool:
+    """Whether the defaults dominate LangChain, LangMem, full history with caching
+    and tool-result clearing (both rows) under ``rule``."""
+    base, mine = base_of(rows), find(rows, DEFAULTS)
+    return all(dominates(mine, other, base, rule) for label, others in peers_of(rows)
+               if label != COMPACTION for other in others if other.acts)
+
+
+def against_full(rows: Sequence[Row], rule: PriceRule) -> float:
+    """Recap's defaults' total cost over full history with caching's, under ``rule``."""
+    base = base_of(rows)
+    return find(rows, DEFAULTS).total(base, rule) / max(find(rows, FULL).total(base, rule),
+                                                         1e-9)
+
+
+def sweep_table(w: Workload, rows: Sequence[Row], floor: int) -> str:
+    """The workload's total cost under each rule of RULES (full history without
+    caching = 1.00): full history with caching, the defaults, each peer's rows, the
+    floor (``floor`` tokens, each written once at the rule's write ratio), and the
+    defaults over full history with caching."""
+    base = base_of(rows)
+    shown = [find(rows, FULL), find(rows, DEFAULTS),
+             *(r for _, others in peers_of(rows) for r in others if r.name != FULL)]
+    lines = [[r.name + ("" if r.acts else f" ({IDLE})"),
+              *(f"{r.total(base, rule):.3f}" if r.acts else IDLE for rule in RULES)]
+             for r in shown]
+    lines.append(["floor: every message written once, nothing read",
+                  *(f"{rule.write * floor / base:.3f}" for rule in RULES)])
+    lines.append([f"{DEFAULTS} / {FULL}", *(f"{against_full(rows, rule):.2f}x"
+                                          for rule in RULES)])
+    return report(
+        f"verdict, {w.name} workload: cost under each price rule (total cost, full history, "
+        f"no caching = 1.00; the primary rule is {PRIMARY.label}; pauses as in the table "
+        f"above, none under 1h writes; stand-in: mechanisms, not a model)",
+        table(["system", *(r.label for r in RULES)], lines))
+
+
 def workload_table(w: Workload, rows: Sequence[Row], seconds: float) -> str:
-    base = rows[0].priced.cost
+    base = base_of(rows)
     return report(
         f"verdict, {w.name} workload: {w.messages} messages in {len(w.sessions)} session(s), "
         + (f"{len(w.cold)} sittings, " if w.cold else "")
         + (f"{len(w.probes)} references in {len({p.reply for p in w.probes})} later turns, "
            if w.probes else "")
-        + f"{len(w.facts)} planted facts (write 1.25x, read 0.1x; full history, no caching "
-        f"= 1.00; total cost: pauses as " + ("an agent's: a person's before each new task"
+        + f"{len(w.facts)} planted facts (priced at {PRIMARY.label}: the default models' list "
+        f"prices, write {PRIMARY.write:g}x, summarizing output counted; full history, no "
+        f"caching = 1.00; total cost: pauses as " + ("an agent's: a person's before each new task"
                                              if w.paused is not None else
                                              "a chat's: a seeded 30% of replies")
         + f"; stand-in: mechanisms, not a model; {seconds:.0f}s)",
         table(["system", "replies", "input tokens / reply", "cache-hit share", "folds",
-               "summarization tokens", "total cost", "cost, no pauses", "cost, 30% pauses",
+               "summarizing tokens in / out", "total cost", "cost, no pauses", "cost, 30% pauses",
                "specifics kept", "answerable at reference", "QA"],
               [[r.name + (f" (error: {r.error})" if r.error else "")
                 + ("" if r.acts else f" ({IDLE})"), r.priced.replies,
                 f"{r.priced.input / max(1, r.priced.replies):,.0f}",
                 f"{r.priced.read / max(1, r.priced.input):.0%}", r.folds,
-                f"{r.priced.summarization:,}", f"{r.total(base):.3f}", f"{r.warm(base):.3f}",
+                f"{r.priced.spent.input:,} / {r.priced.spent.output:,}"
+                + (" (reply rates)" if r.priced.spent.at_reply_rates else ""),
+                f"{r.total(base):.3f}", f"{r.warm(base):.3f}",
                 f"{r.uniformly(base):.3f}", f"{r.priced.kept:.0%}", share(r.ref),
                 f"{r.qa[0]}/{r.qa[1]}"] for r in rows]))
 
@@ -310,9 +385,23 @@ def summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
         cells = []
         for _, rows in all_rows:
             row = next((r for r in rows if r.ident == name), None)
-            cells.append(brief(row, rows[0].priced.cost) if row else "-")
+            cells.append(brief(row, base_of(rows)) if row else "-")
         lines.append([name, *cells])
     return table(["system", *(w for w, _ in all_rows)], lines)
+
+
+def rules_summary(all_rows: Sequence[tuple[str, Sequence[Row]]]) -> str:
+    """A line per price rule: on how many workloads the defaults dominate all four
+    peers under it, and Recap's cost over full history with caching's on each; then
+    each rule's basis."""
+    lines = [[rule.label + (" (primary)" if rule == PRIMARY else ""),
+              f"{sum(dominates_four(rows, rule) for _, rows in all_rows)} of {len(all_rows)}",
+              *(f"{against_full(rows, rule):.2f}x" for _, rows in all_rows)]
+             for rule in RULES]
+    bases = "\n".join(f"- {rule.label}: {rule.basis}" for rule in RULES)
+    return (table(["price rule", "defaults dominate all four peers",
+                   *(f"{w}: Recap / full, caching" for w, _ in all_rows)], lines)
+            + "\n\nEach rule's prices (ratios to the reply model's input):\n\n" + bases)
 
 
 def fits_budget(w: Workload, count: Callable[[str], int]) -> bool:
@@ -352,7 +441,10 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
             fixed = (size == "full") if threshold is None else threshold
             runs = systems(w, threshold=fixed, policy=policy)
             rows = rows_of(w, runs, specifics, count)
-            out.append(section(name, workload_table(w, rows, time.monotonic() - t0)))
+            floor = floor_tokens(benv.SYSTEM_PROMPT, (t for s in scripts(w) for _, t in s),
+                                 count)
+            out.append(section(name, workload_table(w, rows, time.monotonic() - t0)
+                               + sweep_table(w, rows, floor)))
             said, every, five = verdict(rows, w, fits=fits_budget(w, count))
             lines += said
             won += every
@@ -364,9 +456,11 @@ def run(quick: bool = True, *, size: str | None = None, names: Sequence[str] = N
     mode = "schema-aware stand-in" if schema_aware else "neutral stand-in"
     out.append(section("summary", report(
         f"per workload: cost · specifics kept · answerable at reference · QA "
-        f"({size} workloads; {mode})", summary(all_rows))))
+        f"({size} workloads; {mode}; cost at {PRIMARY.label})", summary(all_rows))
+        + report(f"per price rule: dominance and Recap's cost against full history with "
+                 f"caching ({size} workloads; {mode})", rules_summary(all_rows))))
     lines.append(f"the defaults dominate all four peers on {won} of {len(all_rows)} "
-                 f"workloads (target {DOMINATE_TARGET})")
+                 f"workloads (target {DOMINATE_TARGET}; at {PRIMARY.label})")
     lines.append(f"with server-side compaction as a fifth peer (its rows that act): all five "
                  f"on {won_five} of {len(all_rows)} workloads")
     out.append(section("verdict", report(

@@ -41,6 +41,9 @@ class FakeAnthropic:
     def __init__(self, *, routes: Sequence[Route] = (), log_errors: bool = True,
                  port: int = 0, neutral: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
+        # Each answered request with the message it got, in the order answered
+        # (a fault or an error is not an answer: the API bills neither).
+        self.answers: list[tuple[dict[str, Any], dict[str, Any]]] = []
         self.headers: list[dict[str, str]] = []
         self.delay = 0.0  # seconds before every answer (a slow API)
         self.trickle_s = 0.0  # trickle(): seconds between the bytes of every answer
@@ -84,10 +87,11 @@ class FakeAnthropic:
         self._server.server_close()
 
     def reset(self) -> None:
-        """Forget requests, script, routes, delay, lossy mode, the prompt cache and
+        """Forget requests, answers, script, routes, delay, lossy mode, the prompt cache and
         the neutral rule's earlier lines (the mode stays); release a held call."""
         with self._lock:
             self.requests.clear()
+            self.answers.clear()
             self.headers.clear()
             self._script.clear()
             self._assistant.clear()
@@ -241,7 +245,10 @@ class FakeAnthropic:
                                      seed=seed, neutral=self._neutral if self.neutral else None)
         with self._lock:
             usage = request_usage(request.body, self._cache)
-        return {"id": f"msg_{number}", "type": "message", "role": "assistant",
-                "model": request.body["model"], "content": content, "stop_reason": stop,
-                "stop_sequence": None,
-                "usage": {**usage, "output_tokens": max(1, len(text) // 4)}}
+        message = {"id": f"msg_{number}", "type": "message", "role": "assistant",
+                   "model": request.body["model"], "content": content, "stop_reason": stop,
+                   "stop_sequence": None,
+                   "usage": {**usage, "output_tokens": max(1, len(text) // 4)}}
+        with self._lock:
+            self.answers.append((request.body, message))
+        return message

@@ -28,6 +28,8 @@ class ConvoRun:
     context: list[int] = field(default_factory=list)  # tokens per model call
     trips: list[int] = field(default_factory=list)  # message index when each job applied
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # each answered request with the stand-in's answer (FakeAnthropic.answers)
+    answers: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     # as_request(build_context(...)) with prompt caching, per model call
     bodies: list[dict[str, Any]] = field(default_factory=list)
     token_of: dict[int, int] = field(default_factory=dict)  # message id -> tokens
@@ -107,6 +109,7 @@ def conversation_run(n: int, script: str = "demo", **settings: object) -> ConvoR
             sampler.join()
     run.seconds = time.monotonic() - started
     run.requests = list(env.fake.requests)
+    run.answers = list(env.fake.answers)
     with transaction() as s:
         run.runs = [(a, b) for a, b in s.execute(
             select(SummaryRun.first_message_id, SummaryRun.last_message_id)
