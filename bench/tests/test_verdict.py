@@ -316,7 +316,7 @@ def test_quick_verdict_code_runs_on_tiny_workloads() -> None:
     assert "coding: target cost <= 0.5x full history with caching's on a tool-heavy" in out
     assert "travel: target cost <= 0.5x full history with caching's on a tool-heavy" in out
     assert "the defaults dominate all four peers on " in out and " of 9 workloads" in out
-    assert "(target 6)" in out
+    assert "(target 6; at " in out
     for row in ("defaults (trigger 150k)", "trigger 50k", "on demand at 80% of the 32k budget"):
         assert f"server-side compaction, {row}" in out  # a row, and a verdict line
     assert "with server-side compaction as a fifth peer (its rows that act): " in out
